@@ -1,0 +1,250 @@
+//! [`WriteBatch`]: an ordered group of puts, deletes and range deletes applied atomically.
+//!
+//! The encoding is also the WAL record payload (see `docs/format.md`, "Write batch"):
+//! `seq: fixed64 | count: fixed32 | record*`, a record being `kind: u8 | key: varint-prefixed |
+//! value: varint-prefixed` (value absent for deletes; for range deletes it is the exclusive end).
+//! Depends on `coding`, `types`, `options` (limits), `error`.
+
+use crate::coding::{put_length_prefixed, Decoder};
+use crate::error::{Error, Result};
+use crate::options::{MAX_BATCH_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::types::{SeqNo, ValueKind};
+
+const HEADER: usize = 12;
+
+/// An atomic group of writes. Later operations in a batch override earlier ones on the same key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WriteBatch {
+    rep: Vec<u8>,
+    count: u32,
+    /// First limit violation seen while building; reported when the batch is written.
+    invalid: Option<String>,
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBatch")
+            .field("count", &self.count)
+            .field("bytes", &self.rep.len())
+            .finish()
+    }
+}
+
+/// One operation of a decoded batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    Put(&'a [u8], &'a [u8]),
+    Delete(&'a [u8]),
+    DeleteRange(&'a [u8], &'a [u8]),
+}
+
+impl WriteBatch {
+    pub fn new() -> Self {
+        WriteBatch {
+            rep: vec![0; HEADER],
+            count: 0,
+            invalid: None,
+        }
+    }
+
+    fn check_key(&mut self, key: &[u8]) {
+        if key.len() > MAX_KEY_SIZE && self.invalid.is_none() {
+            self.invalid = Some(format!(
+                "key of {} bytes exceeds the limit of {MAX_KEY_SIZE}",
+                key.len()
+            ));
+        }
+    }
+
+    fn push(&mut self, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
+        self.check_key(key);
+        self.rep.push(kind as u8);
+        put_length_prefixed(&mut self.rep, key);
+        if let Some(v) = value {
+            put_length_prefixed(&mut self.rep, v);
+        }
+        self.count += 1;
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        let v = value.as_ref();
+        if v.len() > MAX_VALUE_SIZE && self.invalid.is_none() {
+            self.invalid = Some(format!(
+                "value of {} bytes exceeds the limit of {MAX_VALUE_SIZE}",
+                v.len()
+            ));
+        }
+        self.push(ValueKind::Put, key.as_ref(), Some(v));
+    }
+
+    /// Removes `key`.
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) {
+        self.push(ValueKind::Delete, key.as_ref(), None);
+    }
+
+    /// Removes every key in `[start, end)`. An empty or inverted range is a no-op.
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        let end = end.as_ref();
+        self.check_key(end);
+        self.push(ValueKind::RangeDelete, start.as_ref(), Some(end));
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Encoded size in bytes.
+    pub fn size_in_bytes(&self) -> usize {
+        self.rep.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.rep.truncate(HEADER);
+        self.rep[..HEADER].fill(0);
+        self.count = 0;
+        self.invalid = None;
+    }
+
+    /// Checks the size limits; a batch that fails is not written at all.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if let Some(m) = &self.invalid {
+            return Err(Error::invalid(m.clone()));
+        }
+        if self.rep.len() > MAX_BATCH_SIZE {
+            return Err(Error::invalid(format!(
+                "write batch of {} bytes exceeds the limit of {MAX_BATCH_SIZE}",
+                self.rep.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Appends another batch's operations (used by group commit).
+    pub(crate) fn append(&mut self, other: &WriteBatch) {
+        self.rep.extend_from_slice(&other.rep[HEADER..]);
+        self.count += other.count;
+    }
+
+    /// Stamps the first sequence number and returns the encoded batch.
+    pub(crate) fn encode_with_seq(&mut self, seq: SeqNo) -> &[u8] {
+        self.rep[..8].copy_from_slice(&seq.to_le_bytes());
+        self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+        &self.rep
+    }
+
+    /// Iterates the operations in order.
+    pub fn iter(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
+        // A batch built through the API always decodes.
+        BatchIter {
+            d: Decoder::new(&self.rep[HEADER..]),
+        }
+        .map_while(|r| r.ok())
+    }
+}
+
+/// A decoded batch from the WAL: its first sequence number and its operations.
+pub(crate) struct DecodedBatch<'a> {
+    pub seq: SeqNo,
+    pub count: u32,
+    body: &'a [u8],
+}
+
+impl<'a> DecodedBatch<'a> {
+    pub fn parse(rec: &'a [u8]) -> Result<Self> {
+        if rec.len() < HEADER {
+            return Err(Error::corruption("write batch shorter than its header"));
+        }
+        let mut d = Decoder::new(rec);
+        let seq = d.fixed64().unwrap_or(0);
+        let count = d.fixed32().unwrap_or(0);
+        Ok(DecodedBatch {
+            seq,
+            count,
+            body: &rec[HEADER..],
+        })
+    }
+
+    /// The operations; a malformed record yields one `Err` and stops.
+    pub fn ops(&self) -> impl Iterator<Item = Result<BatchOp<'a>>> {
+        BatchIter {
+            d: Decoder::new(self.body),
+        }
+    }
+}
+
+struct BatchIter<'a> {
+    d: Decoder<'a>,
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = Result<BatchOp<'a>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.d.is_empty() {
+            return None;
+        }
+        let r = (|| {
+            let kind = ValueKind::from_u8(self.d.u8()?)?;
+            let key = self.d.length_prefixed()?;
+            Some(match kind {
+                ValueKind::Put => BatchOp::Put(key, self.d.length_prefixed()?),
+                ValueKind::Delete => BatchOp::Delete(key),
+                ValueKind::RangeDelete => BatchOp::DeleteRange(key, self.d.length_prefixed()?),
+            })
+        })();
+        match r {
+            Some(op) => Some(Ok(op)),
+            None => {
+                self.d = Decoder::new(&[]);
+                Some(Err(Error::corruption("malformed write batch record")))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode() {
+        let mut b = WriteBatch::new();
+        b.put("a", "1");
+        b.delete("b");
+        b.delete_range("c", "d");
+        let enc = b.encode_with_seq(42).to_vec();
+        let d = DecodedBatch::parse(&enc).unwrap();
+        assert_eq!((d.seq, d.count), (42, 3));
+        let ops: Vec<_> = d.ops().map(|o| o.unwrap()).collect();
+        assert_eq!(
+            ops,
+            vec![
+                BatchOp::Put(b"a", b"1"),
+                BatchOp::Delete(b"b"),
+                BatchOp::DeleteRange(b"c", b"d")
+            ]
+        );
+        let mut bad = enc.clone();
+        bad.truncate(enc.len() - 1);
+        assert!(DecodedBatch::parse(&bad).unwrap().ops().any(|o| o.is_err()));
+    }
+
+    #[test]
+    fn oversized_key_is_rejected() {
+        let mut b = WriteBatch::new();
+        b.put("ok", "v");
+        b.put(vec![0u8; MAX_KEY_SIZE + 1], "v");
+        assert!(b.validate().is_err());
+    }
+}

@@ -1,0 +1,300 @@
+//! Executes a [`CompactionJob`] (and, through [`write_tables`], a memtable flush): merges the
+//! inputs, drops what no snapshot can see, and writes size-bounded output tables with their
+//! range tombstones clipped to each table's key range.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::job::CompactionJob;
+use super::rate_limiter::RateLimiter;
+use crate::cache::table_cache::table_path;
+use crate::cache::TableCache;
+use crate::error::{Error, Result};
+use crate::iter::{InternalIterator, MergingIterator, RunIterator};
+use crate::range_del::{Fragments, RangeTombstone};
+use crate::sst::{TableBuilder, TableBuilderOptions};
+use crate::storage::{Storage, WritableFile};
+use crate::types::{self, SeqNo, ValueKind};
+use crate::version::{FileMeta, Reaper, TableFile};
+
+/// The handles a job needs to run.
+pub struct CompactionEnv<'a> {
+    pub dir: &'a Path,
+    pub storage: Arc<dyn Storage>,
+    pub tables: Arc<TableCache>,
+    pub file_numbers: Arc<AtomicU64>,
+    pub rate_limiter: Option<Arc<RateLimiter>>,
+    /// Set when the database shuts down; the job stops early with an error.
+    pub cancel: &'a AtomicBool,
+}
+
+/// What a job produced.
+#[derive(Clone, Debug, Default)]
+pub struct CompactionResult {
+    pub outputs: Vec<FileMeta>,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub records_in: u64,
+    pub records_dropped: u64,
+}
+
+/// Runs a compaction job. Output tables are written and synced but not installed.
+pub fn run_compaction(job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<CompactionResult> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut tombstones = Vec::new();
+    let scratch_reaper: Arc<Reaper> = Arc::default();
+    for input in &job.inputs {
+        for f in &input.files {
+            let t = env.tables.get(f.id)?;
+            tombstones.extend_from_slice(t.range_tombstones());
+            if input.level == 0 {
+                children.push(Box::new(t.iter(false)));
+            }
+        }
+        if input.level > 0 && !input.files.is_empty() {
+            let files = input
+                .files
+                .iter()
+                .map(|m| TableFile::new(m.clone(), scratch_reaper.clone()))
+                .collect();
+            children.push(Box::new(RunIterator::new(files, env.tables.clone(), false)));
+        }
+    }
+    let mut iter = MergingIterator::new(children);
+    iter.seek_to_first();
+    let mut r = write_tables(
+        &mut iter,
+        tombstones,
+        &job.snapshots,
+        job.bottommost,
+        job.target_file_size,
+        &job.table,
+        env,
+    )?;
+    r.read_bytes = job.input_bytes();
+    Ok(r)
+}
+
+/// The index of the snapshot stripe holding `seq`: the first snapshot that can see it.
+fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {
+    snapshots.partition_point(|&s| s < seq)
+}
+
+struct RateLimitedFile {
+    inner: Box<dyn WritableFile>,
+    limiter: Arc<RateLimiter>,
+}
+
+impl WritableFile for RateLimitedFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.limiter.request(data.len() as u64);
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+struct Outputs<'a, 'b> {
+    env: &'a CompactionEnv<'b>,
+    opts: &'a TableBuilderOptions,
+    tombstones: Vec<RangeTombstone>,
+    current: Option<(u64, TableBuilder)>,
+    lo: Option<Vec<u8>>,
+    done: Vec<FileMeta>,
+    created: Vec<u64>,
+}
+
+impl Outputs<'_, '_> {
+    fn open(&mut self) -> Result<&mut TableBuilder> {
+        if self.current.is_none() {
+            let id = self.env.file_numbers.fetch_add(1, Ordering::SeqCst);
+            self.created.push(id);
+            let mut file = self.env.storage.create(&table_path(self.env.dir, id))?;
+            if let Some(l) = &self.env.rate_limiter {
+                file = Box::new(RateLimitedFile {
+                    inner: file,
+                    limiter: l.clone(),
+                });
+            }
+            self.current = Some((id, TableBuilder::new(file, self.opts.clone())));
+        }
+        Ok(&mut self.current.as_mut().expect("just opened").1)
+    }
+
+    /// Finishes the current table, whose keys lie in `[self.lo, hi)`.
+    fn finish(&mut self, hi: Option<&[u8]>) -> Result<()> {
+        let lo = self.lo.clone();
+        let mut ts_lo: Option<Vec<u8>> = None;
+        let mut ts_hi: Option<Vec<u8>> = None;
+        let clipped: Vec<RangeTombstone> = self
+            .tombstones
+            .iter()
+            .filter(|t| hi.is_none_or(|h| t.start.as_slice() < h))
+            .filter(|t| lo.as_deref().is_none_or(|l| t.end.as_slice() > l))
+            .map(|t| {
+                let mut c = t.clone();
+                if let Some(l) = &lo {
+                    if c.start < *l {
+                        c.start = l.clone();
+                    }
+                }
+                if let Some(h) = hi {
+                    if c.end.as_slice() > h {
+                        c.end = h.to_vec();
+                    }
+                }
+                c
+            })
+            .filter(|c| !c.is_empty())
+            .collect();
+        if self.current.is_none() && clipped.is_empty() {
+            return Ok(());
+        }
+        for c in clipped {
+            if ts_lo.as_ref().is_none_or(|x| c.start < *x) {
+                ts_lo = Some(c.start.clone());
+            }
+            if ts_hi.as_ref().is_none_or(|x| c.end > *x) {
+                ts_hi = Some(c.end.clone());
+            }
+            self.open()?.add_range_tombstone(c);
+        }
+        let (id, builder) = self.current.take().expect("opened above");
+        let s = builder.finish()?;
+        let p_lo = s.smallest_point.as_deref().map(types::user_key);
+        let p_hi = s.largest_point.as_deref().map(types::user_key);
+        let smallest = match (p_lo, ts_lo.as_deref()) {
+            (Some(a), Some(b)) => a.min(b).to_vec(),
+            (Some(a), None) => a.to_vec(),
+            (None, Some(b)) => b.to_vec(),
+            (None, None) => Vec::new(),
+        };
+        let (largest, largest_exclusive) = match (p_hi, ts_hi) {
+            (Some(a), Some(b)) if b.as_slice() > a => (b, true),
+            (Some(a), _) => (a.to_vec(), false),
+            (None, Some(b)) => (b, true),
+            (None, None) => (Vec::new(), false),
+        };
+        self.done.push(FileMeta {
+            id,
+            size: s.file_size,
+            smallest,
+            largest,
+            largest_exclusive,
+            smallest_seq: s.props.smallest_seq,
+            largest_seq: s.props.largest_seq,
+            num_entries: s.props.num_entries,
+            num_deletions: s.props.num_deletions,
+            num_range_deletions: s.props.num_range_deletions,
+        });
+        Ok(())
+    }
+
+    fn cleanup(&self) {
+        for id in &self.created {
+            let _ = self.env.storage.remove(&table_path(self.env.dir, *id));
+        }
+    }
+}
+
+/// Writes the entries of `iter` (positioned at its first entry) into new tables, applying the
+/// drop rules of the module docs. Used by both compaction and flush.
+pub fn write_tables(
+    iter: &mut dyn InternalIterator,
+    tombstones: Vec<RangeTombstone>,
+    snapshots: &[SeqNo],
+    bottommost: bool,
+    target_file_size: u64,
+    table: &TableBuilderOptions,
+    env: &CompactionEnv<'_>,
+) -> Result<CompactionResult> {
+    let fragments = Fragments::new(&tombstones);
+    let kept: Vec<RangeTombstone> = tombstones
+        .into_iter()
+        .filter(|t| !t.is_empty())
+        .filter(|t| !(bottommost && stripe(snapshots, t.seq) == 0))
+        .collect();
+    let mut out = Outputs {
+        env,
+        opts: table,
+        tombstones: kept,
+        current: None,
+        lo: None,
+        done: Vec::new(),
+        created: Vec::new(),
+    };
+    let r = (|| -> Result<CompactionResult> {
+        let mut res = CompactionResult::default();
+        let mut cur_key: Vec<u8> = Vec::new();
+        let mut have_key = false;
+        let mut prev_stripe: Option<usize> = None;
+        let mut n = 0u64;
+        while iter.valid() {
+            n += 1;
+            if n % 1024 == 0 && env.cancel.load(Ordering::Relaxed) {
+                return Err(Error::from(crate::error::ErrorRepr::Closed));
+            }
+            let ik = iter.key();
+            let p = types::parse_internal_key(ik)?;
+            res.records_in += 1;
+            if !have_key || p.user_key != cur_key.as_slice() {
+                // A new user key: the only place an output table may be cut.
+                if let Some((_, b)) = &out.current {
+                    if b.estimated_size() >= target_file_size {
+                        out.finish(Some(p.user_key))?;
+                        out.lo = Some(p.user_key.to_vec());
+                    }
+                }
+                cur_key.clear();
+                cur_key.extend_from_slice(p.user_key);
+                have_key = true;
+                prev_stripe = None;
+            }
+            let st = stripe(snapshots, p.seq);
+            let shadowed = prev_stripe == Some(st);
+            prev_stripe = Some(st);
+            let covered = fragments
+                .min_covering_above(p.user_key, p.seq)
+                .is_some_and(|t| stripe(snapshots, t) == st);
+            let obsolete_delete = p.kind == ValueKind::Delete && bottommost && st == 0;
+            if shadowed || covered || obsolete_delete {
+                res.records_dropped += 1;
+            } else {
+                let v = iter.value();
+                out.open()?.add(ik, v)?;
+            }
+            iter.next();
+        }
+        iter.status()?;
+        out.finish(None)?;
+        res.write_bytes = out.done.iter().map(|f| f.size).sum();
+        res.outputs = std::mem::take(&mut out.done);
+        Ok(res)
+    })();
+    match r {
+        Ok(mut res) => {
+            // Remove files created for tables that turned out empty.
+            let kept: std::collections::HashSet<u64> = res.outputs.iter().map(|f| f.id).collect();
+            for id in &out.created {
+                if !kept.contains(id) {
+                    let _ = env.storage.remove(&table_path(env.dir, *id));
+                }
+            }
+            res.outputs.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            Ok(res)
+        }
+        Err(e) => {
+            out.current = None;
+            out.cleanup();
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! Leveled compaction picking, as RocksDB does it: an L0 file-count score, level size scores
+//! against targets (optionally derived from the last level's size, `dynamic_level_bytes`), the
+//! file with the smallest overlap ratio with the next level, and trivial moves when a file
+//! overlaps nothing below. Pure functions over a read-only [`Version`] and the set of files
+//! already being compacted.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::version::{TableFile, Version};
+
+use super::job::CompactionReason;
+
+/// The options the picker reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PickerOptions {
+    pub l0_trigger: usize,
+    pub base_bytes: u64,
+    pub multiplier: f64,
+    pub dynamic: bool,
+}
+
+/// Level sizing: which level L0 compacts into and each level's target size (0: unused).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelTargets {
+    pub base_level: usize,
+    pub targets: Vec<u64>,
+}
+
+/// Computes level targets from the level sizes (`sizes[0]` is L0's, ignored).
+pub fn level_targets(sizes: &[u64], o: &PickerOptions) -> LevelTargets {
+    let n = sizes.len();
+    let last = n - 1;
+    let mut targets = vec![0u64; n];
+    if !o.dynamic {
+        let mut t = o.base_bytes as f64;
+        for target in targets.iter_mut().skip(1) {
+            *target = t as u64;
+            t *= o.multiplier;
+        }
+        return LevelTargets {
+            base_level: 1,
+            targets,
+        };
+    }
+    let max_size = sizes[1..].iter().copied().max().unwrap_or(0);
+    let mut cur = max_size as f64;
+    let mut base_level = last;
+    while base_level > 1 && cur > o.base_bytes as f64 {
+        cur /= o.multiplier;
+        base_level -= 1;
+    }
+    // L0 must never compact past a non-empty level (newer data would land below older data):
+    // levels above the computed base that still hold data join the sized levels, with small
+    // targets so they drain downwards.
+    if let Some(first) = (1..n).find(|&l| sizes[l] > 0) {
+        base_level = base_level.min(first);
+    }
+    let mut t = max_size.max(o.base_bytes) as f64;
+    for l in (base_level..=last).rev() {
+        targets[l] = (t as u64).max(1);
+        t /= o.multiplier;
+    }
+    LevelTargets {
+        base_level,
+        targets,
+    }
+}
+
+/// A compaction chosen by the picker.
+#[derive(Clone)]
+pub struct Pick {
+    pub reason: CompactionReason,
+    pub score: f64,
+    /// `(level, files)`, newest level first; L0 files newest first.
+    pub inputs: Vec<(usize, Vec<Arc<TableFile>>)>,
+    pub output_level: usize,
+    /// One input table that overlaps nothing in the output level: move it, do not rewrite it.
+    pub trivial_move: bool,
+    pub bottommost: bool,
+}
+
+impl std::fmt::Debug for Pick {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<(usize, Vec<u64>)> = self
+            .inputs
+            .iter()
+            .map(|(l, fs)| (*l, fs.iter().map(|f| f.id).collect()))
+            .collect();
+        f.debug_struct("Pick")
+            .field("reason", &self.reason)
+            .field("score", &self.score)
+            .field("inputs", &ids)
+            .field("output_level", &self.output_level)
+            .field("trivial_move", &self.trivial_move)
+            .field("bottommost", &self.bottommost)
+            .finish()
+    }
+}
+
+fn key_range(files: &[Arc<TableFile>]) -> (Vec<u8>, Vec<u8>) {
+    let lo = files
+        .iter()
+        .map(|f| &f.smallest)
+        .min()
+        .cloned()
+        .unwrap_or_default();
+    let hi = files
+        .iter()
+        .map(|f| &f.largest)
+        .max()
+        .cloned()
+        .unwrap_or_default();
+    (lo, hi)
+}
+
+fn next_level_files(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<TableFile>> {
+    v.levels[level]
+        .runs
+        .iter()
+        .flat_map(|r| r.overlapping(Some(lo), Some(hi)).iter().cloned())
+        .collect()
+}
+
+/// Whether no level below `output` holds keys in `[lo, hi]`.
+pub fn is_bottommost(v: &Version, output: usize, lo: &[u8], hi: &[u8]) -> bool {
+    v.levels[output + 1..].iter().all(|l| {
+        l.runs
+            .iter()
+            .all(|r| r.overlapping(Some(lo), Some(hi)).is_empty())
+    })
+}
+
+/// Builds the pick compacting `inputs` of `level` into `output`, or `None` if a needed file is
+/// busy.
+pub fn pick_for(
+    v: &Version,
+    busy: &HashSet<u64>,
+    level: usize,
+    inputs: Vec<Arc<TableFile>>,
+    output: usize,
+    reason: CompactionReason,
+    score: f64,
+) -> Option<Pick> {
+    if inputs.is_empty() || inputs.iter().any(|f| busy.contains(&f.id)) {
+        return None;
+    }
+    let (lo, hi) = key_range(&inputs);
+    let next = if output == level {
+        Vec::new()
+    } else {
+        next_level_files(v, output, &lo, &hi)
+    };
+    if next.iter().any(|f| busy.contains(&f.id)) {
+        return None;
+    }
+    let mut all = inputs.clone();
+    all.extend(next.iter().cloned());
+    let (alo, ahi) = key_range(&all);
+    let bottommost = is_bottommost(v, output, &alo, &ahi);
+    let trivial_move = inputs.len() == 1 && next.is_empty() && output != level;
+    let mut ins = vec![(level, inputs)];
+    if !next.is_empty() {
+        ins.push((output, next));
+    }
+    Some(Pick {
+        reason,
+        score,
+        inputs: ins,
+        output_level: output,
+        trivial_move,
+        bottommost,
+    })
+}
+
+/// Picks the most urgent compaction, if any level's score is at least 1.
+pub fn pick_compaction(v: &Version, busy: &HashSet<u64>, o: &PickerOptions) -> Option<Pick> {
+    let n = v.num_levels();
+    let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
+    let lt = level_targets(&sizes, o);
+    let mut scored: Vec<(f64, usize)> = Vec::new();
+    let l0: Vec<Arc<TableFile>> = v.levels[0].files().cloned().collect();
+    if !l0.iter().any(|f| busy.contains(&f.id)) {
+        scored.push((l0.len() as f64 / o.l0_trigger as f64, 0));
+    }
+    for l in 1..n - 1 {
+        let not_busy: u64 = v.levels[l]
+            .files()
+            .filter(|f| !busy.contains(&f.id))
+            .map(|f| f.size)
+            .sum();
+        if not_busy == 0 {
+            continue;
+        }
+        let score = if l < lt.base_level || lt.targets[l] == 0 {
+            // Levels above the base level should be empty: drain them.
+            f64::MAX
+        } else {
+            not_busy as f64 / lt.targets[l] as f64
+        };
+        scored.push((score, l));
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (score, level) in scored {
+        if score < 1.0 {
+            break;
+        }
+        if level == 0 {
+            let out = lt.base_level;
+            if let Some(p) = pick_for(
+                v,
+                busy,
+                0,
+                l0.clone(),
+                out,
+                CompactionReason::L0FileCount,
+                score,
+            ) {
+                return Some(p);
+            }
+            continue;
+        }
+        // Smallest overlap ratio with the next level.
+        let mut best: Option<(f64, Arc<TableFile>)> = None;
+        for f in v.levels[level].files() {
+            if busy.contains(&f.id) {
+                continue;
+            }
+            let next = next_level_files(v, level + 1, &f.smallest, &f.largest);
+            if next.iter().any(|g| busy.contains(&g.id)) {
+                continue;
+            }
+            let overlap: u64 = next.iter().map(|g| g.size).sum();
+            let ratio = overlap as f64 / f.size.max(1) as f64;
+            if best.as_ref().is_none_or(|(r, _)| ratio < *r) {
+                best = Some((ratio, f.clone()));
+            }
+        }
+        if let Some((_, f)) = best {
+            if let Some(p) = pick_for(
+                v,
+                busy,
+                level,
+                vec![f],
+                level + 1,
+                CompactionReason::LevelSize,
+                score,
+            ) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::version::{FileMeta, Reaper, VersionEdit};
+
+    fn opts() -> PickerOptions {
+        PickerOptions {
+            l0_trigger: 4,
+            base_bytes: 1000,
+            multiplier: 10.0,
+            dynamic: true,
+        }
+    }
+
+    /// Builds a version from a fixture: one line per table, `level id smallest largest size`.
+    fn version(fixture: &str) -> Version {
+        let reaper: Arc<Reaper> = Arc::default();
+        let mut e = VersionEdit::default();
+        for (seq, line) in fixture
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            e.added.push((
+                f[0].parse().unwrap(),
+                FileMeta {
+                    id: f[1].parse().unwrap(),
+                    smallest: f[2].into(),
+                    largest: f[3].into(),
+                    largest_exclusive: false,
+                    size: f[4].parse().unwrap(),
+                    smallest_seq: seq as u64,
+                    largest_seq: seq as u64,
+                    num_entries: 1,
+                    num_deletions: 0,
+                    num_range_deletions: 0,
+                },
+            ));
+        }
+        Version::new(7).apply(&e, &reaper).unwrap().0
+    }
+
+    fn ids(p: &Pick) -> Vec<(usize, Vec<u64>)> {
+        p.inputs
+            .iter()
+            .map(|(l, fs)| (*l, fs.iter().map(|f| f.id).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn dynamic_targets_follow_the_last_level() {
+        let o = opts();
+        let t = level_targets(&[0, 0, 0, 0, 0, 0, 0], &o);
+        assert_eq!(t.base_level, 6);
+        let t = level_targets(&[0, 0, 0, 0, 0, 0, 50_000], &o);
+        assert_eq!(t.base_level, 4);
+        assert_eq!(t.targets[6], 50_000);
+        assert_eq!(t.targets[5], 5_000);
+        assert_eq!(t.targets[4], 500);
+        // A non-empty level above the computed base becomes the base.
+        let t = level_targets(&[0, 0, 10, 0, 0, 0, 50_000], &o);
+        assert_eq!(t.base_level, 2);
+        let s = level_targets(
+            &[0; 7],
+            &PickerOptions {
+                dynamic: false,
+                ..o
+            },
+        );
+        assert_eq!(
+            (s.base_level, s.targets[1], s.targets[2]),
+            (1, 1000, 10_000)
+        );
+    }
+
+    #[test]
+    fn table_driven_picks() {
+        // (fixture, busy ids, expected inputs, output level, trivial move, bottommost)
+        type Case = (
+            &'static str,
+            &'static [u64],
+            Vec<(usize, Vec<u64>)>,
+            usize,
+            bool,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            // Four L0 files trigger an L0 compaction into the base level (L6 while empty).
+            (
+                "0 1 a c 10\n0 2 b d 10\n0 3 a z 10\n0 4 c e 10",
+                &[],
+                vec![(0, vec![4, 3, 2, 1])],
+                6,
+                false,
+                true,
+            ),
+            // One L0 file does not trigger anything... but three do not either.
+            (
+                "0 1 a c 10\n0 2 b d 10\n0 3 a z 10",
+                &[],
+                vec![],
+                0,
+                false,
+                false,
+            ),
+            // L0 files overlapping busy base files wait.
+            (
+                "0 1 a c 10\n0 2 b d 10\n0 3 a z 10\n0 4 c e 10\n6 9 a b 100",
+                &[9],
+                vec![],
+                0,
+                false,
+                false,
+            ),
+            // An oversized L5 picks the file with the smallest overlap ratio, L6 inputs included.
+            (
+                "5 1 a c 2000\n5 2 d f 2000\n6 10 a c 5000\n6 11 d f 100",
+                &[],
+                vec![(5, vec![2]), (6, vec![11])],
+                6,
+                false,
+                true,
+            ),
+            // A file overlapping nothing below moves trivially.
+            (
+                "5 1 a c 3000\n6 10 x z 5000",
+                &[],
+                vec![(5, vec![1])],
+                6,
+                true,
+                true,
+            ),
+        ];
+        for (i, (fixture, busy, want, out, trivial, bottom)) in cases.into_iter().enumerate() {
+            let v = version(fixture);
+            let busy: HashSet<u64> = busy.iter().copied().collect();
+            let p = pick_compaction(&v, &busy, &opts());
+            match p {
+                None => assert!(want.is_empty(), "case {i}: expected a pick"),
+                Some(p) => {
+                    assert_eq!(ids(&p), want, "case {i}: {p:?}");
+                    assert_eq!(p.output_level, out, "case {i}");
+                    assert_eq!(p.trivial_move, trivial, "case {i}");
+                    assert_eq!(p.bottommost, bottom, "case {i}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! Background work: one thread flushes sealed memtables (oldest first) and reaps obsolete
+//! files; `max_background_compactions` threads run picked compactions. Also the foreground
+//! entry points that wait on background work: `flush`, `compact_range`, `wait_idle`, shutdown.
+//!
+//! Failure policy: a failed flush or a corruption found by compaction sets the background
+//! error (writes fail; reads go on; reopening recovers from the WAL). A failed compaction for
+//! any other reason removes its partial outputs and is retried after a pause.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
+
+use super::write::{set_bg_error, switch_memtable, wal_path};
+use super::{DbInner, DbState};
+use crate::cache::table_cache::table_path;
+use crate::compaction::{
+    self, level_targets, pick_compaction, run_compaction, write_tables, CompactionEnv,
+    CompactionInput, CompactionJob, CompactionReason, Pick, PickerOptions,
+};
+use crate::error::{ErrorRepr, Result};
+use crate::iter::InternalIterator;
+use crate::sst::TableBuilderOptions;
+use crate::version::{FileMeta, VersionEdit};
+
+pub(crate) fn picker_options(o: &crate::Options) -> PickerOptions {
+    PickerOptions {
+        l0_trigger: o.level0_file_num_compaction_trigger,
+        base_bytes: o.max_bytes_for_level_base,
+        multiplier: o.max_bytes_for_level_multiplier,
+        dynamic: o.level_compaction_dynamic_level_bytes,
+    }
+}
+
+pub(crate) fn table_options(o: &crate::Options, level: usize) -> TableBuilderOptions {
+    TableBuilderOptions {
+        block_size: o.block_size,
+        restart_interval: o.block_restart_interval,
+        bloom_bits_per_key: o.bloom_bits_per_key,
+        compression: o.compression_for_level(level),
+    }
+}
+
+pub(crate) fn env<'a>(
+    inner: &'a DbInner,
+    file_numbers: Arc<std::sync::atomic::AtomicU64>,
+) -> CompactionEnv<'a> {
+    CompactionEnv {
+        dir: &inner.dir,
+        storage: inner.storage.clone(),
+        tables: inner.tables.clone(),
+        file_numbers,
+        rate_limiter: inner.rate_limiter.clone(),
+        cancel: &inner.shutting_down,
+    }
+}
+
+pub(crate) fn start_threads(inner: &Arc<DbInner>) {
+    let mut threads = inner.threads.lock();
+    let i = inner.clone();
+    threads.push(
+        std::thread::Builder::new()
+            .name("strata-flush".into())
+            .spawn(move || flush_loop(&i))
+            .expect("spawn flush thread"),
+    );
+    for n in 0..inner.opts.max_background_compactions {
+        let i = inner.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("strata-compact-{n}"))
+                .spawn(move || compaction_loop(&i))
+                .expect("spawn compaction thread"),
+        );
+    }
+    if let Some(every) = inner.opts.wal_sync_interval {
+        let i = inner.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("strata-wal-sync".into())
+                .spawn(move || {
+                    while !i.shutting_down.load(Ordering::Acquire) {
+                        {
+                            let mut st = i.state.lock();
+                            i.bg_cv.wait_for(&mut st, every);
+                        }
+                        if i.wal.lock().sync().is_ok() {
+                            i.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+                .expect("spawn wal sync thread"),
+        );
+    }
+}
+
+/// Deletes files of tables no live version references.
+pub(crate) fn reap(inner: &DbInner) {
+    for id in inner.state.lock().versions.reaper().take() {
+        inner.tables.evict(id);
+        if let Err(e) = inner.storage.remove(&table_path(&inner.dir, id)) {
+            tracing::warn!(table = id, error = %e, "could not delete obsolete table");
+        }
+    }
+}
+
+fn flush_loop(inner: &Arc<DbInner>) {
+    loop {
+        reap(inner);
+        let mut st = inner.state.lock();
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        if st.imms.is_empty() || st.bg_error.is_some() {
+            inner.bg_cv.wait_for(&mut st, Duration::from_millis(200));
+            continue;
+        }
+        if let Err(e) = flush_one(inner, st) {
+            if !inner.shutting_down.load(Ordering::Acquire) {
+                set_bg_error(inner, e);
+            }
+        }
+    }
+}
+
+/// Flushes the oldest sealed memtable into one L0 table and installs it.
+fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
+    let mem = st.imms[0].clone();
+    let next_log = st
+        .imms
+        .get(1)
+        .map(|m| m.wal_number())
+        .unwrap_or_else(|| st.mem.wal_number());
+    let numbers = st.versions.file_numbers();
+    drop(st);
+    let start = Instant::now();
+    let snapshots = inner.snapshots.sequences();
+    let mut it = mem.iter();
+    it.seek_to_first();
+    let res = write_tables(
+        &mut it,
+        mem.range_tombstones(),
+        &snapshots,
+        false,
+        u64::MAX,
+        &table_options(&inner.opts, 0),
+        &env(inner, numbers),
+    )?;
+    let mut st = inner.state.lock();
+    let edit = VersionEdit {
+        log_number: Some(next_log),
+        last_sequence: Some(inner.last_seq.load(Ordering::Acquire)),
+        added: res.outputs.iter().map(|f| (0, f.clone())).collect(),
+        ..Default::default()
+    };
+    if let Err(e) = st.versions.log_and_apply(edit) {
+        drop(st);
+        for f in &res.outputs {
+            let _ = inner.storage.remove(&table_path(&inner.dir, f.id));
+        }
+        return Err(e);
+    }
+    st.imms.remove(0);
+    inner.install_super_version(&st);
+    inner.bg_cv.notify_all();
+    drop(st);
+    let _ = inner
+        .storage
+        .remove(&wal_path(&inner.dir, mem.wal_number()));
+    let s = &inner.stats;
+    s.flushes.fetch_add(1, Ordering::Relaxed);
+    s.flush_bytes.fetch_add(res.write_bytes, Ordering::Relaxed);
+    s.levels[0]
+        .write_bytes
+        .fetch_add(res.write_bytes, Ordering::Relaxed);
+    s.levels[0]
+        .micros
+        .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+    Ok(())
+}
+
+fn compaction_loop(inner: &Arc<DbInner>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let mut st = inner.state.lock();
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        let pick = if st.bg_error.is_none() {
+            pick_compaction(
+                &st.versions.current(),
+                &st.busy,
+                &picker_options(&inner.opts),
+            )
+        } else {
+            None
+        };
+        let Some(pick) = pick else {
+            inner.bg_cv.wait_for(&mut st, Duration::from_millis(500));
+            continue;
+        };
+        match run_pick(inner, st, pick) {
+            Ok(()) => backoff = Duration::from_millis(100),
+            Err(e) => {
+                if inner.shutting_down.load(Ordering::Acquire) {
+                    return;
+                }
+                tracing::warn!(error = %e, "compaction failed");
+                inner
+                    .stats
+                    .background_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                if e.is_corruption() {
+                    set_bg_error(inner, e);
+                }
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+        reap(inner);
+    }
+}
+
+/// Runs a picked compaction: marks its files busy, executes it without the lock, installs it.
+pub(crate) fn run_pick(
+    inner: &Arc<DbInner>,
+    mut st: MutexGuard<'_, DbState>,
+    pick: Pick,
+) -> Result<()> {
+    let ids: Vec<u64> = pick
+        .inputs
+        .iter()
+        .flat_map(|(_, fs)| fs.iter().map(|f| f.id))
+        .collect();
+    st.busy.extend(ids.iter().copied());
+    st.running_compactions += 1;
+    let numbers = st.versions.file_numbers();
+    drop(st);
+    let start = Instant::now();
+    let out = pick.output_level;
+    let result = if pick.trivial_move {
+        Ok((
+            pick.inputs[0].1.iter().map(|f| f.meta.clone()).collect(),
+            None,
+        ))
+    } else {
+        let job = CompactionJob {
+            id: inner.next_job_id.fetch_add(1, Ordering::Relaxed),
+            reason: pick.reason,
+            inputs: pick
+                .inputs
+                .iter()
+                .map(|(l, fs)| CompactionInput {
+                    level: *l,
+                    files: fs.iter().map(|f| f.meta.clone()).collect(),
+                })
+                .collect(),
+            output_level: out,
+            snapshots: inner.snapshots.sequences(),
+            bottommost: pick.bottommost,
+            target_file_size: inner.opts.target_file_size_base,
+            table: table_options(&inner.opts, out),
+        };
+        run_compaction(&job, &env(inner, numbers)).map(|r| (r.outputs.clone(), Some(r)))
+    };
+    let mut st = inner.state.lock();
+    let installed = result.and_then(
+        |(outputs, r): (Vec<FileMeta>, Option<compaction::CompactionResult>)| {
+            let mut edit = VersionEdit::default();
+            for (l, fs) in &pick.inputs {
+                for f in fs {
+                    edit.deleted.push((*l as u32, f.id));
+                }
+            }
+            edit.added = outputs.iter().map(|f| (out as u32, f.clone())).collect();
+            match st.versions.log_and_apply(edit) {
+                Ok(_) => Ok(r),
+                Err(e) => {
+                    if r.is_some() {
+                        for f in &outputs {
+                            let _ = inner.storage.remove(&table_path(&inner.dir, f.id));
+                        }
+                    }
+                    Err(e)
+                }
+            }
+        },
+    );
+    for id in &ids {
+        st.busy.remove(id);
+    }
+    st.running_compactions -= 1;
+    if installed.is_ok() {
+        inner.install_super_version(&st);
+    }
+    inner.bg_cv.notify_all();
+    drop(st);
+    let r = installed?;
+    let lc = &inner.stats.levels[out];
+    match r {
+        None => {
+            lc.trivial_moves.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(r) => {
+            lc.compactions.fetch_add(1, Ordering::Relaxed);
+            lc.read_bytes.fetch_add(r.read_bytes, Ordering::Relaxed);
+            lc.write_bytes.fetch_add(r.write_bytes, Ordering::Relaxed);
+            lc.micros
+                .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+/// Seals the memtable (if it holds anything) and waits until it and every older sealed
+/// memtable are flushed.
+pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
+    let target = {
+        let _q = inner.writers.lock();
+        let mut st = inner.state.lock();
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        if !st.mem.is_empty() {
+            switch_memtable(inner, &mut st)?;
+        }
+        st.imms.last().map(|m| m.wal_number())
+    };
+    let Some(target) = target else { return Ok(()) };
+    let mut st = inner.state.lock();
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(ErrorRepr::Closed.into());
+        }
+        if st.imms.iter().all(|m| m.wal_number() > target) {
+            return Ok(());
+        }
+        inner.bg_cv.notify_all();
+        inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+    }
+}
+
+/// Manual compaction of `[begin, end]` down to the last level.
+pub(crate) fn compact_range(
+    inner: &Arc<DbInner>,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    flush(inner)?;
+    let n = inner.opts.num_levels;
+    let popts = picker_options(&inner.opts);
+    let mut level = 0;
+    while level < n - 1 {
+        let mut st = inner.state.lock();
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(ErrorRepr::Closed.into());
+        }
+        let v = st.versions.current();
+        let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
+        let base = level_targets(&sizes, &popts).base_level;
+        let inputs: Vec<_> = v.levels[level]
+            .files()
+            .filter(|f| f.overlaps(begin, end))
+            .cloned()
+            .collect();
+        if inputs.is_empty() {
+            level += 1;
+            continue;
+        }
+        let output = if level == 0 { base } else { level + 1 };
+        let pick = compaction::picker::pick_for(
+            &v,
+            &st.busy,
+            level,
+            inputs,
+            output,
+            CompactionReason::Manual,
+            f64::MAX,
+        );
+        match pick {
+            Some(p) => {
+                run_pick(inner, st, p)?;
+                reap(inner);
+                // Stay on this level until nothing in range remains.
+            }
+            None => {
+                // Files are busy with a background compaction: wait for it.
+                inner.bg_cv.wait_for(&mut st, Duration::from_millis(20));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Waits until no flush or compaction is pending or running.
+pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
+    let popts = picker_options(&inner.opts);
+    let mut st = inner.state.lock();
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(ErrorRepr::Closed.into());
+        }
+        let idle = st.imms.is_empty()
+            && st.running_compactions == 0
+            && pick_compaction(&st.versions.current(), &HashSet::new(), &popts).is_none();
+        if idle {
+            drop(st);
+            reap(inner);
+            return Ok(());
+        }
+        inner.bg_cv.notify_all();
+        inner.bg_cv.wait_for(&mut st, Duration::from_millis(20));
+    }
+}
+
+impl DbInner {
+    /// Stops background threads, syncs the WAL and deletes obsolete files. Idempotent.
+    pub(crate) fn shutdown(&self) -> Result<()> {
+        if self.shutting_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let _st = self.state.lock();
+            self.bg_cv.notify_all();
+        }
+        let threads = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        // Wait for an in-flight write group to finish before the final sync.
+        let _q = self.writers.lock();
+        let r = self.wal.lock().sync();
+        reap(self);
+        r
+    }
+}

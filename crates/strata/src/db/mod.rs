@@ -1,0 +1,280 @@
+//! The database handle and its machinery: open and recovery (`open`), the group-commit write
+//! path with stalls (`write`), point reads and iterators over a super-version (`read`), flush
+//! and compaction threads (`background`), and statistics and properties (`properties`).
+//!
+//! Concurrency: readers take an `Arc<SuperVersion>` (memtables + version) under a brief read
+//! lock and never wait for background work. Writers queue; the queue's front writer commits
+//! the group (one WAL record, one optional fsync). Lock order: writer queue, then `state`,
+//! then `wal`. Background threads take only `state` (never the writer queue).
+//! Depends on every engine module; nothing in the engine depends on `db` except the public API.
+
+mod background;
+mod open;
+mod properties;
+mod read;
+mod snapshot;
+mod write;
+
+pub use snapshot::Snapshot;
+
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::RateLimiter;
+use crate::error::Result;
+use crate::iter::DbIterator;
+use crate::memtable::MemTable;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::stats::{DbStats, EngineStats};
+use crate::storage::{DirLock, Storage};
+use crate::version::{Version, VersionSet};
+use crate::wal::LogWriter;
+use snapshot::SnapshotList;
+use write::Writer;
+
+/// What a read sees: the memtables and the version, pinned together.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<MemTable>,
+    /// Newest first.
+    pub imms: Vec<Arc<MemTable>>,
+    pub version: Arc<Version>,
+}
+
+/// Mutable state guarded by `DbInner::state`.
+pub(crate) struct DbState {
+    pub versions: VersionSet,
+    pub mem: Arc<MemTable>,
+    /// Oldest first.
+    pub imms: Vec<Arc<MemTable>>,
+    /// Tables being compacted.
+    pub busy: HashSet<u64>,
+    pub running_compactions: usize,
+    pub bg_error: Option<crate::Error>,
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub opts: Options,
+    pub storage: Arc<dyn Storage>,
+    pub stats: Arc<EngineStats>,
+    pub block_cache: Option<Arc<BlockCache>>,
+    pub tables: Arc<TableCache>,
+    pub state: Mutex<DbState>,
+    /// Signalled when background work finishes or is needed; paired with `state`.
+    pub bg_cv: Condvar,
+    pub sv: RwLock<Arc<SuperVersion>>,
+    pub writers: Mutex<VecDeque<Arc<Writer>>>,
+    pub wal: Mutex<LogWriter>,
+    /// The last sequence number visible to reads.
+    pub last_seq: AtomicU64,
+    pub snapshots: Arc<SnapshotList>,
+    pub shutting_down: AtomicBool,
+    pub rate_limiter: Option<Arc<RateLimiter>>,
+    pub threads: Mutex<Vec<JoinHandle<()>>>,
+    pub next_job_id: AtomicU64,
+    pub _lock: Box<dyn DirLock>,
+}
+
+impl DbInner {
+    /// Publishes a new super-version built from `st`.
+    pub fn install_super_version(&self, st: &DbState) {
+        let sv = SuperVersion {
+            mem: st.mem.clone(),
+            imms: st.imms.iter().rev().cloned().collect(),
+            version: st.versions.current(),
+        };
+        *self.sv.write() = Arc::new(sv);
+    }
+
+    pub fn super_version(&self) -> Arc<SuperVersion> {
+        self.sv.read().clone()
+    }
+}
+
+/// Closes the database when the last `Db` clone is dropped.
+struct DbHandle {
+    inner: Arc<DbInner>,
+}
+
+impl Drop for DbHandle {
+    fn drop(&mut self) {
+        let _ = self.inner.shutdown();
+    }
+}
+
+/// An open database. Cheap to clone; all clones share one engine, and it is `Send + Sync`.
+/// The database closes when the last clone is dropped or [`Db::close`] is called.
+///
+/// ```
+/// use strata::{Db, Options, ReadOptions, WriteBatch};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put(b"apple", b"red")?;
+/// db.put(b"banana", b"yellow")?;
+/// assert_eq!(db.get(b"apple")?.as_deref(), Some(&b"red"[..]));
+///
+/// // Atomic batches, including range deletes.
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"cherry", b"dark red");
+/// batch.delete_range(b"apple", b"b");
+/// db.write(batch)?;
+/// assert_eq!(db.get(b"apple")?, None);
+///
+/// // Snapshots give repeatable reads.
+/// let snap = db.snapshot();
+/// db.delete(b"banana")?;
+/// let at_snap = ReadOptions { snapshot: Some(snap), ..Default::default() };
+/// assert!(db.get_opt(&at_snap, b"banana")?.is_some());
+///
+/// // Iterators go both ways and seek.
+/// let mut it = db.iter(ReadOptions::default())?;
+/// it.seek_to_last();
+/// assert_eq!(it.key(), b"cherry");
+/// db.close()?;
+/// # Ok::<(), strata::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Db {
+    handle: Arc<DbHandle>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("dir", &self.inner().dir)
+            .finish()
+    }
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in `path`, replaying its WAL.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = open::open(path.as_ref(), opts)?;
+        Ok(Db {
+            handle: Arc::new(DbHandle { inner }),
+        })
+    }
+
+    fn inner(&self) -> &Arc<DbInner> {
+        &self.handle.inner
+    }
+
+    /// The directory the database lives in.
+    pub fn path(&self) -> &Path {
+        &self.inner().dir
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner().opts
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(b)
+    }
+
+    /// Removes `key`.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(b)
+    }
+
+    /// Removes every key in `[start, end)`.
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.write(b)
+    }
+
+    /// Applies a batch atomically with default write options.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Applies a batch atomically. With `opts.sync` the WAL is fsynced before returning.
+    pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        write::write(self.inner(), batch, opts.sync)
+    }
+
+    /// The value of `key` in the latest state.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        read::get(self.inner(), &ReadOptions::default(), key.as_ref())
+    }
+
+    /// The value of `key` as of `opts.snapshot` (or the latest state).
+    pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        read::get(self.inner(), opts, key.as_ref())
+    }
+
+    /// An iterator over the state at `opts.snapshot` (or now), within `opts`' bounds. It starts
+    /// unpositioned: call a seek first.
+    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
+        read::iter(self.inner(), &opts)
+    }
+
+    /// A snapshot of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        let inner = self.inner();
+        inner
+            .snapshots
+            .acquire(inner.last_seq.load(Ordering::Acquire))
+    }
+
+    /// Flushes the memtable to a table and waits until every sealed memtable is flushed.
+    pub fn flush(&self) -> Result<()> {
+        background::flush(self.inner())
+    }
+
+    /// Compacts every level overlapping `[begin, end]` (`None`: unbounded) down to the last
+    /// level, after a flush. Blocks until done.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        background::compact_range(self.inner(), begin, end)
+    }
+
+    /// Makes every write acknowledged so far durable (fsync of the WAL).
+    pub fn sync_wal(&self) -> Result<()> {
+        let inner = self.inner();
+        inner.wal.lock().sync()?;
+        inner.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The latest sequence number visible to reads.
+    pub fn latest_sequence(&self) -> u64 {
+        self.inner().last_seq.load(Ordering::Acquire)
+    }
+
+    /// A snapshot of the statistics.
+    pub fn stats(&self) -> DbStats {
+        properties::stats(self.inner())
+    }
+
+    /// A named property (see `docs/properties.md`), or `None` if the name is unknown.
+    pub fn property(&self, name: &str) -> Option<String> {
+        properties::property(self.inner(), name)
+    }
+
+    /// Waits for background flushes and compactions to settle (no work pending or running).
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        background::wait_idle(self.inner())
+    }
+
+    /// Stops background work, syncs the WAL and releases the directory lock once every clone is
+    /// dropped. Other clones see `Closed` errors afterwards.
+    pub fn close(self) -> Result<()> {
+        self.inner().shutdown()
+    }
+}

@@ -1,0 +1,243 @@
+//! Opening a database: directory checks and lock, manifest recovery, WAL replay into L0
+//! tables, orphan cleanup, and starting background threads.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::background::{start_threads, table_options};
+use super::snapshot::SnapshotList;
+use super::write::{apply_to_memtable, wal_path};
+use super::{DbInner, DbState, SuperVersion};
+use crate::batch::{BatchOp, DecodedBatch, WriteBatch};
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::{write_tables, RateLimiter};
+use crate::error::{Error, ErrorRepr, Result};
+use crate::iter::InternalIterator;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::stats::EngineStats;
+use crate::storage::{default_storage, Storage};
+use crate::version::{current_path, FileMeta, VersionEdit, VersionSet};
+use crate::wal::{LogReader, LogWriter, ReadOutcome};
+
+fn parse_number(name: &str, suffix: &str) -> Option<u64> {
+    let stem = name.strip_suffix(suffix)?;
+    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    opts.validate()?;
+    let storage = opts.storage.clone().unwrap_or_else(default_storage);
+    if !storage.exists(dir)? {
+        if !opts.create_if_missing {
+            return Err(Error::invalid(format!(
+                "{} does not exist and create_if_missing is false",
+                dir.display()
+            )));
+        }
+        storage.create_dir_all(dir)?;
+    }
+    let lock = storage.lock(&dir.join("LOCK"))?;
+    let names = storage.list(dir)?;
+    let mut versions = if storage.exists(&current_path(dir))? {
+        if opts.error_if_exists {
+            return Err(ErrorRepr::AlreadyExists(dir.display().to_string()).into());
+        }
+        VersionSet::recover(
+            dir,
+            storage.clone(),
+            opts.num_levels,
+            opts.max_manifest_file_size,
+        )?
+    } else {
+        if let Some(other) = names.iter().find(|n| n.as_str() != "LOCK") {
+            return Err(ErrorRepr::NotADatabase(format!(
+                "{} has no CURRENT file but holds {other:?}; refusing to overwrite it",
+                dir.display()
+            ))
+            .into());
+        }
+        if !opts.create_if_missing {
+            return Err(Error::invalid(format!(
+                "{} holds no database and create_if_missing is false",
+                dir.display()
+            )));
+        }
+        VersionSet::create(
+            dir,
+            storage.clone(),
+            opts.num_levels,
+            opts.max_manifest_file_size,
+        )?
+    };
+    if versions.current().num_levels() != opts.num_levels {
+        return Err(Error::invalid("num_levels differs from the database's"));
+    }
+
+    let stats = Arc::new(EngineStats::default());
+    let block_cache = (opts.block_cache_capacity > 0)
+        .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
+    let tables = Arc::new(TableCache::new(
+        dir.to_path_buf(),
+        storage.clone(),
+        opts.max_open_files,
+        block_cache.clone(),
+        stats.clone(),
+    ));
+
+    // Replay WALs newer than the manifest's log number into L0 tables.
+    let mut wals: Vec<u64> = names
+        .iter()
+        .filter_map(|n| parse_number(n, ".log"))
+        .filter(|&n| n >= versions.log_number)
+        .collect();
+    wals.sort_unstable();
+    let mut last_seq = versions.last_sequence;
+    let mut added: Vec<FileMeta> = Vec::new();
+    let cancel = AtomicBool::new(false);
+    let flush_mem = |mem: &Arc<MemTable>, added: &mut Vec<FileMeta>| -> Result<()> {
+        if mem.is_empty() {
+            return Ok(());
+        }
+        let e = crate::compaction::CompactionEnv {
+            dir,
+            storage: storage.clone(),
+            tables: tables.clone(),
+            file_numbers: versions.file_numbers(),
+            rate_limiter: None,
+            cancel: &cancel,
+        };
+        let mut it = mem.iter();
+        it.seek_to_first();
+        let r = write_tables(
+            &mut it,
+            mem.range_tombstones(),
+            &[],
+            false,
+            u64::MAX,
+            &table_options(&opts, 0),
+            &e,
+        )?;
+        added.extend(r.outputs);
+        Ok(())
+    };
+    let mut mem = Arc::new(MemTable::new(0));
+    for (i, &number) in wals.iter().enumerate() {
+        let name = format!("{number:06}.log");
+        let data = storage.read_all(&wal_path(dir, number))?;
+        let mut reader = LogReader::new(&data, name.clone(), i + 1 == wals.len());
+        while let Some(rec) = reader.next_record()? {
+            let b =
+                DecodedBatch::parse(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
+            let mut batch = WriteBatch::new();
+            for op in b.ops() {
+                match op.map_err(|e| Error::corruption(format!("{name}: {e}")))? {
+                    BatchOp::Put(k, v) => batch.put(k, v),
+                    BatchOp::Delete(k) => batch.delete(k),
+                    BatchOp::DeleteRange(s, e) => batch.delete_range(s, e),
+                }
+            }
+            if batch.len() as u32 != b.count {
+                return Err(Error::corruption(format!(
+                    "{name}: batch count {} does not match its {} records",
+                    b.count,
+                    batch.len()
+                )));
+            }
+            apply_to_memtable(&mem, &batch, b.seq);
+            last_seq = last_seq.max(b.seq + b.count as u64 - 1);
+            if mem.approximate_size() >= opts.write_buffer_size {
+                flush_mem(&mem, &mut added)?;
+                mem = Arc::new(MemTable::new(0));
+            }
+        }
+        if let ReadOutcome::TornTail { offset, dropped } = reader.outcome() {
+            tracing::warn!(wal = %name, offset, dropped, "dropped torn WAL tail");
+        }
+    }
+    flush_mem(&mem, &mut added)?;
+    let wal_number = versions.new_file_number();
+    let wal = LogWriter::new(storage.create(&wal_path(dir, wal_number))?, wal_number);
+    storage.sync_dir(dir)?;
+    versions.log_and_apply(VersionEdit {
+        log_number: Some(wal_number),
+        last_sequence: Some(last_seq),
+        added: added.into_iter().map(|f| (0, f)).collect(),
+        ..Default::default()
+    })?;
+    for number in wals {
+        storage.remove(&wal_path(dir, number))?;
+    }
+    remove_orphans(dir, storage.as_ref(), &versions, wal_number)?;
+
+    let mem = Arc::new(MemTable::new(wal_number));
+    let sv = SuperVersion {
+        mem: mem.clone(),
+        imms: Vec::new(),
+        version: versions.current(),
+    };
+    let inner = Arc::new(DbInner {
+        dir: dir.to_path_buf(),
+        rate_limiter: (opts.compaction_rate_limit > 0)
+            .then(|| Arc::new(RateLimiter::new(opts.compaction_rate_limit))),
+        storage,
+        stats,
+        block_cache,
+        tables,
+        state: Mutex::new(DbState {
+            versions,
+            mem,
+            imms: Vec::new(),
+            busy: Default::default(),
+            running_compactions: 0,
+            bg_error: None,
+        }),
+        bg_cv: Condvar::new(),
+        sv: RwLock::new(Arc::new(sv)),
+        writers: Mutex::new(Default::default()),
+        wal: Mutex::new(wal),
+        last_seq: AtomicU64::new(last_seq),
+        snapshots: Arc::new(SnapshotList::default()),
+        shutting_down: AtomicBool::new(false),
+        threads: Mutex::new(Vec::new()),
+        next_job_id: AtomicU64::new(1),
+        opts,
+        _lock: lock,
+    });
+    start_threads(&inner);
+    Ok(inner)
+}
+
+/// Deletes files a crash left behind: tables not in the version, old WALs and manifests.
+fn remove_orphans(
+    dir: &Path,
+    storage: &dyn Storage,
+    versions: &VersionSet,
+    wal: u64,
+) -> Result<()> {
+    let live: std::collections::HashSet<u64> =
+        versions.current().all_files().map(|f| f.id).collect();
+    let manifest = format!("MANIFEST-{:06}", versions.manifest_number());
+    for name in storage.list(dir)? {
+        let orphan = if let Some(id) = parse_number(&name, ".sst") {
+            !live.contains(&id)
+        } else if let Some(n) = parse_number(&name, ".log") {
+            n != wal
+        } else if name.starts_with("MANIFEST-") {
+            name != manifest
+        } else {
+            name == "CURRENT.tmp"
+        };
+        if orphan {
+            tracing::info!(file = %name, "removing orphaned file");
+            storage.remove(&dir.join(&name))?;
+        }
+    }
+    Ok(())
+}

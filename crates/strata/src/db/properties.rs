@@ -1,0 +1,108 @@
+//! `Db::stats()` and named properties (documented in `docs/properties.md`).
+
+use std::sync::Arc;
+
+use super::background::picker_options;
+use super::DbInner;
+use crate::compaction::level_targets;
+use crate::stats::DbStats;
+
+pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
+    let mut s = inner.stats.snapshot();
+    let sv = inner.super_version();
+    let v = &sv.version;
+    let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
+    let lt = level_targets(&sizes, &picker_options(&inner.opts));
+    s.levels.truncate(v.num_levels());
+    for (l, ls) in s.levels.iter_mut().enumerate() {
+        let level = &v.levels[l];
+        ls.files = level.num_files();
+        ls.sorted_runs = level.runs.iter().filter(|r| !r.files.is_empty()).count();
+        ls.bytes = sizes[l];
+        ls.target_bytes = if l == 0 { 0 } else { lt.targets[l] };
+        ls.write_amp = if l == 0 || ls.read_bytes == 0 {
+            0.0
+        } else {
+            ls.write_bytes as f64 / ls.read_bytes as f64
+        };
+    }
+    s.total_sst_bytes = sizes.iter().sum();
+    s.memtable_bytes = (sv.mem.approximate_size()
+        + sv.imms.iter().map(|m| m.approximate_size()).sum::<usize>())
+        as u64;
+    s.immutable_memtables = sv.imms.len();
+    s.live_snapshots = inner.snapshots.count();
+    if let Some(c) = &inner.block_cache {
+        s.block_cache_usage = c.usage();
+        s.block_cache_capacity = c.capacity();
+    }
+    s
+}
+
+pub(crate) fn property(inner: &Arc<DbInner>, name: &str) -> Option<String> {
+    let name = name.strip_prefix("strata.")?;
+    let sv = inner.super_version();
+    let v = &sv.version;
+    if let Some(l) = name.strip_prefix("num-files-at-level") {
+        let l: usize = l.parse().ok()?;
+        return v.levels.get(l).map(|lv| lv.num_files().to_string());
+    }
+    Some(match name {
+        "stats" => stats(inner).to_string(),
+        "levelstats" => {
+            let mut out = String::from("Level Files Size(bytes)\n");
+            for (l, lv) in v.levels.iter().enumerate() {
+                out.push_str(&format!(
+                    "{l:>5} {:>5} {:>11}\n",
+                    lv.num_files(),
+                    lv.bytes()
+                ));
+            }
+            out
+        }
+        "num-immutable-mem-table" => sv.imms.len().to_string(),
+        "cur-size-active-mem-table" => sv.mem.approximate_size().to_string(),
+        "cur-size-all-mem-tables" => (sv.mem.approximate_size()
+            + sv.imms.iter().map(|m| m.approximate_size()).sum::<usize>())
+        .to_string(),
+        "estimate-num-keys" => {
+            let mut n: u64 =
+                sv.mem.num_entries() + sv.imms.iter().map(|m| m.num_entries()).sum::<u64>();
+            let mut dels: u64 =
+                sv.mem.num_deletes() + sv.imms.iter().map(|m| m.num_deletes()).sum::<u64>();
+            for f in v.all_files() {
+                n += f.num_entries;
+                dels += f.num_deletions;
+            }
+            n.saturating_sub(2 * dels).to_string()
+        }
+        "total-sst-files-size" => v.all_files().map(|f| f.size).sum::<u64>().to_string(),
+        "num-snapshots" => inner.snapshots.count().to_string(),
+        "background-errors" => inner
+            .stats
+            .background_errors
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .to_string(),
+        "base-level" => {
+            let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
+            level_targets(&sizes, &picker_options(&inner.opts))
+                .base_level
+                .to_string()
+        }
+        "block-cache-usage" => inner
+            .block_cache
+            .as_ref()
+            .map_or(0, |c| c.usage())
+            .to_string(),
+        "block-cache-capacity" => inner
+            .block_cache
+            .as_ref()
+            .map_or(0, |c| c.capacity())
+            .to_string(),
+        "latest-sequence-number" => inner
+            .last_seq
+            .load(std::sync::atomic::Ordering::Acquire)
+            .to_string(),
+        _ => return None,
+    })
+}

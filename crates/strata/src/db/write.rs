@@ -1,0 +1,246 @@
+//! The write path: group commit of concurrent writers, write stalls, memtable switches.
+//!
+//! A writer enqueues itself; the writer at the front of the queue is the leader. It makes room
+//! (stalling if flushes or L0 fall behind), takes the queued batches behind it into one group,
+//! releases the queue lock, appends the group as one WAL record (fsync if any member asked),
+//! inserts it into the memtable, publishes the new last sequence number, and wakes the group.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use super::{DbInner, DbState};
+use crate::batch::{BatchOp, WriteBatch};
+use crate::error::{ErrorRepr, Result};
+use crate::memtable::MemTable;
+use crate::types::ValueKind;
+use crate::wal::LogWriter;
+
+/// Largest group a leader assembles, in encoded bytes.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+pub(crate) struct Writer {
+    batch: Mutex<Option<WriteBatch>>,
+    sync: bool,
+    done: AtomicBool,
+    result: Mutex<Option<Result<()>>>,
+    cv: Condvar,
+}
+
+pub(crate) fn wal_path(dir: &std::path::Path, number: u64) -> std::path::PathBuf {
+    dir.join(format!("{number:06}.log"))
+}
+
+pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
+    batch.validate()?;
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let w = Arc::new(Writer {
+        batch: Mutex::new(Some(batch)),
+        sync,
+        done: AtomicBool::new(false),
+        result: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let mut q = inner.writers.lock();
+    q.push_back(w.clone());
+    while !w.done.load(Ordering::Acquire) && !Arc::ptr_eq(q.front().expect("queued"), &w) {
+        w.cv.wait(&mut q);
+    }
+    if w.done.load(Ordering::Acquire) {
+        return w.result.lock().take().unwrap_or(Ok(()));
+    }
+
+    // Leader.
+    let room = make_room_for_write(inner, &mut q);
+    let mut group: Vec<Arc<Writer>> = Vec::new();
+    let mut merged: Option<WriteBatch> = None;
+    let mut want_sync = false;
+    if room.is_ok() {
+        let mut bytes = 0;
+        for m in q.iter() {
+            if m.sync && !w.sync && !group.is_empty() {
+                break;
+            }
+            let b = m.batch.lock();
+            let size = b.as_ref().map_or(0, |b| b.size_in_bytes());
+            if !group.is_empty() && bytes + size > MAX_GROUP_BYTES {
+                break;
+            }
+            bytes += size;
+            drop(b);
+            group.push(m.clone());
+        }
+        for m in &group {
+            want_sync |= m.sync;
+            let b = m.batch.lock().take().expect("batch taken once");
+            match merged.as_mut() {
+                None => merged = Some(b),
+                Some(mb) => mb.append(&b),
+            }
+        }
+    } else {
+        group.push(w.clone());
+    }
+    let mem = inner.state.lock().mem.clone();
+    drop(q);
+
+    let result = match (room, merged) {
+        (Err(e), _) => Err(e),
+        (Ok(()), Some(mut batch)) => commit(inner, &mem, &mut batch, want_sync, group.len()),
+        (Ok(()), None) => Ok(()),
+    };
+
+    let mut q = inner.writers.lock();
+    for m in &group {
+        let front = q.pop_front().expect("group members are queued");
+        debug_assert!(Arc::ptr_eq(&front, m));
+        if !Arc::ptr_eq(m, &w) {
+            *m.result.lock() = Some(result.clone());
+            m.done.store(true, Ordering::Release);
+            m.cv.notify_one();
+        }
+    }
+    if let Some(next) = q.front() {
+        next.cv.notify_one();
+    }
+    result
+}
+
+/// Appends the group to the WAL and applies it to the memtable.
+fn commit(
+    inner: &Arc<DbInner>,
+    mem: &Arc<MemTable>,
+    batch: &mut WriteBatch,
+    sync: bool,
+    members: usize,
+) -> Result<()> {
+    let first = inner.last_seq.load(Ordering::Acquire) + 1;
+    let count = batch.len() as u64;
+    {
+        let mut wal = inner.wal.lock();
+        let rec = batch.encode_with_seq(first);
+        let res = wal
+            .add_record(rec)
+            .and_then(|_| if sync { wal.sync() } else { Ok(()) });
+        if let Err(e) = res {
+            // The log may now end in a partial record: no later write may follow it.
+            set_bg_error(inner, e.clone());
+            return Err(e);
+        }
+        let st = &inner.stats;
+        st.wal_bytes.fetch_add(rec.len() as u64, Ordering::Relaxed);
+        if sync {
+            st.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    apply_to_memtable(mem, batch, first);
+    let st = &inner.stats;
+    st.user_bytes_written
+        .fetch_add(batch.size_in_bytes() as u64, Ordering::Relaxed);
+    st.keys_written.fetch_add(count, Ordering::Relaxed);
+    st.write_groups.fetch_add(1, Ordering::Relaxed);
+    let _ = members;
+    inner.last_seq.store(first + count - 1, Ordering::Release);
+    Ok(())
+}
+
+/// Inserts a batch's operations with consecutive sequence numbers starting at `first`.
+pub(crate) fn apply_to_memtable(mem: &MemTable, batch: &WriteBatch, first: u64) {
+    for (i, op) in batch.iter().enumerate() {
+        let seq = first + i as u64;
+        match op {
+            BatchOp::Put(k, v) => mem.add(seq, ValueKind::Put, k, v),
+            BatchOp::Delete(k) => mem.add(seq, ValueKind::Delete, k, &[]),
+            BatchOp::DeleteRange(s, e) => {
+                if s < e {
+                    mem.add_range_delete(seq, s, e)
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn set_bg_error(inner: &DbInner, e: crate::Error) {
+    let mut st = inner.state.lock();
+    if st.bg_error.is_none() {
+        tracing::error!(error = %e, "background error: the database is now read-only");
+        st.bg_error = Some(ErrorRepr::Background(e).into());
+        inner
+            .stats
+            .background_errors
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    inner.bg_cv.notify_all();
+}
+
+/// Ensures the memtable has room, stalling or switching memtables as needed. Called by the
+/// leader with the writer queue locked (which holds every other writer back).
+fn make_room_for_write(
+    inner: &Arc<DbInner>,
+    q: &mut MutexGuard<'_, std::collections::VecDeque<Arc<Writer>>>,
+) -> Result<()> {
+    let o = &inner.opts;
+    let mut delayed = false;
+    loop {
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(ErrorRepr::Closed.into());
+        }
+        let mut st = inner.state.lock();
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        let l0 = st.versions.current().levels[0].num_files();
+        if !delayed && l0 >= o.level0_slowdown_writes_trigger {
+            drop(st);
+            let t = Instant::now();
+            MutexGuard::unlocked(q, || std::thread::sleep(o.slowdown_delay));
+            inner.stats.slowdowns.fetch_add(1, Ordering::Relaxed);
+            inner
+                .stats
+                .stall_micros
+                .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+            delayed = true;
+            continue;
+        }
+        if st.mem.approximate_size() < o.write_buffer_size {
+            return Ok(());
+        }
+        if st.imms.len() + 1 >= o.max_write_buffer_number || l0 >= o.level0_stop_writes_trigger {
+            let t = Instant::now();
+            inner.stats.stops.fetch_add(1, Ordering::Relaxed);
+            inner.bg_cv.notify_all();
+            inner
+                .bg_cv
+                .wait_for(&mut st, std::time::Duration::from_millis(10));
+            inner
+                .stats
+                .stall_micros
+                .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+            continue;
+        }
+        return switch_memtable(inner, &mut st);
+    }
+}
+
+/// Seals the active memtable and starts a new one with a new WAL file. The caller holds the
+/// writer queue (so no write is in flight) and `state`.
+pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
+    let number = st.versions.new_file_number();
+    let file = inner.storage.create(&wal_path(&inner.dir, number))?;
+    {
+        let mut wal = inner.wal.lock();
+        // The sealed log must be complete on disk before writes go to the next one.
+        wal.sync()?;
+        *wal = LogWriter::new(file, number);
+    }
+    inner.storage.sync_dir(&inner.dir)?;
+    let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+    st.imms.push(old);
+    inner.install_super_version(st);
+    inner.bg_cv.notify_all();
+    Ok(())
+}

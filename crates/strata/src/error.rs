@@ -1,0 +1,128 @@
+//! Errors. Inside the engine every failure is an [`ErrorRepr`] (a `thiserror` enum with the
+//! detail an engineer needs: path, offset, what mismatched). Outside, callers see [`Error`],
+//! which is cheap to clone (background errors are shared by every later write) and exposes a
+//! small, stable [`ErrorKind`] to branch on.
+//!
+//! This module depends on nothing else in the crate.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The stable classification of an [`Error`]. New kinds may be added in later releases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An operating-system or storage I/O failure.
+    Io,
+    /// Stored bytes failed a checksum or could not be decoded. Never returned as data.
+    Corruption,
+    /// The caller passed something the engine cannot accept (too large a key, bad options).
+    InvalidArgument,
+    /// Another process (or another `Db` in this process) holds the database directory.
+    Locked,
+    /// The directory exists but is not a Strata database, or its format version is unknown.
+    NotADatabase,
+    /// The database was asked to create or open something in a state that forbids it.
+    AlreadyExists,
+    /// The database was closed, or a background failure put it into read-only mode.
+    Closed,
+}
+
+/// The detailed internal error. Public only so it can be reached through `Error::repr`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorRepr {
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("corruption: {0}")]
+    Corruption(String),
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("database directory is locked by another user: {0}")]
+    Locked(String),
+    #[error("not a strata database: {0}")]
+    NotADatabase(String),
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
+    #[error("database is closed")]
+    Closed,
+    #[error("background error put the database into read-only mode: {0}")]
+    Background(Error),
+}
+
+/// An error returned by Strata. `Clone`, `Send`, `Sync`; branch on [`Error::kind`].
+#[derive(Clone)]
+pub struct Error(Arc<ErrorRepr>);
+
+impl Error {
+    /// The stable kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match &*self.0 {
+            ErrorRepr::Io { .. } => ErrorKind::Io,
+            ErrorRepr::Corruption(_) => ErrorKind::Corruption,
+            ErrorRepr::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            ErrorRepr::Locked(_) => ErrorKind::Locked,
+            ErrorRepr::NotADatabase(_) => ErrorKind::NotADatabase,
+            ErrorRepr::AlreadyExists(_) => ErrorKind::AlreadyExists,
+            ErrorRepr::Closed => ErrorKind::Closed,
+            ErrorRepr::Background(e) => e.kind(),
+        }
+    }
+
+    /// The detailed representation, for logging and diagnostics.
+    pub fn repr(&self) -> &ErrorRepr {
+        &self.0
+    }
+
+    pub(crate) fn io(path: impl fmt::Display, source: std::io::Error) -> Self {
+        ErrorRepr::Io {
+            path: path.to_string(),
+            source,
+        }
+        .into()
+    }
+
+    pub(crate) fn corruption(msg: impl Into<String>) -> Self {
+        ErrorRepr::Corruption(msg.into()).into()
+    }
+
+    pub(crate) fn invalid(msg: impl Into<String>) -> Self {
+        ErrorRepr::InvalidArgument(msg.into()).into()
+    }
+
+    /// Whether this is a corruption (checksum or decode failure).
+    pub fn is_corruption(&self) -> bool {
+        self.kind() == ErrorKind::Corruption
+    }
+}
+
+impl From<ErrorRepr> for Error {
+    fn from(r: ErrorRepr) -> Self {
+        Error(Arc::new(r))
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&*self.0)
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,34 @@
+//! # Strata
+//!
+//! An embedded LSM-tree key-value store for tiered storage. This crate is the engine: open a
+//! [`Db`] on a directory and use `put`, `get`, `delete`, `delete_range`, atomic
+//! [`WriteBatch`]es, [`Snapshot`]s and bidirectional [`DbIterator`]s.
+//!
+//! Module map (see `DESIGN.md`): `wal` (log format), `memtable`, `sst` (table format), `cache`
+//! (block and table caches), `version` (levels, sorted runs, manifest), `compaction` (pickers,
+//! job description, executor), `iter` (merging and user iterators), `storage` (all file I/O,
+//! fault injection), `db` (the handle, write and read paths, background work).
+
+pub mod batch;
+pub mod cache;
+mod coding;
+pub mod compaction;
+pub mod db;
+pub mod error;
+pub mod iter;
+pub mod memtable;
+pub mod options;
+pub mod range_del;
+pub mod sst;
+pub mod stats;
+pub mod storage;
+pub mod types;
+pub mod version;
+pub mod wal;
+
+pub use batch::WriteBatch;
+pub use db::{Db, Snapshot};
+pub use error::{Error, ErrorKind, Result};
+pub use iter::DbIterator;
+pub use options::{Compression, Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use stats::{DbStats, LevelStats};

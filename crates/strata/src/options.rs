@@ -1,0 +1,230 @@
+//! Options: how a database is opened and tuned ([`Options`]), how a write is made durable
+//! ([`WriteOptions`]) and what a read sees ([`ReadOptions`]). Defaults follow RocksDB's where
+//! RocksDB has the same knob, so its tuning guides apply. `Options::validate` rejects
+//! inconsistent settings with `InvalidArgument` before anything touches disk.
+//! Depends on `error`, `storage` (for the pluggable storage handle) and `db::snapshot`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+
+/// Largest user key accepted, in bytes.
+pub const MAX_KEY_SIZE: usize = 64 * 1024;
+/// Largest value accepted, in bytes.
+pub const MAX_VALUE_SIZE: usize = 64 * 1024 * 1024;
+/// Largest write batch accepted, in bytes of encoded records.
+pub const MAX_BATCH_SIZE: usize = 512 * 1024 * 1024;
+
+/// Block compression. Chosen per level by [`Options::compression_per_level`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Compression {
+    None,
+    Lz4,
+    /// Zstandard at the given level (1..=22; 3 is a good default).
+    Zstd(i32),
+}
+
+impl Compression {
+    /// The byte stored in a block trailer.
+    pub fn type_byte(self) -> u8 {
+        match self {
+            Compression::None => 0,
+            Compression::Lz4 => 1,
+            Compression::Zstd(_) => 2,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd(_) => "zstd",
+        }
+    }
+}
+
+/// Options that shape a database. Build with `Options::default()` and adjust fields.
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none. Default `true`.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists. Default `false`.
+    pub error_if_exists: bool,
+    /// Bytes a memtable may hold before it is sealed and flushed. Default 64 MiB.
+    pub write_buffer_size: usize,
+    /// Memtables (active plus immutable) allowed before writes stop. Default 2.
+    pub max_write_buffer_number: usize,
+    /// L0 table count that triggers an L0 compaction. Default 4.
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 table count at which each write is delayed. Default 20.
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 table count at which writes wait for compaction. Default 36.
+    pub level0_stop_writes_trigger: usize,
+    /// Delay applied to a write while the slowdown trigger is reached. Default 1 ms.
+    pub slowdown_delay: Duration,
+    /// Number of levels, L0 included. Default 7.
+    pub num_levels: usize,
+    /// Target size of the base level (the level L0 compacts into). Default 256 MiB.
+    pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels. Default 10.
+    pub max_bytes_for_level_multiplier: f64,
+    /// RocksDB's `level_compaction_dynamic_level_bytes`: level targets derive from the size of the
+    /// last level, and L0 compacts into the highest level that needs data. Default `true`.
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Target size of a table written by compaction. Default 64 MiB.
+    pub target_file_size_base: u64,
+    /// Uncompressed size of a data block. Default 4 KiB.
+    pub block_size: usize,
+    /// Keys between restart points in a data block. Default 16.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key; 0 disables filters. Default 10 (about 1% false positives).
+    pub bloom_bits_per_key: f64,
+    /// Compression by output level; the last entry applies to all deeper levels.
+    /// Default: none for L0 and L1, LZ4 below.
+    pub compression_per_level: Vec<Compression>,
+    /// Bytes of the shared in-memory block cache; 0 disables it. Default 64 MiB.
+    pub block_cache_capacity: usize,
+    /// Table readers kept open. Default 1000.
+    pub max_open_files: usize,
+    /// Background compaction threads (one more thread flushes). Default 2.
+    pub max_background_compactions: usize,
+    /// Compaction write rate limit in bytes per second; 0 is unlimited. Default 0.
+    pub compaction_rate_limit: u64,
+    /// When set, a background thread syncs the WAL this often, bounding what an OS crash can lose
+    /// for writes made without `WriteOptions::sync`. Default none.
+    pub wal_sync_interval: Option<Duration>,
+    /// Manifest size that triggers rewriting it as one snapshot record. Default 64 MiB.
+    pub max_manifest_file_size: u64,
+    /// The storage the database lives on. `None` means the local file system; tests pass
+    /// fault-injecting wrappers here.
+    pub storage: Option<Arc<dyn Storage>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            slowdown_delay: Duration::from_millis(1),
+            num_levels: 7,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: true,
+            target_file_size_base: 64 << 20,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10.0,
+            compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
+            block_cache_capacity: 64 << 20,
+            max_open_files: 1000,
+            max_background_compactions: 2,
+            compaction_rate_limit: 0,
+            wal_sync_interval: None,
+            max_manifest_file_size: 64 << 20,
+            storage: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("num_levels", &self.num_levels)
+            .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
+            .field("target_file_size_base", &self.target_file_size_base)
+            .field("block_size", &self.block_size)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("compression_per_level", &self.compression_per_level)
+            .field("block_cache_capacity", &self.block_cache_capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Options {
+    /// Compression for tables written into `level`.
+    pub fn compression_for_level(&self, level: usize) -> Compression {
+        self.compression_per_level
+            .get(level)
+            .or(self.compression_per_level.last())
+            .copied()
+            .unwrap_or(Compression::None)
+    }
+
+    /// Checks that the options are consistent.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::invalid(m.to_string()));
+        if self.num_levels < 2 || self.num_levels > 16 {
+            return bad("num_levels must be in 2..=16");
+        }
+        if self.write_buffer_size < 4096 {
+            return bad("write_buffer_size must be at least 4096");
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number must be at least 2");
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return bad("level0_file_num_compaction_trigger must be positive");
+        }
+        if self.level0_slowdown_writes_trigger < self.level0_file_num_compaction_trigger
+            || self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger
+        {
+            return bad("L0 triggers must satisfy compaction <= slowdown <= stop");
+        }
+        if self.max_bytes_for_level_multiplier < 2.0 {
+            return bad("max_bytes_for_level_multiplier must be at least 2");
+        }
+        if self.block_size < 64 || self.block_size > (64 << 20) {
+            return bad("block_size must be in 64 bytes ..= 64 MiB");
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be positive");
+        }
+        if !(0.0..=64.0).contains(&self.bloom_bits_per_key) {
+            return bad("bloom_bits_per_key must be in 0..=64");
+        }
+        if self.target_file_size_base < 4096 {
+            return bad("target_file_size_base must be at least 4096");
+        }
+        if self.max_background_compactions == 0 {
+            return bad("max_background_compactions must be at least 1");
+        }
+        for c in &self.compression_per_level {
+            if let Compression::Zstd(l) = c {
+                if !(1..=22).contains(l) {
+                    return bad("zstd level must be in 1..=22");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per-write options.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// Fsync the WAL before acknowledging. Without it an acknowledged write survives a process
+    /// crash (it is in the OS) but not an OS crash or power loss.
+    pub sync: bool,
+}
+
+/// Per-read options.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Read as of this snapshot; `None` reads the latest state.
+    pub snapshot: Option<crate::db::Snapshot>,
+    /// Iterators only: inclusive lower bound on user keys.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Iterators only: exclusive upper bound on user keys.
+    pub upper_bound: Option<Vec<u8>>,
+    /// Do not insert blocks read for this operation into the block cache (for scans).
+    pub skip_cache_fill: bool,
+}

@@ -1,0 +1,361 @@
+//! Blocks: sorted key/value entries with prefix compression and restart points.
+//!
+//! Entry: `shared: varint32 | unshared: varint32 | value_len: varint32 | key[shared..] | value`.
+//! Trailer: `restart_offset: fixed32 * n | n: fixed32`. Keys at restart points have `shared = 0`,
+//! so seeks binary-search the restart array and then scan at most one restart interval.
+
+use std::cmp::Ordering;
+
+use bytes::Bytes;
+
+use crate::coding::{decode_fixed32, decode_varint32, put_fixed32, put_varint32};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+
+/// Builds one block.
+pub struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    counter: usize,
+    restart_interval: usize,
+    last_key: Vec<u8>,
+    entries: usize,
+}
+
+impl BlockBuilder {
+    pub fn new(restart_interval: usize) -> Self {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: vec![0],
+            counter: 0,
+            restart_interval: restart_interval.max(1),
+            last_key: Vec::new(),
+            entries: 0,
+        }
+    }
+
+    /// Adds an entry; keys must be added in increasing order.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        let shared = if self.counter < self.restart_interval {
+            self.last_key
+                .iter()
+                .zip(key)
+                .take_while(|(a, b)| a == b)
+                .count()
+        } else {
+            self.restarts.push(self.buf.len() as u32);
+            self.counter = 0;
+            0
+        };
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, (key.len() - shared) as u32);
+        put_varint32(&mut self.buf, value.len() as u32);
+        self.buf.extend_from_slice(&key[shared..]);
+        self.buf.extend_from_slice(value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.counter += 1;
+        self.entries += 1;
+    }
+
+    /// Size of the block if finished now.
+    pub fn estimated_size(&self) -> usize {
+        self.buf.len() + 4 * self.restarts.len() + 4
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    pub fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    /// Appends the restart array and returns the block bytes; the builder is reset.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        for r in &self.restarts {
+            put_fixed32(&mut out, *r);
+        }
+        put_fixed32(&mut out, self.restarts.len() as u32);
+        self.restarts = vec![0];
+        self.counter = 0;
+        self.entries = 0;
+        self.last_key.clear();
+        out
+    }
+}
+
+/// A decoded block: its bytes and where its restart array starts.
+#[derive(Clone)]
+pub struct Block {
+    data: Bytes,
+    restarts: usize,
+    num_restarts: usize,
+}
+
+impl Block {
+    /// Validates the trailer of `data`.
+    pub fn new(data: Bytes) -> Result<Block> {
+        let bad = || Error::corruption("block trailer is malformed");
+        if data.len() < 4 {
+            return Err(bad());
+        }
+        let n = decode_fixed32(&data[data.len() - 4..]).ok_or_else(bad)? as usize;
+        let max = (data.len() - 4) / 4;
+        if n == 0 || n > max {
+            return Err(bad());
+        }
+        Ok(Block {
+            restarts: data.len() - 4 - 4 * n,
+            num_restarts: n,
+            data,
+        })
+    }
+
+    /// Bytes held in memory (for cache accounting).
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn iter(&self, cmp: fn(&[u8], &[u8]) -> Ordering) -> BlockIter {
+        BlockIter {
+            block: self.clone(),
+            cmp,
+            current: self.restarts,
+            next: 0,
+            restart_index: 0,
+            key: Vec::new(),
+            val: (0, 0),
+            err: None,
+        }
+    }
+}
+
+/// A cursor over one block.
+pub struct BlockIter {
+    block: Block,
+    cmp: fn(&[u8], &[u8]) -> Ordering,
+    current: usize,
+    next: usize,
+    restart_index: usize,
+    key: Vec<u8>,
+    val: (usize, usize),
+    err: Option<Error>,
+}
+
+impl BlockIter {
+    fn restart_point(&self, i: usize) -> usize {
+        let off = self.block.restarts + 4 * i;
+        decode_fixed32(&self.block.data[off..]).unwrap_or(u32::MAX) as usize
+    }
+
+    fn corrupt(&mut self, why: &str) {
+        self.err = Some(Error::corruption(format!("block entry: {why}")));
+        self.current = self.block.restarts;
+    }
+
+    /// Value of the current entry as a zero-copy slice of the block.
+    pub fn value_bytes(&self) -> Bytes {
+        self.block.data.slice(self.val.0..self.val.1)
+    }
+
+    fn seek_to_restart(&mut self, i: usize) {
+        self.key.clear();
+        self.restart_index = i;
+        self.next = self.restart_point(i);
+    }
+
+    /// Decodes the entry at `self.next`; false at the end or on corruption.
+    fn parse_next(&mut self) -> bool {
+        self.current = self.next;
+        let limit = self.block.restarts;
+        if self.current >= limit {
+            self.current = limit;
+            return false;
+        }
+        let d = &self.block.data[self.current..limit];
+        let mut p = 0;
+        let mut field = || -> Option<usize> {
+            let (v, n) = decode_varint32(&d[p..])?;
+            p += n;
+            Some(v as usize)
+        };
+        let (Some(shared), Some(unshared), Some(vlen)) = (field(), field(), field()) else {
+            self.corrupt("bad varint header");
+            return false;
+        };
+        if shared > self.key.len() || p + unshared + vlen > d.len() {
+            self.corrupt("entry exceeds block bounds");
+            return false;
+        }
+        self.key.truncate(shared);
+        self.key.extend_from_slice(&d[p..p + unshared]);
+        let vstart = self.current + p + unshared;
+        self.val = (vstart, vstart + vlen);
+        self.next = vstart + vlen;
+        while self.restart_index + 1 < self.block.num_restarts
+            && self.restart_point(self.restart_index + 1) <= self.current
+        {
+            self.restart_index += 1;
+        }
+        true
+    }
+
+    /// Key stored at restart point `i` (its `shared` is 0).
+    fn restart_key(&self, i: usize) -> Option<&[u8]> {
+        let off = self.restart_point(i);
+        let d = self.block.data.get(off..self.block.restarts)?;
+        let (shared, a) = decode_varint32(d)?;
+        let (unshared, b) = decode_varint32(&d[a..])?;
+        let (_, c) = decode_varint32(&d[a + b..])?;
+        if shared != 0 {
+            return None;
+        }
+        d.get(a + b + c..a + b + c + unshared as usize)
+    }
+}
+
+impl InternalIterator for BlockIter {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.current < self.block.restarts
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.err.is_some() {
+            return;
+        }
+        self.seek_to_restart(0);
+        self.parse_next();
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.err.is_some() {
+            return;
+        }
+        self.seek_to_restart(self.block.num_restarts - 1);
+        while self.parse_next() && self.next < self.block.restarts {}
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.err.is_some() {
+            return;
+        }
+        // Last restart point whose key is < target.
+        let (mut lo, mut hi) = (0usize, self.block.num_restarts - 1);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            match self.restart_key(mid) {
+                Some(k) => {
+                    if (self.cmp)(k, target) == Ordering::Less {
+                        lo = mid;
+                    } else {
+                        hi = mid - 1;
+                    }
+                }
+                None => {
+                    self.corrupt("bad restart point");
+                    return;
+                }
+            }
+        }
+        self.seek_to_restart(lo);
+        while self.parse_next() {
+            if (self.cmp)(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+
+    fn next(&mut self) {
+        if self.valid() {
+            self.parse_next();
+        }
+    }
+
+    fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        let original = self.current;
+        let mut ri = self.restart_index;
+        while self.restart_point(ri) >= original {
+            if ri == 0 {
+                self.current = self.block.restarts;
+                return;
+            }
+            ri -= 1;
+        }
+        self.seek_to_restart(ri);
+        while self.parse_next() && self.next < original {}
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.block.data[self.val.0..self.val.1]
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::compare_bytewise;
+
+    fn build(n: usize, interval: usize) -> (Block, Vec<Vec<u8>>) {
+        let mut b = BlockBuilder::new(interval);
+        let keys: Vec<Vec<u8>> = (0..n)
+            .map(|i| format!("key{:05}", i * 2).into_bytes())
+            .collect();
+        for k in &keys {
+            b.add(k, &k[3..]);
+        }
+        (Block::new(Bytes::from(b.finish())).unwrap(), keys)
+    }
+
+    #[test]
+    fn iterate_seek_both_directions() {
+        for interval in [1, 3, 16] {
+            for n in [0, 1, 2, 17, 100] {
+                let (block, keys) = build(n, interval);
+                let mut it = block.iter(compare_bytewise);
+                it.seek_to_first();
+                for k in &keys {
+                    assert!(it.valid());
+                    assert_eq!(it.key(), &k[..]);
+                    assert_eq!(it.value(), &k[3..]);
+                    it.next();
+                }
+                assert!(!it.valid());
+                it.seek_to_last();
+                for k in keys.iter().rev() {
+                    assert_eq!(it.key(), &k[..]);
+                    it.prev();
+                }
+                assert!(!it.valid());
+                for i in 0..n * 2 + 1 {
+                    let t = format!("key{:05}", i).into_bytes();
+                    it.seek(&t);
+                    let want = keys.iter().find(|k| **k >= t);
+                    assert_eq!(it.valid().then(|| it.key().to_vec()), want.cloned());
+                }
+                it.status().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_trailer_is_rejected() {
+        assert!(Block::new(Bytes::from_static(&[1, 2])).is_err());
+        assert!(Block::new(Bytes::from_static(&[0, 0, 0, 9])).is_err());
+    }
+}

@@ -1,0 +1,190 @@
+//! Writes a table file from entries added in increasing internal-key order.
+
+use super::block::BlockBuilder;
+use super::filter::FilterBuilder;
+use super::format::{write_block, BlockHandle, Footer, FORMAT_VERSION};
+use super::properties::TableProperties;
+use crate::error::{Error, Result};
+use crate::options::Compression;
+use crate::range_del::RangeTombstone;
+use crate::storage::WritableFile;
+use crate::types::{self, ValueKind};
+
+/// Meta-index names of the optional blocks.
+pub const META_FILTER: &str = "strata.filter.bloom";
+pub const META_PROPERTIES: &str = "strata.properties";
+pub const META_RANGE_DEL: &str = "strata.range_del";
+
+/// Knobs for one table.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TableBuilderOptions {
+    pub block_size: usize,
+    pub restart_interval: usize,
+    pub bloom_bits_per_key: f64,
+    pub compression: Compression,
+}
+
+/// What a finished table holds, for its `FileMeta`.
+#[derive(Clone, Debug)]
+pub struct TableSummary {
+    pub file_size: u64,
+    pub props: TableProperties,
+    /// Smallest and largest point internal keys, if any point entry was added.
+    pub smallest_point: Option<Vec<u8>>,
+    pub largest_point: Option<Vec<u8>>,
+}
+
+/// Builds one table file.
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    opts: TableBuilderOptions,
+    data: BlockBuilder,
+    index: BlockBuilder,
+    filter: Option<FilterBuilder>,
+    range_dels: Vec<RangeTombstone>,
+    props: TableProperties,
+    first_key: Option<Vec<u8>>,
+    last_key: Vec<u8>,
+}
+
+impl TableBuilder {
+    pub fn new(file: Box<dyn WritableFile>, opts: TableBuilderOptions) -> Self {
+        let filter =
+            (opts.bloom_bits_per_key > 0.0).then(|| FilterBuilder::new(opts.bloom_bits_per_key));
+        TableBuilder {
+            data: BlockBuilder::new(opts.restart_interval),
+            index: BlockBuilder::new(1),
+            props: TableProperties {
+                compression: opts.compression.type_byte() as u64,
+                smallest_seq: u64::MAX,
+                ..Default::default()
+            },
+            file,
+            opts,
+            filter,
+            range_dels: Vec::new(),
+            first_key: None,
+            last_key: Vec::new(),
+        }
+    }
+
+    /// Adds a point entry; `ikey` must sort after every key added before.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let p = types::parse_internal_key(ikey)?;
+        if self.first_key.is_some() && types::compare_internal(&self.last_key, ikey).is_ge() {
+            return Err(Error::invalid("table keys added out of order"));
+        }
+        if let Some(f) = self.filter.as_mut() {
+            f.add_key(p.user_key);
+        }
+        self.props.num_entries += 1;
+        if p.kind == ValueKind::Delete {
+            self.props.num_deletions += 1;
+        }
+        self.props.raw_key_size += ikey.len() as u64;
+        self.props.raw_value_size += value.len() as u64;
+        self.props.smallest_seq = self.props.smallest_seq.min(p.seq);
+        self.props.largest_seq = self.props.largest_seq.max(p.seq);
+        if self.first_key.is_none() {
+            self.first_key = Some(ikey.to_vec());
+        }
+        self.data.add(ikey, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        if self.data.estimated_size() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Adds a range tombstone (any order).
+    pub fn add_range_tombstone(&mut self, t: RangeTombstone) {
+        self.props.num_range_deletions += 1;
+        self.props.smallest_seq = self.props.smallest_seq.min(t.seq);
+        self.props.largest_seq = self.props.largest_seq.max(t.seq);
+        self.range_dels.push(t);
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data.is_empty() {
+            return Ok(());
+        }
+        let last = self.data.last_key().to_vec();
+        let raw = self.data.finish();
+        let (h, _) = write_block(self.file.as_mut(), &raw, self.opts.compression)?;
+        self.props.num_data_blocks += 1;
+        self.props.data_size += h.size + 5;
+        let mut v = Vec::new();
+        h.encode_to(&mut v);
+        self.index.add(&last, &v);
+        Ok(())
+    }
+
+    /// Bytes the table would take if finished now (approximately).
+    pub fn estimated_size(&self) -> u64 {
+        self.file.len() + self.data.estimated_size() as u64
+    }
+
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Writes the remaining blocks and the footer, and syncs the file.
+    pub fn finish(mut self) -> Result<TableSummary> {
+        self.flush_data_block()?;
+        let mut meta = BlockBuilder::new(1);
+        let mut entries: Vec<(&str, BlockHandle)> = Vec::new();
+        if let Some(mut f) = self.filter.take() {
+            let raw = f.finish();
+            let (h, _) = write_block(self.file.as_mut(), &raw, Compression::None)?;
+            self.props.filter_size = h.size;
+            entries.push((META_FILTER, h));
+        }
+        if !self.range_dels.is_empty() {
+            let mut ts = std::mem::take(&mut self.range_dels);
+            ts.sort_by(|a, b| a.start.cmp(&b.start).then(b.seq.cmp(&a.seq)));
+            let mut rb = BlockBuilder::new(1);
+            let mut prev: Option<Vec<u8>> = None;
+            for t in &ts {
+                let k = types::internal_key(&t.start, t.seq, ValueKind::RangeDelete as u8);
+                // Identical (start, seq) pairs can only differ in end; keep the first.
+                if prev.as_deref() == Some(&k[..]) {
+                    continue;
+                }
+                rb.add(&k, &t.end);
+                prev = Some(k);
+            }
+            let (h, _) = write_block(self.file.as_mut(), &rb.finish(), Compression::None)?;
+            entries.push((META_RANGE_DEL, h));
+        }
+        if self.props.smallest_seq == u64::MAX {
+            self.props.smallest_seq = 0;
+        }
+        // The index is written before properties so its size can be recorded.
+        let index_raw = self.index.finish();
+        let (index_h, _) = write_block(self.file.as_mut(), &index_raw, Compression::None)?;
+        self.props.index_size = index_h.size;
+        let (ph, _) = write_block(self.file.as_mut(), &self.props.encode(), Compression::None)?;
+        entries.push((META_PROPERTIES, ph));
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        for (name, h) in &entries {
+            let mut v = Vec::new();
+            h.encode_to(&mut v);
+            meta.add(name.as_bytes(), &v);
+        }
+        let (meta_h, _) = write_block(self.file.as_mut(), &meta.finish(), Compression::None)?;
+        let footer = Footer {
+            metaindex: meta_h,
+            index: index_h,
+            version: FORMAT_VERSION,
+        };
+        self.file.append(&footer.encode())?;
+        self.file.sync()?;
+        Ok(TableSummary {
+            file_size: self.file.len(),
+            props: self.props,
+            smallest_point: self.first_key,
+            largest_point: (!self.last_key.is_empty()).then_some(self.last_key),
+        })
+    }
+}

@@ -1,0 +1,340 @@
+//! Reads a table: point lookups through the bloom filter and index, and two-level iteration.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::block::{Block, BlockIter};
+use super::builder::{META_FILTER, META_PROPERTIES, META_RANGE_DEL};
+use super::filter::BloomFilter;
+use super::format::{read_block, BlockHandle, Footer, FOOTER_SIZE};
+use super::properties::TableProperties;
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::range_del::{Fragments, RangeTombstone};
+use crate::stats::EngineStats;
+use crate::storage::RandomAccessFile;
+use crate::types::{self, compare_bytewise, compare_internal, SeqNo, ValueKind};
+
+/// An open table: index, filter, range tombstones and properties in memory; data blocks read on
+/// demand through the block cache.
+pub struct Table {
+    id: u64,
+    file: Arc<dyn RandomAccessFile>,
+    index: Block,
+    filter: Option<BloomFilter>,
+    range_dels: Vec<RangeTombstone>,
+    fragments: Fragments,
+    props: TableProperties,
+    cache: Option<Arc<BlockCache>>,
+    stats: Arc<EngineStats>,
+}
+
+impl Table {
+    pub fn open(
+        id: u64,
+        file: Arc<dyn RandomAccessFile>,
+        cache: Option<Arc<BlockCache>>,
+        stats: Arc<EngineStats>,
+    ) -> Result<Table> {
+        let ctx = |e: Error| -> Error {
+            if e.is_corruption() {
+                Error::corruption(format!("table {id:06}.sst: {e}"))
+            } else {
+                e
+            }
+        };
+        let size = file.size();
+        if size < FOOTER_SIZE as u64 {
+            return Err(ctx(Error::corruption(
+                "file is shorter than a table footer",
+            )));
+        }
+        let footer_bytes = file.read_at(size - FOOTER_SIZE as u64, FOOTER_SIZE)?;
+        let footer = Footer::decode(&footer_bytes, size).map_err(ctx)?;
+        let index = Block::new(read_block(file.as_ref(), footer.index, "index").map_err(ctx)?)
+            .map_err(ctx)?;
+        let meta =
+            Block::new(read_block(file.as_ref(), footer.metaindex, "meta-index").map_err(ctx)?)
+                .map_err(ctx)?;
+        let mut filter = None;
+        let mut range_dels = Vec::new();
+        let mut props = None;
+        let mut it = meta.iter(compare_bytewise);
+        it.seek_to_first();
+        while it.valid() {
+            let h = BlockHandle::decode(it.value()).map_err(ctx)?;
+            if h.offset.saturating_add(h.size) > size {
+                return Err(ctx(Error::corruption(
+                    "meta block handle points past the file",
+                )));
+            }
+            match it.key() {
+                k if k == META_FILTER.as_bytes() => {
+                    let b = read_block(file.as_ref(), h, "filter").map_err(ctx)?;
+                    filter = Some(
+                        BloomFilter::new(b)
+                            .ok_or_else(|| ctx(Error::corruption("malformed bloom filter")))?,
+                    );
+                }
+                k if k == META_RANGE_DEL.as_bytes() => {
+                    let b = Block::new(read_block(file.as_ref(), h, "range-del").map_err(ctx)?)
+                        .map_err(ctx)?;
+                    let mut ri = b.iter(compare_internal);
+                    ri.seek_to_first();
+                    while ri.valid() {
+                        let p = types::parse_internal_key(ri.key()).map_err(ctx)?;
+                        range_dels.push(RangeTombstone::new(p.user_key, ri.value(), p.seq));
+                        ri.next();
+                    }
+                    ri.status().map_err(ctx)?;
+                }
+                k if k == META_PROPERTIES.as_bytes() => {
+                    props = Some(
+                        TableProperties::decode(
+                            read_block(file.as_ref(), h, "properties").map_err(ctx)?,
+                        )
+                        .map_err(ctx)?,
+                    );
+                }
+                _ => {}
+            }
+            it.next();
+        }
+        it.status().map_err(ctx)?;
+        let props = props.ok_or_else(|| ctx(Error::corruption("missing properties block")))?;
+        Ok(Table {
+            id,
+            file,
+            index,
+            filter,
+            fragments: Fragments::new(&range_dels),
+            range_dels,
+            props,
+            cache,
+            stats,
+        })
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_dels
+    }
+
+    /// The newest range tombstone of this table covering `user_key` at `snapshot` (0: none).
+    pub fn max_covering_tombstone(&self, user_key: &[u8], snapshot: SeqNo) -> SeqNo {
+        if self.fragments.is_empty() {
+            return 0;
+        }
+        self.fragments.max_covering(user_key, snapshot)
+    }
+
+    fn read_data_block(&self, h: BlockHandle, fill_cache: bool) -> Result<Block> {
+        if let Some(c) = &self.cache {
+            if let Some(b) = c.get(self.id, h.offset) {
+                self.stats.block_cache_hits.fetch_add(1, Relaxed);
+                return Ok(b);
+            }
+            self.stats.block_cache_misses.fetch_add(1, Relaxed);
+        }
+        self.stats.block_reads.fetch_add(1, Relaxed);
+        self.stats.block_read_bytes.fetch_add(h.size + 5, Relaxed);
+        let b = read_block(self.file.as_ref(), h, "data")
+            .and_then(Block::new)
+            .map_err(|e| {
+                if e.is_corruption() {
+                    Error::corruption(format!("table {:06}.sst: {e}", self.id))
+                } else {
+                    e
+                }
+            })?;
+        if fill_cache {
+            if let Some(c) = &self.cache {
+                c.insert(self.id, h.offset, b.clone());
+            }
+        }
+        Ok(b)
+    }
+
+    /// The newest point entry for `user_key` at or below the lookup key's sequence number.
+    /// `lookup` is `types::lookup_key(user_key, snapshot)`.
+    pub fn get(&self, lookup: &[u8], user_key: &[u8]) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
+        if let Some(f) = &self.filter {
+            self.stats.bloom_checked.fetch_add(1, Relaxed);
+            if !f.may_contain(user_key) {
+                self.stats.bloom_useful.fetch_add(1, Relaxed);
+                return Ok(None);
+            }
+        }
+        let mut idx = self.index.iter(compare_internal);
+        idx.seek(lookup);
+        let mut found = None;
+        if idx.valid() {
+            let h = BlockHandle::decode(idx.value())?;
+            let block = self.read_data_block(h, true)?;
+            let mut it = block.iter(compare_internal);
+            it.seek(lookup);
+            it.status()?;
+            if it.valid() {
+                let p = types::parse_internal_key(it.key())?;
+                if p.user_key == user_key {
+                    found = Some((p.seq, p.kind, it.value_bytes()));
+                }
+            }
+        }
+        idx.status()?;
+        if found.is_none() && self.filter.is_some() {
+            self.stats.bloom_false_positive.fetch_add(1, Relaxed);
+        }
+        Ok(found)
+    }
+
+    /// A two-level iterator over the point entries.
+    pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
+        TableIter {
+            index: self.index.iter(compare_internal),
+            table: self.clone(),
+            data: None,
+            err: None,
+            fill_cache,
+        }
+    }
+}
+
+/// Iterates a table's point entries: the index iterator picks a block, a block iterator walks it.
+pub struct TableIter {
+    table: Arc<Table>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    err: Option<Error>,
+    fill_cache: bool,
+}
+
+impl TableIter {
+    /// Loads the block the index points at; false (and `data = None`) on error or end.
+    fn load_block(&mut self) -> bool {
+        self.data = None;
+        if !self.index.valid() {
+            if let Err(e) = self.index.status() {
+                self.err = Some(e);
+            }
+            return false;
+        }
+        let r = BlockHandle::decode(self.index.value())
+            .and_then(|h| self.table.read_data_block(h, self.fill_cache));
+        match r {
+            Ok(b) => {
+                self.data = Some(b.iter(compare_internal));
+                true
+            }
+            Err(e) => {
+                self.err = Some(e);
+                false
+            }
+        }
+    }
+
+    fn check_data(&mut self) -> bool {
+        match &self.data {
+            Some(d) if d.valid() => true,
+            Some(d) => {
+                if let Err(e) = d.status() {
+                    self.err = Some(e);
+                    self.data = None;
+                }
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn skip_forward(&mut self) {
+        while self.err.is_none() && !self.check_data() && self.data.is_some() {
+            self.index.next();
+            if !self.load_block() {
+                return;
+            }
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_backward(&mut self) {
+        while self.err.is_none() && !self.check_data() && self.data.is_some() {
+            self.index.prev();
+            if !self.load_block() {
+                return;
+            }
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_last();
+            }
+        }
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
+    }
+    fn seek_to_first(&mut self) {
+        self.index.seek_to_first();
+        if self.load_block() {
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_first();
+            }
+        }
+        self.skip_forward();
+    }
+    fn seek_to_last(&mut self) {
+        self.index.seek_to_last();
+        if self.load_block() {
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_last();
+            }
+        }
+        self.skip_backward();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.index.seek(target);
+        if self.load_block() {
+            if let Some(d) = self.data.as_mut() {
+                d.seek(target);
+            }
+        }
+        self.skip_forward();
+    }
+    fn next(&mut self) {
+        if let Some(d) = self.data.as_mut() {
+            d.next();
+        }
+        self.skip_forward();
+    }
+    fn prev(&mut self) {
+        if let Some(d) = self.data.as_mut() {
+            d.prev();
+        }
+        self.skip_backward();
+    }
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map(|d| d.key()).unwrap_or(&[])
+    }
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map(|d| d.value()).unwrap_or(&[])
+    }
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => self.index.status(),
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! [`LocalFs`]: the local file system through `std::fs`, positional reads with `pread`, and
+//! `flock`-style exclusive locks via `File::try_lock`. Depends on `error` only.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{DirLock, RandomAccessFile, Storage, WritableFile};
+use crate::error::{Error, ErrorRepr, Result};
+
+/// The local file system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LocalFs;
+
+struct LocalWritable {
+    path: PathBuf,
+    w: BufWriter<File>,
+    len: u64,
+}
+
+impl WritableFile for LocalWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.w
+            .write_all(data)
+            .map_err(|e| Error::io(self.path.display(), e))?;
+        self.len += data.len() as u64;
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.w
+            .flush()
+            .map_err(|e| Error::io(self.path.display(), e))
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        self.w
+            .get_ref()
+            .sync_data()
+            .map_err(|e| Error::io(self.path.display(), e))
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+struct LocalRandom {
+    path: PathBuf,
+    f: File,
+    size: u64,
+}
+
+impl RandomAccessFile for LocalRandom {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let mut buf = vec![0u8; len];
+        self.f.read_exact_at(&mut buf, offset).map_err(|e| {
+            Error::io(
+                format!("{} at offset {offset}+{len}", self.path.display()),
+                e,
+            )
+        })?;
+        Ok(Bytes::from(buf))
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+struct LocalLock {
+    _f: File,
+}
+impl DirLock for LocalLock {}
+
+impl Storage for LocalFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io(path.display(), e))?;
+        Ok(Box::new(LocalWritable {
+            path: path.to_path_buf(),
+            w: BufWriter::with_capacity(64 << 10, f),
+            len: 0,
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let f = File::open(path).map_err(|e| Error::io(path.display(), e))?;
+        let size = f
+            .metadata()
+            .map_err(|e| Error::io(path.display(), e))?
+            .len();
+        Ok(Arc::new(LocalRandom {
+            path: path.to_path_buf(),
+            f,
+            size,
+        }))
+    }
+
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        fs::read(path).map_err(|e| Error::io(path.display(), e))
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        path.try_exists().map_err(|e| Error::io(path.display(), e))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to)
+            .map_err(|e| Error::io(format!("{} -> {}", from.display(), to.display()), e))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        match fs::remove_file(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(path.display(), e)),
+        }
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(dir).map_err(|e| Error::io(dir.display(), e))? {
+            let e = e.map_err(|e| Error::io(dir.display(), e))?;
+            if let Some(n) = e.file_name().to_str() {
+                out.push(n.to_string());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), e))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        File::open(dir)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(dir.display(), e))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>> {
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io(path.display(), e))?;
+        match f.try_lock() {
+            Ok(()) => Ok(Box::new(LocalLock { _f: f })),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                Err(ErrorRepr::Locked(path.display().to_string()).into())
+            }
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(path.display(), e)),
+        }
+    }
+}

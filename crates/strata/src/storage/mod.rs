@@ -1,0 +1,70 @@
+//! The storage layer: every byte the engine reads or writes goes through [`Storage`].
+//!
+//! Implementations: [`LocalFs`] (the fast tier: a directory with positional reads and fsync of
+//! files and directories) and [`FaultFs`] (a wrapper that fails, or corrupts, on command, for
+//! tests). Later tiers (object store, emulation) plug in here too. The engine must never call
+//! `std::fs` directly; this module depends only on `error`.
+
+mod fault;
+mod local;
+
+pub use fault::{FaultFs, FaultPlan};
+pub use local::LocalFs;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::error::Result;
+
+/// A file being written sequentially. Dropping it closes it without syncing.
+pub trait WritableFile: Send {
+    /// Appends bytes (possibly buffered in the process).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system, so they survive a process crash.
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes and makes the bytes durable (fdatasync).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at arbitrary offsets by many threads at once.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads exactly `len` bytes at `offset`; a short file is an error.
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes>;
+    fn size(&self) -> u64;
+}
+
+/// An exclusive lock on a database directory, released on drop.
+pub trait DirLock: Send + Sync {}
+
+/// A file system. Paths are absolute or relative to the process working directory.
+pub trait Storage: Send + Sync + 'static {
+    /// Creates (or truncates) a file for writing.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens a file for positional reads.
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>>;
+    fn exists(&self, path: &Path) -> Result<bool>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// File names (not paths) in a directory.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes renames and creations in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive lock on `path`, creating it; fails with `Locked` if held elsewhere.
+    fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>>;
+}
+
+/// The default storage: the local file system.
+pub fn default_storage() -> Arc<dyn Storage> {
+    Arc::new(LocalFs)
+}

@@ -1,0 +1,131 @@
+//! Table metadata and the reference-counted handle that deletes an obsolete table's file once
+//! the last version holding it is dropped.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::types::SeqNo;
+
+/// What the manifest records about a table. Key bounds are user keys; `largest` is exclusive
+/// when it comes from the end of a range tombstone rather than from a point key.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileMeta {
+    pub id: u64,
+    pub size: u64,
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+    pub largest_exclusive: bool,
+    pub smallest_seq: SeqNo,
+    pub largest_seq: SeqNo,
+    pub num_entries: u64,
+    pub num_deletions: u64,
+    pub num_range_deletions: u64,
+}
+
+impl FileMeta {
+    /// Whether every key of this file sorts before `user_key`.
+    #[inline]
+    pub fn ends_before(&self, user_key: &[u8]) -> bool {
+        match self.largest.as_slice().cmp(user_key) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => self.largest_exclusive,
+            std::cmp::Ordering::Greater => false,
+        }
+    }
+
+    /// Whether `user_key` falls in this file's key range.
+    #[inline]
+    pub fn contains(&self, user_key: &[u8]) -> bool {
+        self.smallest.as_slice() <= user_key && !self.ends_before(user_key)
+    }
+
+    /// Whether this file's range meets the inclusive range `[lo, hi]` (`None`: unbounded).
+    pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
+        let after_lo = lo.is_none_or(|lo| !self.ends_before(lo));
+        let before_hi = hi.is_none_or(|hi| self.smallest.as_slice() <= hi);
+        after_lo && before_hi
+    }
+}
+
+/// Queue of table ids whose files may be deleted.
+#[derive(Default)]
+pub struct Reaper {
+    ids: Mutex<Vec<u64>>,
+}
+
+impl Reaper {
+    pub fn push(&self, id: u64) {
+        self.ids.lock().push(id);
+    }
+    pub fn take(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.ids.lock())
+    }
+}
+
+/// A table referenced by versions. When a version edit removes it, it is marked obsolete; when
+/// the last version referencing it is dropped, its id goes to the [`Reaper`].
+pub struct TableFile {
+    pub meta: FileMeta,
+    obsolete: AtomicBool,
+    reaper: Arc<Reaper>,
+}
+
+impl TableFile {
+    pub fn new(meta: FileMeta, reaper: Arc<Reaper>) -> Arc<Self> {
+        Arc::new(TableFile {
+            meta,
+            obsolete: AtomicBool::new(false),
+            reaper,
+        })
+    }
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for TableFile {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            self.reaper.push(self.meta.id);
+        }
+    }
+}
+
+impl std::ops::Deref for TableFile {
+    type Target = FileMeta;
+    fn deref(&self) -> &FileMeta {
+        &self.meta
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(s: &str, l: &str, excl: bool) -> FileMeta {
+        FileMeta {
+            id: 1,
+            size: 1,
+            smallest: s.into(),
+            largest: l.into(),
+            largest_exclusive: excl,
+            smallest_seq: 0,
+            largest_seq: 0,
+            num_entries: 0,
+            num_deletions: 0,
+            num_range_deletions: 0,
+        }
+    }
+
+    #[test]
+    fn ranges_with_exclusive_ends() {
+        let f = meta("b", "d", true);
+        assert!(f.contains(b"b") && f.contains(b"c") && !f.contains(b"d"));
+        let g = meta("b", "d", false);
+        assert!(g.contains(b"d"));
+        assert!(f.overlaps(Some(b"c"), None) && !f.overlaps(Some(b"d"), None));
+        assert!(!f.overlaps(None, Some(b"a")) && f.overlaps(None, Some(b"b")));
+    }
+}

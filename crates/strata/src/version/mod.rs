@@ -1,0 +1,22 @@
+//! The shape of the LSM tree and its durable history.
+//!
+//! Owns [`FileMeta`] (what a table holds), [`SortedRun`] and [`Version`] (for each level, a list
+//! of sorted runs: L0 holds one run per flushed table, newest first; deeper levels hold one run
+//! under leveled compaction), [`VersionEdit`] (a delta, logged to the manifest) and
+//! [`VersionSet`] (the current version, the manifest writer and `CURRENT`).
+//!
+//! Invariants: versions are immutable and reference-counted, so readers never wait on
+//! compaction; a table file is deleted only after no live version references it (see
+//! [`TableFile`]); within a run files are sorted and disjoint. Depends on `storage`, `wal`
+//! (log format), `types`, `coding`; never on `db`.
+
+mod edit;
+mod file_meta;
+mod set;
+#[allow(clippy::module_inception)]
+mod version;
+
+pub use edit::VersionEdit;
+pub use file_meta::{FileMeta, Reaper, TableFile};
+pub use set::{current_path, manifest_path, VersionSet};
+pub use version::{Level, SortedRun, Version};

@@ -1,0 +1,248 @@
+//! [`VersionSet`]: the current version, the counters that must survive restarts, and the
+//! manifest they are logged to.
+//!
+//! Files: `MANIFEST-<n>` (a log of encoded [`VersionEdit`]s whose first record is a full
+//! snapshot) and `CURRENT` (the name of the live manifest, replaced atomically by writing
+//! `CURRENT.tmp`, syncing it, renaming it over `CURRENT` and syncing the directory).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::edit::{VersionEdit, MANIFEST_FORMAT};
+use super::file_meta::Reaper;
+use super::version::Version;
+use crate::error::{Error, ErrorRepr, Result};
+use crate::storage::Storage;
+use crate::wal::{LogReader, LogWriter, ReadOutcome};
+
+pub fn manifest_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("MANIFEST-{n:06}"))
+}
+
+pub fn current_path(dir: &Path) -> PathBuf {
+    dir.join("CURRENT")
+}
+
+/// The durable state of the tree.
+pub struct VersionSet {
+    dir: PathBuf,
+    storage: Arc<dyn Storage>,
+    current: Arc<Version>,
+    next_file_number: Arc<AtomicU64>,
+    /// Last sequence number recorded in the manifest (a lower bound of the live one).
+    pub last_sequence: u64,
+    /// WAL files numbered below this hold nothing unflushed.
+    pub log_number: u64,
+    manifest: Option<LogWriter>,
+    manifest_number: u64,
+    max_manifest_size: u64,
+    reaper: Arc<Reaper>,
+}
+
+impl VersionSet {
+    /// Creates the state of a new, empty database and writes its first manifest.
+    pub fn create(
+        dir: &Path,
+        storage: Arc<dyn Storage>,
+        num_levels: usize,
+        max_manifest_size: u64,
+    ) -> Result<VersionSet> {
+        let mut vs = VersionSet {
+            dir: dir.to_path_buf(),
+            storage,
+            current: Arc::new(Version::new(num_levels)),
+            next_file_number: Arc::new(AtomicU64::new(1)),
+            last_sequence: 0,
+            log_number: 0,
+            manifest: None,
+            manifest_number: 0,
+            max_manifest_size,
+            reaper: Arc::default(),
+        };
+        vs.write_new_manifest()?;
+        Ok(vs)
+    }
+
+    /// Recovers from `CURRENT` and the manifest it names, then starts a fresh manifest.
+    pub fn recover(
+        dir: &Path,
+        storage: Arc<dyn Storage>,
+        num_levels: usize,
+        max_manifest_size: u64,
+    ) -> Result<VersionSet> {
+        let cur = storage.read_all(&current_path(dir))?;
+        let name = std::str::from_utf8(&cur)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .filter(|s| s.starts_with("MANIFEST-") && !s.contains('/'))
+            .ok_or_else(|| Error::corruption("CURRENT does not name a manifest"))?;
+        let mpath = dir.join(name);
+        let number: u64 = name["MANIFEST-".len()..]
+            .parse()
+            .map_err(|_| Error::corruption("CURRENT names a malformed manifest file"))?;
+        let data = storage.read_all(&mpath).map_err(|e| {
+            Error::from(ErrorRepr::Corruption(format!(
+                "manifest {name} named by CURRENT is unreadable: {e}"
+            )))
+        })?;
+        let reaper: Arc<Reaper> = Arc::default();
+        let mut version = Version::new(num_levels);
+        let mut reader = LogReader::new(&data, name, true);
+        let (mut log_number, mut next_file, mut last_seq) = (0, 1, 0);
+        let mut first = true;
+        while let Some(rec) = reader.next_record()? {
+            let edit =
+                VersionEdit::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
+            if first {
+                match edit.format.as_deref() {
+                    Some(MANIFEST_FORMAT) => {}
+                    Some(f) => {
+                        return Err(ErrorRepr::NotADatabase(format!(
+                            "manifest format {f:?} is not supported by this release"
+                        ))
+                        .into())
+                    }
+                    None => {
+                        return Err(Error::corruption(format!("{name}: missing format record")))
+                    }
+                }
+                first = false;
+            }
+            version = version.apply(&edit, &reaper)?.0;
+            log_number = edit.log_number.unwrap_or(log_number);
+            next_file = edit.next_file_number.unwrap_or(next_file);
+            last_seq = edit.last_sequence.unwrap_or(last_seq);
+        }
+        if first {
+            return Err(Error::corruption(format!("{name} holds no records")));
+        }
+        if let ReadOutcome::TornTail { offset, dropped } = reader.outcome() {
+            tracing::warn!(
+                manifest = name,
+                offset,
+                dropped,
+                "dropped torn manifest tail"
+            );
+        }
+        let max_id = version.all_files().map(|f| f.id).max().unwrap_or(0);
+        let next = next_file.max(max_id + 1).max(number + 1);
+        let mut vs = VersionSet {
+            dir: dir.to_path_buf(),
+            storage,
+            current: Arc::new(version),
+            next_file_number: Arc::new(AtomicU64::new(next)),
+            last_sequence: last_seq,
+            log_number,
+            manifest: None,
+            manifest_number: number,
+            max_manifest_size,
+            reaper,
+        };
+        vs.write_new_manifest()?;
+        Ok(vs)
+    }
+
+    pub fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    pub fn reaper(&self) -> &Arc<Reaper> {
+        &self.reaper
+    }
+
+    /// Allocates a file number (tables, WALs, manifests share one space).
+    pub fn new_file_number(&self) -> u64 {
+        self.next_file_number.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// A handle to the file-number counter for background jobs.
+    pub fn file_numbers(&self) -> Arc<AtomicU64> {
+        self.next_file_number.clone()
+    }
+
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    fn snapshot_edit(&self) -> VersionEdit {
+        let mut e = VersionEdit {
+            format: Some(MANIFEST_FORMAT.into()),
+            log_number: Some(self.log_number),
+            next_file_number: Some(self.next_file_number.load(Ordering::SeqCst)),
+            last_sequence: Some(self.last_sequence),
+            ..Default::default()
+        };
+        for (l, level) in self.current.levels.iter().enumerate() {
+            for f in level.files() {
+                e.added.push((l as u32, f.meta.clone()));
+            }
+        }
+        e
+    }
+
+    /// Writes a new manifest holding a snapshot of the current state and points CURRENT at it.
+    fn write_new_manifest(&mut self) -> Result<()> {
+        let old = self.manifest_number;
+        let number = self.new_file_number();
+        let path = manifest_path(&self.dir, number);
+        let mut w = LogWriter::new(self.storage.create(&path)?, number);
+        let snap = self.snapshot_edit();
+        w.add_record(&snap.encode())?;
+        w.sync()?;
+        let tmp = self.dir.join("CURRENT.tmp");
+        let mut f = self.storage.create(&tmp)?;
+        f.append(format!("MANIFEST-{number:06}\n").as_bytes())?;
+        f.sync()?;
+        drop(f);
+        self.storage.rename(&tmp, &current_path(&self.dir))?;
+        self.storage.sync_dir(&self.dir)?;
+        self.manifest = Some(w);
+        self.manifest_number = number;
+        if old != 0 && old != number {
+            self.storage.remove(&manifest_path(&self.dir, old))?;
+        }
+        Ok(())
+    }
+
+    /// Logs `edit` durably, then makes the resulting version current.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        let (next, removed) = self.current.apply(&edit, &self.reaper)?;
+        if let Some(l) = edit.log_number {
+            debug_assert!(l >= self.log_number);
+        }
+        edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
+        let needs_rewrite = match &self.manifest {
+            None => true,
+            Some(m) => m.len() > self.max_manifest_size,
+        };
+        let prev_version = std::mem::replace(&mut self.current, Arc::new(next));
+        let prev_log = self.log_number;
+        let prev_seq = self.last_sequence;
+        if let Some(l) = edit.log_number {
+            self.log_number = l;
+        }
+        if let Some(s) = edit.last_sequence {
+            self.last_sequence = self.last_sequence.max(s);
+        }
+        let res = if needs_rewrite {
+            self.write_new_manifest()
+        } else {
+            let m = self.manifest.as_mut().expect("manifest present");
+            m.add_record(&edit.encode()).and_then(|_| m.sync())
+        };
+        if let Err(e) = res {
+            // The edit may or may not be on disk; start a fresh manifest next time, and keep
+            // serving the previous version (its files are all still present).
+            self.manifest = None;
+            self.current = prev_version;
+            self.log_number = prev_log;
+            self.last_sequence = prev_seq;
+            return Err(e);
+        }
+        for f in removed {
+            f.mark_obsolete();
+        }
+        Ok(self.current.clone())
+    }
+}

@@ -1,0 +1,168 @@
+//! [`Version`]: an immutable snapshot of which tables make up each level.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::edit::VersionEdit;
+use super::file_meta::{Reaper, TableFile};
+use crate::error::{Error, Result};
+
+/// Files sorted by key, pairwise disjoint.
+#[derive(Clone, Default)]
+pub struct SortedRun {
+    pub files: Vec<Arc<TableFile>>,
+}
+
+impl SortedRun {
+    /// The file whose range contains `user_key`.
+    pub fn find(&self, user_key: &[u8]) -> Option<&Arc<TableFile>> {
+        let i = self.files.partition_point(|f| f.ends_before(user_key));
+        self.files
+            .get(i)
+            .filter(|f| f.smallest.as_slice() <= user_key)
+    }
+
+    /// Files meeting the inclusive user-key range `[lo, hi]`.
+    pub fn overlapping(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> &[Arc<TableFile>] {
+        let start = match lo {
+            Some(lo) => self.files.partition_point(|f| f.ends_before(lo)),
+            None => 0,
+        };
+        let end = match hi {
+            Some(hi) => self.files.partition_point(|f| f.smallest.as_slice() <= hi),
+            None => self.files.len(),
+        };
+        if start >= end {
+            &[]
+        } else {
+            &self.files[start..end]
+        }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// One level: its sorted runs, newest first.
+#[derive(Clone, Default)]
+pub struct Level {
+    pub runs: Vec<SortedRun>,
+}
+
+impl Level {
+    pub fn files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
+        self.runs.iter().flat_map(|r| r.files.iter())
+    }
+    pub fn num_files(&self) -> usize {
+        self.runs.iter().map(|r| r.files.len()).sum()
+    }
+    pub fn bytes(&self) -> u64 {
+        self.runs.iter().map(|r| r.bytes()).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.runs.iter().all(|r| r.files.is_empty())
+    }
+}
+
+/// The tables of the tree at one moment.
+#[derive(Clone)]
+pub struct Version {
+    pub levels: Vec<Level>,
+}
+
+impl Version {
+    pub fn new(num_levels: usize) -> Self {
+        Version {
+            levels: vec![Level::default(); num_levels],
+        }
+    }
+
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    pub fn all_files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
+        self.levels.iter().flat_map(|l| l.files())
+    }
+
+    /// Applies an edit, producing the next version and the files it removed (not counting files
+    /// re-added elsewhere by a trivial move). The caller marks those obsolete once the edit is
+    /// durable.
+    pub fn apply(
+        &self,
+        edit: &VersionEdit,
+        reaper: &Arc<Reaper>,
+    ) -> Result<(Version, Vec<Arc<TableFile>>)> {
+        let n = self.levels.len();
+        let mut by_level: Vec<Vec<Arc<TableFile>>> = self
+            .levels
+            .iter()
+            .map(|l| l.files().cloned().collect())
+            .collect();
+        let mut removed: HashMap<u64, Arc<TableFile>> = HashMap::new();
+        for &(level, id) in &edit.deleted {
+            let l = level as usize;
+            let files = by_level
+                .get_mut(l)
+                .ok_or_else(|| Error::corruption(format!("edit deletes from level {l} of {n}")))?;
+            let pos = files.iter().position(|f| f.id == id).ok_or_else(|| {
+                Error::corruption(format!("edit deletes table {id} absent from level {l}"))
+            })?;
+            removed.insert(id, files.remove(pos));
+        }
+        for (level, meta) in &edit.added {
+            let l = *level as usize;
+            if l >= n {
+                return Err(Error::corruption(format!("edit adds to level {l} of {n}")));
+            }
+            let f = match removed.remove(&meta.id) {
+                Some(f) => f,
+                None => TableFile::new(meta.clone(), reaper.clone()),
+            };
+            by_level[l].push(f);
+        }
+        let mut v = Version::new(n);
+        for (l, mut files) in by_level.into_iter().enumerate() {
+            if l == 0 {
+                // Newest first: by largest sequence number, then by id.
+                files.sort_by(|a, b| (b.largest_seq, b.id).cmp(&(a.largest_seq, a.id)));
+                v.levels[0].runs = files
+                    .into_iter()
+                    .map(|f| SortedRun { files: vec![f] })
+                    .collect();
+            } else if !files.is_empty() {
+                files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+                v.levels[l].runs = vec![SortedRun { files }];
+            }
+        }
+        v.check_invariants()?;
+        Ok((v, removed.into_values().collect()))
+    }
+
+    /// Checks that runs are sorted and disjoint (always on; cheap relative to an edit).
+    pub fn check_invariants(&self) -> Result<()> {
+        for (l, level) in self.levels.iter().enumerate() {
+            for run in &level.runs {
+                for w in run.files.windows(2) {
+                    let (a, b) = (&w[0], &w[1]);
+                    if !a.ends_before(&b.smallest) {
+                        return Err(Error::corruption(format!(
+                            "level {l}: tables {} and {} overlap",
+                            a.id, b.id
+                        )));
+                    }
+                }
+                for f in &run.files {
+                    if f.smallest > f.largest {
+                        return Err(Error::corruption(format!(
+                            "table {} has smallest key after largest",
+                            f.id
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
