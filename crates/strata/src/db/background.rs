@@ -366,11 +366,16 @@ pub(crate) fn compact_range(
         let v = st.versions.current();
         let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
         let base = level_targets(&sizes, &popts).base_level;
-        let inputs: Vec<_> = v.levels[level]
+        let mut inputs: Vec<_> = v.levels[level]
             .files()
             .filter(|f| f.overlaps(begin, end))
             .cloned()
             .collect();
+        if level == 0 && !inputs.is_empty() {
+            // L0 tables overlap each other: compacting only some of them could leave an older
+            // version of a key in L0 above a newer one moved down. Take them all.
+            inputs = v.levels[0].files().cloned().collect();
+        }
         if inputs.is_empty() {
             level += 1;
             continue;

@@ -1,0 +1,78 @@
+//! Helpers shared by the integration tests: a seeded PRNG, small-footprint options, and the
+//! seed selection convention (`STRATA_SEED=<n>` replays one seed).
+#![allow(dead_code)]
+
+use strata::{Compression, Options};
+
+/// SplitMix64: tiny, seedable, good enough for test workloads.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// Options that make flushes, compactions and multi-level trees happen with little data.
+pub fn small_options(rng: &mut Rng) -> Options {
+    Options {
+        write_buffer_size: 8 * 1024 + rng.below(24 * 1024) as usize,
+        level0_file_num_compaction_trigger: 2 + rng.below(3) as usize,
+        level0_slowdown_writes_trigger: 8,
+        level0_stop_writes_trigger: 12,
+        max_bytes_for_level_base: 16 * 1024,
+        max_bytes_for_level_multiplier: 4.0,
+        target_file_size_base: 4096 + rng.below(8192),
+        block_size: 128 + rng.below(1024) as usize,
+        block_restart_interval: 1 + rng.below(16) as usize,
+        bloom_bits_per_key: [0.0, 4.0, 10.0][rng.below(3) as usize],
+        compression_per_level: vec![
+            [Compression::None, Compression::Lz4, Compression::Zstd(3)][rng.below(3) as usize],
+            Compression::Lz4,
+            Compression::Zstd(1),
+        ],
+        block_cache_capacity: [0, 64 * 1024, 4 << 20][rng.below(3) as usize],
+        level_compaction_dynamic_level_bytes: rng.chance(70),
+        num_levels: 4 + rng.below(4) as usize,
+        ..Options::default()
+    }
+}
+
+/// The seeds to run: `STRATA_SEED` alone if set, else `n` seeds derived from the clock.
+pub fn seeds(n: u64) -> Vec<u64> {
+    if let Ok(s) = std::env::var("STRATA_SEED") {
+        return vec![s.parse().expect("STRATA_SEED must be a u64")];
+    }
+    let base = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    (0..n)
+        .map(|i| base.wrapping_add(i.wrapping_mul(7919)))
+        .collect()
+}
+
+/// Runs `f(seed)` and, if it panics, prints how to replay the failing seed.
+pub fn with_seed(name: &str, seed: u64, f: impl FnOnce() + std::panic::UnwindSafe) {
+    if let Err(p) = std::panic::catch_unwind(f) {
+        eprintln!("\n*** {name} failed with seed {seed}; replay with STRATA_SEED={seed} cargo test --test {name}\n");
+        std::panic::resume_unwind(p);
+    }
+}
+
+pub fn key(i: u64) -> Vec<u8> {
+    format!("k{i:05}").into_bytes()
+}

@@ -1,0 +1,275 @@
+//! Model-based randomized test: a `BTreeMap` oracle against the engine under puts, deletes,
+//! range deletes, batches, snapshots and iterators in both directions, interleaved with
+//! flushes, compactions and reopens. A failing seed is printed and can be replayed with
+//! `STRATA_SEED=<seed> cargo test --test model`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use common::{key, seeds, small_options, with_seed, Rng};
+use strata::{Db, Options, ReadOptions, Snapshot, WriteBatch};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn value(rng: &mut Rng, seq: u64) -> Vec<u8> {
+    let len = [1, 10, 100, 1000, 5000][rng.below(5) as usize];
+    let mut v = format!("v{seq}-").into_bytes();
+    v.resize(len.max(v.len()), b'a' + (seq % 26) as u8);
+    v
+}
+
+fn check_get(db: &Db, ro: &ReadOptions, model: &Model, k: &[u8], ctx: &str) {
+    let got = db.get_opt(ro, k).expect("get");
+    assert_eq!(
+        got.as_deref(),
+        model.get(k).map(|v| v.as_slice()),
+        "{ctx}: get({})",
+        String::from_utf8_lossy(k)
+    );
+}
+
+fn model_range(
+    model: &Model,
+    lo: &Option<Vec<u8>>,
+    hi: &Option<Vec<u8>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let lb = lo
+        .as_ref()
+        .map_or(Bound::Unbounded, |l| Bound::Included(l.clone()));
+    let ub = hi
+        .as_ref()
+        .map_or(Bound::Unbounded, |h| Bound::Excluded(h.clone()));
+    if let (Some(l), Some(h)) = (lo, hi) {
+        if l >= h {
+            return Vec::new();
+        }
+    }
+    model
+        .range((lb, ub))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn check_iter(db: &Db, snap: Option<Snapshot>, model: &Model, rng: &mut Rng, ctx: &str) {
+    let lo = rng.chance(30).then(|| key(rng.below(300)));
+    let hi = rng.chance(30).then(|| key(rng.below(300)));
+    let want = model_range(model, &lo, &hi);
+    let ro = ReadOptions {
+        snapshot: snap,
+        lower_bound: lo.clone(),
+        upper_bound: hi.clone(),
+        ..Default::default()
+    };
+    let mut it = db.iter(ro).expect("iter");
+    // Full forward and backward scans.
+    it.seek_to_first();
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().expect("iter status");
+    if got.len() != want.len() {
+        let gk: std::collections::BTreeSet<_> = got
+            .iter()
+            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+            .collect();
+        let wk: std::collections::BTreeSet<_> = want
+            .iter()
+            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+            .collect();
+        let probe: Vec<_> = gk
+            .symmetric_difference(&wk)
+            .map(|k| (k.clone(), db.get(k.as_bytes()).unwrap().map(|v| v.len())))
+            .collect();
+        panic!(
+            "{ctx}: forward scan length {} != {} (bounds {lo:?}..{hi:?}); extra {:?} missing {:?}; gets {probe:?}\n{}",
+            got.len(),
+            want.len(),
+            gk.difference(&wk).collect::<Vec<_>>(),
+            wk.difference(&gk).collect::<Vec<_>>(),
+            db.property("strata.stats").unwrap()
+        );
+    }
+    assert!(got == want, "{ctx}: forward scan contents");
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    back.reverse();
+    assert!(
+        back == want,
+        "{ctx}: backward scan ({} vs {})",
+        back.len(),
+        want.len()
+    );
+    // Random seeks and a random walk.
+    for _ in 0..4 {
+        let t = key(rng.below(300));
+        let mut pos: Option<usize> = if rng.chance(50) {
+            it.seek(&t);
+            let p = want.partition_point(|(k, _)| k < &t);
+            (p < want.len()).then_some(p)
+        } else {
+            it.seek_for_prev(&t);
+            let p = want.partition_point(|(k, _)| k <= &t);
+            p.checked_sub(1)
+        };
+        for _ in 0..12 {
+            match pos {
+                None => {
+                    assert!(
+                        !it.valid(),
+                        "{ctx}: iterator should be exhausted after seek to {t:?}"
+                    );
+                    break;
+                }
+                Some(p) => {
+                    assert!(
+                        it.valid(),
+                        "{ctx}: iterator invalid, expected {:?}",
+                        want[p].0
+                    );
+                    assert_eq!(it.key(), &want[p].0[..], "{ctx}: walk key");
+                    assert_eq!(it.value(), &want[p].1[..], "{ctx}: walk value");
+                }
+            }
+            if rng.chance(50) {
+                it.next();
+                pos = pos.and_then(|p| (p + 1 < want.len()).then_some(p + 1));
+            } else {
+                it.prev();
+                pos = pos.and_then(|p| p.checked_sub(1));
+            }
+        }
+    }
+}
+
+fn run(seed: u64, steps: usize) {
+    let mut rng = Rng::new(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let opts: Options = small_options(&mut rng);
+    let mut db = Db::open(dir.path(), opts.clone()).unwrap();
+    let mut model = Model::new();
+    let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
+    let mut seq = 0u64;
+    for step in 0..steps {
+        let ctx = format!("seed {seed} step {step}");
+        seq += 1;
+        match rng.below(100) {
+            0..=34 => {
+                let k = key(rng.below(300));
+                let v = value(&mut rng, seq);
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            35..=44 => {
+                let k = key(rng.below(300));
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            }
+            45..=47 => {
+                let a = rng.below(300);
+                let b = a + rng.below(30);
+                let (ka, kb) = (key(a), key(b));
+                db.delete_range(&ka, &kb).unwrap();
+                let doomed: Vec<_> = model.range(ka..kb).map(|(k, _)| k.clone()).collect();
+                for k in doomed {
+                    model.remove(&k);
+                }
+            }
+            48..=54 => {
+                let mut b = WriteBatch::new();
+                for _ in 0..1 + rng.below(20) {
+                    let k = key(rng.below(300));
+                    if rng.chance(75) {
+                        let v = value(&mut rng, seq);
+                        b.put(&k, &v);
+                        model.insert(k, v);
+                    } else {
+                        b.delete(&k);
+                        model.remove(&k);
+                    }
+                }
+                db.write(b).unwrap();
+            }
+            55..=74 => {
+                let k = key(rng.below(300));
+                check_get(&db, &ReadOptions::default(), &model, &k, &ctx);
+            }
+            75..=79 => {
+                if snaps.len() < 4 {
+                    snaps.push((db.snapshot(), model.clone()));
+                } else {
+                    snaps.remove(rng.below(snaps.len() as u64) as usize);
+                }
+            }
+            80..=84 => {
+                if !snaps.is_empty() {
+                    let i = rng.below(snaps.len() as u64) as usize;
+                    let (s, m) = &snaps[i];
+                    let ro = ReadOptions {
+                        snapshot: Some(s.clone()),
+                        ..Default::default()
+                    };
+                    for _ in 0..5 {
+                        let k = key(rng.below(300));
+                        check_get(&db, &ro, m, &k, &format!("{ctx} (snapshot)"));
+                    }
+                    check_iter(
+                        &db,
+                        Some(s.clone()),
+                        m,
+                        &mut rng,
+                        &format!("{ctx} (snapshot iter)"),
+                    );
+                }
+            }
+            85..=89 => check_iter(&db, None, &model, &mut rng, &ctx),
+            90..=92 => db.flush().unwrap(),
+            93..=94 => {
+                let a = rng.chance(50).then(|| key(rng.below(300)));
+                let b = rng.chance(50).then(|| key(rng.below(300)));
+                db.compact_range(a.as_deref(), b.as_deref()).unwrap();
+            }
+            95..=96 => db.wait_for_compactions().unwrap(),
+            _ => {
+                snaps.clear();
+                db.close().unwrap();
+                db = Db::open(dir.path(), opts.clone()).unwrap();
+            }
+        }
+    }
+    // Final full verification, including after a reopen.
+    for k in 0..300 {
+        check_get(&db, &ReadOptions::default(), &model, &key(k), "final");
+    }
+    check_iter(&db, None, &model, &mut rng, "final");
+    snaps.clear();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), opts).unwrap();
+    for k in 0..300 {
+        check_get(
+            &db,
+            &ReadOptions::default(),
+            &model,
+            &key(k),
+            "after reopen",
+        );
+    }
+}
+
+#[test]
+fn model_randomized() {
+    let n: u64 = std::env::var("STRATA_MODEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
+    for seed in seeds(n) {
+        with_seed("model", seed, move || run(seed, 1500));
+    }
+}
