@@ -128,6 +128,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         Ok(())
     };
     let mut mem = Arc::new(MemTable::new(0));
+    let mut recovered: Vec<Arc<MemTable>> = Vec::new();
     for (i, &number) in wals.iter().enumerate() {
         let name = format!("{number:06}.log");
         let data = storage.read_all(&wal_path(dir, number))?;
@@ -153,15 +154,19 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             apply_to_memtable(&mem, &batch, b.seq);
             last_seq = last_seq.max(b.seq + b.count as u64 - 1);
             if mem.approximate_size() >= opts.write_buffer_size {
-                flush_mem(&mem, &mut added)?;
-                mem = Arc::new(MemTable::new(0));
+                recovered.push(std::mem::replace(&mut mem, Arc::new(MemTable::new(0))));
             }
         }
         if let ReadOutcome::TornTail { offset, dropped } = reader.outcome() {
             tracing::warn!(wal = %name, offset, dropped, "dropped torn WAL tail");
         }
     }
-    flush_mem(&mem, &mut added)?;
+    // Only now that every log replayed cleanly is anything written.
+    recovered.push(mem);
+    for m in &recovered {
+        flush_mem(m, &mut added)?;
+    }
+    drop(recovered);
     let wal_number = versions.new_file_number();
     let wal = LogWriter::new(storage.create(&wal_path(dir, wal_number))?, wal_number);
     storage.sync_dir(dir)?;

@@ -64,7 +64,8 @@ impl VersionSet {
         Ok(vs)
     }
 
-    /// Recovers from `CURRENT` and the manifest it names, then starts a fresh manifest.
+    /// Recovers from `CURRENT` and the manifest it names. Nothing is written until the first
+    /// `log_and_apply`, which starts a fresh manifest.
     pub fn recover(
         dir: &Path,
         storage: Arc<dyn Storage>,
@@ -127,7 +128,7 @@ impl VersionSet {
         }
         let max_id = version.all_files().map(|f| f.id).max().unwrap_or(0);
         let next = next_file.max(max_id + 1).max(number + 1);
-        let mut vs = VersionSet {
+        let vs = VersionSet {
             dir: dir.to_path_buf(),
             storage,
             current: Arc::new(version),
@@ -139,7 +140,8 @@ impl VersionSet {
             max_manifest_size,
             reaper,
         };
-        vs.write_new_manifest()?;
+        // No manifest is written yet: the first `log_and_apply` starts a new one, so an open
+        // that fails before then leaves every file as it was.
         Ok(vs)
     }
 

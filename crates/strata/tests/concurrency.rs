@@ -1,0 +1,170 @@
+//! Many writers and readers at once, across flushes and compactions: readers must see
+//! per-key monotonic versions, snapshot iterators must see batches atomically, and the final
+//! state must match what the writers wrote.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata::{Db, Options, ReadOptions, WriteBatch};
+
+const WRITERS: u64 = 4;
+const KEYS_PER_WRITER: u64 = 200;
+
+fn opts() -> Options {
+    Options {
+        write_buffer_size: 64 * 1024,
+        level0_file_num_compaction_trigger: 2,
+        max_bytes_for_level_base: 256 * 1024,
+        max_bytes_for_level_multiplier: 4.0,
+        target_file_size_base: 64 * 1024,
+        max_background_compactions: 2,
+        ..Options::default()
+    }
+}
+
+fn key(w: u64, i: u64) -> Vec<u8> {
+    format!("w{w}-{i:05}").into_bytes()
+}
+
+fn pair_key(w: u64, i: u64, side: &str) -> Vec<u8> {
+    format!("p{w}-{i:05}-{side}").into_bytes()
+}
+
+fn parse_version(v: &[u8]) -> u64 {
+    std::str::from_utf8(&v[..20])
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn value(version: u64) -> Vec<u8> {
+    let mut v = format!("{version:>20}").into_bytes();
+    v.extend(std::iter::repeat_n(b'.', (version % 200) as usize));
+    v
+}
+
+#[test]
+fn writers_and_readers_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let deadline = Duration::from_millis(
+        std::env::var("STRATA_CONCURRENCY_MS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3000),
+    );
+
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let db = db.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut rng = common::Rng::new(w + 1);
+                let mut versions = vec![0u64; KEYS_PER_WRITER as usize];
+                let mut round = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    round += 1;
+                    let i = rng.below(KEYS_PER_WRITER);
+                    versions[i as usize] += 1;
+                    db.put(key(w, i), value(versions[i as usize])).unwrap();
+                    // A batch that writes two keys with the same version: readers must never see
+                    // them differ through a snapshot.
+                    let mut b = WriteBatch::new();
+                    b.put(pair_key(w, i, "a"), value(round));
+                    b.put(pair_key(w, i, "b"), value(round));
+                    db.write(b).unwrap();
+                }
+                versions
+            })
+        })
+        .collect();
+
+    let readers: Vec<_> = (0..3)
+        .map(|r| {
+            let db = db.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut rng = common::Rng::new(100 + r);
+                let mut seen = vec![0u64; (WRITERS * KEYS_PER_WRITER) as usize];
+                let mut checks = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let w = rng.below(WRITERS);
+                    let i = rng.below(KEYS_PER_WRITER);
+                    if let Some(v) = db.get(key(w, i)).unwrap() {
+                        let ver = parse_version(&v);
+                        let slot = &mut seen[(w * KEYS_PER_WRITER + i) as usize];
+                        assert!(
+                            ver >= *slot,
+                            "version went backwards for {w}/{i}: {ver} < {slot}"
+                        );
+                        *slot = ver;
+                    }
+                    if rng.chance(5) {
+                        let snap = db.snapshot();
+                        let ro = ReadOptions {
+                            snapshot: Some(snap),
+                            lower_bound: Some(format!("p{w}-").into_bytes()),
+                            upper_bound: Some(format!("p{w}.").into_bytes()),
+                            ..Default::default()
+                        };
+                        let mut it = db.iter(ro).unwrap();
+                        it.seek_to_first();
+                        while it.valid() {
+                            let ka = it.key().to_vec();
+                            let va = it.value().to_vec();
+                            it.next();
+                            assert!(
+                                it.valid(),
+                                "pair half missing after {:?}",
+                                String::from_utf8_lossy(&ka)
+                            );
+                            assert_eq!(&it.key()[..ka.len() - 1], &ka[..ka.len() - 1]);
+                            assert_eq!(it.value(), &va[..], "batch seen half-applied");
+                            it.next();
+                        }
+                        it.status().unwrap();
+                    }
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+
+    let start = Instant::now();
+    while start.elapsed() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let finals: Vec<Vec<u64>> = writers.into_iter().map(|h| h.join().unwrap()).collect();
+    let checks: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(checks > 0);
+    let stats = db.stats();
+    assert!(stats.flushes > 0, "the test should have flushed: {stats}");
+    db.wait_for_compactions().unwrap();
+    for (w, versions) in finals.iter().enumerate() {
+        for (i, &ver) in versions.iter().enumerate() {
+            let got = db.get(key(w as u64, i as u64)).unwrap();
+            match ver {
+                0 => assert!(got.is_none()),
+                _ => assert_eq!(parse_version(&got.unwrap()), ver, "final {w}/{i}"),
+            }
+        }
+    }
+    // And again after reopening.
+    db.close().unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    for (w, versions) in finals.iter().enumerate() {
+        for (i, &ver) in versions.iter().enumerate() {
+            if ver > 0 {
+                let got = db.get(key(w as u64, i as u64)).unwrap().unwrap();
+                assert_eq!(parse_version(&got), ver, "after reopen {w}/{i}");
+            }
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Crash test: a child process (this test binary, re-run in "child" mode) writes with
+//! `sync` from two threads and is killed with SIGKILL at a random moment, many rounds over the
+//! same directory. The child announces each write before issuing it (`I`) and after it is
+//! acknowledged (`A`). After each kill the parent reopens the database and checks that every
+//! acknowledged write is present, that nothing appears that was never issued, and that an
+//! in-flight batch is applied entirely or not at all.
+//!
+//! Replay a failure with `STRATA_SEED=<seed> cargo test --test crash`.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{seeds, with_seed, Rng};
+use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+const KEYS: u64 = 400;
+
+fn crash_options() -> Options {
+    Options {
+        write_buffer_size: 32 * 1024,
+        level0_file_num_compaction_trigger: 2,
+        max_bytes_for_level_base: 64 * 1024,
+        max_bytes_for_level_multiplier: 4.0,
+        target_file_size_base: 16 * 1024,
+        block_size: 512,
+        ..Options::default()
+    }
+}
+
+fn key(i: u64) -> String {
+    format!("key{i:04}")
+}
+
+/// Child mode: write forever until killed.
+#[test]
+fn crash_child() {
+    let Ok(dir) = std::env::var("STRATA_CRASH_DIR") else {
+        return;
+    };
+    let seed: u64 = std::env::var("STRATA_CRASH_SEED").unwrap().parse().unwrap();
+    let round: u64 = std::env::var("STRATA_CRASH_ROUND")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let db = Db::open(&dir, crash_options()).unwrap();
+    // The harness printed "test crash_child ... " without a newline: end that line.
+    println!();
+    let handles: Vec<_> = (0..2u64)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(seed ^ (t + 1).wrapping_mul(0x9e37_79b9));
+                for n in 0.. {
+                    let id = format!("{round}.{t}.{n}");
+                    let mut batch = WriteBatch::new();
+                    let mut ops = Vec::new();
+                    for _ in 0..1 + rng.below(3) {
+                        // Each thread owns the keys congruent to its number, so per-key order is
+                        // the thread's issue order.
+                        let k = key(rng.below(KEYS / 2) * 2 + t);
+                        if rng.chance(15) {
+                            batch.delete(&k);
+                            ops.push(format!("D:{k}"));
+                        } else {
+                            let len = 1 + rng.below(300) as usize;
+                            let mut v = format!("{id}-");
+                            v.extend(std::iter::repeat_n('x', len));
+                            batch.put(&k, &v);
+                            ops.push(format!("P:{k}:{v}"));
+                        }
+                    }
+                    println!("I {id} {}", ops.join(","));
+                    let sync = !rng.chance(10);
+                    db.write_opt(batch, &WriteOptions { sync }).unwrap();
+                    println!("A {id}");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+type Ops = Vec<(String, Option<String>)>;
+
+fn parse_ops(s: &str) -> Ops {
+    s.split(',')
+        .map(|op| {
+            let mut p = op.splitn(3, ':');
+            match (p.next(), p.next(), p.next()) {
+                (Some("P"), Some(k), Some(v)) => (k.to_string(), Some(v.to_string())),
+                (Some("D"), Some(k), None) => (k.to_string(), None),
+                _ => panic!("bad op {op:?}"),
+            }
+        })
+        .collect()
+}
+
+fn run(seed: u64, rounds: u64) {
+    let mut rng = Rng::new(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut oracle: BTreeMap<String, String> = BTreeMap::new();
+    let mut total_acked = 0usize;
+    for round in 0..rounds {
+        let mut child = Command::new(&exe)
+            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+            .env("STRATA_CRASH_DIR", dir.path())
+            .env("STRATA_CRASH_SEED", (seed ^ round).to_string())
+            .env("STRATA_CRASH_ROUND", round.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            // Only complete lines count: the kill may cut the last one short.
+            let mut r = BufReader::new(stdout);
+            let mut buf = String::new();
+            loop {
+                buf.clear();
+                match r.read_line(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if buf.ends_with('\n') => {
+                        if tx.send(buf.trim_end().to_string()).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(_) => break,
+                }
+            }
+        });
+        // Let it start and write for a random while, then kill it.
+        let life = Duration::from_millis(150 + rng.below(500));
+        let start = Instant::now();
+        let mut lines = Vec::new();
+        while start.elapsed() < life {
+            if let Ok(l) = rx.recv_timeout(Duration::from_millis(10)) {
+                lines.push(l);
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        reader.join().unwrap();
+        lines.extend(rx.try_iter());
+
+        let mut issued: HashMap<String, Ops> = HashMap::new();
+        let mut order: Vec<String> = Vec::new();
+        let mut in_flight: HashMap<String, Ops> = HashMap::new();
+        for l in &lines {
+            if let Some(rest) = l.strip_prefix("I ") {
+                let (id, ops) = rest.split_once(' ').unwrap();
+                issued.insert(id.to_string(), parse_ops(ops));
+                order.push(id.to_string());
+            } else if let Some(id) = l.strip_prefix("A ") {
+                let ops = issued
+                    .remove(id)
+                    .unwrap_or_else(|| panic!("ack of a write never issued: {l:?}"));
+                total_acked += 1;
+                for (k, v) in ops {
+                    match v {
+                        Some(v) => oracle.insert(k, v),
+                        None => oracle.remove(&k),
+                    };
+                }
+            }
+        }
+        for id in order {
+            if let Some(ops) = issued.remove(&id) {
+                in_flight.insert(id, ops);
+            }
+        }
+        assert!(
+            in_flight.len() <= 2,
+            "round {round}: at most one in-flight write per thread"
+        );
+
+        let db = Db::open(dir.path(), crash_options())
+            .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
+        // In-flight batches: all or nothing.
+        for (id, ops) in &in_flight {
+            let applied: Vec<bool> = ops
+                .iter()
+                .map(|(k, v)| {
+                    let got = db
+                        .get(k)
+                        .unwrap()
+                        .map(|b| String::from_utf8(b.to_vec()).unwrap());
+                    got.as_deref() == v.as_deref()
+                })
+                .collect();
+            let unchanged: Vec<bool> = ops
+                .iter()
+                .map(|(k, _)| {
+                    let got = db
+                        .get(k)
+                        .unwrap()
+                        .map(|b| String::from_utf8(b.to_vec()).unwrap());
+                    got.as_ref() == oracle.get(k)
+                })
+                .collect();
+            // A batch touching a key twice is judged by its last write to that key.
+            let mut last: BTreeMap<&String, &Option<String>> = BTreeMap::new();
+            for (k, v) in ops {
+                last.insert(k, v);
+            }
+            let all_new = last.iter().all(|(k, v)| {
+                let got = db
+                    .get(k.as_str())
+                    .unwrap()
+                    .map(|b| String::from_utf8(b.to_vec()).unwrap());
+                got.as_deref() == v.as_deref()
+            });
+            let all_old = unchanged.iter().all(|&u| u);
+            assert!(
+                all_new || all_old,
+                "round {round}: in-flight batch {id} partially applied: new {applied:?} old {unchanged:?}"
+            );
+            if all_new && !all_old {
+                for (k, v) in last {
+                    match v {
+                        Some(v) => oracle.insert(k.clone(), v.clone()),
+                        None => oracle.remove(k),
+                    };
+                }
+            }
+        }
+        // Every acknowledged write is there and nothing else is.
+        let mut it = db.iter(ReadOptions::default()).unwrap();
+        it.seek_to_first();
+        let mut got = BTreeMap::new();
+        while it.valid() {
+            got.insert(
+                String::from_utf8(it.key().to_vec()).unwrap(),
+                String::from_utf8(it.value().to_vec()).unwrap(),
+            );
+            it.next();
+        }
+        it.status().unwrap();
+        if got != oracle {
+            let missing: Vec<_> = oracle
+                .keys()
+                .filter(|k| got.get(*k) != oracle.get(*k))
+                .take(5)
+                .collect();
+            let extra: Vec<_> = got
+                .keys()
+                .filter(|k| !oracle.contains_key(*k))
+                .take(5)
+                .collect();
+            panic!("round {round}: state differs; wrong/missing {missing:?} unexpected {extra:?}");
+        }
+        db.close().unwrap();
+    }
+    eprintln!("crash test: {rounds} rounds, {total_acked} acknowledged writes verified");
+    assert!(
+        total_acked > rounds as usize,
+        "the child acknowledged too few writes"
+    );
+}
+
+#[test]
+fn sigkill_loses_no_acknowledged_write() {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(25);
+    for seed in seeds(1) {
+        with_seed("crash", seed, move || run(seed, rounds));
+    }
+}
