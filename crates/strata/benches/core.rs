@@ -1,1 +1,161 @@
-fn main() {}
+//! Criterion micro-benchmarks of the engine's building blocks: memtable insert and lookup,
+//! block encode and decode, bloom filter probe, and table point lookup.
+//!
+//! `cargo bench -p strata --bench core`
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use strata::cache::BlockCache;
+use strata::iter::InternalIterator;
+use strata::memtable::MemTable;
+use strata::sst::block::{Block, BlockBuilder};
+use strata::sst::filter::{BloomFilter, FilterBuilder};
+use strata::sst::{Table, TableBuilder, TableBuilderOptions};
+use strata::stats::EngineStats;
+use strata::storage::{LocalFs, Storage};
+use strata::types::{self, ValueKind};
+use strata::Compression;
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:016}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).into_bytes()
+}
+
+fn memtable(c: &mut Criterion) {
+    let mut g = c.benchmark_group("memtable");
+    g.throughput(Throughput::Elements(10_000));
+    g.bench_function("insert_10k_100B", |b| {
+        b.iter_batched(
+            || Arc::new(MemTable::new(1)),
+            |m| {
+                for i in 0..10_000u64 {
+                    m.add(i + 1, ValueKind::Put, &key(i), &[7u8; 100]);
+                }
+                m
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    let m = MemTable::new(1);
+    for i in 0..100_000u64 {
+        m.add(i + 1, ValueKind::Put, &key(i), &[7u8; 100]);
+    }
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0u64;
+    g.bench_function("get_hit_100k", |b| {
+        b.iter(|| {
+            i = (i + 7919) % 100_000;
+            black_box(m.get(&key(i), u64::MAX >> 8))
+        })
+    });
+    g.finish();
+}
+
+fn build_block(n: u64) -> Vec<u8> {
+    let mut b = BlockBuilder::new(16);
+    for i in 0..n {
+        let k = types::internal_key(format!("key{i:016}").as_bytes(), i + 1, 1);
+        b.add(&k, &[9u8; 100]);
+    }
+    b.finish()
+}
+
+fn block(c: &mut Criterion) {
+    let mut g = c.benchmark_group("block");
+    g.throughput(Throughput::Elements(32));
+    g.bench_function("encode_32x100B", |b| b.iter(|| black_box(build_block(32))));
+    let raw = Bytes::from(build_block(32));
+    g.bench_function("decode_scan_32", |b| {
+        b.iter(|| {
+            let blk = Block::new(raw.clone()).unwrap();
+            let mut it = blk.iter(types::compare_internal);
+            it.seek_to_first();
+            let mut n = 0;
+            while it.valid() {
+                n += it.value().len();
+                it.next();
+            }
+            black_box(n)
+        })
+    });
+    let blk = Block::new(raw.clone()).unwrap();
+    let target = types::lookup_key(b"key0000000000000019", u64::MAX >> 8);
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("seek", |b| {
+        b.iter(|| {
+            let mut it = blk.iter(types::compare_internal);
+            it.seek(&target);
+            black_box(it.valid())
+        })
+    });
+    g.finish();
+}
+
+fn bloom(c: &mut Criterion) {
+    let mut fb = FilterBuilder::new(10.0);
+    for i in 0..100_000u64 {
+        fb.add_key(&key(i));
+    }
+    let f = BloomFilter::new(Bytes::from(fb.finish())).unwrap();
+    let mut g = c.benchmark_group("bloom");
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0u64;
+    g.bench_function("probe_hit", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(f.may_contain(&key(i % 100_000)))
+        })
+    });
+    g.bench_function("probe_miss", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(f.may_contain(&key(1_000_000 + i)))
+        })
+    });
+    g.finish();
+}
+
+fn table(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.sst");
+    let n = 200_000u64;
+    let mut keys: Vec<Vec<u8>> = (0..n).map(key).collect();
+    keys.sort();
+    let opts = TableBuilderOptions {
+        block_size: 4096,
+        restart_interval: 16,
+        bloom_bits_per_key: 10.0,
+        compression: Compression::Lz4,
+    };
+    let mut tb = TableBuilder::new(LocalFs.create(&path).unwrap(), opts);
+    for (i, k) in keys.iter().enumerate() {
+        tb.add(&types::internal_key(k, i as u64 + 1, 1), &[5u8; 100])
+            .unwrap();
+    }
+    tb.finish().unwrap();
+    let stats = Arc::new(EngineStats::default());
+    let cache = Arc::new(BlockCache::new(64 << 20));
+    let t = Table::open(1, LocalFs.open(&path).unwrap(), Some(cache), stats).unwrap();
+    let mut g = c.benchmark_group("table");
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0usize;
+    g.bench_function("point_lookup_hit_cached", |b| {
+        b.iter(|| {
+            i = (i + 7919) % keys.len();
+            let k = &keys[i];
+            black_box(t.get(&types::lookup_key(k, u64::MAX >> 8), k).unwrap())
+        })
+    });
+    g.bench_function("point_lookup_miss", |b| {
+        b.iter(|| {
+            i += 1;
+            let k = format!("nokey{i}").into_bytes();
+            black_box(t.get(&types::lookup_key(&k, u64::MAX >> 8), &k).unwrap())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, memtable, block, bloom, table);
+criterion_main!(benches);

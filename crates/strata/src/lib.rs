@@ -32,3 +32,8 @@ pub use error::{Error, ErrorKind, Result};
 pub use iter::DbIterator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use stats::{DbStats, LevelStats};
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -239,7 +239,7 @@ pub fn write_tables(
         let mut n = 0u64;
         while iter.valid() {
             n += 1;
-            if n % 1024 == 0 && env.cancel.load(Ordering::Relaxed) {
+            if n.is_multiple_of(1024) && env.cancel.load(Ordering::Relaxed) {
                 return Err(Error::from(crate::error::ErrorRepr::Closed));
             }
             let ik = iter.key();

@@ -116,7 +116,7 @@ impl Drop for DbHandle {
 /// ```
 /// use strata::{Db, Options, ReadOptions, WriteBatch};
 ///
-/// let dir = tempfile::tempdir()?;
+/// let dir = tempfile::tempdir().unwrap();
 /// let db = Db::open(dir.path(), Options::default())?;
 /// db.put(b"apple", b"red")?;
 /// db.put(b"banana", b"yellow")?;

@@ -126,7 +126,7 @@ impl Version {
         for (l, mut files) in by_level.into_iter().enumerate() {
             if l == 0 {
                 // Newest first: by largest sequence number, then by id.
-                files.sort_by(|a, b| (b.largest_seq, b.id).cmp(&(a.largest_seq, a.id)));
+                files.sort_by_key(|f| std::cmp::Reverse((f.largest_seq, f.id)));
                 v.levels[0].runs = files
                     .into_iter()
                     .map(|f| SortedRun { files: vec![f] })
@@ -140,8 +140,23 @@ impl Version {
         Ok((v, removed.into_values().collect()))
     }
 
-    /// Checks that runs are sorted and disjoint (always on; cheap relative to an edit).
+    /// Checks that runs are sorted and disjoint (always on; cheap relative to an edit). With
+    /// the `invariants` feature it also checks L0 ordering and the one-run-per-level shape.
     pub fn check_invariants(&self) -> Result<()> {
+        #[cfg(feature = "invariants")]
+        {
+            let l0: Vec<_> = self.levels[0].files().collect();
+            for w in l0.windows(2) {
+                if w[0].largest_seq < w[1].largest_seq {
+                    return Err(Error::corruption("L0 runs are not newest first"));
+                }
+            }
+            for (l, level) in self.levels.iter().enumerate().skip(1) {
+                if level.runs.len() > 1 {
+                    return Err(Error::corruption(format!("level {l} holds several runs")));
+                }
+            }
+        }
         for (l, level) in self.levels.iter().enumerate() {
             for run in &level.runs {
                 for w in run.files.windows(2) {
