@@ -64,7 +64,8 @@ pub struct LevelStats {
     pub trivial_moves: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
-    /// Bytes written into this level per byte read from the level above.
+    /// Bytes written into this level per byte read by the compactions into it (from both input
+    /// levels), RocksDB's per-level `W-Amp`.
     pub write_amp: f64,
     pub compaction_secs: f64,
 }

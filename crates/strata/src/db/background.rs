@@ -155,13 +155,9 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
         added: res.outputs.iter().map(|f| (0, f.clone())).collect(),
         ..Default::default()
     };
-    if let Err(e) = st.versions.log_and_apply(edit) {
-        drop(st);
-        for f in &res.outputs {
-            let _ = inner.storage.remove(&table_path(&inner.dir, f.id));
-        }
-        return Err(e);
-    }
+    // On failure the edit may still have reached the disk, so the outputs are not deleted here:
+    // if the edit is lost they are orphans that the next open removes.
+    st.versions.log_and_apply(edit)?;
     st.imms.remove(0);
     inner.install_super_version(&st);
     inner.bg_cv.notify_all();
@@ -266,6 +262,7 @@ pub(crate) fn run_pick(
         run_compaction(&job, &env(inner, numbers)).map(|r| (r.outputs.clone(), Some(r)))
     };
     let mut st = inner.state.lock();
+    let mut manifest_failed = None;
     let installed = result.and_then(
         |(outputs, r): (Vec<FileMeta>, Option<compaction::CompactionResult>)| {
             let mut edit = VersionEdit::default();
@@ -275,28 +272,30 @@ pub(crate) fn run_pick(
                 }
             }
             edit.added = outputs.iter().map(|f| (out as u32, f.clone())).collect();
-            match st.versions.log_and_apply(edit) {
-                Ok(_) => Ok(r),
-                Err(e) => {
-                    if r.is_some() {
-                        for f in &outputs {
-                            let _ = inner.storage.remove(&table_path(&inner.dir, f.id));
-                        }
-                    }
-                    Err(e)
-                }
-            }
+            // On failure the edit may still have reached the disk: keep the outputs (orphans
+            // are removed at the next open) and stop writing, as after a failed flush.
+            st.versions
+                .log_and_apply(edit)
+                .map(|_| r)
+                .inspect_err(|e| manifest_failed = Some(e.clone()))
         },
     );
+    // Release the inputs' references before the job counts as finished, so that waiting for
+    // idleness also waits for obsolete inputs to reach the reaper.
+    drop(pick);
+    if installed.is_ok() {
+        inner.install_super_version(&st);
+    }
     for id in &ids {
         st.busy.remove(id);
     }
     st.running_compactions -= 1;
-    if installed.is_ok() {
-        inner.install_super_version(&st);
-    }
     inner.bg_cv.notify_all();
     drop(st);
+    if let Some(e) = manifest_failed {
+        set_bg_error(inner, e);
+    }
+    reap(inner);
     let r = installed?;
     let lc = &inner.stats.levels[out];
     match r {

@@ -20,6 +20,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::EngineStats;
 use crate::storage::{default_storage, Storage};
+use crate::types::MAX_SEQ;
 use crate::version::{current_path, FileMeta, VersionEdit, VersionSet};
 use crate::wal::{LogReader, LogWriter, ReadOutcome};
 
@@ -56,7 +57,17 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             opts.max_manifest_file_size,
         )?
     } else {
-        if let Some(other) = names.iter().find(|n| n.as_str() != "LOCK") {
+        // A crash during the very first open can leave a manifest (and CURRENT.tmp) without
+        // CURRENT: with no table or log beside them they hold nothing, so start afresh.
+        let leftover = |n: &str| n.starts_with("MANIFEST-") || n == "CURRENT.tmp";
+        if !names.is_empty()
+            && names.iter().all(|n| n == "LOCK" || leftover(n))
+            && opts.create_if_missing
+        {
+            for n in names.iter().filter(|n| leftover(n)) {
+                storage.remove(&dir.join(n))?;
+            }
+        } else if let Some(other) = names.iter().find(|n| n.as_str() != "LOCK") {
             return Err(ErrorRepr::NotADatabase(format!(
                 "{} has no CURRENT file but holds {other:?}; refusing to overwrite it",
                 dir.display()
@@ -76,8 +87,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             opts.max_manifest_file_size,
         )?
     };
-    if versions.current().num_levels() != opts.num_levels {
-        return Err(Error::invalid("num_levels differs from the database's"));
+    // Numbers of files a crash left behind (WALs written after the last manifest record, half
+    // written tables) must never be handed out again.
+    for n in &names {
+        if let Some(num) = parse_number(n, ".log")
+            .or_else(|| parse_number(n, ".sst"))
+            .or_else(|| n.strip_prefix("MANIFEST-").and_then(|s| s.parse().ok()))
+        {
+            versions.mark_file_number_used(num);
+        }
     }
 
     let stats = Arc::new(EngineStats::default());
@@ -136,6 +154,12 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         while let Some(rec) = reader.next_record()? {
             let b =
                 DecodedBatch::parse(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
+            if b.count == 0 || b.seq == 0 || b.seq.saturating_add(b.count as u64 - 1) > MAX_SEQ {
+                return Err(Error::corruption(format!(
+                    "{name}: write batch with sequence {} and count {} is invalid",
+                    b.seq, b.count
+                )));
+            }
             let mut batch = WriteBatch::new();
             for op in b.ops() {
                 match op.map_err(|e| Error::corruption(format!("{name}: {e}")))? {

@@ -122,6 +122,7 @@ fn commit(
     let count = batch.len() as u64;
     {
         let mut wal = inner.wal.lock();
+        let before = wal.len();
         let rec = batch.encode_with_seq(first);
         let res = wal
             .add_record(rec)
@@ -132,7 +133,8 @@ fn commit(
             return Err(e);
         }
         let st = &inner.stats;
-        st.wal_bytes.fetch_add(rec.len() as u64, Ordering::Relaxed);
+        st.wal_bytes
+            .fetch_add(wal.len() - before, Ordering::Relaxed);
         if sync {
             st.wal_syncs.fetch_add(1, Ordering::Relaxed);
         }

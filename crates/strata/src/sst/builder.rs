@@ -99,7 +99,6 @@ impl TableBuilder {
 
     /// Adds a range tombstone (any order).
     pub fn add_range_tombstone(&mut self, t: RangeTombstone) {
-        self.props.num_range_deletions += 1;
         self.props.smallest_seq = self.props.smallest_seq.min(t.seq);
         self.props.largest_seq = self.props.largest_seq.max(t.seq);
         self.range_dels.push(t);
@@ -113,7 +112,7 @@ impl TableBuilder {
         let raw = self.data.finish();
         let (h, _) = write_block(self.file.as_mut(), &raw, self.opts.compression)?;
         self.props.num_data_blocks += 1;
-        self.props.data_size += h.size + 5;
+        self.props.data_size += h.size;
         let mut v = Vec::new();
         h.encode_to(&mut v);
         self.index.add(&last, &v);
@@ -152,6 +151,7 @@ impl TableBuilder {
                     continue;
                 }
                 rb.add(&k, &t.end);
+                self.props.num_range_deletions += 1;
                 prev = Some(k);
             }
             let (h, _) = write_block(self.file.as_mut(), &rb.finish(), Compression::None)?;

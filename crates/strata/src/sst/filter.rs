@@ -1,8 +1,8 @@
 //! Whole-table bloom filter over user keys.
 //!
 //! Layout: `bits[ceil(m/8)] | num_probes: u8`. A key's 64-bit XXH3 hash gives `h1` (low half)
-//! and `h2` (high half); probe `i` tests bit `(h1 + i*h2) mod m` (Kirsch–Mitzenmacher double
-//! hashing). With 10 bits per key and 7 probes the false-positive rate is about 0.8%.
+//! and `h2` (high half, low bit forced to 1); probe `i` tests bit `((h1 + i*h2) mod 2^32) mod m`
+//! (Kirsch–Mitzenmacher double hashing in 32-bit wrapping arithmetic). With 10 bits per key and 7 probes the false-positive rate is about 0.8%.
 
 use xxhash_rust::xxh3::xxh3_64;
 

@@ -86,10 +86,11 @@ impl Footer {
             version: decode_fixed32(&b[32..]).unwrap_or(0),
         };
         if footer.version != FORMAT_VERSION {
-            return Err(Error::corruption(format!(
-                "unsupported table format version {}",
+            return Err(crate::error::ErrorRepr::NotADatabase(format!(
+                "unsupported table format version {} (this release reads {FORMAT_VERSION})",
                 footer.version
-            )));
+            ))
+            .into());
         }
         let data_end = file_size.saturating_sub(FOOTER_SIZE as u64);
         for h in [footer.metaindex, footer.index] {
@@ -157,6 +158,12 @@ pub fn read_block(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Re
         .ok()
         .filter(|&n| n <= (1 << 31))
         .ok_or_else(|| Error::corruption(format!("{what} block size {} is implausible", h.size)))?;
+    if h.offset.saturating_add(h.size + BLOCK_TRAILER_SIZE as u64) > file.size() {
+        return Err(Error::corruption(format!(
+            "{what} block handle (offset {}, size {}) points past the end of the file",
+            h.offset, h.size
+        )));
+    }
     let raw = file.read_at(h.offset, len + BLOCK_TRAILER_SIZE)?;
     let (body, trailer) = raw.split_at(len);
     let ty = trailer[0];
@@ -171,6 +178,9 @@ pub fn read_block(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Re
     let bad = |m: &str| Error::corruption(format!("{what} block at offset {}: {m}", h.offset));
     match ty {
         0 => Ok(raw.slice(..len)),
+        1 if crate::coding::decode_fixed32(body).is_none_or(|n| n > 1 << 31) => {
+            Err(bad("lz4 length missing or implausible"))
+        }
         1 => lz4_flex::decompress_size_prepended(body)
             .map(Bytes::from)
             .map_err(|e| bad(&format!("lz4: {e}"))),

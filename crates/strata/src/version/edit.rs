@@ -14,6 +14,7 @@ const TAG_NEXT_FILE: u64 = 3;
 const TAG_LAST_SEQ: u64 = 4;
 const TAG_DELETED: u64 = 5;
 const TAG_ADDED: u64 = 6;
+const TAG_NUM_LEVELS: u64 = 7;
 
 /// The manifest format identifier written in the first record of every manifest.
 pub const MANIFEST_FORMAT: &str = "strata.manifest.v1";
@@ -22,6 +23,8 @@ pub const MANIFEST_FORMAT: &str = "strata.manifest.v1";
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
     pub format: Option<String>,
+    /// The number of levels the tree was created with (snapshot records only).
+    pub num_levels: Option<u64>,
     /// WAL files with smaller numbers are no longer needed.
     pub log_number: Option<u64>,
     pub next_file_number: Option<u64>,
@@ -41,6 +44,7 @@ impl VersionEdit {
             (TAG_LOG_NUMBER, self.log_number),
             (TAG_NEXT_FILE, self.next_file_number),
             (TAG_LAST_SEQ, self.last_sequence),
+            (TAG_NUM_LEVELS, self.num_levels),
         ] {
             if let Some(v) = v {
                 put_varint64(&mut b, tag);
@@ -87,6 +91,9 @@ impl VersionEdit {
                 }
                 TAG_LAST_SEQ => {
                     e.last_sequence = Some(d.varint64().ok_or_else(|| bad("last seq"))?)
+                }
+                TAG_NUM_LEVELS => {
+                    e.num_levels = Some(d.varint64().ok_or_else(|| bad("num levels"))?)
                 }
                 TAG_DELETED => {
                     let level = d.varint32().ok_or_else(|| bad("deleted level"))?;
@@ -146,6 +153,7 @@ mod tests {
             log_number: Some(3),
             next_file_number: Some(9),
             last_sequence: Some(100),
+            num_levels: Some(7),
             deleted: vec![(1, 4)],
             added: vec![(
                 2,

@@ -108,12 +108,19 @@ impl VersionSet {
                         return Err(Error::corruption(format!("{name}: missing format record")))
                     }
                 }
+                if let Some(n) = edit.num_levels {
+                    if n != num_levels as u64 {
+                        return Err(Error::invalid(format!(
+                            "the database has {n} levels but the options ask for {num_levels}"
+                        )));
+                    }
+                }
                 first = false;
             }
             version = version.apply(&edit, &reaper)?.0;
             log_number = edit.log_number.unwrap_or(log_number);
             next_file = edit.next_file_number.unwrap_or(next_file);
-            last_seq = edit.last_sequence.unwrap_or(last_seq);
+            last_seq = last_seq.max(edit.last_sequence.unwrap_or(0));
         }
         if first {
             return Err(Error::corruption(format!("{name} holds no records")));
@@ -158,6 +165,11 @@ impl VersionSet {
         self.next_file_number.fetch_add(1, Ordering::SeqCst)
     }
 
+    /// Ensures future file numbers are above `n` (a file found on disk).
+    pub fn mark_file_number_used(&self, n: u64) {
+        self.next_file_number.fetch_max(n + 1, Ordering::SeqCst);
+    }
+
     /// A handle to the file-number counter for background jobs.
     pub fn file_numbers(&self) -> Arc<AtomicU64> {
         self.next_file_number.clone()
@@ -170,6 +182,7 @@ impl VersionSet {
     fn snapshot_edit(&self) -> VersionEdit {
         let mut e = VersionEdit {
             format: Some(MANIFEST_FORMAT.into()),
+            num_levels: Some(self.current.num_levels() as u64),
             log_number: Some(self.log_number),
             next_file_number: Some(self.next_file_number.load(Ordering::SeqCst)),
             last_sequence: Some(self.last_sequence),

@@ -59,8 +59,13 @@ impl<'a> LogReader<'a> {
         let len = u16::from_le_bytes([h[4], h[5]]) as usize;
         let ty = h[6];
         if ty == 0 && len == 0 && crc == 0 {
-            // Zero padding written at the end of a block.
-            return (Frag::Padding, pos + block_left);
+            // Zeros to the end of the block (or file) are padding or preallocated space; a zero
+            // header followed by anything else is damage.
+            let end = (pos + block_left).min(self.data.len());
+            if self.data[pos..end].iter().all(|&b| b == 0) {
+                return (Frag::Padding, pos + block_left);
+            }
+            return (Frag::Bad("zero fragment header followed by data"), pos);
         }
         if HEADER_SIZE + len > block_left {
             return (Frag::Bad("fragment crosses a block boundary"), pos);

@@ -1,0 +1,252 @@
+//! Lifecycle behaviour: manifest rollover, deletion of obsolete files, write stalls, rate
+//! limiting, background WAL sync, statistics and properties.
+
+use std::path::Path;
+use std::time::Duration;
+
+use strata::{Db, Options, ReadOptions};
+
+fn count(dir: &Path, pred: impl Fn(&str) -> bool) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| pred(&e.as_ref().unwrap().file_name().to_string_lossy()))
+        .count()
+}
+
+fn small() -> Options {
+    Options {
+        write_buffer_size: 16 * 1024,
+        level0_file_num_compaction_trigger: 2,
+        max_bytes_for_level_base: 64 * 1024,
+        max_bytes_for_level_multiplier: 4.0,
+        target_file_size_base: 16 * 1024,
+        block_size: 512,
+        ..Options::default()
+    }
+}
+
+fn k(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+#[test]
+fn manifest_rolls_over_and_obsolete_files_are_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        max_manifest_file_size: 2048,
+        ..small()
+    };
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    for round in 0..20u32 {
+        for i in 0..300 {
+            db.put(k(i), format!("{round}-{i}-{}", "v".repeat(40)))
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let stats = db.stats();
+    let live_files: usize = stats.levels.iter().map(|l| l.files).sum();
+    assert!(stats.compaction_write_bytes > 0, "{stats}");
+    // Only live tables remain on disk, one manifest, one WAL.
+    let on_disk: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        count(dir.path(), |n| n.ends_with(".sst")),
+        live_files,
+        "{stats}\n{on_disk:?}"
+    );
+    assert_eq!(count(dir.path(), |n| n.starts_with("MANIFEST-")), 1);
+    assert_eq!(count(dir.path(), |n| n.ends_with(".log")), 1);
+    assert!(std::fs::metadata(dir.path().join("CURRENT")).is_ok());
+    // Every key at its last round, after reopening from the rolled-over manifest.
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    for i in 0..300 {
+        let v = db.get(k(i)).unwrap().unwrap();
+        assert!(v.starts_with(format!("19-{i}-").as_bytes()));
+    }
+    assert_eq!(db.property("strata.num-files-at-level0").unwrap(), "0");
+}
+
+#[test]
+fn iterators_pin_files_that_compaction_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    for i in 0..2000 {
+        db.put(k(i), b"old").unwrap();
+    }
+    db.flush().unwrap();
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    for i in 0..2000 {
+        db.put(k(i), b"new").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    // The iterator still reads the tables of its version, now deleted from the manifest.
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        assert_eq!(it.value(), b"old");
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, 2000);
+    drop(it);
+    db.wait_for_compactions().unwrap();
+    assert_eq!(db.get(k(5)).unwrap().as_deref(), Some(&b"new"[..]));
+}
+
+#[test]
+fn write_stalls_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        level0_file_num_compaction_trigger: 1,
+        level0_slowdown_writes_trigger: 1,
+        level0_stop_writes_trigger: 100,
+        slowdown_delay: Duration::from_micros(100),
+        compaction_rate_limit: 256 * 1024,
+        ..small()
+    };
+    let db = Db::open(dir.path(), o).unwrap();
+    for i in 0..5000 {
+        db.put(k(i), [b'x'; 64]).unwrap();
+    }
+    let s = db.stats();
+    assert!(s.slowdowns > 0, "{s}");
+    assert!(s.stall_micros > 0, "{s}");
+    db.wait_for_compactions().unwrap();
+    for i in (0..5000).step_by(97) {
+        assert!(db.get(k(i)).unwrap().is_some());
+    }
+}
+
+#[test]
+fn background_wal_sync_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        wal_sync_interval: Some(Duration::from_millis(20)),
+        ..small()
+    };
+    let db = Db::open(dir.path(), o).unwrap();
+    db.put(b"a", b"1").unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(db.stats().wal_syncs >= 2);
+}
+
+#[test]
+fn stats_and_properties_describe_the_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    for i in 0..3000 {
+        db.put(k(i), [b'y'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    for i in 0..3000 {
+        db.get(k(i)).unwrap();
+    }
+    for i in 0..1000 {
+        // Inside the tables' key ranges, so the bloom filters are consulted.
+        assert!(db.get(format!("key{i:06}x")).unwrap().is_none());
+    }
+    let s = db.stats();
+    assert_eq!(s.gets, 4000);
+    assert_eq!(s.get_found, 3000);
+    assert_eq!(s.keys_written, 3000);
+    assert!(s.flushes >= 1 && s.flush_bytes > 0);
+    assert!(s.bloom_useful > 0, "{s}");
+    assert!(s.write_amp > 0.0);
+    assert!(s.total_sst_bytes > 0);
+    let text = db.property("strata.stats").unwrap();
+    assert!(text.contains("write-amp"), "{text}");
+    let est: u64 = db
+        .property("strata.estimate-num-keys")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((2500..=3500).contains(&est), "{est}");
+    assert_eq!(
+        db.property("strata.latest-sequence-number").unwrap(),
+        "3000"
+    );
+    assert!(db.property("strata.levelstats").unwrap().contains("Level"));
+    assert!(db.property("strata.no-such-property").is_none());
+    assert!(db.property("num-files-at-level0").is_none());
+}
+
+#[test]
+fn handles_are_shared_and_close_is_final() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    fn assert_send_sync<T: Send + Sync + Clone>(_: &T) {}
+    assert_send_sync(&db);
+    let other = db.clone();
+    db.put(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let e = other.put(b"k2", b"v").unwrap_err();
+    assert_eq!(e.kind(), strata::ErrorKind::Closed);
+    drop(other);
+    let db = Db::open(dir.path(), small()).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn leftover_logs_never_collide_with_new_file_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    db.put(b"before", b"1").unwrap();
+    db.close().unwrap();
+    // Pretend a crash left logs numbered just above everything the manifest knows of (as after
+    // memtable switches that no manifest record saw): the next numbers must not reuse them.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let wal = names.iter().find(|n| n.ends_with(".log")).unwrap();
+    let manifest: u64 = names
+        .iter()
+        .find_map(|n| n.strip_prefix("MANIFEST-"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let data = std::fs::read(dir.path().join(wal)).unwrap();
+    for n in manifest + 1..manifest + 6 {
+        std::fs::write(dir.path().join(format!("{n:06}.log")), &data).unwrap();
+    }
+    let db = Db::open(dir.path(), small()).unwrap();
+    db.put(b"after", b"2").unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    assert_eq!(db.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(
+        db.get(b"after").unwrap().as_deref(),
+        Some(&b"2"[..]),
+        "a write after recovery was lost"
+    );
+}
+
+#[test]
+fn level_count_mismatch_and_first_open_leftovers() {
+    let dir = tempfile::tempdir().unwrap();
+    Db::open(dir.path(), small()).unwrap().close().unwrap();
+    let err = Db::open(
+        dir.path(),
+        Options {
+            num_levels: 5,
+            ..small()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), strata::ErrorKind::InvalidArgument, "{err}");
+
+    // A crash during the very first open can leave a manifest without CURRENT.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("MANIFEST-000001"), b"partial").unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    db.put(b"k", b"v").unwrap();
+}
