@@ -8,7 +8,7 @@
 use crate::coding::{put_length_prefixed, Decoder};
 use crate::error::{Error, Result};
 use crate::options::{MAX_BATCH_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE};
-use crate::types::{SeqNo, ValueKind};
+use crate::types::{SeqNo, ValueKind, MAX_SEQ};
 
 const HEADER: usize = 12;
 
@@ -154,33 +154,34 @@ impl WriteBatch {
     }
 }
 
-/// A decoded batch from the WAL: its first sequence number and its operations.
-pub(crate) struct DecodedBatch<'a> {
-    pub seq: SeqNo,
-    pub count: u32,
-    body: &'a [u8],
-}
-
-impl<'a> DecodedBatch<'a> {
-    pub fn parse(rec: &'a [u8]) -> Result<Self> {
-        if rec.len() < HEADER {
-            return Err(Error::corruption("write batch shorter than its header"));
-        }
+impl WriteBatch {
+    /// Decodes an encoded batch (a WAL record payload): its first sequence number and its
+    /// operations. Untrusted input: any inconsistency is `Corruption`.
+    pub fn decode(rec: &[u8]) -> Result<(SeqNo, WriteBatch)> {
         let mut d = Decoder::new(rec);
-        let seq = d.fixed64().unwrap_or(0);
-        let count = d.fixed32().unwrap_or(0);
-        Ok(DecodedBatch {
-            seq,
-            count,
-            body: &rec[HEADER..],
-        })
-    }
-
-    /// The operations; a malformed record yields one `Err` and stops.
-    pub fn ops(&self) -> impl Iterator<Item = Result<BatchOp<'a>>> {
-        BatchIter {
-            d: Decoder::new(self.body),
+        let (Some(seq), Some(count)) = (d.fixed64(), d.fixed32()) else {
+            return Err(Error::corruption("write batch shorter than its header"));
+        };
+        if count == 0 || seq == 0 || seq.saturating_add(count as u64 - 1) > MAX_SEQ {
+            return Err(Error::corruption(format!(
+                "write batch with sequence {seq} and count {count} is invalid"
+            )));
         }
+        let mut batch = WriteBatch::new();
+        for op in (BatchIter { d }) {
+            match op? {
+                BatchOp::Put(k, v) => batch.put(k, v),
+                BatchOp::Delete(k) => batch.delete(k),
+                BatchOp::DeleteRange(s, e) => batch.delete_range(s, e),
+            }
+        }
+        if batch.count != count {
+            return Err(Error::corruption(format!(
+                "write batch header counts {count} records but holds {}",
+                batch.count
+            )));
+        }
+        Ok((seq, batch))
     }
 }
 
@@ -224,9 +225,9 @@ mod tests {
         b.delete("b");
         b.delete_range("c", "d");
         let enc = b.encode_with_seq(42).to_vec();
-        let d = DecodedBatch::parse(&enc).unwrap();
-        assert_eq!((d.seq, d.count), (42, 3));
-        let ops: Vec<_> = d.ops().map(|o| o.unwrap()).collect();
+        let (seq, d) = WriteBatch::decode(&enc).unwrap();
+        assert_eq!((seq, d.len()), (42, 3));
+        let ops: Vec<_> = d.iter().collect();
         assert_eq!(
             ops,
             vec![
@@ -235,9 +236,11 @@ mod tests {
                 BatchOp::DeleteRange(b"c", b"d")
             ]
         );
-        let mut bad = enc.clone();
-        bad.truncate(enc.len() - 1);
-        assert!(DecodedBatch::parse(&bad).unwrap().ops().any(|o| o.is_err()));
+        assert!(WriteBatch::decode(&enc[..enc.len() - 1]).is_err());
+        assert!(WriteBatch::decode(&enc[..5]).is_err());
+        let mut zero = enc.clone();
+        zero[..8].fill(0);
+        assert!(WriteBatch::decode(&zero).is_err());
     }
 
     #[test]

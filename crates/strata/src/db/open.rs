@@ -11,7 +11,7 @@ use super::background::{start_threads, table_options};
 use super::snapshot::SnapshotList;
 use super::write::{apply_to_memtable, wal_path};
 use super::{DbInner, DbState, SuperVersion};
-use crate::batch::{BatchOp, DecodedBatch, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::{write_tables, RateLimiter};
 use crate::error::{Error, ErrorRepr, Result};
@@ -20,7 +20,6 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::EngineStats;
 use crate::storage::{default_storage, Storage};
-use crate::types::MAX_SEQ;
 use crate::version::{current_path, FileMeta, VersionEdit, VersionSet};
 use crate::wal::{LogReader, LogWriter, ReadOutcome};
 
@@ -152,31 +151,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         let data = storage.read_all(&wal_path(dir, number))?;
         let mut reader = LogReader::new(&data, name.clone(), i + 1 == wals.len());
         while let Some(rec) = reader.next_record()? {
-            let b =
-                DecodedBatch::parse(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
-            if b.count == 0 || b.seq == 0 || b.seq.saturating_add(b.count as u64 - 1) > MAX_SEQ {
-                return Err(Error::corruption(format!(
-                    "{name}: write batch with sequence {} and count {} is invalid",
-                    b.seq, b.count
-                )));
-            }
-            let mut batch = WriteBatch::new();
-            for op in b.ops() {
-                match op.map_err(|e| Error::corruption(format!("{name}: {e}")))? {
-                    BatchOp::Put(k, v) => batch.put(k, v),
-                    BatchOp::Delete(k) => batch.delete(k),
-                    BatchOp::DeleteRange(s, e) => batch.delete_range(s, e),
-                }
-            }
-            if batch.len() as u32 != b.count {
-                return Err(Error::corruption(format!(
-                    "{name}: batch count {} does not match its {} records",
-                    b.count,
-                    batch.len()
-                )));
-            }
-            apply_to_memtable(&mem, &batch, b.seq);
-            last_seq = last_seq.max(b.seq + b.count as u64 - 1);
+            let (seq, batch) =
+                WriteBatch::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
+            apply_to_memtable(&mem, &batch, seq);
+            last_seq = last_seq.max(seq + batch.len() as u64 - 1);
             if mem.approximate_size() >= opts.write_buffer_size {
                 recovered.push(std::mem::replace(&mut mem, Arc::new(MemTable::new(0))));
             }
