@@ -42,11 +42,12 @@ fn memtable(c: &mut Criterion) {
         m.add(i + 1, ValueKind::Put, &key(i), &[7u8; 100]);
     }
     g.throughput(Throughput::Elements(1));
-    let mut i = 0u64;
+    let keys: Vec<Vec<u8>> = (0..100_000u64).map(key).collect();
+    let mut i = 0usize;
     g.bench_function("get_hit_100k", |b| {
         b.iter(|| {
-            i = (i + 7919) % 100_000;
-            black_box(m.get(&key(i), u64::MAX >> 8))
+            i = (i + 7919) % keys.len();
+            black_box(m.get(&keys[i], u64::MAX >> 8))
         })
     });
     g.finish();
@@ -100,17 +101,19 @@ fn bloom(c: &mut Criterion) {
     let f = BloomFilter::new(Bytes::from(fb.finish())).unwrap();
     let mut g = c.benchmark_group("bloom");
     g.throughput(Throughput::Elements(1));
-    let mut i = 0u64;
+    let hits: Vec<Vec<u8>> = (0..4096u64).map(key).collect();
+    let misses: Vec<Vec<u8>> = (1_000_000..1_004_096u64).map(key).collect();
+    let mut i = 0usize;
     g.bench_function("probe_hit", |b| {
         b.iter(|| {
-            i += 1;
-            black_box(f.may_contain(&key(i % 100_000)))
+            i = (i + 1) & 4095;
+            black_box(f.may_contain(&hits[i]))
         })
     });
     g.bench_function("probe_miss", |b| {
         b.iter(|| {
-            i += 1;
-            black_box(f.may_contain(&key(1_000_000 + i)))
+            i = (i + 1) & 4095;
+            black_box(f.may_contain(&misses[i]))
         })
     });
     g.finish();
@@ -139,19 +142,27 @@ fn table(c: &mut Criterion) {
     let t = Table::open(1, LocalFs.open(&path).unwrap(), Some(cache), stats).unwrap();
     let mut g = c.benchmark_group("table");
     g.throughput(Throughput::Elements(1));
+    let lookups: Vec<(Vec<u8>, Vec<u8>)> = keys
+        .iter()
+        .map(|k| (types::lookup_key(k, u64::MAX >> 8), k.clone()))
+        .collect();
+    let missing: Vec<(Vec<u8>, Vec<u8>)> = (0..4096u64)
+        .map(|i| format!("nokey{i}").into_bytes())
+        .map(|k| (types::lookup_key(&k, u64::MAX >> 8), k))
+        .collect();
     let mut i = 0usize;
     g.bench_function("point_lookup_hit_cached", |b| {
         b.iter(|| {
-            i = (i + 7919) % keys.len();
-            let k = &keys[i];
-            black_box(t.get(&types::lookup_key(k, u64::MAX >> 8), k).unwrap())
+            i = (i + 7919) % lookups.len();
+            let (lk, k) = &lookups[i];
+            black_box(t.get(lk, k).unwrap())
         })
     });
     g.bench_function("point_lookup_miss", |b| {
         b.iter(|| {
-            i += 1;
-            let k = format!("nokey{i}").into_bytes();
-            black_box(t.get(&types::lookup_key(&k, u64::MAX >> 8), &k).unwrap())
+            i = (i + 1) & 4095;
+            let (lk, k) = &missing[i];
+            black_box(t.get(lk, k).unwrap())
         })
     });
     g.finish();

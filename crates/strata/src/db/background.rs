@@ -148,6 +148,8 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
         &table_options(&inner.opts, 0),
         &env(inner, numbers),
     )?;
+    // New tables' directory entries must be durable before the manifest names them.
+    inner.storage.sync_dir(&inner.dir)?;
     let mut st = inner.state.lock();
     let edit = VersionEdit {
         log_number: Some(next_log),
@@ -259,7 +261,9 @@ pub(crate) fn run_pick(
             target_file_size: inner.opts.target_file_size_base,
             table: table_options(&inner.opts, out),
         };
-        run_compaction(&job, &env(inner, numbers)).map(|r| (r.outputs.clone(), Some(r)))
+        run_compaction(&job, &env(inner, numbers))
+            .and_then(|r| inner.storage.sync_dir(&inner.dir).map(|_| r))
+            .map(|r| (r.outputs.clone(), Some(r)))
     };
     let mut st = inner.state.lock();
     let mut manifest_failed = None;
