@@ -11,7 +11,7 @@ pub const MAX_LEVELS: usize = 16;
 #[derive(Default)]
 pub struct LevelCounters {
     pub compactions: AtomicU64,
-    /// Bytes read from this level and the level above by compactions into this level.
+    /// Bytes read (from both input levels) by compactions whose output is this level.
     pub read_bytes: AtomicU64,
     /// Bytes written into this level (by flush for L0, by compaction otherwise).
     pub write_bytes: AtomicU64,

@@ -129,8 +129,10 @@ fn wal_corruption_in_the_middle_fails_open_and_torn_tail_is_dropped() {
     let wal = files_with(dir.path(), ".log").pop().unwrap();
     let good = std::fs::read(&wal).unwrap();
 
-    // A truncated final record is a torn tail: everything before it survives.
+    // A truncated final record is a torn tail: everything before it survives, even when an
+    // empty newer log (left by a crash during an earlier open) follows it.
     std::fs::write(&wal, &good[..good.len() - 3]).unwrap();
+    std::fs::write(dir.path().join("999999.log"), b"").unwrap();
     let before = snapshot_dir(dir.path());
     {
         let db = Db::open(dir.path(), Options::default()).unwrap();

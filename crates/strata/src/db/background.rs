@@ -2,9 +2,10 @@
 //! files; `max_background_compactions` threads run picked compactions. Also the foreground
 //! entry points that wait on background work: `flush`, `compact_range`, `wait_idle`, shutdown.
 //!
-//! Failure policy: a failed flush or a corruption found by compaction sets the background
-//! error (writes fail; reads go on; reopening recovers from the WAL). A failed compaction for
-//! any other reason removes its partial outputs and is retried after a pause.
+//! Failure policy: a failed flush, a failed manifest write, or a corrupt (or unreadable-format)
+//! table found by compaction sets the background error (writes fail; reads go on; reopening
+//! recovers from the WAL). A compaction failing for any other reason (an I/O error) removes its
+//! partial outputs and is retried after a pause.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -20,7 +21,7 @@ use crate::compaction::{
     self, level_targets, pick_compaction, run_compaction, write_tables, CompactionEnv,
     CompactionInput, CompactionJob, CompactionReason, Pick, PickerOptions,
 };
-use crate::error::{ErrorRepr, Result};
+use crate::error::{ErrorKind, ErrorRepr, Result};
 use crate::iter::InternalIterator;
 use crate::sst::TableBuilderOptions;
 use crate::version::{FileMeta, VersionEdit};
@@ -210,7 +211,7 @@ fn compaction_loop(inner: &Arc<DbInner>) {
                     .stats
                     .background_errors
                     .fetch_add(1, Ordering::Relaxed);
-                if e.is_corruption() {
+                if matches!(e.kind(), ErrorKind::Corruption | ErrorKind::NotADatabase) {
                     set_bg_error(inner, e);
                 }
                 std::thread::sleep(backoff);

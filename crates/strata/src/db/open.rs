@@ -146,10 +146,18 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     };
     let mut mem = Arc::new(MemTable::new(0));
     let mut recovered: Vec<Arc<MemTable>> = Vec::new();
+    // Only the last log holding anything may end in a torn write: an empty log after it can be
+    // left by a crash during an earlier open, after it created its new log.
+    let mut last_nonempty = None;
+    for (i, &number) in wals.iter().enumerate() {
+        if storage.open(&wal_path(dir, number))?.size() > 0 {
+            last_nonempty = Some(i);
+        }
+    }
     for (i, &number) in wals.iter().enumerate() {
         let name = format!("{number:06}.log");
         let data = storage.read_all(&wal_path(dir, number))?;
-        let mut reader = LogReader::new(&data, name.clone(), i + 1 == wals.len());
+        let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
         while let Some(rec) = reader.next_record()? {
             let (seq, batch) =
                 WriteBatch::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;

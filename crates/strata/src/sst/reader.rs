@@ -40,10 +40,14 @@ impl Table {
         stats: Arc<EngineStats>,
     ) -> Result<Table> {
         let ctx = |e: Error| -> Error {
-            if e.is_corruption() {
-                Error::corruption(format!("table {id:06}.sst: {e}"))
-            } else {
-                e
+            match e.kind() {
+                crate::ErrorKind::Corruption => {
+                    Error::corruption(format!("table {id:06}.sst: {e}"))
+                }
+                crate::ErrorKind::NotADatabase => {
+                    crate::error::ErrorRepr::NotADatabase(format!("table {id:06}.sst: {e}")).into()
+                }
+                _ => e,
             }
         };
         let size = file.size();

@@ -167,7 +167,8 @@ impl VersionSet {
 
     /// Ensures future file numbers are above `n` (a file found on disk).
     pub fn mark_file_number_used(&self, n: u64) {
-        self.next_file_number.fetch_max(n + 1, Ordering::SeqCst);
+        self.next_file_number
+            .fetch_max(n.saturating_add(1), Ordering::SeqCst);
     }
 
     /// A handle to the file-number counter for background jobs.
