@@ -19,7 +19,8 @@ use strata::types::{self, ValueKind};
 use strata::Compression;
 
 fn key(i: u64) -> Vec<u8> {
-    format!("key{:016}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).into_bytes()
+    // Random-looking 16-byte keys, as db_bench makes them.
+    format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).into_bytes()
 }
 
 fn memtable(c: &mut Criterion) {

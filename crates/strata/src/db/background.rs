@@ -161,13 +161,7 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
     // On failure the edit may still have reached the disk, so the outputs are not deleted here:
     // if the edit is lost they are orphans that the next open removes.
     st.versions.log_and_apply(edit)?;
-    st.imms.remove(0);
-    inner.install_super_version(&st);
-    inner.bg_cv.notify_all();
-    drop(st);
-    let _ = inner
-        .storage
-        .remove(&wal_path(&inner.dir, mem.wal_number()));
+    // Counted before the flush becomes visible, so a caller woken by it sees the figures.
     let s = &inner.stats;
     s.flushes.fetch_add(1, Ordering::Relaxed);
     s.flush_bytes.fetch_add(res.write_bytes, Ordering::Relaxed);
@@ -177,6 +171,13 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
     s.levels[0]
         .micros
         .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+    st.imms.remove(0);
+    inner.install_super_version(&st);
+    inner.bg_cv.notify_all();
+    drop(st);
+    let _ = inner
+        .storage
+        .remove(&wal_path(&inner.dir, mem.wal_number()));
     Ok(())
 }
 

@@ -21,9 +21,27 @@ use crate::iter::InternalIterator;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::types::{self, SeqNo, ValueKind};
 
-/// An encoded internal key ordered by [`types::compare_internal`].
+/// An encoded internal key ordered by [`types::compare_internal`], with the first eight bytes
+/// of its user key kept inline (big-endian, zero-padded): most comparisons during a skiplist
+/// search are decided by the prefix, without touching the key bytes elsewhere in memory.
 #[derive(Clone, Debug)]
-pub struct MemKey(Bytes);
+pub struct MemKey {
+    prefix: u64,
+    ikey: Bytes,
+}
+
+impl MemKey {
+    fn new(ikey: Bytes) -> Self {
+        let uk = types::user_key(&ikey);
+        let mut p = [0u8; 8];
+        let n = uk.len().min(8);
+        p[..n].copy_from_slice(&uk[..n]);
+        MemKey {
+            prefix: u64::from_be_bytes(p),
+            ikey,
+        }
+    }
+}
 
 impl PartialEq for MemKey {
     fn eq(&self, o: &Self) -> bool {
@@ -37,8 +55,14 @@ impl PartialOrd for MemKey {
     }
 }
 impl Ord for MemKey {
+    #[inline]
     fn cmp(&self, o: &Self) -> Ordering {
-        types::compare_internal(&self.0, &o.0)
+        // Differing zero-padded prefixes order exactly as the user keys do (a key shorter than
+        // eight bytes that is a prefix of the other compares smaller in both orders).
+        match self.prefix.cmp(&o.prefix) {
+            Ordering::Equal => types::compare_internal(&self.ikey, &o.ikey),
+            ord => ord,
+        }
     }
 }
 
@@ -90,7 +114,7 @@ impl MemTable {
         buf.extend_from_slice(value);
         let buf = Bytes::from(buf);
         let (k, v) = (buf.slice(..ik_len), buf.slice(ik_len..));
-        self.map.insert(MemKey(k), v);
+        self.map.insert(MemKey::new(k), v);
         self.size
             .fetch_add(ik_len + value.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
         self.entries.fetch_add(1, AtOrd::Relaxed);
@@ -113,9 +137,9 @@ impl MemTable {
 
     /// The newest point entry for `user_key` with sequence number `<= snapshot`.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(SeqNo, ValueKind, Bytes)> {
-        let lk = MemKey(Bytes::from(types::lookup_key(user_key, snapshot)));
+        let lk = MemKey::new(Bytes::from(types::lookup_key(user_key, snapshot)));
         let e = self.map.lower_bound(Bound::Included(&lk))?;
-        let ik = &e.key().0;
+        let ik = &e.key().ikey;
         if types::user_key(ik) != user_key {
             return None;
         }
@@ -211,11 +235,11 @@ impl InternalIterator for MemTableIter {
         self.cur = extend(self.mem.map.back());
     }
     fn seek(&mut self, target: &[u8]) {
-        let k = MemKey(Bytes::copy_from_slice(target));
+        let k = MemKey::new(Bytes::copy_from_slice(target));
         self.cur = extend(self.mem.map.lower_bound(Bound::Included(&k)));
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        let k = MemKey(Bytes::copy_from_slice(target));
+        let k = MemKey::new(Bytes::copy_from_slice(target));
         self.cur = extend(self.mem.map.upper_bound(Bound::Included(&k)));
     }
     fn next(&mut self) {
@@ -229,7 +253,7 @@ impl InternalIterator for MemTableIter {
         }
     }
     fn key(&self) -> &[u8] {
-        self.cur.as_ref().map(|e| &e.key().0[..]).unwrap_or(&[])
+        self.cur.as_ref().map(|e| &e.key().ikey[..]).unwrap_or(&[])
     }
     fn value(&self) -> &[u8] {
         self.cur.as_ref().map(|e| &e.value()[..]).unwrap_or(&[])
@@ -242,6 +266,35 @@ impl InternalIterator for MemTableIter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefix_order_matches_internal_order() {
+        let keys: Vec<&[u8]> = vec![
+            b"",
+            b"\0",
+            b"a",
+            b"a\0",
+            b"a\0\0\0\0\0\0\0\0",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefghi",
+            b"abcdefgi",
+            b"b",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+        ];
+        for a in &keys {
+            for b in &keys {
+                for (sa, sb) in [(1, 1), (1, 2), (2, 1)] {
+                    let ia = types::internal_key(a, sa, 1);
+                    let ib = types::internal_key(b, sb, 1);
+                    let want = types::compare_internal(&ia, &ib);
+                    let got = MemKey::new(Bytes::from(ia)).cmp(&MemKey::new(Bytes::from(ib)));
+                    assert_eq!(got, want, "{a:?} vs {b:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn get_respects_snapshots_and_order() {
