@@ -27,6 +27,7 @@ pub mod version;
 pub mod wal;
 
 pub use batch::WriteBatch;
+pub use compaction::{CompactionFilter, FilterDecision};
 pub use db::{Db, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use iter::DbIterator;

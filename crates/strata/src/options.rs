@@ -97,6 +97,8 @@ pub struct Options {
     pub wal_sync_interval: Option<Duration>,
     /// Manifest size that triggers rewriting it as one snapshot record. Default 64 MiB.
     pub max_manifest_file_size: u64,
+    /// Keeps, removes or rewrites records as compaction rewrites them (e.g. TTL expiry).
+    pub compaction_filter: Option<Arc<dyn crate::compaction::CompactionFilter>>,
     /// The storage the database lives on. `None` means the local file system; tests pass
     /// fault-injecting wrappers here.
     pub storage: Option<Arc<dyn Storage>>,
@@ -128,6 +130,7 @@ impl Default for Options {
             compaction_rate_limit: 0,
             wal_sync_interval: None,
             max_manifest_file_size: 64 << 20,
+            compaction_filter: None,
             storage: None,
         }
     }

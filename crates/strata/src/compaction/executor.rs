@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::filter::{CompactionFilter, FilterDecision};
 use super::job::CompactionJob;
 use super::rate_limiter::RateLimiter;
 use crate::cache::table_cache::table_path;
@@ -27,6 +28,8 @@ pub struct CompactionEnv<'a> {
     pub rate_limiter: Option<Arc<RateLimiter>>,
     /// Set when the database shuts down; the job stops early with an error.
     pub cancel: &'a AtomicBool,
+    /// Applied by compactions (not flushes) to records no snapshot can see.
+    pub filter: Option<Arc<dyn CompactionFilter>>,
 }
 
 /// What a job produced.
@@ -63,6 +66,7 @@ pub fn run_compaction(job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<Co
     }
     let mut iter = MergingIterator::new(children);
     iter.seek_to_first();
+    let filter = env.filter.as_deref().map(|f| (f, job.output_level));
     let mut r = write_tables(
         &mut iter,
         tombstones,
@@ -70,6 +74,7 @@ pub fn run_compaction(job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<Co
         job.bottommost,
         job.target_file_size,
         &job.table,
+        filter,
         env,
     )?;
     r.read_bytes = job.input_bytes();
@@ -206,7 +211,9 @@ impl Outputs<'_, '_> {
 }
 
 /// Writes the entries of `iter` (positioned at its first entry) into new tables, applying the
-/// drop rules of the module docs. Used by both compaction and flush.
+/// drop rules of the module docs and, if given, a compaction filter with the output level.
+/// Used by both compaction and flush.
+#[allow(clippy::too_many_arguments)]
 pub fn write_tables(
     iter: &mut dyn InternalIterator,
     tombstones: Vec<RangeTombstone>,
@@ -214,8 +221,10 @@ pub fn write_tables(
     bottommost: bool,
     target_file_size: u64,
     table: &TableBuilderOptions,
+    filter: Option<(&dyn CompactionFilter, usize)>,
     env: &CompactionEnv<'_>,
 ) -> Result<CompactionResult> {
+    let newest_stripe = snapshots.len();
     let fragments = Fragments::new(&tombstones);
     let kept: Vec<RangeTombstone> = tombstones
         .into_iter()
@@ -268,8 +277,24 @@ pub fn write_tables(
             if shadowed || covered || obsolete_delete {
                 res.records_dropped += 1;
             } else {
-                let v = iter.value();
-                out.open()?.add(ik, v)?;
+                let decision = match filter {
+                    Some((f, level)) if p.kind == ValueKind::Put && st == newest_stripe => {
+                        f.filter(level, p.user_key, iter.value())
+                    }
+                    _ => FilterDecision::Keep,
+                };
+                match decision {
+                    FilterDecision::Keep => {
+                        let v = iter.value();
+                        out.open()?.add(ik, v)?;
+                    }
+                    FilterDecision::ChangeValue(v) => out.open()?.add(ik, &v)?,
+                    FilterDecision::Remove if bottommost && st == 0 => res.records_dropped += 1,
+                    FilterDecision::Remove => {
+                        let del = types::internal_key(p.user_key, p.seq, ValueKind::Delete as u8);
+                        out.open()?.add(&del, &[])?;
+                    }
+                }
             }
             iter.next();
         }

@@ -8,11 +8,13 @@
 //! Depends on `sst`, `iter`, `version`, `cache`, `storage`, `range_del`; never on `db`.
 
 pub mod executor;
+pub mod filter;
 pub mod job;
 pub mod picker;
 pub mod rate_limiter;
 
 pub use executor::{run_compaction, write_tables, CompactionEnv, CompactionResult};
+pub use filter::{CompactionFilter, FilterDecision};
 pub use job::{CompactionInput, CompactionJob, CompactionReason};
 pub use picker::{level_targets, pick_compaction, LevelTargets, Pick, PickerOptions};
 pub use rate_limiter::RateLimiter;

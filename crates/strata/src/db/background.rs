@@ -55,6 +55,7 @@ pub(crate) fn env<'a>(
         file_numbers,
         rate_limiter: inner.rate_limiter.clone(),
         cancel: &inner.shutting_down,
+        filter: inner.opts.compaction_filter.clone(),
     }
 }
 
@@ -147,6 +148,7 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
         false,
         u64::MAX,
         &table_options(&inner.opts, 0),
+        None,
         &env(inner, numbers),
     )?;
     // New tables' directory entries must be durable before the manifest names them.
@@ -358,6 +360,7 @@ pub(crate) fn compact_range(
 ) -> Result<()> {
     flush(inner)?;
     let n = inner.opts.num_levels;
+    // Levels above the last move their data down, one level at a time.
     let popts = picker_options(&inner.opts);
     let mut level = 0;
     while level < n - 1 {
@@ -407,7 +410,47 @@ pub(crate) fn compact_range(
             }
         }
     }
-    Ok(())
+    // Rewrite the last level in range too when that can change it (RocksDB's
+    // `kIfHaveCompactionFilter`, plus tables holding tombstones, whose space is reclaimed there).
+    let last = n - 1;
+    loop {
+        let mut st = inner.state.lock();
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        let v = st.versions.current();
+        let inputs: Vec<_> = v.levels[last]
+            .files()
+            .filter(|f| f.overlaps(begin, end))
+            .cloned()
+            .collect();
+        let worth = inner.opts.compaction_filter.is_some()
+            || inputs
+                .iter()
+                .any(|f| f.num_deletions > 0 || f.num_range_deletions > 0);
+        if inputs.is_empty() || !worth {
+            return Ok(());
+        }
+        let pick = compaction::picker::pick_for(
+            &v,
+            &st.busy,
+            last,
+            inputs,
+            last,
+            CompactionReason::Manual,
+            f64::MAX,
+        );
+        match pick {
+            Some(p) => {
+                run_pick(inner, st, p)?;
+                reap(inner);
+                return Ok(());
+            }
+            None => {
+                inner.bg_cv.wait_for(&mut st, Duration::from_millis(20));
+            }
+        }
+    }
 }
 
 /// Waits until no flush or compaction is pending or running.

@@ -129,6 +129,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             file_numbers: versions.file_numbers(),
             rate_limiter: None,
             cancel: &cancel,
+            filter: None,
         };
         let mut it = mem.iter();
         it.seek_to_first();
@@ -139,6 +140,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             false,
             u64::MAX,
             &table_options(&opts, 0),
+            None,
             &e,
         )?;
         added.extend(r.outputs);
