@@ -129,6 +129,13 @@ fn writers_and_readers_agree() {
                         }
                         it.status().unwrap();
                     }
+                    // Manual flushes and compactions race with write groups.
+                    if r == 0 && rng.chance(2) {
+                        db.flush().unwrap();
+                    }
+                    if r == 1 && rng.chance(1) {
+                        db.compact_range(None, None).unwrap();
+                    }
                     checks += 1;
                 }
                 checks

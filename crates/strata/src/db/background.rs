@@ -88,8 +88,13 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
                             let mut st = i.state.lock();
                             i.bg_cv.wait_for(&mut st, every);
                         }
-                        if i.wal.lock().sync().is_ok() {
-                            i.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                        let r = i.wal.lock().sync();
+                        match r {
+                            Ok(()) => {
+                                i.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                            }
+                            // A failed fsync may have dropped data: writes must stop.
+                            Err(e) => set_bg_error(&i, e),
                         }
                     }
                 })
@@ -324,8 +329,7 @@ pub(crate) fn run_pick(
 /// Seals the memtable (if it holds anything) and waits until it and every older sealed
 /// memtable are flushed.
 pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
-    let target = {
-        let _q = inner.writers.lock();
+    let target = super::write::exclusive(inner, || -> Result<Option<u64>> {
         let mut st = inner.state.lock();
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
@@ -333,8 +337,8 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
         if !st.mem.is_empty() {
             switch_memtable(inner, &mut st)?;
         }
-        st.imms.last().map(|m| m.wal_number())
-    };
+        Ok(st.imms.last().map(|m| m.wal_number()))
+    })?;
     let Some(target) = target else { return Ok(()) };
     let mut st = inner.state.lock();
     loop {
@@ -359,6 +363,9 @@ pub(crate) fn compact_range(
     end: Option<&[u8]>,
 ) -> Result<()> {
     flush(inner)?;
+    // Only data written before the call is pushed down, so a steady write load cannot keep the
+    // call busy forever.
+    let start_seq = inner.last_seq.load(Ordering::Acquire);
     let n = inner.opts.num_levels;
     // Levels above the last move their data down, one level at a time.
     let popts = picker_options(&inner.opts);
@@ -376,7 +383,7 @@ pub(crate) fn compact_range(
         let base = level_targets(&sizes, &popts).base_level;
         let mut inputs: Vec<_> = v.levels[level]
             .files()
-            .filter(|f| f.overlaps(begin, end))
+            .filter(|f| f.overlaps(begin, end) && f.smallest_seq <= start_seq)
             .cloned()
             .collect();
         if level == 0 && !inputs.is_empty() {
@@ -477,6 +484,20 @@ pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     }
 }
 
+/// Like `write::exclusive`, for shutdown, which holds only `&DbInner`.
+fn wait_for_writers<T>(inner: &DbInner, f: impl FnOnce() -> T) -> T {
+    // Writers that see `shutting_down` fail before committing; a leader already past that check
+    // keeps its group at the front of the queue until it has committed.
+    loop {
+        let q = inner.writers.lock();
+        if q.is_empty() {
+            return f();
+        }
+        drop(q);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 impl DbInner {
     /// Stops background threads, syncs the WAL and deletes obsolete files. Idempotent.
     pub(crate) fn shutdown(&self) -> Result<()> {
@@ -491,9 +512,8 @@ impl DbInner {
         for t in threads {
             let _ = t.join();
         }
-        // Wait for an in-flight write group to finish before the final sync.
-        let _q = self.writers.lock();
-        let r = self.wal.lock().sync();
+        // New write groups fail (shutting down); wait for one in flight, then sync.
+        let r = wait_for_writers(self, || self.wal.lock().sync());
         reap(self);
         r
     }

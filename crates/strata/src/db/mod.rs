@@ -228,9 +228,7 @@ impl Db {
     /// A snapshot of the current state.
     pub fn snapshot(&self) -> Snapshot {
         let inner = self.inner();
-        inner
-            .snapshots
-            .acquire(inner.last_seq.load(Ordering::Acquire))
+        inner.snapshots.acquire(&inner.last_seq)
     }
 
     /// Flushes the memtable to a table and waits until every sealed memtable is flushed.
@@ -247,7 +245,12 @@ impl Db {
     /// Makes every write acknowledged so far durable (fsync of the WAL).
     pub fn sync_wal(&self) -> Result<()> {
         let inner = self.inner();
-        inner.wal.lock().sync()?;
+        let r = inner.wal.lock().sync();
+        if let Err(e) = r {
+            // A failed fsync may have dropped data (Linux clears the error): writes must stop.
+            write::set_bg_error(inner, e.clone());
+            return Err(e);
+        }
         inner.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

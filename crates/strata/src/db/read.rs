@@ -57,8 +57,10 @@ pub(crate) fn get(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Resul
 }
 
 fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Option<Bytes>> {
-    let snapshot = snapshot_seq(inner, opts);
+    // Pin the data before reading the sequence number: the pinned memtables and tables still
+    // hold every version a sequence number read afterwards can see.
     let sv = inner.super_version();
+    let snapshot = snapshot_seq(inner, opts);
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         let t = mem.max_covering_tombstone(key, snapshot);
         if let Probe::Found(v) = resolve(mem.get(key, snapshot), t) {
@@ -86,8 +88,8 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(ErrorRepr::Closed.into());
     }
-    let snapshot = snapshot_seq(inner, opts);
     let sv = inner.super_version();
+    let snapshot = snapshot_seq(inner, opts);
     let fill = !opts.skip_cache_fill;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut tombstones = Vec::new();

@@ -15,8 +15,14 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    pub fn acquire(self: &Arc<Self>, seq: SeqNo) -> Snapshot {
-        *self.live.lock().entry(seq).or_insert(0) += 1;
+    /// Registers a snapshot at the current value of `last_seq`. The value is read under the
+    /// registry's lock, so a compaction that lists snapshots either sees this one or started
+    /// from inputs that hold nothing newer than it.
+    pub fn acquire(self: &Arc<Self>, last_seq: &std::sync::atomic::AtomicU64) -> Snapshot {
+        let mut live = self.live.lock();
+        let seq = last_seq.load(std::sync::atomic::Ordering::Acquire);
+        *live.entry(seq).or_insert(0) += 1;
+        drop(live);
         Snapshot {
             inner: Arc::new(SnapshotInner {
                 seq,

@@ -23,6 +23,9 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 
 pub(crate) struct Writer {
     batch: Mutex<Option<WriteBatch>>,
+    /// A barrier holds no batch: it waits for every earlier write group to finish and keeps
+    /// later ones queued while its owner works (memtable switches by `flush`, shutdown).
+    barrier: bool,
     sync: bool,
     done: AtomicBool,
     result: Mutex<Option<Result<()>>>,
@@ -40,6 +43,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     }
     let w = Arc::new(Writer {
         batch: Mutex::new(Some(batch)),
+        barrier: false,
         sync,
         done: AtomicBool::new(false),
         result: Mutex::new(None),
@@ -62,7 +66,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     if room.is_ok() {
         let mut bytes = 0;
         for m in q.iter() {
-            if m.sync && !w.sync && !group.is_empty() {
+            if m.barrier || (m.sync && !w.sync && !group.is_empty()) {
                 break;
             }
             let b = m.batch.lock();
@@ -90,7 +94,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
 
     let result = match (room, merged) {
         (Err(e), _) => Err(e),
-        (Ok(()), Some(mut batch)) => commit(inner, &mem, &mut batch, want_sync, group.len()),
+        (Ok(()), Some(mut batch)) => commit(inner, &mem, &mut batch, want_sync),
         (Ok(()), None) => Ok(()),
     };
 
@@ -110,42 +114,72 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     result
 }
 
+/// Runs `f` while no write group is in flight and no new one can start: `f` waits its turn at the
+/// front of the writer queue like a writer, and writers queued behind it wait until it is done.
+pub(crate) fn exclusive<T>(inner: &Arc<DbInner>, f: impl FnOnce() -> T) -> T {
+    let w = Arc::new(Writer {
+        batch: Mutex::new(None),
+        barrier: true,
+        sync: false,
+        done: AtomicBool::new(false),
+        result: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let mut q = inner.writers.lock();
+    q.push_back(w.clone());
+    while !Arc::ptr_eq(q.front().expect("queued"), &w) {
+        w.cv.wait(&mut q);
+    }
+    drop(q);
+    let out = f();
+    let mut q = inner.writers.lock();
+    let front = q.pop_front().expect("barrier is queued");
+    debug_assert!(Arc::ptr_eq(&front, &w));
+    if let Some(next) = q.front() {
+        next.cv.notify_one();
+    }
+    out
+}
+
 /// Appends the group to the WAL and applies it to the memtable.
 fn commit(
     inner: &Arc<DbInner>,
     mem: &Arc<MemTable>,
     batch: &mut WriteBatch,
     sync: bool,
-    members: usize,
 ) -> Result<()> {
     let first = inner.last_seq.load(Ordering::Acquire) + 1;
     let count = batch.len() as u64;
-    {
+    let appended = {
         let mut wal = inner.wal.lock();
         let before = wal.len();
         let rec = batch.encode_with_seq(first);
         let res = wal
             .add_record(rec)
             .and_then(|_| if sync { wal.sync() } else { Ok(()) });
-        if let Err(e) = res {
-            // The log may now end in a partial record: no later write may follow it.
+        res.map(|_| wal.len() - before)
+    };
+    let st = &inner.stats;
+    match appended {
+        Ok(bytes) => {
+            st.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
+            if sync {
+                st.wal_syncs.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Err(e) => {
+            // The log may now end in a partial record: no later write may follow it. (The WAL
+            // lock is released first: `set_bg_error` takes `state`, and lock order is state
+            // before wal.)
             set_bg_error(inner, e.clone());
             return Err(e);
         }
-        let st = &inner.stats;
-        st.wal_bytes
-            .fetch_add(wal.len() - before, Ordering::Relaxed);
-        if sync {
-            st.wal_syncs.fetch_add(1, Ordering::Relaxed);
-        }
     }
     apply_to_memtable(mem, batch, first);
-    let st = &inner.stats;
     st.user_bytes_written
         .fetch_add(batch.size_in_bytes() as u64, Ordering::Relaxed);
     st.keys_written.fetch_add(count, Ordering::Relaxed);
     st.write_groups.fetch_add(1, Ordering::Relaxed);
-    let _ = members;
     inner.last_seq.store(first + count - 1, Ordering::Release);
     Ok(())
 }
@@ -168,15 +202,7 @@ pub(crate) fn apply_to_memtable(mem: &MemTable, batch: &WriteBatch, first: u64) 
 
 pub(crate) fn set_bg_error(inner: &DbInner, e: crate::Error) {
     let mut st = inner.state.lock();
-    if st.bg_error.is_none() {
-        tracing::error!(error = %e, "background error: the database is now read-only");
-        st.bg_error = Some(ErrorRepr::Background(e).into());
-        inner
-            .stats
-            .background_errors
-            .fetch_add(1, Ordering::Relaxed);
-    }
-    inner.bg_cv.notify_all();
+    drop_bg_error_locked(inner, &mut st, e);
 }
 
 /// Ensures the memtable has room, stalling or switching memtables as needed. Called by the
@@ -228,21 +254,37 @@ fn make_room_for_write(
     }
 }
 
-/// Seals the active memtable and starts a new one with a new WAL file. The caller holds the
-/// writer queue (so no write is in flight) and `state`.
+/// Seals the active memtable and starts a new one with a new WAL file. The caller holds `state`
+/// and runs either as the write leader or inside `exclusive`, so no write group is in flight.
 pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
     let number = st.versions.new_file_number();
     let file = inner.storage.create(&wal_path(&inner.dir, number))?;
-    {
+    let synced = {
         let mut wal = inner.wal.lock();
         // The sealed log must be complete on disk before writes go to the next one.
-        wal.sync()?;
-        *wal = LogWriter::new(file, number);
+        wal.sync().map(|_| *wal = LogWriter::new(file, number))
+    };
+    if let Err(e) = synced.and_then(|_| inner.storage.sync_dir(&inner.dir)) {
+        // A failed fsync may have dropped data (Linux clears the error): writes must stop.
+        drop_bg_error_locked(inner, st, e.clone());
+        return Err(e);
     }
-    inner.storage.sync_dir(&inner.dir)?;
     let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
     st.imms.push(old);
     inner.install_super_version(st);
     inner.bg_cv.notify_all();
     Ok(())
+}
+
+/// `set_bg_error` for callers that already hold `state`.
+pub(crate) fn drop_bg_error_locked(inner: &DbInner, st: &mut DbState, e: crate::Error) {
+    if st.bg_error.is_none() {
+        tracing::error!(error = %e, "background error: the database is now read-only");
+        st.bg_error = Some(ErrorRepr::Background(e).into());
+        inner
+            .stats
+            .background_errors
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    inner.bg_cv.notify_all();
 }
