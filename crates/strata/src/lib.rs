@@ -22,6 +22,7 @@ pub mod range_del;
 pub mod sst;
 pub mod stats;
 pub mod storage;
+pub mod tier;
 pub mod types;
 pub mod version;
 pub mod wal;

@@ -97,6 +97,19 @@ pub struct Options {
     pub wal_sync_interval: Option<Duration>,
     /// Manifest size that triggers rewriting it as one snapshot record. Default 64 MiB.
     pub max_manifest_file_size: u64,
+    /// The capacity tier (RocksMash §3.1): levels deeper than `fast_levels` are written there.
+    /// `None` keeps every table on the fast tier (the database directory).
+    pub capacity: Option<crate::storage::object::CapacityOptions>,
+    /// An object store to use for the capacity tier instead of opening `capacity.url` (tests
+    /// share one in-memory store across reopenings this way).
+    pub capacity_store: Option<Arc<dyn object_store::ObjectStore>>,
+    /// Levels `0..=fast_levels` live on the fast tier. Default 1.
+    pub fast_levels: usize,
+    /// Bytes of tables the fast tier may hold; beyond it the deepest fast level spills to the
+    /// capacity tier. Default unbounded.
+    pub fast_tier_budget: Option<u64>,
+    /// The persistent cache of capacity-tier data blocks on the fast tier (LAP, naive, none).
+    pub persistent_cache: crate::cache::persistent::PersistentCacheOptions,
     /// Keeps, removes or rewrites records as compaction rewrites them (e.g. TTL expiry).
     pub compaction_filter: Option<Arc<dyn crate::compaction::CompactionFilter>>,
     /// The storage the database lives on. `None` means the local file system; tests pass
@@ -131,6 +144,11 @@ impl Default for Options {
             wal_sync_interval: None,
             max_manifest_file_size: 64 << 20,
             compaction_filter: None,
+            capacity: None,
+            capacity_store: None,
+            fast_levels: 1,
+            fast_tier_budget: None,
+            persistent_cache: Default::default(),
             storage: None,
         }
     }
@@ -148,6 +166,10 @@ impl std::fmt::Debug for Options {
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("compression_per_level", &self.compression_per_level)
             .field("block_cache_capacity", &self.block_cache_capacity)
+            .field("capacity", &self.capacity)
+            .field("fast_levels", &self.fast_levels)
+            .field("fast_tier_budget", &self.fast_tier_budget)
+            .field("persistent_cache", &self.persistent_cache)
             .finish_non_exhaustive()
     }
 }
@@ -199,6 +221,14 @@ impl Options {
         }
         if self.max_background_compactions == 0 {
             return bad("max_background_compactions must be at least 1");
+        }
+        if self.fast_levels >= self.num_levels {
+            return bad("fast_levels must be below num_levels");
+        }
+        if self.persistent_cache.kind != crate::cache::persistent::PersistentCacheKind::None
+            && self.persistent_cache.capacity == 0
+        {
+            return bad("a persistent cache needs a capacity in bytes");
         }
         for c in &self.compression_per_level {
             if let Compression::Zstd(l) = c {

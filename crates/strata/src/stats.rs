@@ -43,6 +43,7 @@ pub struct EngineStats {
     pub slowdowns: AtomicU64,
     pub stops: AtomicU64,
     pub background_errors: AtomicU64,
+    pub tier: std::sync::Arc<TierStats>,
 }
 
 impl EngineStats {
@@ -104,6 +105,7 @@ pub struct DbStats {
     pub immutable_memtables: usize,
     pub live_snapshots: usize,
     pub total_sst_bytes: u64,
+    pub tier: TierSnapshot,
 }
 
 impl EngineStats {
@@ -131,6 +133,7 @@ impl EngineStats {
             slowdowns: g(&self.slowdowns),
             stops: g(&self.stops),
             background_errors: g(&self.background_errors),
+            tier: self.tier.snapshot(),
             ..Default::default()
         };
         for (i, l) in self.levels.iter().enumerate() {
@@ -232,6 +235,177 @@ impl fmt::Display for DbStats {
             self.immutable_memtables,
             self.live_snapshots,
             human(self.total_sst_bytes)
+        )?;
+        write!(f, "\n{}", self.tier)
+    }
+}
+
+/// Counters of the tiers and their caches (shared with the capacity tier and the caches).
+#[derive(Default)]
+pub struct TierStats {
+    /// Capacity-tier requests and bytes.
+    pub gets: AtomicU64,
+    pub get_bytes: AtomicU64,
+    pub puts: AtomicU64,
+    pub put_bytes: AtomicU64,
+    pub deletes: AtomicU64,
+    pub lists: AtomicU64,
+    pub retries: AtomicU64,
+    pub errors: AtomicU64,
+    /// Capacity-tier read latency: bucket `i` counts reads taking `[2^i, 2^(i+1))` µs.
+    pub get_latency: [AtomicU64; 32],
+    /// Fast-tier table block reads and bytes.
+    pub fast_reads: AtomicU64,
+    pub fast_read_bytes: AtomicU64,
+    /// MetaCache: capacity-table metadata served from the fast tier, and sidecars written.
+    pub meta_local_reads: AtomicU64,
+    pub meta_builds: AtomicU64,
+    /// DataCache (persistent cache of capacity-tier blocks).
+    pub pcache_hits: AtomicU64,
+    pub pcache_misses: AtomicU64,
+    pub pcache_inserts: AtomicU64,
+    pub pcache_rejected: AtomicU64,
+    pub pcache_evictions: AtomicU64,
+    pub pcache_invalidations: AtomicU64,
+    pub pcache_read_bytes: AtomicU64,
+    pub pcache_write_bytes: AtomicU64,
+}
+
+impl TierStats {
+    pub fn record_get(&self, bytes: u64, took: std::time::Duration) {
+        self.gets.fetch_add(1, Relaxed);
+        self.get_bytes.fetch_add(bytes, Relaxed);
+        let us = took.as_micros().max(1) as u64;
+        let b = (63 - us.leading_zeros() as usize).min(31);
+        self.get_latency[b].fetch_add(1, Relaxed);
+    }
+
+    pub fn record_put(&self, bytes: u64) {
+        self.puts.fetch_add(1, Relaxed);
+        self.put_bytes.fetch_add(bytes, Relaxed);
+    }
+
+    pub fn snapshot(&self) -> TierSnapshot {
+        let g = |c: &AtomicU64| c.load(Relaxed);
+        let hist: Vec<u64> = self.get_latency.iter().map(g).collect();
+        let pct = |p: f64| -> f64 {
+            let total: u64 = hist.iter().sum();
+            if total == 0 {
+                return 0.0;
+            }
+            let want = (total as f64 * p).ceil() as u64;
+            let mut seen = 0;
+            for (i, &c) in hist.iter().enumerate() {
+                seen += c;
+                if seen >= want {
+                    // Upper edge of the bucket, in milliseconds.
+                    return (1u64 << (i + 1)) as f64 / 1000.0;
+                }
+            }
+            0.0
+        };
+        let hits = g(&self.pcache_hits);
+        let misses = g(&self.pcache_misses);
+        TierSnapshot {
+            capacity_gets: g(&self.gets),
+            capacity_get_bytes: g(&self.get_bytes),
+            capacity_puts: g(&self.puts),
+            capacity_put_bytes: g(&self.put_bytes),
+            capacity_deletes: g(&self.deletes),
+            capacity_lists: g(&self.lists),
+            capacity_retries: g(&self.retries),
+            capacity_errors: g(&self.errors),
+            capacity_get_p50_ms: pct(0.5),
+            capacity_get_p99_ms: pct(0.99),
+            capacity_get_latency_hist: hist,
+            fast_reads: g(&self.fast_reads),
+            fast_read_bytes: g(&self.fast_read_bytes),
+            meta_local_reads: g(&self.meta_local_reads),
+            meta_builds: g(&self.meta_builds),
+            pcache_hits: hits,
+            pcache_misses: misses,
+            pcache_hit_rate: if hits + misses > 0 {
+                hits as f64 / (hits + misses) as f64
+            } else {
+                0.0
+            },
+            pcache_inserts: g(&self.pcache_inserts),
+            pcache_rejected: g(&self.pcache_rejected),
+            pcache_evictions: g(&self.pcache_evictions),
+            pcache_invalidations: g(&self.pcache_invalidations),
+            pcache_read_bytes: g(&self.pcache_read_bytes),
+            pcache_write_bytes: g(&self.pcache_write_bytes),
+            ..Default::default()
+        }
+    }
+}
+
+/// Per-tier figures in a [`DbStats`] snapshot.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TierSnapshot {
+    pub capacity_gets: u64,
+    pub capacity_get_bytes: u64,
+    pub capacity_puts: u64,
+    pub capacity_put_bytes: u64,
+    pub capacity_deletes: u64,
+    pub capacity_lists: u64,
+    pub capacity_retries: u64,
+    pub capacity_errors: u64,
+    /// Upper bucket edges of the capacity read latency percentiles, in milliseconds.
+    pub capacity_get_p50_ms: f64,
+    pub capacity_get_p99_ms: f64,
+    /// Bucket `i`: capacity reads that took `[2^i, 2^(i+1))` microseconds.
+    pub capacity_get_latency_hist: Vec<u64>,
+    pub fast_reads: u64,
+    pub fast_read_bytes: u64,
+    pub meta_local_reads: u64,
+    pub meta_builds: u64,
+    pub pcache_hits: u64,
+    pub pcache_misses: u64,
+    pub pcache_hit_rate: f64,
+    pub pcache_inserts: u64,
+    pub pcache_rejected: u64,
+    pub pcache_evictions: u64,
+    pub pcache_invalidations: u64,
+    pub pcache_read_bytes: u64,
+    pub pcache_write_bytes: u64,
+    /// Bytes of tables on each tier.
+    pub fast_table_bytes: u64,
+    pub capacity_table_bytes: u64,
+    pub pcache_usage: u64,
+    pub pcache_capacity: u64,
+}
+
+impl fmt::Display for TierSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tiers: fast {} in tables ({} block reads, {})  capacity {} in tables: {} GETs ({}, p50 {:.1}ms p99 {:.1}ms) {} PUTs ({}) {} DELETEs, {} retries, {} errors\n\
+             caches: meta local reads {} built {}  data cache hit {} miss {} ({:.1}% hits) inserts {} rejected {} evictions {} invalidated {} ({} / {})",
+            human(self.fast_table_bytes),
+            self.fast_reads,
+            human(self.fast_read_bytes),
+            human(self.capacity_table_bytes),
+            self.capacity_gets,
+            human(self.capacity_get_bytes),
+            self.capacity_get_p50_ms,
+            self.capacity_get_p99_ms,
+            self.capacity_puts,
+            human(self.capacity_put_bytes),
+            self.capacity_deletes,
+            self.capacity_retries,
+            self.capacity_errors,
+            self.meta_local_reads,
+            self.meta_builds,
+            self.pcache_hits,
+            self.pcache_misses,
+            self.pcache_hit_rate * 100.0,
+            self.pcache_inserts,
+            self.pcache_rejected,
+            self.pcache_evictions,
+            self.pcache_invalidations,
+            human(self.pcache_usage),
+            human(self.pcache_capacity),
         )
     }
 }

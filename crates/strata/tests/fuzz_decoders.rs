@@ -231,6 +231,7 @@ fn run(seed: u64) {
                 num_entries: 10,
                 num_deletions: 2,
                 num_range_deletions: 1,
+                tier: strata::tier::Tier::Capacity,
             },
         )],
     }

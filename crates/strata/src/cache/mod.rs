@@ -4,6 +4,7 @@
 //! Depends on `sst` (block and table types), `storage`, `stats`.
 
 mod block_cache;
+pub mod persistent;
 pub mod table_cache;
 
 pub use block_cache::BlockCache;

@@ -1,7 +1,7 @@
 //! Open table readers by file id, bounded by `max_open_files`. Opening a table reads its footer,
-//! index, filter, range tombstones and properties once; later lookups reuse them.
+//! index, filter, range tombstones and properties once (for capacity tables, from the local
+//! MetaCache sidecar); later lookups reuse them.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
@@ -10,17 +10,12 @@ use super::BlockCache;
 use crate::error::Result;
 use crate::sst::Table;
 use crate::stats::EngineStats;
-use crate::storage::Storage;
-
-/// The path of table `id` in `dir`.
-pub fn table_path(dir: &std::path::Path, id: u64) -> PathBuf {
-    dir.join(format!("{id:06}.sst"))
-}
+use crate::tier::TableStore;
+use crate::version::FileMeta;
 
 /// Caches open [`Table`]s.
 pub struct TableCache {
-    dir: PathBuf,
-    storage: Arc<dyn Storage>,
+    store: Arc<TableStore>,
     tables: Cache<u64, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
     stats: Arc<EngineStats>,
@@ -28,34 +23,32 @@ pub struct TableCache {
 
 impl TableCache {
     pub fn new(
-        dir: PathBuf,
-        storage: Arc<dyn Storage>,
+        store: Arc<TableStore>,
         capacity: usize,
         block_cache: Option<Arc<BlockCache>>,
         stats: Arc<EngineStats>,
     ) -> Self {
         TableCache {
-            dir,
-            storage,
+            store,
             tables: Cache::new(capacity.max(16)),
             block_cache,
             stats,
         }
     }
 
-    /// The reader of table `id`, opening it if needed.
-    pub fn get(&self, id: u64) -> Result<Arc<Table>> {
-        if let Some(t) = self.tables.get(&id) {
+    /// The reader of table `f`, opening it if needed.
+    pub fn get(&self, f: &FileMeta) -> Result<Arc<Table>> {
+        if let Some(t) = self.tables.get(&f.id) {
             return Ok(t);
         }
-        let file = self.storage.open(&table_path(&self.dir, id))?;
+        let file = self.store.open(f.id, f.tier, f.size)?;
         let t = Arc::new(Table::open(
-            id,
+            f.id,
             file,
             self.block_cache.clone(),
             self.stats.clone(),
         )?);
-        self.tables.insert(id, t.clone());
+        self.tables.insert(f.id, t.clone());
         Ok(t)
     }
 
@@ -64,11 +57,8 @@ impl TableCache {
         self.tables.remove(&id);
     }
 
-    pub fn storage(&self) -> &Arc<dyn Storage> {
-        &self.storage
-    }
-
-    pub fn dir(&self) -> &std::path::Path {
-        &self.dir
+    /// The table files behind the cache.
+    pub fn store(&self) -> &Arc<TableStore> {
+        &self.store
     }
 }

@@ -2,28 +2,27 @@
 //! inputs, drops what no snapshot can see, and writes size-bounded output tables with their
 //! range tombstones clipped to each table's key range.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::filter::{CompactionFilter, FilterDecision};
 use super::job::CompactionJob;
 use super::rate_limiter::RateLimiter;
-use crate::cache::table_cache::table_path;
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::{TableBuilder, TableBuilderOptions};
-use crate::storage::{Storage, WritableFile};
+use crate::storage::WritableFile;
+use crate::tier::Tier;
 use crate::types::{self, SeqNo, ValueKind};
 use crate::version::{FileMeta, Reaper, TableFile};
 
 /// The handles a job needs to run.
 pub struct CompactionEnv<'a> {
-    pub dir: &'a Path,
-    pub storage: Arc<dyn Storage>,
     pub tables: Arc<TableCache>,
+    /// The tier new tables are written to.
+    pub output_tier: Tier,
     pub file_numbers: Arc<AtomicU64>,
     pub rate_limiter: Option<Arc<RateLimiter>>,
     /// Set when the database shuts down; the job stops early with an error.
@@ -49,7 +48,7 @@ pub fn run_compaction(job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<Co
     let scratch_reaper: Arc<Reaper> = Arc::default();
     for input in &job.inputs {
         for f in &input.files {
-            let t = env.tables.get(f.id)?;
+            let t = env.tables.get(f)?;
             tombstones.extend_from_slice(t.range_tombstones());
             if input.level == 0 {
                 children.push(Box::new(t.iter(false)));
@@ -122,14 +121,18 @@ impl Outputs<'_, '_> {
         if self.current.is_none() {
             let id = self.env.file_numbers.fetch_add(1, Ordering::SeqCst);
             self.created.push(id);
-            let mut file = self.env.storage.create(&table_path(self.env.dir, id))?;
+            let mut file = self.env.tables.store().create(id, self.env.output_tier)?;
             if let Some(l) = &self.env.rate_limiter {
                 file = Box::new(RateLimitedFile {
                     inner: file,
                     limiter: l.clone(),
                 });
             }
-            self.current = Some((id, TableBuilder::new(file, self.opts.clone())));
+            let mut b = TableBuilder::new(file, self.opts.clone());
+            if self.env.output_tier == Tier::Capacity {
+                b.capture_meta_tail();
+            }
+            self.current = Some((id, b));
         }
         Ok(&mut self.current.as_mut().expect("just opened").1)
     }
@@ -174,6 +177,12 @@ impl Outputs<'_, '_> {
         }
         let (id, builder) = self.current.take().expect("opened above");
         let s = builder.finish()?;
+        if let Some((off, tail)) = &s.meta_tail {
+            self.env
+                .tables
+                .store()
+                .record_meta_tail(id, s.file_size, *off, tail)?;
+        }
         let p_lo = s.smallest_point.as_deref().map(types::user_key);
         let p_hi = s.largest_point.as_deref().map(types::user_key);
         let smallest = match (p_lo, ts_lo.as_deref()) {
@@ -199,13 +208,14 @@ impl Outputs<'_, '_> {
             num_entries: s.props.num_entries,
             num_deletions: s.props.num_deletions,
             num_range_deletions: s.props.num_range_deletions,
+            tier: self.env.output_tier,
         });
         Ok(())
     }
 
     fn cleanup(&self) {
         for id in &self.created {
-            let _ = self.env.storage.remove(&table_path(self.env.dir, *id));
+            let _ = self.env.tables.store().remove(*id, self.env.output_tier);
         }
     }
 }
@@ -310,7 +320,7 @@ pub fn write_tables(
             let kept: std::collections::HashSet<u64> = res.outputs.iter().map(|f| f.id).collect();
             for id in &out.created {
                 if !kept.contains(id) {
-                    let _ = env.storage.remove(&table_path(env.dir, *id));
+                    let _ = env.tables.store().remove(*id, env.output_tier);
                 }
             }
             res.outputs.sort_by(|a, b| a.smallest.cmp(&b.smallest));

@@ -291,6 +291,7 @@ mod tests {
                     num_entries: 1,
                     num_deletions: 0,
                     num_range_deletions: 0,
+                    tier: Default::default(),
                 },
             ));
         }

@@ -16,7 +16,6 @@ use parking_lot::MutexGuard;
 
 use super::write::{set_bg_error, switch_memtable, wal_path};
 use super::{DbInner, DbState};
-use crate::cache::table_cache::table_path;
 use crate::compaction::{
     self, level_targets, pick_compaction, run_compaction, write_tables, CompactionEnv,
     CompactionInput, CompactionJob, CompactionReason, Pick, PickerOptions,
@@ -24,6 +23,7 @@ use crate::compaction::{
 use crate::error::{ErrorKind, ErrorRepr, Result};
 use crate::iter::InternalIterator;
 use crate::sst::TableBuilderOptions;
+use crate::tier::{tier_for_level, Placement, Tier};
 use crate::version::{FileMeta, VersionEdit};
 
 pub(crate) fn picker_options(o: &crate::Options) -> PickerOptions {
@@ -44,18 +44,36 @@ pub(crate) fn table_options(o: &crate::Options, level: usize) -> TableBuilderOpt
     }
 }
 
-pub(crate) fn env<'a>(
-    inner: &'a DbInner,
+pub(crate) fn env(
+    inner: &DbInner,
     file_numbers: Arc<std::sync::atomic::AtomicU64>,
-) -> CompactionEnv<'a> {
+    output_tier: Tier,
+) -> CompactionEnv<'_> {
     CompactionEnv {
-        dir: &inner.dir,
-        storage: inner.storage.clone(),
         tables: inner.tables.clone(),
+        output_tier,
         file_numbers,
         rate_limiter: inner.rate_limiter.clone(),
         cancel: &inner.shutting_down,
         filter: inner.opts.compaction_filter.clone(),
+    }
+}
+
+/// Where tables written into `level` go, given the current version.
+pub(crate) fn output_tier(inner: &DbInner, v: &crate::version::Version, level: usize) -> Tier {
+    let fast_bytes: u64 = v
+        .all_files()
+        .filter(|f| f.tier == Tier::Fast)
+        .map(|f| f.size)
+        .sum();
+    tier_for_level(&placement(&inner.opts), level, fast_bytes)
+}
+
+pub(crate) fn placement(o: &crate::Options) -> Placement {
+    Placement {
+        has_capacity: o.capacity.is_some(),
+        fast_levels: o.fast_levels,
+        fast_budget: o.fast_tier_budget,
     }
 }
 
@@ -105,9 +123,9 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
 
 /// Deletes files of tables no live version references.
 pub(crate) fn reap(inner: &DbInner) {
-    for id in inner.state.lock().versions.reaper().take() {
+    for (id, tier) in inner.state.lock().versions.reaper().take() {
         inner.tables.evict(id);
-        if let Err(e) = inner.storage.remove(&table_path(&inner.dir, id)) {
+        if let Err(e) = inner.tables.store().remove(id, tier) {
             tracing::warn!(table = id, error = %e, "could not delete obsolete table");
         }
     }
@@ -154,7 +172,7 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
         u64::MAX,
         &table_options(&inner.opts, 0),
         None,
-        &env(inner, numbers),
+        &env(inner, numbers, Tier::Fast),
     )?;
     // New tables' directory entries must be durable before the manifest names them.
     inner.storage.sync_dir(&inner.dir)?;
@@ -244,10 +262,13 @@ pub(crate) fn run_pick(
     st.busy.extend(ids.iter().copied());
     st.running_compactions += 1;
     let numbers = st.versions.file_numbers();
+    let out = pick.output_level;
+    let tier = output_tier(inner, &st.versions.current(), out);
     drop(st);
     let start = Instant::now();
-    let out = pick.output_level;
-    let result = if pick.trivial_move {
+    // A table changes tiers only by being rewritten.
+    let trivial = pick.trivial_move && pick.inputs[0].1.iter().all(|f| f.tier == tier);
+    let result = if trivial {
         Ok((
             pick.inputs[0].1.iter().map(|f| f.meta.clone()).collect(),
             None,
@@ -270,7 +291,7 @@ pub(crate) fn run_pick(
             target_file_size: inner.opts.target_file_size_base,
             table: table_options(&inner.opts, out),
         };
-        run_compaction(&job, &env(inner, numbers))
+        run_compaction(&job, &env(inner, numbers, tier))
             .and_then(|r| inner.storage.sync_dir(&inner.dir).map(|_| r))
             .map(|r| (r.outputs.clone(), Some(r)))
     };

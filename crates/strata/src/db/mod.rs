@@ -260,6 +260,23 @@ impl Db {
         self.inner().last_seq.load(Ordering::Acquire)
     }
 
+    /// Metadata of every live table: its level and, in `FileMeta`, id, size, key range and tier
+    /// (RocksDB's `GetLiveFilesMetaData`).
+    pub fn live_tables(&self) -> Vec<(usize, crate::version::FileMeta)> {
+        let sv = self.inner().super_version();
+        sv.version
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, level)| level.files().map(move |f| (l, f.meta.clone())))
+            .collect()
+    }
+
+    /// The capacity tier, when configured (for its emulation controls and counters).
+    pub fn capacity_tier(&self) -> Option<Arc<crate::storage::object::CapacityTier>> {
+        self.inner().tables.store().capacity().cloned()
+    }
+
     /// A snapshot of the statistics.
     pub fn stats(&self) -> DbStats {
         properties::stats(self.inner())

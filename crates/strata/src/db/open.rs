@@ -12,6 +12,11 @@ use super::snapshot::SnapshotList;
 use super::write::{apply_to_memtable, wal_path};
 use super::{DbInner, DbState, SuperVersion};
 use crate::batch::WriteBatch;
+use std::collections::HashSet;
+
+use crate::cache::persistent::{
+    LapCache, MetaCache, NaiveCache, PersistentCache, PersistentCacheKind,
+};
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::{write_tables, RateLimiter};
 use crate::error::{Error, ErrorRepr, Result};
@@ -19,7 +24,9 @@ use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::EngineStats;
+use crate::storage::object::CapacityTier;
 use crate::storage::{default_storage, Storage};
+use crate::tier::{TableStore, TablesConfig, Tier};
 use crate::version::{current_path, FileMeta, VersionEdit, VersionSet};
 use crate::wal::{LogReader, LogWriter, ReadOutcome};
 
@@ -100,9 +107,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let stats = Arc::new(EngineStats::default());
     let block_cache = (opts.block_cache_capacity > 0)
         .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
+    let store = Arc::new(open_tiers(dir, &storage, &opts, &versions, &stats)?);
     let tables = Arc::new(TableCache::new(
-        dir.to_path_buf(),
-        storage.clone(),
+        store.clone(),
         opts.max_open_files,
         block_cache.clone(),
         stats.clone(),
@@ -123,9 +130,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             return Ok(());
         }
         let e = crate::compaction::CompactionEnv {
-            dir,
-            storage: storage.clone(),
             tables: tables.clone(),
+            output_tier: Tier::Fast,
             file_numbers: versions.file_numbers(),
             rate_limiter: None,
             cancel: &cancel,
@@ -192,6 +198,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         storage.remove(&wal_path(dir, number))?;
     }
     remove_orphans(dir, storage.as_ref(), &versions, wal_number)?;
+    let live: HashSet<u64> = versions.current().all_files().map(|f| f.id).collect();
+    store.remove_capacity_orphans(&live)?;
 
     let mem = Arc::new(MemTable::new(wal_number));
     let sv = SuperVersion {
@@ -229,6 +237,73 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     });
     start_threads(&inner);
     Ok(inner)
+}
+
+/// Opens the capacity tier and the fast-tier caches in front of it, as the options ask.
+fn open_tiers(
+    dir: &Path,
+    storage: &Arc<dyn Storage>,
+    opts: &Options,
+    versions: &VersionSet,
+    stats: &Arc<EngineStats>,
+) -> Result<TableStore> {
+    let ts = stats.tier.clone();
+    let live_capacity: HashSet<u64> = versions
+        .current()
+        .all_files()
+        .filter(|f| f.tier == Tier::Capacity)
+        .map(|f| f.id)
+        .collect();
+    let capacity = match &opts.capacity {
+        Some(c) => Some(CapacityTier::open(
+            c,
+            opts.capacity_store.clone(),
+            ts.clone(),
+        )?),
+        None if !live_capacity.is_empty() => {
+            return Err(Error::invalid(
+                "the database has tables on a capacity tier: configure `Options::capacity`",
+            ))
+        }
+        None => None,
+    };
+    let (meta, data_cache) = match &capacity {
+        None => (None, None),
+        Some(_) => {
+            let meta = Arc::new(MetaCache::open(
+                dir,
+                storage.clone(),
+                &live_capacity,
+                ts.clone(),
+            )?);
+            let pc = &opts.persistent_cache;
+            let data: Option<Arc<dyn PersistentCache>> = match pc.kind {
+                PersistentCacheKind::None => None,
+                PersistentCacheKind::Lap => Some(Arc::new(LapCache::open(
+                    &dir.join("lap"),
+                    storage.as_ref(),
+                    pc,
+                    &|t| live_capacity.contains(&t),
+                    ts.clone(),
+                )?)),
+                PersistentCacheKind::Naive => Some(Arc::new(NaiveCache::open(
+                    &dir.join("pcache"),
+                    storage.clone(),
+                    pc,
+                    ts.clone(),
+                )?)),
+            };
+            (Some(meta), data)
+        }
+    };
+    Ok(TableStore::new(TablesConfig {
+        dir: dir.to_path_buf(),
+        fast: storage.clone(),
+        capacity,
+        meta,
+        data_cache,
+        stats: ts,
+    }))
 }
 
 /// Deletes files a crash left behind: tables not in the version, old WALs and manifests.

@@ -27,6 +27,16 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         };
     }
     s.total_sst_bytes = sizes.iter().sum();
+    for f in v.all_files() {
+        match f.tier {
+            crate::tier::Tier::Fast => s.tier.fast_table_bytes += f.size,
+            crate::tier::Tier::Capacity => s.tier.capacity_table_bytes += f.size,
+        }
+    }
+    if let Some(c) = inner.tables.store().data_cache() {
+        s.tier.pcache_usage = c.usage();
+        s.tier.pcache_capacity = c.capacity();
+    }
     s.memtable_bytes = (sv.mem.approximate_size()
         + sv.imms.iter().map(|m| m.approximate_size()).sum::<usize>())
         as u64;
@@ -61,6 +71,7 @@ pub(crate) fn property(inner: &Arc<DbInner>, name: &str) -> Option<String> {
             out
         }
         "num-immutable-mem-table" => sv.imms.len().to_string(),
+        "tier-stats" => stats(inner).tier.to_string(),
         "cur-size-active-mem-table" => sv.mem.approximate_size().to_string(),
         "cur-size-all-mem-tables" => (sv.mem.approximate_size()
             + sv.imms.iter().map(|m| m.approximate_size()).sum::<usize>())

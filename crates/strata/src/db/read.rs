@@ -74,7 +74,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
             if f.smallest_seq > snapshot {
                 continue;
             }
-            let table = inner.tables.get(f.id)?;
+            let table = inner.tables.get(f)?;
             let t = table.max_covering_tombstone(key, snapshot);
             if let Probe::Found(v) = resolve(table.get(&lookup, key)?, t) {
                 return Ok(v);
@@ -102,13 +102,13 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
         for run in &level.runs {
             for f in run.overlapping(lo, hi) {
                 if f.num_range_deletions > 0 {
-                    tombstones.extend_from_slice(inner.tables.get(f.id)?.range_tombstones());
+                    tombstones.extend_from_slice(inner.tables.get(f)?.range_tombstones());
                 }
             }
             if l == 0 {
                 for f in &run.files {
                     if f.overlaps(lo, hi) {
-                        children.push(Box::new(inner.tables.get(f.id)?.iter(fill)));
+                        children.push(Box::new(inner.tables.get(f)?.iter(fill)));
                     }
                 }
             } else if !run.files.is_empty() {

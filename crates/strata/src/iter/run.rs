@@ -36,7 +36,7 @@ impl RunIterator {
         if i >= self.files.len() {
             return false;
         }
-        match self.tables.get(self.files[i].id) {
+        match self.tables.get(&self.files[i].meta) {
             Ok(t) => {
                 self.cur = Some(t.iter(self.fill_cache));
                 true

@@ -32,6 +32,49 @@ pub struct TableSummary {
     /// Smallest and largest point internal keys, if any point entry was added.
     pub smallest_point: Option<Vec<u8>>,
     pub largest_point: Option<Vec<u8>>,
+    /// With [`TableBuilder::capture_meta_tail`]: the offset where metadata starts and every byte
+    /// from there to the end of the file (for the MetaCache).
+    pub meta_tail: Option<(u64, Vec<u8>)>,
+}
+
+/// Passes appends through and keeps a copy.
+struct Tee {
+    inner: Box<dyn WritableFile>,
+    copy: std::sync::Arc<parking_lot::Mutex<Vec<u8>>>,
+}
+
+impl WritableFile for Tee {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.copy.lock().extend_from_slice(data);
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+/// Stands in for a moved-out file for an instant.
+struct Sink;
+
+impl WritableFile for Sink {
+    fn append(&mut self, _: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
 }
 
 /// Builds one table file.
@@ -45,9 +88,16 @@ pub struct TableBuilder {
     props: TableProperties,
     first_key: Option<Vec<u8>>,
     last_key: Vec<u8>,
+    capture_tail: bool,
 }
 
 impl TableBuilder {
+    /// Keep a copy of the metadata written by `finish` (index, filter, range tombstones,
+    /// properties, meta-index, footer) and return it in the summary.
+    pub fn capture_meta_tail(&mut self) {
+        self.capture_tail = true;
+    }
+
     pub fn new(file: Box<dyn WritableFile>, opts: TableBuilderOptions) -> Self {
         let filter =
             (opts.bloom_bits_per_key > 0.0).then(|| FilterBuilder::new(opts.bloom_bits_per_key));
@@ -65,6 +115,7 @@ impl TableBuilder {
             range_dels: Vec::new(),
             first_key: None,
             last_key: Vec::new(),
+            capture_tail: false,
         }
     }
 
@@ -131,6 +182,16 @@ impl TableBuilder {
     /// Writes the remaining blocks and the footer, and syncs the file.
     pub fn finish(mut self) -> Result<TableSummary> {
         self.flush_data_block()?;
+        let meta_start = self.file.len();
+        let captured = self.capture_tail.then(|| {
+            let copy = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+            let inner = std::mem::replace(&mut self.file, Box::new(Sink));
+            self.file = Box::new(Tee {
+                inner,
+                copy: copy.clone(),
+            });
+            copy
+        });
         let mut meta = BlockBuilder::new(1);
         let mut entries: Vec<(&str, BlockHandle)> = Vec::new();
         if let Some(mut f) = self.filter.take() {
@@ -185,6 +246,7 @@ impl TableBuilder {
             props: self.props,
             smallest_point: self.first_key,
             largest_point: (!self.last_key.is_empty()).then_some(self.last_key),
+            meta_tail: captured.map(|c| (meta_start, std::mem::take(&mut *c.lock()))),
         })
     }
 }

@@ -154,6 +154,16 @@ pub fn write_block(
 
 /// Reads a block, verifies its checksum and decompresses it.
 pub fn read_block(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Result<Bytes> {
+    read_block_cached(file, h, what, true)
+}
+
+/// [`read_block`], telling the file whether the block may displace cached ones.
+pub fn read_block_cached(
+    file: &dyn RandomAccessFile,
+    h: BlockHandle,
+    what: &str,
+    fill_cache: bool,
+) -> Result<Bytes> {
     let len = usize::try_from(h.size)
         .ok()
         .filter(|&n| n <= (1 << 31))
@@ -164,7 +174,7 @@ pub fn read_block(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Re
             h.offset, h.size
         )));
     }
-    let raw = file.read_at(h.offset, len + BLOCK_TRAILER_SIZE)?;
+    let raw = file.read_block_at(h.offset, len + BLOCK_TRAILER_SIZE, fill_cache)?;
     let (body, trailer) = raw.split_at(len);
     let ty = trailer[0];
     let want = decode_fixed32(&trailer[1..]).unwrap_or(0);

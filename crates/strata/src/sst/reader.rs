@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::block::{Block, BlockIter};
 use super::builder::{META_FILTER, META_PROPERTIES, META_RANGE_DEL};
 use super::filter::BloomFilter;
-use super::format::{read_block, BlockHandle, Footer, FOOTER_SIZE};
+use super::format::{read_block, read_block_cached, BlockHandle, Footer, FOOTER_SIZE};
 use super::properties::TableProperties;
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
@@ -152,7 +152,7 @@ impl Table {
         }
         self.stats.block_reads.fetch_add(1, Relaxed);
         self.stats.block_read_bytes.fetch_add(h.size + 5, Relaxed);
-        let b = read_block(self.file.as_ref(), h, "data")
+        let b = read_block_cached(self.file.as_ref(), h, "data", fill_cache)
             .and_then(Block::new)
             .map_err(|e| {
                 if e.is_corruption() {

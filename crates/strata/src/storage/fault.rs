@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::{DirLock, RandomAccessFile, Storage, WritableFile};
+use super::{DirLock, RandomAccessFile, RandomRwFile, Storage, WritableFile};
 use crate::error::{Error, Result};
 
 /// What to break. All fields default to "nothing".
@@ -188,7 +188,56 @@ impl Storage for FaultFs {
         self.check(dir, |p| p.fail_syncs, "sync")?;
         self.inner.sync_dir(dir)
     }
+    fn open_rw(&self, path: &Path, size: u64) -> Result<Arc<dyn RandomRwFile>> {
+        self.check(path, |p| p.fail_creates, "create")?;
+        Ok(Arc::new(FaultRw {
+            path: path.to_path_buf(),
+            inner: self.inner.open_rw(path, size)?,
+            fs: self.clone(),
+        }))
+    }
     fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>> {
         self.inner.lock(path)
+    }
+}
+
+struct FaultRw {
+    path: std::path::PathBuf,
+    inner: Arc<dyn RandomRwFile>,
+    fs: FaultFs,
+}
+
+impl RandomAccessFile for FaultRw {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.fs.state.reads.fetch_add(1, Ordering::Relaxed);
+        self.fs.check(&self.path, |p| p.fail_reads, "read")?;
+        let data = self.inner.read_at(offset, len)?;
+        let corrupt = {
+            let plan = self.fs.state.plan.lock();
+            plan.applies(&self.path) && plan.corrupt_reads
+        };
+        if corrupt && !data.is_empty() {
+            self.fs.state.injected.fetch_add(1, Ordering::Relaxed);
+            let mut v = data.to_vec();
+            let i = v.len() / 2;
+            v[i] ^= 0x10;
+            return Ok(Bytes::from(v));
+        }
+        Ok(data)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+impl RandomRwFile for FaultRw {
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.fs.state.writes.fetch_add(1, Ordering::Relaxed);
+        self.fs.check(&self.path, |p| p.fail_writes, "write")?;
+        self.inner.write_at(offset, data)
+    }
+    fn sync(&self) -> Result<()> {
+        self.fs.check(&self.path, |p| p.fail_syncs, "sync")?;
+        self.inner.sync()
     }
 }

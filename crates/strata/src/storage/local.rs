@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{DirLock, RandomAccessFile, Storage, WritableFile};
+use super::{DirLock, RandomAccessFile, RandomRwFile, Storage, WritableFile};
 use crate::error::{Error, ErrorRepr, Result};
 
 /// The local file system.
@@ -66,6 +66,19 @@ impl RandomAccessFile for LocalRandom {
     }
     fn size(&self) -> u64 {
         self.size
+    }
+}
+
+impl RandomRwFile for LocalRandom {
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.f
+            .write_all_at(data, offset)
+            .map_err(|e| Error::io(format!("{} at offset {offset}", self.path.display()), e))
+    }
+    fn sync(&self) -> Result<()> {
+        self.f
+            .sync_data()
+            .map_err(|e| Error::io(self.path.display(), e))
     }
 }
 
@@ -143,6 +156,22 @@ impl Storage for LocalFs {
         File::open(dir)
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::io(dir.display(), e))
+    }
+
+    fn open_rw(&self, path: &Path, size: u64) -> Result<Arc<dyn RandomRwFile>> {
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io(path.display(), e))?;
+        f.set_len(size).map_err(|e| Error::io(path.display(), e))?;
+        Ok(Arc::new(LocalRandom {
+            path: path.to_path_buf(),
+            f,
+            size,
+        }))
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>> {

@@ -10,6 +10,7 @@ mod local;
 
 pub use fault::{FaultFs, FaultPlan};
 pub use local::LocalFs;
+pub mod object;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -37,7 +38,19 @@ pub trait WritableFile: Send {
 pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `len` bytes at `offset`; a short file is an error.
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes>;
+    /// Reads a data block; `fill_cache` is false for scans (compaction), which should not
+    /// displace cached blocks. Files without caches ignore it.
+    fn read_block_at(&self, offset: u64, len: usize, fill_cache: bool) -> Result<Bytes> {
+        let _ = fill_cache;
+        self.read_at(offset, len)
+    }
     fn size(&self) -> u64;
+}
+
+/// A fixed-size file read and written at arbitrary offsets (persistent cache files).
+pub trait RandomRwFile: RandomAccessFile {
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()>;
+    fn sync(&self) -> Result<()>;
 }
 
 /// An exclusive lock on a database directory, released on drop.
@@ -60,6 +73,8 @@ pub trait Storage: Send + Sync + 'static {
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes renames and creations in `dir` durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Opens (creating if needed) a file for positional reads and writes, sized to `size`.
+    fn open_rw(&self, path: &Path, size: u64) -> Result<Arc<dyn RandomRwFile>>;
     /// Takes an exclusive lock on `path`, creating it; fails with `Locked` if held elsewhere.
     fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>>;
 }

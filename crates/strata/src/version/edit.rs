@@ -69,6 +69,7 @@ impl VersionEdit {
             put_varint64(&mut b, f.num_entries);
             put_varint64(&mut b, f.num_deletions);
             put_varint64(&mut b, f.num_range_deletions);
+            b.push(f.tier.as_u8());
         }
         b
     }
@@ -125,6 +126,7 @@ impl VersionEdit {
                                 num_entries: d.varint64()?,
                                 num_deletions: d.varint64()?,
                                 num_range_deletions: d.varint64()?,
+                                tier: crate::tier::Tier::from_u8(d.u8()?)?,
                             },
                         ))
                     })()
@@ -168,6 +170,7 @@ mod tests {
                     num_entries: 10,
                     num_deletions: 1,
                     num_range_deletions: 2,
+                    tier: crate::tier::Tier::Capacity,
                 },
             )],
         };

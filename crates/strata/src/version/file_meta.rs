@@ -22,6 +22,8 @@ pub struct FileMeta {
     pub num_entries: u64,
     pub num_deletions: u64,
     pub num_range_deletions: u64,
+    /// Where the table's bytes live.
+    pub tier: crate::tier::Tier,
 }
 
 impl FileMeta {
@@ -49,17 +51,17 @@ impl FileMeta {
     }
 }
 
-/// Queue of table ids whose files may be deleted.
+/// Queue of tables (id, tier) whose files may be deleted.
 #[derive(Default)]
 pub struct Reaper {
-    ids: Mutex<Vec<u64>>,
+    ids: Mutex<Vec<(u64, crate::tier::Tier)>>,
 }
 
 impl Reaper {
-    pub fn push(&self, id: u64) {
-        self.ids.lock().push(id);
+    pub fn push(&self, id: u64, tier: crate::tier::Tier) {
+        self.ids.lock().push((id, tier));
     }
-    pub fn take(&self) -> Vec<u64> {
+    pub fn take(&self) -> Vec<(u64, crate::tier::Tier)> {
         std::mem::take(&mut *self.ids.lock())
     }
 }
@@ -88,7 +90,7 @@ impl TableFile {
 impl Drop for TableFile {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::Acquire) {
-            self.reaper.push(self.meta.id);
+            self.reaper.push(self.meta.id, self.meta.tier);
         }
     }
 }
@@ -116,6 +118,7 @@ mod tests {
             num_entries: 0,
             num_deletions: 0,
             num_range_deletions: 0,
+            tier: Default::default(),
         }
     }
 

@@ -1,0 +1,143 @@
+//! [`MetaCache`]: per-table metadata sidecars on the fast tier.
+//!
+//! Sidecar `meta/<id>.meta`: a 56-byte header — magic `"STRATAMC"`, version u32 (1), table id
+//! u64, table size u64, tail offset u64, tail length u64, CRC32C of the tail u32, CRC32C of the
+//! header's first 48 bytes u32 (both masked), reserved u32 — then the table's bytes from the
+//! tail offset to its end.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64};
+use crate::error::Result;
+use crate::stats::TierStats;
+use crate::storage::Storage;
+use crate::wal::mask_crc;
+
+const MAGIC: u64 = u64::from_le_bytes(*b"STRATAMC");
+const HEADER: usize = 56;
+
+/// Sidecars of capacity tables' metadata.
+pub struct MetaCache {
+    dir: PathBuf,
+    storage: Arc<dyn Storage>,
+    present: Mutex<HashSet<u64>>,
+    stats: Arc<TierStats>,
+}
+
+impl MetaCache {
+    /// Opens the sidecar directory, keeping sidecars of `live` tables and deleting the rest.
+    pub fn open(
+        db_dir: &Path,
+        storage: Arc<dyn Storage>,
+        live: &HashSet<u64>,
+        stats: Arc<TierStats>,
+    ) -> Result<MetaCache> {
+        let dir = db_dir.join("meta");
+        storage.create_dir_all(&dir)?;
+        let mut present = HashSet::new();
+        for name in storage.list(&dir)? {
+            let id = name
+                .strip_suffix(".meta")
+                .and_then(|s| s.parse::<u64>().ok());
+            match id {
+                Some(id) if live.contains(&id) => {
+                    present.insert(id);
+                }
+                _ => storage.remove(&dir.join(&name))?,
+            }
+        }
+        Ok(MetaCache {
+            dir,
+            storage,
+            present: Mutex::new(present),
+            stats,
+        })
+    }
+
+    fn path(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("{id:06}.meta"))
+    }
+
+    /// Stores the tail of table `id` (bytes `offset..table_size`).
+    pub fn insert(&self, id: u64, table_size: u64, offset: u64, tail: &[u8]) -> Result<()> {
+        let mut h = Vec::with_capacity(HEADER + tail.len());
+        put_fixed64(&mut h, MAGIC);
+        put_fixed32(&mut h, 1);
+        put_fixed64(&mut h, id);
+        put_fixed64(&mut h, table_size);
+        put_fixed64(&mut h, offset);
+        put_fixed64(&mut h, tail.len() as u64);
+        put_fixed32(&mut h, mask_crc(crc32c::crc32c(tail)));
+        let hc = mask_crc(crc32c::crc32c(&h));
+        put_fixed32(&mut h, hc);
+        put_fixed32(&mut h, 0);
+        h.extend_from_slice(tail);
+        let mut f = self.storage.create(&self.path(id))?;
+        f.append(&h)?;
+        f.sync()?;
+        self.present.lock().insert(id);
+        self.stats.meta_builds.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The tail of table `id` and its offset, if a valid sidecar is present (one local read).
+    /// A damaged or mismatched sidecar is deleted and reported as absent.
+    pub fn get(&self, id: u64, table_size: u64) -> Option<(u64, Bytes)> {
+        if !self.present.lock().contains(&id) {
+            return None;
+        }
+        let path = self.path(id);
+        let data = self.storage.read_all(&path).ok()?;
+        let ok = (|| {
+            if data.len() < HEADER || decode_fixed64(&data)? != MAGIC {
+                return None;
+            }
+            let f = |o: usize| decode_fixed64(&data[o..]);
+            let (ver, tid, size, off, len) =
+                (decode_fixed32(&data[8..])?, f(12)?, f(20)?, f(28)?, f(36)?);
+            let (tail_crc, head_crc) = (decode_fixed32(&data[44..])?, decode_fixed32(&data[48..])?);
+            if ver != 1
+                || tid != id
+                || size != table_size
+                || head_crc != mask_crc(crc32c::crc32c(&data[..48]))
+                || data.len() as u64 != HEADER as u64 + len
+                || off.checked_add(len)? != size
+            {
+                return None;
+            }
+            let tail = Bytes::from(data).slice(HEADER..);
+            (mask_crc(crc32c::crc32c(&tail)) == tail_crc).then_some((off, tail))
+        })();
+        match ok {
+            Some(v) => {
+                self.stats.meta_local_reads.fetch_add(1, Ordering::Relaxed);
+                Some(v)
+            }
+            None => {
+                tracing::warn!(table = id, "discarding a damaged metadata sidecar");
+                self.remove(id);
+                None
+            }
+        }
+    }
+
+    /// Drops the sidecar of a deleted table.
+    pub fn remove(&self, id: u64) {
+        self.present.lock().remove(&id);
+        let _ = self.storage.remove(&self.path(id));
+    }
+
+    pub fn len(&self) -> usize {
+        self.present.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

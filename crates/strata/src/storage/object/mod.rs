@@ -1,0 +1,361 @@
+//! The capacity tier: an object store reached through the `object_store` crate
+//! (`file://`, `s3://`, `memory://`), driven from synchronous engine threads on a small tokio
+//! runtime the tier owns.
+//!
+//! Owns [`CapacityTier`] (range GETs, single and multipart PUTs, deletes, listing, retries with
+//! exponential backoff for transient errors, per-request accounting and a latency histogram),
+//! [`ObjectFile`] (a table read with range GETs) and [`ObjectWriter`] (a table streamed with a
+//! multipart upload in bounded memory, visible only once complete), and [`EmulatedStore`]
+//! (latency, bandwidth, injected faults). Invariants: a permanent error (not found, permission)
+//! is never retried; an object is complete or absent, never partial. Depends on `error`,
+//! `stats` and the `Storage` traits; never on the engine above it.
+
+mod emulated;
+mod file;
+
+pub use emulated::{EmulatedStore, Emulation, EmulationStats};
+pub use file::{ObjectFile, ObjectWriter};
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path as ObjPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use parking_lot::Mutex;
+
+use crate::error::{Error, ErrorRepr, Result};
+use crate::stats::TierStats;
+
+/// How the capacity tier is reached and tuned.
+#[derive(Clone, Debug)]
+pub struct CapacityOptions {
+    /// `file:///abs/path`, `s3://bucket/prefix` (endpoint, region and credentials from the usual
+    /// `AWS_*` environment variables; `AWS_ALLOW_HTTP=true` for local plain-HTTP servers), or
+    /// `memory://name` (a process-wide in-memory store, for tests).
+    pub url: String,
+    /// Latency, bandwidth and fault emulation (benchmarks and tests). Default: none.
+    pub emulation: Option<Emulation>,
+    /// Multipart upload part size. Default 8 MiB (S3's minimum is 5 MiB).
+    pub part_size: usize,
+    /// Attempts per request for transient errors (first try included). Default 6.
+    pub max_attempts: u32,
+    /// Time limit of one request attempt. Default 30 s.
+    pub request_timeout: Duration,
+}
+
+impl CapacityOptions {
+    pub fn new(url: impl Into<String>) -> Self {
+        CapacityOptions {
+            url: url.into(),
+            emulation: None,
+            part_size: 8 << 20,
+            max_attempts: 6,
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+fn memory_registry() -> &'static Mutex<HashMap<String, Arc<object_store::memory::InMemory>>> {
+    static R: OnceLock<Mutex<HashMap<String, Arc<object_store::memory::InMemory>>>> =
+        OnceLock::new();
+    R.get_or_init(Default::default)
+}
+
+/// Builds the store and the key prefix named by `url`.
+pub fn store_from_url(url: &str) -> Result<(Arc<dyn ObjectStore>, ObjPath)> {
+    let bad = |m: String| Error::invalid(format!("capacity tier URL {url:?}: {m}"));
+    let u = url::Url::parse(url).map_err(|e| bad(e.to_string()))?;
+    match u.scheme() {
+        "memory" => {
+            let name = format!("{}{}", u.host_str().unwrap_or(""), u.path());
+            let store = memory_registry()
+                .lock()
+                .entry(name)
+                .or_insert_with(|| Arc::new(object_store::memory::InMemory::new()))
+                .clone();
+            Ok((store, ObjPath::default()))
+        }
+        "file" => {
+            let path = u
+                .to_file_path()
+                .map_err(|_| bad("not an absolute file path".into()))?;
+            std::fs::create_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
+            let fs = object_store::local::LocalFileSystem::new_with_prefix(&path)
+                .map_err(|e| bad(e.to_string()))?;
+            Ok((Arc::new(fs), ObjPath::default()))
+        }
+        "s3" => {
+            let bucket = u.host_str().ok_or_else(|| bad("missing bucket".into()))?;
+            let mut b = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
+            if let Ok(ep) = std::env::var("AWS_ENDPOINT_URL") {
+                b = b.with_endpoint(&ep);
+                if ep.starts_with("http://") {
+                    b = b.with_allow_http(true);
+                }
+            }
+            let s3 = b.build().map_err(|e| bad(e.to_string()))?;
+            let prefix = u.path().trim_matches('/');
+            Ok((Arc::new(s3), ObjPath::from(prefix)))
+        }
+        s => Err(bad(format!("unsupported scheme {s:?}"))),
+    }
+}
+
+/// Whether an error may go away if the request is repeated.
+fn transient(e: &object_store::Error) -> bool {
+    matches!(
+        e,
+        object_store::Error::Generic { .. } | object_store::Error::JoinError { .. }
+    )
+}
+
+fn to_error(op: &str, path: &ObjPath, e: object_store::Error) -> Error {
+    match e {
+        object_store::Error::NotFound { .. } => {
+            Error::corruption(format!("capacity tier: {op} {path}: object not found"))
+        }
+        e => ErrorRepr::Io {
+            path: format!("capacity tier {op} {path}"),
+            source: std::io::Error::other(e),
+        }
+        .into(),
+    }
+}
+
+/// The capacity tier of one database.
+pub struct CapacityTier {
+    store: Arc<dyn ObjectStore>,
+    prefix: ObjPath,
+    rt: tokio::runtime::Runtime,
+    stats: Arc<TierStats>,
+    opts: CapacityOptions,
+    emulation: Option<Arc<EmulatedStore>>,
+}
+
+impl std::fmt::Debug for CapacityTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CapacityTier")
+            .field("url", &self.opts.url)
+            .finish()
+    }
+}
+
+impl CapacityTier {
+    /// Opens the tier named by `opts.url`, or over `store` when given (tests share one store
+    /// across reopenings this way).
+    pub fn open(
+        opts: &CapacityOptions,
+        store: Option<Arc<dyn ObjectStore>>,
+        stats: Arc<TierStats>,
+    ) -> Result<Arc<CapacityTier>> {
+        let (base, prefix) = match store {
+            Some(s) => (s, ObjPath::default()),
+            None => store_from_url(&opts.url)?,
+        };
+        let (store, emulation): (Arc<dyn ObjectStore>, _) = match &opts.emulation {
+            Some(e) => {
+                let em = Arc::new(EmulatedStore::new(base, e.clone()));
+                (em.clone(), Some(em))
+            }
+            None => (base, None),
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("strata-capacity")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("capacity tier runtime", e))?;
+        Ok(Arc::new(CapacityTier {
+            store,
+            prefix,
+            rt,
+            stats,
+            opts: opts.clone(),
+            emulation,
+        }))
+    }
+
+    /// The emulation layer, when configured (to change faults at run time, read its counters).
+    pub fn emulation(&self) -> Option<&Arc<EmulatedStore>> {
+        self.emulation.as_ref()
+    }
+
+    pub fn stats(&self) -> &Arc<TierStats> {
+        &self.stats
+    }
+
+    pub(crate) fn part_size(&self) -> usize {
+        self.opts.part_size
+    }
+
+    /// The full object path of `name` under the tier's prefix.
+    pub fn path(&self, name: &str) -> ObjPath {
+        if self.prefix.as_ref().is_empty() {
+            ObjPath::from(name)
+        } else {
+            ObjPath::from(format!("{}/{name}", self.prefix))
+        }
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
+        self.rt.handle()
+    }
+
+    /// Runs a future on the tier's runtime and waits for it from a synchronous thread (also
+    /// from inside another runtime's blocking pool).
+    pub(crate) fn run<F>(&self, fut: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let h = self.rt.spawn(fut);
+        match futures::executor::block_on(h) {
+            Ok(v) => v,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+
+    /// Runs `op` with a per-attempt timeout, retrying transient failures with backoff.
+    fn with_retry<T, F, Fut>(&self, what: &'static str, path: &ObjPath, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = object_store::Result<T>> + Send + 'static,
+    {
+        let attempts = self.opts.max_attempts.max(1);
+        let timeout = self.opts.request_timeout;
+        let stats = self.stats.clone();
+        let p = path.clone();
+        self.run(async move {
+            let mut delay = Duration::from_millis(20);
+            let mut attempt = 1;
+            loop {
+                let r = match tokio::time::timeout(timeout, op()).await {
+                    Ok(r) => r,
+                    Err(_) => Err(object_store::Error::Generic {
+                        store: "strata",
+                        source: format!("{what} timed out after {timeout:?}").into(),
+                    }),
+                };
+                match r {
+                    Ok(v) => return Ok(v),
+                    Err(e) if transient(&e) && attempt < attempts => {
+                        stats
+                            .retries
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        tracing::debug!(op = what, path = %p, attempt, error = %e, "retrying");
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(2));
+                        attempt += 1;
+                    }
+                    Err(e) => {
+                        stats
+                            .errors
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        return Err(to_error(what, &p, e));
+                    }
+                }
+            }
+        })
+    }
+
+    /// Reads `len` bytes at `offset` of object `path`.
+    pub fn get_range(&self, path: &ObjPath, offset: u64, len: usize) -> Result<Bytes> {
+        let store = self.store.clone();
+        let p = path.clone();
+        let start = Instant::now();
+        let range = offset..offset + len as u64;
+        let b = self.with_retry("get", path, move || {
+            let (store, p, range) = (store.clone(), p.clone(), range.clone());
+            async move { store.get_range(&p, range).await }
+        })?;
+        if b.len() != len {
+            return Err(Error::corruption(format!(
+                "capacity tier: short read of {path} at {offset}: {} of {len} bytes",
+                b.len()
+            )));
+        }
+        self.stats.record_get(len as u64, start.elapsed());
+        Ok(b)
+    }
+
+    /// Writes a whole object in one request.
+    pub fn put(&self, path: &ObjPath, data: Bytes) -> Result<()> {
+        let store = self.store.clone();
+        let p = path.clone();
+        let n = data.len() as u64;
+        self.with_retry("put", path, move || {
+            let (store, p, data) = (store.clone(), p.clone(), data.clone());
+            async move { store.put(&p, PutPayload::from(data)).await }
+        })?;
+        self.stats.record_put(n);
+        Ok(())
+    }
+
+    /// Deletes an object; deleting a missing object succeeds.
+    pub fn delete(&self, path: &ObjPath) -> Result<()> {
+        let store = self.store.clone();
+        let p = path.clone();
+        let r = self.with_retry("delete", path, move || {
+            let (store, p) = (store.clone(), p.clone());
+            async move {
+                match store.delete(&p).await {
+                    Err(object_store::Error::NotFound { .. }) => Ok(()),
+                    r => r,
+                }
+            }
+        });
+        self.stats
+            .deletes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        r
+    }
+
+    /// Object names (relative to the tier prefix) and sizes under `dir`.
+    pub fn list(&self, dir: &str) -> Result<Vec<(String, u64)>> {
+        let store = self.store.clone();
+        let p = self.path(dir);
+        let base = self.prefix.clone();
+        self.stats
+            .lists
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.with_retry("list", &p.clone(), move || {
+            let (store, p, base) = (store.clone(), p.clone(), base.clone());
+            async move {
+                let metas: Vec<_> = store.list(Some(&p)).try_collect().await?;
+                Ok(metas
+                    .into_iter()
+                    .map(|m| {
+                        let full = m.location.to_string();
+                        let rel = match base.as_ref() {
+                            "" => full,
+                            b => full
+                                .strip_prefix(b)
+                                .map(|s| s.trim_start_matches('/').to_string())
+                                .unwrap_or(full),
+                        };
+                        (rel, m.size)
+                    })
+                    .collect())
+            }
+        })
+    }
+
+    /// A writer streaming a new object `name`; it becomes visible on `sync`.
+    pub fn writer(self: &Arc<Self>, name: &str) -> ObjectWriter {
+        ObjectWriter::new(self.clone(), self.path(name))
+    }
+
+    /// A reader of object `name` of known `size`.
+    pub fn reader(self: &Arc<Self>, name: &str, size: u64) -> ObjectFile {
+        ObjectFile::new(self.clone(), self.path(name), size)
+    }
+}

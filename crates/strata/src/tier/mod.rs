@@ -1,0 +1,48 @@
+//! Tiers: where a table lives (the fast local directory or the capacity tier) and the policy
+//! that decides it.
+//!
+//! Owns [`Tier`], the pure placement decision ([`placement`]) and [`TableStore`], the facade
+//! through which tables are created, opened and removed on either tier (with the LAP caches in
+//! front of the capacity tier). Hot-record promotion (`tier/hot`) and table temperatures
+//! (`tier/temperature`) will live here too. Depends on `storage`, `cache::persistent`,
+//! `stats`; never on `db`.
+
+pub mod placement;
+mod tables;
+
+pub use placement::{tier_for_level, Placement};
+pub use tables::{TableStore, TablesConfig};
+
+/// Where a table's bytes live.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Tier {
+    /// The local fast directory.
+    #[default]
+    Fast,
+    /// The capacity tier (object store).
+    Capacity,
+}
+
+impl Tier {
+    pub fn as_u8(self) -> u8 {
+        match self {
+            Tier::Fast => 0,
+            Tier::Capacity => 1,
+        }
+    }
+    pub fn from_u8(b: u8) -> Option<Tier> {
+        match b {
+            0 => Some(Tier::Fast),
+            1 => Some(Tier::Capacity),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Fast => "fast",
+            Tier::Capacity => "capacity",
+        }
+    }
+}

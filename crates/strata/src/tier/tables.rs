@@ -1,0 +1,262 @@
+//! [`TableStore`]: creates, opens and removes table files on either tier.
+//!
+//! A capacity table is opened as a [`CapacityFile`]: reads at or past its metadata offset are
+//! served from the MetaCache sidecar (loaded with one local read, or rebuilt from the capacity
+//! tier if missing), data-block reads try the persistent data cache before a range GET, and
+//! blocks fetched remotely are offered to that cache unless the read is a scan.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::Tier;
+use crate::cache::persistent::{MetaCache, PersistentCache};
+use crate::error::{Error, Result};
+use crate::sst::format::{BlockHandle, Footer, FOOTER_SIZE};
+use crate::stats::TierStats;
+use crate::storage::object::{CapacityTier, ObjectFile};
+use crate::storage::{RandomAccessFile, Storage, WritableFile};
+
+/// The parts a [`TableStore`] is built from.
+pub struct TablesConfig {
+    pub dir: PathBuf,
+    pub fast: Arc<dyn Storage>,
+    pub capacity: Option<Arc<CapacityTier>>,
+    pub meta: Option<Arc<MetaCache>>,
+    pub data_cache: Option<Arc<dyn PersistentCache>>,
+    pub stats: Arc<TierStats>,
+}
+
+/// Table files on both tiers.
+pub struct TableStore {
+    c: TablesConfig,
+}
+
+/// The object name of capacity table `id`.
+pub fn object_name(id: u64) -> String {
+    format!("tables/{id:06}.sst")
+}
+
+/// The local path of fast table `id`.
+pub fn local_path(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("{id:06}.sst"))
+}
+
+impl TableStore {
+    pub fn new(c: TablesConfig) -> Self {
+        TableStore { c }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.c.dir
+    }
+
+    pub fn fast(&self) -> &Arc<dyn Storage> {
+        &self.c.fast
+    }
+
+    pub fn capacity(&self) -> Option<&Arc<CapacityTier>> {
+        self.c.capacity.as_ref()
+    }
+
+    pub fn data_cache(&self) -> Option<&Arc<dyn PersistentCache>> {
+        self.c.data_cache.as_ref()
+    }
+
+    pub fn stats(&self) -> &Arc<TierStats> {
+        &self.c.stats
+    }
+
+    fn tier_handle(&self) -> Result<&Arc<CapacityTier>> {
+        self.c.capacity.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "the database has capacity-tier tables but no capacity tier is configured",
+            )
+        })
+    }
+
+    /// A new, empty table file.
+    pub fn create(&self, id: u64, tier: Tier) -> Result<Box<dyn WritableFile>> {
+        match tier {
+            Tier::Fast => self.c.fast.create(&local_path(&self.c.dir, id)),
+            Tier::Capacity => Ok(Box::new(self.tier_handle()?.writer(&object_name(id)))),
+        }
+    }
+
+    /// Records the metadata tail of a capacity table just written.
+    pub fn record_meta_tail(&self, id: u64, size: u64, offset: u64, tail: &[u8]) -> Result<()> {
+        match &self.c.meta {
+            Some(m) => m.insert(id, size, offset, tail),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens table `id` of `size` bytes on `tier` for reading.
+    pub fn open(&self, id: u64, tier: Tier, size: u64) -> Result<Arc<dyn RandomAccessFile>> {
+        match tier {
+            Tier::Fast => Ok(Arc::new(FastFile {
+                inner: self.c.fast.open(&local_path(&self.c.dir, id))?,
+                stats: self.c.stats.clone(),
+            })),
+            Tier::Capacity => {
+                let cap = self.tier_handle()?;
+                let remote = cap.reader(&object_name(id), size);
+                let (tail_offset, tail) = match self.c.meta.as_ref().and_then(|m| m.get(id, size)) {
+                    Some(t) => t,
+                    None => {
+                        let (off, tail) = fetch_tail(&remote)?;
+                        self.record_meta_tail(id, size, off, &tail)?;
+                        (off, tail)
+                    }
+                };
+                Ok(Arc::new(CapacityFile {
+                    id,
+                    remote,
+                    tail_offset,
+                    tail,
+                    cache: self.c.data_cache.clone(),
+                    stats: self.c.stats.clone(),
+                }))
+            }
+        }
+    }
+
+    /// Deletes a table's file and everything cached about it.
+    pub fn remove(&self, id: u64, tier: Tier) -> Result<()> {
+        match tier {
+            Tier::Fast => self.c.fast.remove(&local_path(&self.c.dir, id)),
+            Tier::Capacity => {
+                if let Some(m) = &self.c.meta {
+                    m.remove(id);
+                }
+                if let Some(d) = &self.c.data_cache {
+                    d.invalidate_table(id);
+                }
+                self.tier_handle()?
+                    .delete(&cap_path(self.tier_handle()?, id))
+            }
+        }
+    }
+
+    /// Deletes capacity-tier table objects that are not in `live` (orphans of a crash).
+    pub fn remove_capacity_orphans(&self, live: &HashSet<u64>) -> Result<usize> {
+        let Some(cap) = &self.c.capacity else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        for (name, _) in cap.list("tables")? {
+            let id = name
+                .strip_prefix("tables/")
+                .and_then(|s| s.strip_suffix(".sst"))
+                .and_then(|s| s.parse::<u64>().ok());
+            if let Some(id) = id {
+                if !live.contains(&id) {
+                    tracing::info!(object = %name, "removing orphaned capacity-tier table");
+                    cap.delete(&cap.path(&name))?;
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+fn cap_path(cap: &CapacityTier, id: u64) -> object_store::path::Path {
+    cap.path(&object_name(id))
+}
+
+/// Reads a capacity table's metadata tail from the tier: footer, meta-index, then everything
+/// from the first metadata block to the end (three requests, once per table).
+fn fetch_tail(remote: &ObjectFile) -> Result<(u64, Bytes)> {
+    let size = remote.size();
+    if size < FOOTER_SIZE as u64 {
+        return Err(Error::corruption("capacity table shorter than a footer"));
+    }
+    let fb = remote.read_at(size - FOOTER_SIZE as u64, FOOTER_SIZE)?;
+    let footer = Footer::decode(&fb, size)?;
+    let mut lowest = footer.index.offset.min(footer.metaindex.offset);
+    let mi = crate::sst::format::read_block(remote, footer.metaindex, "meta-index")?;
+    let block = crate::sst::block::Block::new(mi)?;
+    let mut it = block.iter(crate::types::compare_bytewise);
+    use crate::iter::InternalIterator;
+    it.seek_to_first();
+    while it.valid() {
+        let h = BlockHandle::decode(it.value())?;
+        lowest = lowest.min(h.offset);
+        it.next();
+    }
+    it.status()?;
+    let tail = remote.read_at(lowest, (size - lowest) as usize)?;
+    Ok((lowest, tail))
+}
+
+/// A fast-tier table file that counts its reads.
+struct FastFile {
+    inner: Arc<dyn RandomAccessFile>,
+    stats: Arc<TierStats>,
+}
+
+impl RandomAccessFile for FastFile {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.stats.fast_reads.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .fast_read_bytes
+            .fetch_add(len as u64, Ordering::Relaxed);
+        self.inner.read_at(offset, len)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+/// A capacity-tier table: metadata from the local sidecar, data through the persistent cache.
+struct CapacityFile {
+    id: u64,
+    remote: ObjectFile,
+    tail_offset: u64,
+    tail: Bytes,
+    cache: Option<Arc<dyn PersistentCache>>,
+    stats: Arc<TierStats>,
+}
+
+impl CapacityFile {
+    fn read(&self, offset: u64, len: usize, fill: bool) -> Result<Bytes> {
+        if offset >= self.tail_offset {
+            let start = (offset - self.tail_offset) as usize;
+            return self
+                .tail
+                .get(start..start + len)
+                .map(|_| self.tail.slice(start..start + len))
+                .ok_or_else(|| Error::corruption("read past the end of a capacity table"));
+        }
+        if let Some(c) = &self.cache {
+            if let Some(b) = c.get(self.id, offset, len) {
+                self.stats.pcache_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(b);
+            }
+            self.stats.pcache_misses.fetch_add(1, Ordering::Relaxed);
+        }
+        let b = self.remote.read_at(offset, len)?;
+        if fill {
+            if let Some(c) = &self.cache {
+                c.insert(self.id, offset, &b);
+            }
+        }
+        Ok(b)
+    }
+}
+
+impl RandomAccessFile for CapacityFile {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.read(offset, len, true)
+    }
+    fn read_block_at(&self, offset: u64, len: usize, fill_cache: bool) -> Result<Bytes> {
+        self.read(offset, len, fill_cache)
+    }
+    fn size(&self) -> u64 {
+        self.remote.size()
+    }
+}
