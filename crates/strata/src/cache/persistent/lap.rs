@@ -319,3 +319,60 @@ impl PersistentCache for LapCache {
         "lap"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::LocalFs;
+
+    fn opts() -> PersistentCacheOptions {
+        PersistentCacheOptions {
+            kind: super::super::PersistentCacheKind::Lap,
+            capacity: 1 << 20,
+            bucket_size: 64 << 10,
+            slot_size: 4 << 10,
+            file_size: 0,
+        }
+    }
+
+    #[test]
+    fn insert_get_evict_invalidate_recover() {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = Arc::new(TierStats::default());
+        let live = |_t: u64| true;
+        let c = LapCache::open(dir.path(), &LocalFs, &opts(), &live, stats.clone()).unwrap();
+        for off in 0..10u64 {
+            c.insert(1, off * 100, &[off as u8; 1000]);
+        }
+        for off in 0..10u64 {
+            assert_eq!(
+                c.get(1, off * 100, 1000).unwrap()[..],
+                [off as u8; 1000][..]
+            );
+        }
+        assert_eq!(stats.pcache_evictions.load(Ordering::Relaxed), 0);
+        assert!(c.get(1, 5, 1000).is_none());
+        drop(c);
+        let c = LapCache::open(dir.path(), &LocalFs, &opts(), &live, stats.clone()).unwrap();
+        for off in 0..10u64 {
+            assert_eq!(
+                c.get(1, off * 100, 1000).unwrap()[..],
+                [off as u8; 1000][..],
+                "after reopen"
+            );
+        }
+        // 16 slots per bucket: six more fit, the rest evict.
+        for off in 10..16u64 {
+            c.insert(1, off * 100, &[off as u8; 1000]);
+        }
+        assert_eq!(stats.pcache_evictions.load(Ordering::Relaxed), 0);
+        // A full bucket evicts its least recently used block.
+        for off in 20..100u64 {
+            c.insert(1, off * 100, &[1; 1000]);
+        }
+        assert!(stats.pcache_evictions.load(Ordering::Relaxed) > 0);
+        c.invalidate_table(1);
+        assert!(c.get(1, 9900, 1000).is_none());
+        assert_eq!(c.usage(), 0);
+    }
+}

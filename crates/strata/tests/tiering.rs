@@ -1,0 +1,287 @@
+//! The capacity tier end to end: placement, MetaCache, LAP and naive data caches, filters that
+//! spare capacity-tier requests, retries and permanent errors, orphan collection.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use strata::cache::persistent::{PersistentCacheKind, PersistentCacheOptions};
+use strata::storage::object::{CapacityOptions, Emulation};
+use strata::tier::Tier;
+use strata::{Db, ErrorKind, Options};
+
+fn k(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn v(i: u32) -> Vec<u8> {
+    format!("value-{i}-{}", "x".repeat(200)).into_bytes()
+}
+
+fn tiered(url: String, cache: PersistentCacheKind) -> Options {
+    let mut c = CapacityOptions::new(url);
+    c.part_size = 5 << 20;
+    Options {
+        write_buffer_size: 64 * 1024,
+        target_file_size_base: 64 * 1024,
+        max_bytes_for_level_base: 256 * 1024,
+        block_size: 1024,
+        block_cache_capacity: 0,
+        bloom_bits_per_key: 20.0,
+        capacity: Some(c),
+        fast_levels: 0,
+        persistent_cache: PersistentCacheOptions {
+            kind: cache,
+            capacity: 8 << 20,
+            bucket_size: 1 << 20,
+            slot_size: 4 << 10,
+            file_size: 256 << 10,
+        },
+        ..Options::default()
+    }
+}
+
+fn load(db: &Db, n: u32) {
+    for i in 0..n {
+        db.put(k(i), v(i)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+}
+
+#[test]
+fn deep_levels_live_on_the_capacity_tier_and_metadata_stays_local() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("capacity");
+    let o = tiered(
+        format!("file://{}", cap.display()),
+        PersistentCacheKind::None,
+    );
+    let db = Db::open(dir.path().join("db"), o.clone()).unwrap();
+    load(&db, 3000);
+    let tables = db.live_tables();
+    assert!(!tables.is_empty());
+    for (level, f) in &tables {
+        let want = if *level == 0 {
+            Tier::Fast
+        } else {
+            Tier::Capacity
+        };
+        assert_eq!(f.tier, want, "table {} at L{level}", f.id);
+    }
+    let objects = std::fs::read_dir(cap.join("tables")).unwrap().count();
+    assert_eq!(
+        objects,
+        tables
+            .iter()
+            .filter(|(_, f)| f.tier == Tier::Capacity)
+            .count()
+    );
+    let sidecars = std::fs::read_dir(dir.path().join("db/meta"))
+        .unwrap()
+        .count();
+    assert_eq!(sidecars, objects, "one metadata sidecar per capacity table");
+    db.close().unwrap();
+
+    // After a restart, tables open from their sidecars; missing keys whose filters say no make
+    // no capacity-tier request at all.
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    for i in 0..2000 {
+        assert!(db.get(format!("key{i:06}x")).unwrap().is_none());
+    }
+    let s = db.stats();
+    assert!(s.tier.meta_local_reads > 0, "{s}");
+    assert_eq!(s.tier.meta_builds, 0, "no sidecar had to be rebuilt");
+    assert!(
+        s.tier.capacity_gets <= s.bloom_false_positive,
+        "capacity GETs {} beyond bloom false positives {}",
+        s.tier.capacity_gets,
+        s.bloom_false_positive
+    );
+    for i in (0..3000).step_by(7) {
+        assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&v(i)[..]));
+    }
+    assert!(db.stats().tier.capacity_gets > 0);
+}
+
+#[test]
+fn lost_sidecars_are_rebuilt_from_the_capacity_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tiered(
+        format!("file://{}/cap", dir.path().display()),
+        PersistentCacheKind::None,
+    );
+    let db = Db::open(dir.path().join("db"), o.clone()).unwrap();
+    load(&db, 1000);
+    db.close().unwrap();
+    std::fs::remove_dir_all(dir.path().join("db/meta")).unwrap();
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    for i in (0..1000).step_by(3) {
+        assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&v(i)[..]));
+    }
+    assert!(db.stats().tier.meta_builds > 0);
+}
+
+#[test]
+fn lap_cache_serves_repeats_invalidates_on_compaction_and_survives_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tiered(
+        format!("file://{}/cap", dir.path().display()),
+        PersistentCacheKind::Lap,
+    );
+    let db = Db::open(dir.path().join("db"), o.clone()).unwrap();
+    load(&db, 2000);
+    for _ in 0..2 {
+        for i in (0..2000).step_by(5) {
+            assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&v(i)[..]));
+        }
+    }
+    let s = db.stats();
+    assert!(s.tier.pcache_hits > 0 && s.tier.pcache_inserts > 0, "{s}");
+    db.close().unwrap();
+
+    // Entries are checksummed and kept across a restart: the same reads hit without requests.
+    let db = Db::open(dir.path().join("db"), o.clone()).unwrap();
+    for i in (0..2000).step_by(5) {
+        assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&v(i)[..]));
+    }
+    let s = db.stats();
+    assert!(s.tier.pcache_hits > 0, "{s}");
+    assert_eq!(
+        s.tier.capacity_gets, 0,
+        "warm cache after restart: {}",
+        s.tier
+    );
+
+    // Rewriting everything deletes the old tables: their cached blocks are invalidated.
+    for i in 0..2000 {
+        db.put(k(i), b"new").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert!(s.tier.pcache_invalidations > 0, "{s}");
+    assert_eq!(db.get(k(10)).unwrap().as_deref(), Some(&b"new"[..]));
+    db.close().unwrap();
+
+    // A damaged cache file is never returned as data.
+    let lap = dir.path().join("db/lap/data.cache");
+    let mut bytes = std::fs::read(&lap).unwrap();
+    for b in bytes.iter_mut().skip(4096).step_by(97) {
+        *b ^= 0x55;
+    }
+    std::fs::write(&lap, bytes).unwrap();
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    for i in (0..2000).step_by(3) {
+        assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&b"new"[..]));
+    }
+}
+
+#[test]
+fn naive_cache_baseline_caches_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tiered(
+        format!("file://{}/cap", dir.path().display()),
+        PersistentCacheKind::Naive,
+    );
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    load(&db, 2000);
+    for _ in 0..2 {
+        for i in (0..2000).step_by(5) {
+            assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&v(i)[..]));
+        }
+    }
+    let s = db.stats();
+    assert!(s.tier.pcache_hits > 0, "{s}");
+}
+
+#[test]
+fn transient_errors_are_retried_and_permanent_ones_surface() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = tiered(
+        format!("file://{}/cap", dir.path().display()),
+        PersistentCacheKind::None,
+    );
+    let c = o.capacity.as_mut().unwrap();
+    c.max_attempts = 6;
+    c.emulation = Some(Emulation {
+        latency: Duration::from_millis(1),
+        ..Default::default()
+    });
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    load(&db, 1500);
+    let em = db.capacity_tier().unwrap().emulation().unwrap().clone();
+    // Some requests fail: retries hide it.
+    em.set(Emulation {
+        error_rate: 0.1,
+        seed: 7,
+        ..Default::default()
+    });
+    for i in (0..1500).step_by(11) {
+        assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&v(i)[..]));
+    }
+    assert!(db.stats().tier.capacity_retries > 0);
+    // Every request fails: the error surfaces, nothing wrong is returned.
+    em.set(Emulation {
+        error_rate: 1.0,
+        ..Default::default()
+    });
+    let mut errors = 0;
+    for i in (0..1500).step_by(500) {
+        match db.get(k(i)) {
+            Ok(got) => assert_eq!(got.as_deref(), Some(&v(i)[..])),
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+                errors += 1;
+            }
+        }
+    }
+    assert!(errors > 0);
+    em.set(Emulation::default());
+    for i in (0..1500).step_by(13) {
+        assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&v(i)[..]));
+    }
+    assert!(em.stats().injected_errors.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn orphaned_objects_are_collected_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let o = tiered(
+        format!("file://{}", cap.display()),
+        PersistentCacheKind::None,
+    );
+    let db = Db::open(dir.path().join("db"), o.clone()).unwrap();
+    load(&db, 500);
+    db.close().unwrap();
+    // Objects a crash left behind: an upload that completed but never reached the manifest.
+    std::fs::write(cap.join("tables/999999.sst"), b"orphan").unwrap();
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    assert!(!cap.join("tables/999999.sst").exists());
+    let live: Vec<u64> = db
+        .live_tables()
+        .into_iter()
+        .filter(|(_, f)| f.tier == Tier::Capacity)
+        .map(|(_, f)| f.id)
+        .collect();
+    assert_eq!(
+        std::fs::read_dir(cap.join("tables")).unwrap().count(),
+        live.len()
+    );
+    let _ = Arc::new(());
+}
+
+#[test]
+fn a_database_with_capacity_tables_needs_its_capacity_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tiered(
+        format!("file://{}/cap", dir.path().display()),
+        PersistentCacheKind::None,
+    );
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    load(&db, 500);
+    db.close().unwrap();
+    let err = Db::open(dir.path().join("db"), Options::default()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+}
