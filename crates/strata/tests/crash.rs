@@ -20,7 +20,33 @@ use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 const KEYS: u64 = 400;
 
-fn crash_options() -> Options {
+/// Options of the crash workload; with `tiered`, levels below L0 go to a `file://` capacity
+/// tier beside the database, 2 ms away, so crashes land in the middle of uploads.
+fn crash_options(base: &std::path::Path, tiered: bool) -> Options {
+    let mut o = crash_options_local();
+    if tiered {
+        let mut c = strata::storage::object::CapacityOptions::new(format!(
+            "file://{}",
+            base.join("cap").display()
+        ));
+        c.emulation = Some(strata::storage::object::Emulation {
+            latency: std::time::Duration::from_millis(2),
+            ..Default::default()
+        });
+        o.capacity = Some(c);
+        o.fast_levels = 0;
+        o.persistent_cache = strata::cache::persistent::PersistentCacheOptions {
+            kind: strata::cache::persistent::PersistentCacheKind::Lap,
+            capacity: 1 << 20,
+            bucket_size: 256 << 10,
+            slot_size: 4 << 10,
+            file_size: 64 << 10,
+        };
+    }
+    o
+}
+
+fn crash_options_local() -> Options {
     Options {
         write_buffer_size: 32 * 1024,
         level0_file_num_compaction_trigger: 2,
@@ -47,7 +73,9 @@ fn crash_child() {
         .unwrap()
         .parse()
         .unwrap();
-    let db = Db::open(&dir, crash_options()).unwrap();
+    let tiered = std::env::var("STRATA_CRASH_TIERED").is_ok();
+    let base = std::path::PathBuf::from(&dir);
+    let db = Db::open(base.join("db"), crash_options(&base, tiered)).unwrap();
     // The harness printed "test crash_child ... " without a newline: end that line.
     println!();
     let handles: Vec<_> = (0..2u64)
@@ -102,15 +130,20 @@ fn parse_ops(s: &str) -> Ops {
         .collect()
 }
 
-fn run(seed: u64, rounds: u64) {
+fn run(seed: u64, rounds: u64, tiered: bool) {
     let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut oracle: BTreeMap<String, String> = BTreeMap::new();
     let mut total_acked = 0usize;
+    let mut capacity_tables = 0usize;
     for round in 0..rounds {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        let mut cmd = Command::new(&exe);
+        cmd.args(["--exact", "crash_child", "--nocapture", "--test-threads=1"]);
+        if tiered {
+            cmd.env("STRATA_CRASH_TIERED", "1");
+        }
+        let mut child = cmd
             .env("STRATA_CRASH_DIR", dir.path())
             .env("STRATA_CRASH_SEED", (seed ^ round).to_string())
             .env("STRATA_CRASH_ROUND", round.to_string())
@@ -182,8 +215,30 @@ fn run(seed: u64, rounds: u64) {
             "round {round}: at most one in-flight write per thread"
         );
 
-        let db = Db::open(dir.path(), crash_options())
+        let db = Db::open(dir.path().join("db"), crash_options(dir.path(), tiered))
             .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
+        if tiered {
+            // No object outlives a crash unless the manifest names it.
+            let mut live: Vec<String> = db
+                .live_tables()
+                .into_iter()
+                .filter(|(_, f)| f.tier == strata::tier::Tier::Capacity)
+                .map(|(_, f)| format!("{:06}.sst", f.id))
+                .collect();
+            live.sort();
+            let mut objects: Vec<String> = std::fs::read_dir(dir.path().join("cap/tables"))
+                .map(|d| {
+                    d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            objects.sort();
+            assert_eq!(
+                objects, live,
+                "round {round}: orphaned or missing capacity objects"
+            );
+            capacity_tables += live.len();
+        }
         // In-flight batches: all or nothing.
         for (id, ops) in &in_flight {
             let applied: Vec<bool> = ops
@@ -259,7 +314,12 @@ fn run(seed: u64, rounds: u64) {
         }
         db.close().unwrap();
     }
-    eprintln!("crash test: {rounds} rounds, {total_acked} acknowledged writes verified");
+    eprintln!(
+        "crash test (tiered: {tiered}): {rounds} rounds, {total_acked} acknowledged writes verified, {capacity_tables} capacity tables checked"
+    );
+    if tiered {
+        assert!(capacity_tables > 0, "the capacity tier was never used");
+    }
     assert!(
         total_acked > rounds as usize,
         "the child acknowledged too few writes"
@@ -276,6 +336,20 @@ fn sigkill_loses_no_acknowledged_write() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(25);
     for seed in seeds(1) {
-        with_seed("crash", seed, move || run(seed, rounds));
+        with_seed("crash", seed, move || run(seed, rounds, false));
+    }
+}
+
+#[test]
+fn sigkill_during_capacity_uploads_loses_nothing_and_leaves_no_orphan() {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(25);
+    for seed in seeds(1) {
+        with_seed("crash", seed, move || run(seed, rounds, true));
     }
 }

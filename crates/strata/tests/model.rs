@@ -390,7 +390,7 @@ fn model_tiered_s3() {
         eprintln!("model_tiered_s3: STRATA_S3_URL is not set; skipped");
         return;
     }
-    for seed in seeds(model_seeds(12) / 6) {
+    for seed in seeds(1) {
         with_seed("model", seed, move || run_tiered(seed, 800, Tiering::S3));
     }
 }
