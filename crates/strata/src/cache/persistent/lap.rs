@@ -1,7 +1,11 @@
 //! [`LapCache`]: RocksMash's LSM-aware DataCache.
 //!
 //! One file on the fast tier: a 4 KiB superblock, then `buckets` buckets of `slots` fixed-size
-//! slots. A block of table `t` lives in bucket `hash(t) mod buckets`. Each bucket keeps, in
+//! slots. A block of table `t` at offset `o` lives in bucket `hash(t, o / 1 MiB) mod buckets`:
+//! the paper hashes the table alone, which with few, large tables leaves most buckets empty and
+//! caps a table's cached share at one bucket; hashing 1 MiB segments of a table spreads its
+//! blocks while invalidation still visits only the buckets the table used (kept per table in
+//! memory). Each bucket keeps, in
 //! memory, a map from `(table, offset)` to slot, a validity bitmap and a last-use tick per slot
 //! (its LRU order). Inserting takes an invalid (free) slot first, else evicts the bucket's least
 //! recently used block. When compaction deletes a table, its slots' bits are cleared: the space
@@ -28,6 +32,8 @@ use crate::storage::{RandomRwFile, Storage};
 use crate::wal::mask_crc;
 
 const SUPER: u64 = 4096;
+/// Blocks of one table are spread over buckets in segments of this many bytes (1 MiB).
+const SEGMENT_SHIFT: u32 = 20;
 const SLOT_HEADER: usize = 32;
 const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"LAPS");
 const FILE_MAGIC: u64 = u64::from_le_bytes(*b"STRATALP");
@@ -82,6 +88,8 @@ pub struct LapCache {
     bucket_size: u64,
     tick: AtomicU64,
     used: AtomicU64,
+    /// The buckets each table has blocks in, for invalidation.
+    table_buckets: Mutex<HashMap<u64, Vec<u32>>>,
     capacity: u64,
     stats: Arc<TierStats>,
 }
@@ -105,7 +113,9 @@ impl LapCache {
                 "LAP cache: slot_size >= 512 and bucket_size >= slot_size",
             ));
         }
-        let slots_per_bucket = (o.bucket_size / o.slot_size) as usize;
+        // At least 8 buckets, so a small cache is not one bucket larger than asked for.
+        let bucket = o.bucket_size.min((o.capacity / 8).max(o.slot_size));
+        let slots_per_bucket = (bucket / o.slot_size) as usize;
         let bucket_size = slots_per_bucket as u64 * o.slot_size;
         let n = (o.capacity / bucket_size).max(1) as usize;
         storage.create_dir_all(dir)?;
@@ -128,6 +138,7 @@ impl LapCache {
             bucket_size,
             tick: AtomicU64::new(1),
             used: AtomicU64::new(0),
+            table_buckets: Mutex::new(HashMap::new()),
             capacity: n as u64 * bucket_size,
             stats,
         };
@@ -146,8 +157,17 @@ impl LapCache {
         Ok(cache)
     }
 
-    fn bucket_of(&self, table: u64) -> usize {
-        (table_hash(table) % self.buckets.len() as u64) as usize
+    fn bucket_of(&self, table: u64, offset: u64) -> usize {
+        let h = table_hash(table) ^ (offset >> SEGMENT_SHIFT).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (h % self.buckets.len() as u64) as usize
+    }
+
+    fn note_bucket(&self, table: u64, b: usize) {
+        let mut tb = self.table_buckets.lock();
+        let v = tb.entry(table).or_default();
+        if !v.contains(&(b as u32)) {
+            v.push(b as u32);
+        }
     }
 
     fn slot_pos(&self, bucket: usize, slot: usize) -> u64 {
@@ -173,7 +193,7 @@ impl LapCache {
                 let offset = decode_fixed64(&h[16..]).unwrap_or(0);
                 let crc = decode_fixed32(&h[24..]).unwrap_or(0);
                 if SLOT_HEADER + len > self.slot_size as usize
-                    || self.bucket_of(table) != b
+                    || self.bucket_of(table, offset) != b
                     || !is_live(table)
                 {
                     continue;
@@ -190,6 +210,7 @@ impl LapCache {
                 };
                 bk.set_valid(s, true);
                 bk.map.insert((table, offset), s as u32);
+                self.note_bucket(table, b);
                 kept += len as u64;
             }
         }
@@ -200,7 +221,7 @@ impl LapCache {
 
 impl PersistentCache for LapCache {
     fn get(&self, table: u64, offset: u64, len: usize) -> Option<Bytes> {
-        let b = self.bucket_of(table);
+        let b = self.bucket_of(table, offset);
         let slot = {
             let mut bk = self.buckets[b].lock();
             let s = *bk.map.get(&(table, offset))? as usize;
@@ -235,7 +256,8 @@ impl PersistentCache for LapCache {
             self.stats.pcache_rejected.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let b = self.bucket_of(table);
+        let b = self.bucket_of(table, offset);
+        self.note_bucket(table, b);
         let slot = {
             let mut bk = self.buckets[b].lock();
             if bk.map.contains_key(&(table, offset)) {
@@ -290,16 +312,18 @@ impl PersistentCache for LapCache {
     }
 
     fn invalidate_table(&self, table: u64) {
-        let b = self.bucket_of(table);
-        let mut bk = self.buckets[b].lock();
+        let buckets = self.table_buckets.lock().remove(&table).unwrap_or_default();
         let mut n = 0;
-        for s in 0..self.slots_per_bucket {
-            if bk.is_valid(s) && bk.slots[s].table == table {
-                bk.set_valid(s, false);
-                let sl = bk.slots[s];
-                bk.map.remove(&(sl.table, sl.offset));
-                self.used.fetch_sub(sl.len as u64, Ordering::Relaxed);
-                n += 1;
+        for b in buckets {
+            let mut bk = self.buckets[b as usize].lock();
+            for s in 0..self.slots_per_bucket {
+                if bk.is_valid(s) && bk.slots[s].table == table {
+                    bk.set_valid(s, false);
+                    let sl = bk.slots[s];
+                    bk.map.remove(&(sl.table, sl.offset));
+                    self.used.fetch_sub(sl.len as u64, Ordering::Relaxed);
+                    n += 1;
+                }
             }
         }
         self.stats

@@ -56,7 +56,9 @@ pub struct PersistentCacheOptions {
     pub capacity: u64,
     /// LAP bucket size (blocks of one table share a bucket). Default 8 MiB.
     pub bucket_size: u64,
-    /// LAP slot size: the largest cacheable block plus a 32-byte header. Default 8 KiB.
+    /// LAP slot size: the largest cacheable block plus a 32-byte header. 0 (the default) derives
+    /// it from the table block size: `block_size * 5/4 + 32`, rounded up to 512 bytes (blocks
+    /// close once they reach `block_size`, so most fit; larger ones are not cached).
     pub slot_size: u64,
     /// Naive cache file size. Default 4 MiB.
     pub file_size: u64,
@@ -68,10 +70,15 @@ impl Default for PersistentCacheOptions {
             kind: PersistentCacheKind::None,
             capacity: 0,
             bucket_size: 8 << 20,
-            slot_size: 8 << 10,
+            slot_size: 0,
             file_size: 4 << 20,
         }
     }
+}
+
+/// The LAP slot size for tables of `block_size`, when not set explicitly.
+pub fn default_slot_size(block_size: usize) -> u64 {
+    ((block_size as u64 * 5 / 4 + 32).div_ceil(512) * 512).max(1024)
 }
 
 pub(crate) fn table_hash(table: u64) -> u64 {

@@ -1,0 +1,265 @@
+//! The RocksMash §4.3 persistent-cache experiment: LAP DataCache vs the naive (RocksDB-style)
+//! persistent cache vs none, with the capacity tier emulated at a fixed latency per request.
+//!
+//! ```text
+//! cargo run --release --example lap_bench -- [--keys N] [--reads N] [--threads N]
+//!     [--latency-ms MS] [--update-pct P] [--dir DIR]
+//! ```
+//!
+//! Loads `keys` records of 1 KiB (16-byte keys) into a tree whose levels 0..=5 live on the fast
+//! tier and whose last level lives on a `file://` capacity tier (about 10% of the data stays
+//! local), then for each distribution (uniform, zipfian 0.99 scrambled), cache kind (LAP, naive,
+//! none) and cache size (10%, 20%, 30% of the data) reopens the database with an empty cache,
+//! warms it with `reads` operations and measures `reads` more: the data-cache hit ratio and the
+//! throughput. `--update-pct` mixes in updates (the compaction churn that LAP's invalidation
+//! is designed for). The memory block cache is off so every capacity-tier block read meets the
+//! persistent cache. Prints a Markdown table.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata::cache::persistent::{PersistentCacheKind, PersistentCacheOptions};
+use strata::storage::object::{CapacityOptions, Emulation};
+use strata::{Compression, Db, Options};
+
+struct Args {
+    keys: u64,
+    reads: u64,
+    threads: u64,
+    latency_ms: u64,
+    update_pct: u64,
+    dir: String,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        keys: 100_000,
+        reads: 20_000,
+        threads: 32,
+        latency_ms: 5,
+        update_pct: 0,
+        dir: "strata-data/lap-bench".into(),
+    };
+    let v: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i + 1 < v.len() {
+        let n = || v[i + 1].parse::<u64>().expect("a number");
+        match v[i].as_str() {
+            "--keys" => a.keys = n(),
+            "--reads" => a.reads = n(),
+            "--threads" => a.threads = n(),
+            "--latency-ms" => a.latency_ms = n(),
+            "--update-pct" => a.update_pct = n(),
+            "--dir" => a.dir = v[i + 1].clone(),
+            f => panic!("unknown flag {f}"),
+        }
+        i += 2;
+    }
+    a
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).into_bytes()
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// YCSB's scrambled zipfian generator (Gray et al.'s rejection-free method).
+struct Zipf {
+    n: u64,
+    theta: f64,
+    alpha: f64,
+    zetan: f64,
+    eta: f64,
+}
+
+impl Zipf {
+    fn new(n: u64, theta: f64) -> Self {
+        let zeta = |n: u64| (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).sum::<f64>();
+        let zetan = zeta(n);
+        let zeta2 = zeta(2);
+        Zipf {
+            n,
+            theta,
+            alpha: 1.0 / (1.0 - theta),
+            zetan,
+            eta: (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan),
+        }
+    }
+    fn sample(&self, r: &mut Rng) -> u64 {
+        let u = r.unit();
+        let uz = u * self.zetan;
+        let rank = if uz < 1.0 {
+            0
+        } else if uz < 1.0 + 0.5f64.powf(self.theta) {
+            1
+        } else {
+            (self.n as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64
+        };
+        // Scramble so hot keys spread over the key space (and over tables).
+        xxhash_rust::xxh3::xxh3_64(&rank.min(self.n - 1).to_le_bytes()) % self.n
+    }
+}
+
+fn options(dir: &str, latency: Duration, kind: PersistentCacheKind, cache_bytes: u64) -> Options {
+    let mut c = CapacityOptions::new(format!(
+        "file://{}",
+        std::path::Path::new(dir)
+            .join("capacity")
+            .canonicalize()
+            .unwrap()
+            .display()
+    ));
+    c.emulation = Some(Emulation {
+        latency,
+        ..Default::default()
+    });
+    Options {
+        capacity: Some(c),
+        fast_levels: 5,
+        max_bytes_for_level_base: 4 << 20,
+        target_file_size_base: 8 << 20,
+        write_buffer_size: 16 << 20,
+        block_cache_capacity: 0,
+        compression_per_level: vec![Compression::None],
+        persistent_cache: PersistentCacheOptions {
+            kind,
+            capacity: cache_bytes.max(1),
+            ..Default::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let a = args();
+    let db_dir = std::path::Path::new(&a.dir).join("db");
+    std::fs::create_dir_all(std::path::Path::new(&a.dir).join("capacity"))?;
+    let value = vec![b'v'; 1024];
+    if !db_dir.join("CURRENT").exists() {
+        eprintln!("loading {} records of 1 KiB ...", a.keys);
+        let t = Instant::now();
+        let db = Db::open(
+            &db_dir,
+            options(&a.dir, Duration::ZERO, PersistentCacheKind::None, 0),
+        )?;
+        let mut order: Vec<u64> = (0..a.keys).collect();
+        let mut r = Rng(42);
+        for i in (1..order.len()).rev() {
+            order.swap(i, (r.next() % (i as u64 + 1)) as usize);
+        }
+        for chunk in order.chunks(100) {
+            let mut b = strata::WriteBatch::new();
+            for &i in chunk {
+                b.put(key(i), &value);
+            }
+            db.write(b)?;
+        }
+        db.flush()?;
+        db.wait_for_compactions()?;
+        eprintln!(
+            "loaded in {:.1}s\n{}",
+            t.elapsed().as_secs_f64(),
+            db.stats()
+        );
+        db.close()?;
+    }
+    let data_bytes = a.keys * 1040;
+    println!(
+        "| distribution | cache | size | hit ratio | ops/s | capacity GETs | fast-tier share |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for dist in ["uniform", "zipfian"] {
+        let zipf = Arc::new(Zipf::new(a.keys, 0.99));
+        for pct in [10u64, 20, 30] {
+            for kind in [
+                PersistentCacheKind::Lap,
+                PersistentCacheKind::Naive,
+                PersistentCacheKind::None,
+            ] {
+                if kind == PersistentCacheKind::None && pct != 10 {
+                    continue;
+                }
+                let _ = std::fs::remove_dir_all(db_dir.join("lap"));
+                let _ = std::fs::remove_dir_all(db_dir.join("pcache"));
+                let o = options(
+                    &a.dir,
+                    Duration::from_millis(a.latency_ms),
+                    kind,
+                    data_bytes * pct / 100,
+                );
+                let db = Db::open(&db_dir, o)?;
+                let run = |n: u64, seed: u64| -> Result<f64, strata::Error> {
+                    let done = Arc::new(AtomicU64::new(0));
+                    let t = Instant::now();
+                    std::thread::scope(|s| {
+                        let mut hs = Vec::new();
+                        for th in 0..a.threads {
+                            let (db, zipf, done) = (db.clone(), zipf.clone(), done.clone());
+                            let value = &value;
+                            hs.push(s.spawn(move || -> Result<(), strata::Error> {
+                                let mut r = Rng(seed ^ (th + 1) * 0x9e37_79b9);
+                                while done.fetch_add(1, Ordering::Relaxed) < n {
+                                    let i = match dist {
+                                        "uniform" => r.next() % a.keys,
+                                        _ => zipf.sample(&mut r),
+                                    };
+                                    if r.next() % 100 < a.update_pct {
+                                        db.put(key(i), value)?;
+                                    } else {
+                                        db.get(key(i))?;
+                                    }
+                                }
+                                Ok(())
+                            }));
+                        }
+                        for h in hs {
+                            h.join().expect("worker")?;
+                        }
+                        Ok(n as f64 / t.elapsed().as_secs_f64())
+                    })
+                };
+                run(a.reads, 1)?;
+                let before = db.stats().tier;
+                let ops = run(a.reads, 2)?;
+                let s = db.stats();
+                let after = &s.tier;
+                let hits = after.pcache_hits - before.pcache_hits;
+                let misses = after.pcache_misses - before.pcache_misses;
+                let gets = after.capacity_gets - before.capacity_gets;
+                let ratio = if hits + misses > 0 {
+                    hits as f64 / (hits + misses) as f64
+                } else {
+                    0.0
+                };
+                let fast_share = after.fast_table_bytes as f64
+                    / (after.fast_table_bytes + after.capacity_table_bytes).max(1) as f64;
+                println!(
+                    "| {dist} | {} | {pct}% | {:.1}% | {:.0} | {gets} | {:.0}% |",
+                    match kind {
+                        PersistentCacheKind::Lap => "LAP",
+                        PersistentCacheKind::Naive => "naive",
+                        PersistentCacheKind::None => "none",
+                    },
+                    ratio * 100.0,
+                    ops,
+                    fast_share * 100.0
+                );
+                db.close()?;
+            }
+        }
+    }
+    Ok(())
+}
