@@ -131,7 +131,7 @@ fn options(dir: &str, latency: Duration, kind: PersistentCacheKind, cache_bytes:
         fast_levels: 5,
         max_bytes_for_level_base: 4 << 20,
         target_file_size_base: 8 << 20,
-        write_buffer_size: 16 << 20,
+        write_buffer_size: 4 << 20,
         block_cache_capacity: 0,
         compression_per_level: vec![Compression::None],
         persistent_cache: PersistentCacheOptions {

@@ -380,7 +380,7 @@ impl fmt::Display for TierSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "tiers: fast {} in tables ({} block reads, {})  capacity {} in tables: {} GETs ({}, p50 {:.1}ms p99 {:.1}ms) {} PUTs ({}) {} DELETEs, {} retries, {} errors\n\
+            "tiers: fast {} in tables ({} reads, {})  capacity {} in tables: {} GETs ({}, p50 {:.1}ms p99 {:.1}ms) {} PUTs ({}) {} DELETEs, {} retries, {} errors\n\
              caches: meta local reads {} built {}  data cache hit {} miss {} ({:.1}% hits) inserts {} rejected {} evictions {} invalidated {} ({} / {})",
             human(self.fast_table_bytes),
             self.fast_reads,

@@ -285,3 +285,22 @@ fn a_database_with_capacity_tables_needs_its_capacity_tier() {
     let err = Db::open(dir.path().join("db"), Options::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
 }
+
+#[test]
+fn compactions_into_the_capacity_tier_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tiered(
+        format!("file://{}/cap", dir.path().display()),
+        PersistentCacheKind::None,
+    );
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    for i in 0..3000 {
+        db.put(k(i), v(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert!(s.tier.capacity_put_bytes > 0, "{s}");
+    assert!(s.compaction_write_bytes > 0, "{s}");
+    assert!(s.levels.iter().skip(1).any(|l| l.compactions > 0), "{s}");
+}

@@ -315,10 +315,23 @@ pub(crate) fn run_pick(
         },
     );
     // Release the inputs' references before the job counts as finished, so that waiting for
-    // idleness also waits for obsolete inputs to reach the reaper.
+    // idleness also waits for obsolete inputs to reach the reaper; count it before too.
     drop(pick);
-    if installed.is_ok() {
+    if let Ok(r) = &installed {
         inner.install_super_version(&st);
+        let lc = &inner.stats.levels[out];
+        match r {
+            None => {
+                lc.trivial_moves.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(r) => {
+                lc.compactions.fetch_add(1, Ordering::Relaxed);
+                lc.read_bytes.fetch_add(r.read_bytes, Ordering::Relaxed);
+                lc.write_bytes.fetch_add(r.write_bytes, Ordering::Relaxed);
+                lc.micros
+                    .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+            }
+        }
     }
     for id in &ids {
         st.busy.remove(id);
@@ -330,21 +343,7 @@ pub(crate) fn run_pick(
         set_bg_error(inner, e);
     }
     reap(inner);
-    let r = installed?;
-    let lc = &inner.stats.levels[out];
-    match r {
-        None => {
-            lc.trivial_moves.fetch_add(1, Ordering::Relaxed);
-        }
-        Some(r) => {
-            lc.compactions.fetch_add(1, Ordering::Relaxed);
-            lc.read_bytes.fetch_add(r.read_bytes, Ordering::Relaxed);
-            lc.write_bytes.fetch_add(r.write_bytes, Ordering::Relaxed);
-            lc.micros
-                .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-        }
-    }
-    Ok(())
+    installed.map(|_| ())
 }
 
 /// Seals the memtable (if it holds anything) and waits until it and every older sealed

@@ -108,6 +108,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let block_cache = (opts.block_cache_capacity > 0)
         .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
     let store = Arc::new(open_tiers(dir, &storage, &opts, &versions, &stats)?);
+    // Numbers of objects a crash left on the capacity tier are never handed out again either.
+    for (id, _) in store.capacity_objects()? {
+        versions.mark_file_number_used(id);
+    }
     let tables = Arc::new(TableCache::new(
         store.clone(),
         opts.max_open_files,
@@ -198,8 +202,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         storage.remove(&wal_path(dir, number))?;
     }
     remove_orphans(dir, storage.as_ref(), &versions, wal_number)?;
-    let live: HashSet<u64> = versions.current().all_files().map(|f| f.id).collect();
-    store.remove_capacity_orphans(&live)?;
+    let live_capacity: HashSet<u64> = versions
+        .current()
+        .all_files()
+        .filter(|f| f.tier == Tier::Capacity)
+        .map(|f| f.id)
+        .collect();
+    store.remove_capacity_orphans(&live_capacity)?;
 
     let mem = Arc::new(MemTable::new(wal_number));
     let sv = SuperVersion {

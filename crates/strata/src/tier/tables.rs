@@ -114,6 +114,8 @@ impl TableStore {
                 };
                 Ok(Arc::new(CapacityFile {
                     id,
+                    readahead: cap.readahead(),
+                    window: parking_lot::Mutex::new(None),
                     remote,
                     tail_offset,
                     tail,
@@ -141,23 +143,40 @@ impl TableStore {
         }
     }
 
-    /// Deletes capacity-tier table objects that are not in `live` (orphans of a crash).
-    pub fn remove_capacity_orphans(&self, live: &HashSet<u64>) -> Result<usize> {
+    /// Table numbers of every object under `tables/` on the capacity tier, with its name
+    /// (including partial-upload leftovers such as a local store's `NNNNNN.sst#<part>`).
+    pub fn capacity_objects(&self) -> Result<Vec<(u64, String)>> {
+        let Some(cap) = &self.c.capacity else {
+            return Ok(Vec::new());
+        };
+        Ok(cap
+            .list("tables")?
+            .into_iter()
+            .filter_map(|(name, _)| {
+                let stem = name.strip_prefix("tables/")?;
+                let digits: String = stem.chars().take_while(|c| c.is_ascii_digit()).collect();
+                let id = digits.parse::<u64>().ok()?;
+                stem[digits.len()..]
+                    .starts_with(".sst")
+                    .then_some((id, name))
+            })
+            .collect())
+    }
+
+    /// Deletes capacity-tier objects that are not live capacity tables (orphans of a crash:
+    /// completed uploads the manifest never named, and partial-upload leftovers). Incomplete
+    /// S3 multipart uploads are invisible to listing; a bucket lifecycle rule should abort them.
+    pub fn remove_capacity_orphans(&self, live_capacity: &HashSet<u64>) -> Result<usize> {
         let Some(cap) = &self.c.capacity else {
             return Ok(0);
         };
         let mut n = 0;
-        for (name, _) in cap.list("tables")? {
-            let id = name
-                .strip_prefix("tables/")
-                .and_then(|s| s.strip_suffix(".sst"))
-                .and_then(|s| s.parse::<u64>().ok());
-            if let Some(id) = id {
-                if !live.contains(&id) {
-                    tracing::info!(object = %name, "removing orphaned capacity-tier table");
-                    cap.delete(&cap.path(&name))?;
-                    n += 1;
-                }
+        for (id, name) in self.capacity_objects()? {
+            let complete = name == object_name(id);
+            if !(complete && live_capacity.contains(&id)) {
+                tracing::info!(object = %name, "removing orphaned capacity-tier object");
+                cap.delete(&cap.path(&name))?;
+                n += 1;
             }
         }
         Ok(n)
@@ -215,6 +234,9 @@ impl RandomAccessFile for FastFile {
 /// A capacity-tier table: metadata from the local sidecar, data through the persistent cache.
 struct CapacityFile {
     id: u64,
+    /// Sequential scans (compaction) read this much per request, kept in `window`.
+    readahead: usize,
+    window: parking_lot::Mutex<Option<(u64, Bytes)>>,
     remote: ObjectFile,
     tail_offset: u64,
     tail: Bytes,
@@ -239,6 +261,9 @@ impl CapacityFile {
             }
             self.stats.pcache_misses.fetch_add(1, Ordering::Relaxed);
         }
+        if !fill && self.readahead > len {
+            return self.read_ahead(offset, len);
+        }
         let b = self.remote.read_at(offset, len)?;
         if fill {
             if let Some(c) = &self.cache {
@@ -246,6 +271,27 @@ impl CapacityFile {
             }
         }
         Ok(b)
+    }
+}
+
+impl CapacityFile {
+    /// Serves a scan's block from the readahead window, refilling it with one large request
+    /// (up to the start of the metadata tail) when the block is outside it.
+    fn read_ahead(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let mut w = self.window.lock();
+        if let Some((start, buf)) = w.as_ref() {
+            if offset >= *start && offset + len as u64 <= *start + buf.len() as u64 {
+                let s = (offset - start) as usize;
+                return Ok(buf.slice(s..s + len));
+            }
+        }
+        let end = (offset + self.readahead as u64)
+            .min(self.tail_offset)
+            .max(offset + len as u64);
+        let buf = self.remote.read_at(offset, (end - offset) as usize)?;
+        let out = buf.slice(..len);
+        *w = Some((offset, buf));
+        Ok(out)
     }
 }
 

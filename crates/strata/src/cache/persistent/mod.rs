@@ -57,8 +57,9 @@ pub struct PersistentCacheOptions {
     /// LAP bucket size (blocks of one table share a bucket). Default 8 MiB.
     pub bucket_size: u64,
     /// LAP slot size: the largest cacheable block plus a 32-byte header. 0 (the default) derives
-    /// it from the table block size: `block_size * 5/4 + 32`, rounded up to 512 bytes (blocks
-    /// close once they reach `block_size`, so most fit; larger ones are not cached).
+    /// it from the table block size: `block_size * 9/8 + 32`, rounded up to 64 bytes (a block
+    /// closes once it reaches `block_size`, so it overshoots by at most one entry; blocks that
+    /// do not fit are not cached and are counted as rejected).
     pub slot_size: u64,
     /// Naive cache file size. Default 4 MiB.
     pub file_size: u64,
@@ -78,7 +79,7 @@ impl Default for PersistentCacheOptions {
 
 /// The LAP slot size for tables of `block_size`, when not set explicitly.
 pub fn default_slot_size(block_size: usize) -> u64 {
-    ((block_size as u64 * 5 / 4 + 32).div_ceil(512) * 512).max(1024)
+    ((block_size as u64 * 9 / 8 + 32).div_ceil(64) * 64).max(1024)
 }
 
 pub(crate) fn table_hash(table: u64) -> u64 {

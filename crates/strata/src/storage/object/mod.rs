@@ -45,6 +45,9 @@ pub struct CapacityOptions {
     pub max_attempts: u32,
     /// Time limit of one request attempt. Default 30 s.
     pub request_timeout: Duration,
+    /// Bytes fetched per request when a table is read sequentially without filling caches
+    /// (compaction inputs), instead of one request per block. Default 4 MiB.
+    pub readahead: usize,
 }
 
 impl CapacityOptions {
@@ -55,6 +58,7 @@ impl CapacityOptions {
             part_size: 8 << 20,
             max_attempts: 6,
             request_timeout: Duration::from_secs(30),
+            readahead: 4 << 20,
         }
     }
 }
@@ -190,6 +194,10 @@ impl CapacityTier {
 
     pub(crate) fn part_size(&self) -> usize {
         self.opts.part_size
+    }
+
+    pub(crate) fn readahead(&self) -> usize {
+        self.opts.readahead
     }
 
     /// The full object path of `name` under the tier's prefix.
