@@ -210,7 +210,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             let (db, zipf, done) = (db.clone(), zipf.clone(), done.clone());
                             let value = &value;
                             hs.push(s.spawn(move || -> Result<(), strata::Error> {
-                                let mut r = Rng(seed ^ (th + 1) * 0x9e37_79b9);
+                                let mut r = Rng(seed ^ ((th + 1) * 0x9e37_79b9));
                                 while done.fetch_add(1, Ordering::Relaxed) < n {
                                     let i = match dist {
                                         "uniform" => r.next() % a.keys,
