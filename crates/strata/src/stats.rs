@@ -324,6 +324,15 @@ impl TierStats {
             meta_builds: g(&self.meta_builds),
             pcache_hits: hits,
             pcache_misses: misses,
+            fast_hit_rate: {
+                let local = g(&self.fast_reads) + hits;
+                let all = local + g(&self.gets);
+                if all > 0 {
+                    local as f64 / all as f64
+                } else {
+                    0.0
+                }
+            },
             pcache_hit_rate: if hits + misses > 0 {
                 hits as f64 / (hits + misses) as f64
             } else {
@@ -358,6 +367,9 @@ pub struct TierSnapshot {
     pub capacity_get_latency_hist: Vec<u64>,
     pub fast_reads: u64,
     pub fast_read_bytes: u64,
+    /// Share of table reads (below the memory block cache) served by the fast tier: fast-tier
+    /// table reads plus persistent-cache hits, over those plus capacity-tier GETs.
+    pub fast_hit_rate: f64,
     pub meta_local_reads: u64,
     pub meta_builds: u64,
     pub pcache_hits: u64,
@@ -380,11 +392,12 @@ impl fmt::Display for TierSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "tiers: fast {} in tables ({} reads, {})  capacity {} in tables: {} GETs ({}, p50 {:.1}ms p99 {:.1}ms) {} PUTs ({}) {} DELETEs, {} retries, {} errors\n\
+            "tiers: fast {} in tables ({} reads, {}; {:.1}% of table reads local)  capacity {} in tables: {} GETs ({}, p50 {:.1}ms p99 {:.1}ms) {} PUTs ({}) {} DELETEs, {} retries, {} errors\n\
              caches: meta local reads {} built {}  data cache hit {} miss {} ({:.1}% hits) inserts {} rejected {} evictions {} invalidated {} ({} / {})",
             human(self.fast_table_bytes),
             self.fast_reads,
             human(self.fast_read_bytes),
+            self.fast_hit_rate * 100.0,
             human(self.capacity_table_bytes),
             self.capacity_gets,
             human(self.capacity_get_bytes),

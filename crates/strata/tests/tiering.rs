@@ -138,6 +138,10 @@ fn lap_cache_serves_repeats_invalidates_on_compaction_and_survives_restart() {
     }
     let s = db.stats();
     assert!(s.tier.pcache_hits > 0 && s.tier.pcache_inserts > 0, "{s}");
+    assert!(
+        s.tier.fast_hit_rate > 0.0 && s.tier.fast_hit_rate < 1.0,
+        "{s}"
+    );
     db.close().unwrap();
 
     // Entries are checksummed and kept across a restart: the same reads hit without requests.
