@@ -29,39 +29,90 @@ pub(crate) struct Writer {
     sync: bool,
     done: AtomicBool,
     result: Mutex<Option<Result<()>>>,
+    /// Set by the leader once the group's WAL record is written: insert your own batch.
+    assignment: Mutex<Option<Assignment>>,
     cv: Condvar,
+}
+
+/// A follower's share of a committed group: its memtable and first sequence number.
+struct Assignment {
+    mem: Arc<MemTable>,
+    seq: u64,
+    group: Arc<GroupInserts>,
+}
+
+/// Counts the members of a group still inserting into the memtable.
+struct GroupInserts {
+    pending: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl GroupInserts {
+    fn finished_one(&self) {
+        let mut p = self.pending.lock();
+        *p -= 1;
+        if *p == 0 {
+            self.cv.notify_all();
+        }
+    }
 }
 
 pub(crate) fn wal_path(dir: &std::path::Path, number: u64) -> std::path::PathBuf {
     dir.join(format!("{number:06}.log"))
 }
 
+fn new_writer(batch: Option<WriteBatch>, barrier: bool, sync: bool) -> Arc<Writer> {
+    Arc::new(Writer {
+        batch: Mutex::new(batch),
+        barrier,
+        sync,
+        done: AtomicBool::new(false),
+        result: Mutex::new(None),
+        assignment: Mutex::new(None),
+        cv: Condvar::new(),
+    })
+}
+
+/// Commits a batch. Concurrent writers form groups: the queue's front writer (the leader)
+/// writes the whole group as one WAL record, then every member inserts its own batch into the
+/// memtable in parallel, and the leader publishes the group's last sequence number once all
+/// are in (so no reader sees part of a batch, and a writer sees its own write on return).
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
     batch.validate()?;
     if batch.is_empty() {
         return Ok(());
     }
-    let w = Arc::new(Writer {
-        batch: Mutex::new(Some(batch)),
-        barrier: false,
-        sync,
-        done: AtomicBool::new(false),
-        result: Mutex::new(None),
-        cv: Condvar::new(),
-    });
+    let w = new_writer(Some(batch), false, sync);
     let mut q = inner.writers.lock();
     q.push_back(w.clone());
-    while !w.done.load(Ordering::Acquire) && !Arc::ptr_eq(q.front().expect("queued"), &w) {
+    loop {
+        if w.done.load(Ordering::Acquire) {
+            return w.result.lock().take().unwrap_or(Ok(()));
+        }
+        let assigned = w.assignment.lock().take();
+        if let Some(a) = assigned {
+            // Follower of a committed group: insert our batch, then wait for the leader.
+            drop(q);
+            if let Some(b) = w.batch.lock().as_ref() {
+                apply_to_memtable(&a.mem, b, a.seq);
+            }
+            a.group.finished_one();
+            q = inner.writers.lock();
+            while !w.done.load(Ordering::Acquire) {
+                w.cv.wait(&mut q);
+            }
+            return w.result.lock().take().unwrap_or(Ok(()));
+        }
+        if Arc::ptr_eq(q.front().expect("queued"), &w) {
+            break;
+        }
         w.cv.wait(&mut q);
-    }
-    if w.done.load(Ordering::Acquire) {
-        return w.result.lock().take().unwrap_or(Ok(()));
     }
 
     // Leader.
     let room = make_room_for_write(inner, &mut q);
     let mut group: Vec<Arc<Writer>> = Vec::new();
-    let mut merged: Option<WriteBatch> = None;
+    let mut merged = WriteBatch::new();
     let mut want_sync = false;
     if room.is_ok() {
         let mut bytes = 0;
@@ -75,16 +126,12 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
                 break;
             }
             bytes += size;
+            if let Some(b) = b.as_ref() {
+                merged.append(b);
+            }
+            want_sync |= m.sync;
             drop(b);
             group.push(m.clone());
-        }
-        for m in &group {
-            want_sync |= m.sync;
-            let b = m.batch.lock().take().expect("batch taken once");
-            match merged.as_mut() {
-                None => merged = Some(b),
-                Some(mb) => mb.append(&b),
-            }
         }
     } else {
         group.push(w.clone());
@@ -92,10 +139,9 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     let mem = inner.state.lock().mem.clone();
     drop(q);
 
-    let result = match (room, merged) {
-        (Err(e), _) => Err(e),
-        (Ok(()), Some(mut batch)) => commit(inner, &mem, &mut batch, want_sync),
-        (Ok(()), None) => Ok(()),
+    let result = match room {
+        Err(e) => Err(e),
+        Ok(()) => commit(inner, &mem, &mut merged, want_sync, &group, &w),
     };
 
     let mut q = inner.writers.lock();
@@ -117,14 +163,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
 /// Runs `f` while no write group is in flight and no new one can start: `f` waits its turn at the
 /// front of the writer queue like a writer, and writers queued behind it wait until it is done.
 pub(crate) fn exclusive<T>(inner: &Arc<DbInner>, f: impl FnOnce() -> T) -> T {
-    let w = Arc::new(Writer {
-        batch: Mutex::new(None),
-        barrier: true,
-        sync: false,
-        done: AtomicBool::new(false),
-        result: Mutex::new(None),
-        cv: Condvar::new(),
-    });
+    let w = new_writer(None, true, false);
     let mut q = inner.writers.lock();
     q.push_back(w.clone());
     while !Arc::ptr_eq(q.front().expect("queued"), &w) {
@@ -141,19 +180,21 @@ pub(crate) fn exclusive<T>(inner: &Arc<DbInner>, f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Appends the group to the WAL and applies it to the memtable.
+/// Appends the group to the WAL, has every member insert its batch, and publishes the group.
 fn commit(
     inner: &Arc<DbInner>,
     mem: &Arc<MemTable>,
-    batch: &mut WriteBatch,
+    merged: &mut WriteBatch,
     sync: bool,
+    group: &[Arc<Writer>],
+    leader: &Arc<Writer>,
 ) -> Result<()> {
     let first = inner.last_seq.load(Ordering::Acquire) + 1;
-    let count = batch.len() as u64;
+    let count = merged.len() as u64;
     let appended = {
         let mut wal = inner.wal.lock();
         let before = wal.len();
-        let rec = batch.encode_with_seq(first);
+        let rec = merged.encode_with_seq(first);
         let res = wal
             .add_record(rec)
             .and_then(|_| if sync { wal.sync() } else { Ok(()) });
@@ -175,9 +216,41 @@ fn commit(
             return Err(e);
         }
     }
-    apply_to_memtable(mem, batch, first);
+    // Hand each follower its sequence range; insert our own batch meanwhile.
+    let inserts = Arc::new(GroupInserts {
+        pending: Mutex::new(group.len() - 1),
+        cv: Condvar::new(),
+    });
+    let mut seq = first;
+    let mut own = first;
+    {
+        let _q = inner.writers.lock();
+        for m in group {
+            let n = m.batch.lock().as_ref().map_or(0, |b| b.len()) as u64;
+            if Arc::ptr_eq(m, leader) {
+                own = seq;
+            } else {
+                *m.assignment.lock() = Some(Assignment {
+                    mem: mem.clone(),
+                    seq,
+                    group: inserts.clone(),
+                });
+                m.cv.notify_one();
+            }
+            seq += n;
+        }
+    }
+    if let Some(b) = leader.batch.lock().as_ref() {
+        apply_to_memtable(mem, b, own);
+    }
+    {
+        let mut p = inserts.pending.lock();
+        while *p > 0 {
+            inserts.cv.wait(&mut p);
+        }
+    }
     st.user_bytes_written
-        .fetch_add(batch.size_in_bytes() as u64, Ordering::Relaxed);
+        .fetch_add(merged.size_in_bytes() as u64, Ordering::Relaxed);
     st.keys_written.fetch_add(count, Ordering::Relaxed);
     st.write_groups.fetch_add(1, Ordering::Relaxed);
     inner.last_seq.store(first + count - 1, Ordering::Release);
