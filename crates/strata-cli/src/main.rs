@@ -13,6 +13,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: the engine and the server allocate many small, short-lived buffers from many
+/// threads, where glibc's allocator spends a measurable share of the time consolidating.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Strata: an LSM-tree key-value store for tiered storage.
 #[derive(Parser, Debug)]
 #[command(name = "strata", version, about, propagate_version = true)]

@@ -2,9 +2,9 @@
 //! misbehaves, idles out or the server shuts down.
 //!
 //! Pipelining: every complete request already in the read buffer (up to [`MAX_BATCH`] requests
-//! or [`MAX_BATCH_BYTES`] of arguments) is executed as one batch, with one hop to the engine
-//! pool for the whole batch (none if no command in it touches the engine), and all replies are
-//! written with one `write_all`. Nothing more is read until the replies are written, which
+//! or [`MAX_BATCH_BYTES`] of arguments) is executed as one batch (see `executor`), with one hop
+//! to the engine pool for the whole batch (none if no command in it touches the engine), and
+//! all replies are written with one `write_all`. Nothing more is read until the replies are written, which
 //! bounds the output buffer and pushes back on clients that do not read.
 //!
 //! Invariants: replies go out in request order; a reply is sent only after the engine
@@ -12,7 +12,8 @@
 //! input held for one client (read buffer + partial request) never exceeds the query-buffer
 //! limit; a protocol error is answered with `-ERR Protocol error: ...` and the connection is
 //! closed; the client is unregistered when the task ends, however it ends.
-//! Depends on `resp`, `commands`, `session`, `server` (for `Shared`), `clients`, `stats`.
+//! Depends on `resp`, `executor`, `commands`, `session`, `server` (for `Shared`), `clients`,
+//! `stats`.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use tracing::{debug, warn};
 
 use crate::clients::ClientHandle;
 use crate::commands;
+use crate::executor::run_batch;
 use crate::resp::{encode, Parser, Reply};
 use crate::server::Shared;
 use crate::session::{Close, Session};
@@ -183,29 +185,12 @@ async fn execute(
         shared
             .pool
             .run(move || {
-                run_batch(&sh, &mut session, batch, &mut out);
+                run_batch(&sh, &mut session, &batch, &mut out);
                 (session, out)
             })
             .await
     } else {
-        run_batch(shared, &mut session, batch, &mut out);
+        run_batch(shared, &mut session, &batch, &mut out);
         Ok((session, out))
-    }
-}
-
-fn run_batch(shared: &Shared, session: &mut Session, batch: Vec<Vec<Bytes>>, out: &mut BytesMut) {
-    let now = crate::expiry::now_ms();
-    for args in batch {
-        let reply = commands::dispatch(shared, session, &args, now);
-        if session.close == Close::Now {
-            return;
-        }
-        if reply.is_error() {
-            ServerStats::add(&shared.stats.error_replies, 1);
-        }
-        encode(out, &reply, session.protocol);
-        if session.close == Close::AfterReply {
-            return;
-        }
     }
 }

@@ -1,5 +1,5 @@
 //! SCAN cursors. Redis cursors are integers; an LSM has no integer positions, so the server
-//! keeps a bounded table from cursor number to the next key to examine.
+//! keeps a bounded table from cursor number to the next engine key to examine.
 //!
 //! Invariants: cursor 0 starts a scan and is never issued for a position; numbers are issued
 //! increasing from a random start, so cursors of a previous run do not alias new ones; the

@@ -1,6 +1,5 @@
 //! Redis glob-style patterns (`KEYS`, `SCAN MATCH`, `CONFIG GET`): `*`, `?`, `[abc]`, `[^a]`,
-//! `[a-z]` and `\` escapes, with Redis's `stringmatchlen` semantics, plus the literal prefix of
-//! a pattern so scans can seek straight to it.
+//! `[a-z]` and `\` escapes, with Redis's `stringmatchlen` semantics.
 //!
 //! Invariant: matching never panics and its recursion depth is bounded (patterns with many `*`
 //! are matched iteratively with backtracking to the last star).
@@ -110,28 +109,6 @@ fn class(pattern: &[u8], p: usize, c: u8, nocase: bool) -> Option<(bool, usize)>
     Some((matched != not, j))
 }
 
-/// The bytes every match of `pattern` starts with (up to the first special character), with
-/// escapes resolved.
-pub fn literal_prefix(pattern: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < pattern.len() {
-        match pattern[i] {
-            b'*' | b'?' | b'[' => break,
-            b'\\' if i + 1 < pattern.len() => {
-                out.push(pattern[i + 1]);
-                i += 2;
-            }
-            b'\\' => break,
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,14 +134,6 @@ mod tests {
         assert!(m("*a*b*c*", "xxaxxbxxcxx"));
         assert!(!m("abc", "abcd"));
         assert!(matches(b"ABC", b"abc", true));
-    }
-
-    #[test]
-    fn prefixes() {
-        assert_eq!(literal_prefix(b"user:*"), b"user:");
-        assert_eq!(literal_prefix(b"a\\*b*"), b"a*b");
-        assert_eq!(literal_prefix(b"*x"), b"");
-        assert_eq!(literal_prefix(b"plain"), b"plain");
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub fn keyspace_figures(shared: &Shared, now: u64) -> StoreResult<KeyspaceFigure
     let (mut keys, mut expires, mut ttl_sum) = (0u64, 0u64, 0u128);
     shared
         .store
-        .scan(b"", None, usize::MAX, now, |_, _, expire_at| {
+        .scan(None, usize::MAX, now, |_, _, expire_at| {
             keys += 1;
             if let Some(at) = expire_at {
                 expires += 1;

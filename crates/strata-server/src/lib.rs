@@ -6,13 +6,14 @@
 //! write-ahead log (fsynced first under `sync = always`).
 //!
 //! Module map — network and protocol: [`server`] (listener, accept, shutdown), [`connection`]
-//! (one client: read, parse, execute a batch, write), [`resp`] (parser and writer),
+//! (one client: read, parse, execute a batch, write), [`executor`] (a batch: segments,
+//! locks, one engine write per segment), [`resp`] (parser and writer),
 //! [`session`] (per-connection protocol state), [`clients`] (registry); commands: [`commands`]
 //! (table, dispatch and one file per group); data: [`store`] (typed access to the engine),
 //! [`keyspace`] (key namespaces), [`value`] (value header), [`expiry`] (TTL arithmetic and the
 //! compaction filter), [`locks`] (striped key locks: atomic read-modify-write), [`cursor`]
 //! (SCAN cursors); operations: [`config`], [`limits`], [`info`], [`stats`], [`pool`] (bounded
-//! blocking pool for engine calls), [`shutdown`]; helpers: [`glob`], [`numbers`].
+//! blocking pool for engine calls), [`shutdown`]; helpers: [`glob`], [`numbers`], [`fasthash`].
 //!
 //! The engine is synchronous; async code reaches it only through [`pool::EnginePool`]. The
 //! server depends on the engine crate; the engine never depends on the server.
@@ -32,7 +33,9 @@ pub mod commands;
 pub mod config;
 pub mod connection;
 pub mod cursor;
+pub mod executor;
 pub mod expiry;
+pub mod fasthash;
 pub mod glob;
 pub mod info;
 pub mod keyspace;

@@ -3,15 +3,17 @@
 //! applied on write, the striped key locks (see `locks`), and bounded range scans.
 //!
 //! Invariants: `get` never returns an expired value; every write goes through [`Store::write`],
-//! which applies the sync policy (`always` → the write is fsynced before it returns); writes of
-//! keys longer than `keyspace::MAX_USER_KEY` are rejected before reaching the engine. This
-//! module performs blocking engine calls: call it from the engine pool only.
+//! which applies the sync policy (`always` → the write is fsynced before it returns). Commands
+//! build their batches through `commands::Ctx`, which rejects keys longer than
+//! `keyspace::MAX_USER_KEY`. This module performs blocking engine calls: call it from the
+//! engine pool only.
 //! Depends on `keyspace`, `value`, `expiry`, `locks`, `config` and the engine.
 
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::config::{ServerConfig, SyncPolicy};
@@ -109,6 +111,11 @@ impl Store {
         self.sync
     }
 
+    /// The stored bytes of `key` (header included), expired or not.
+    pub fn get_raw(&self, key: &[u8]) -> StoreResult<Option<Bytes>> {
+        Ok(self.db.get(keyspace::data_key(key))?)
+    }
+
     /// The live entry of `key` at time `now` (ms), or `None` if absent or expired.
     pub fn get(&self, key: &[u8], now: u64) -> StoreResult<Option<Entry>> {
         let raw = self.db.get(keyspace::data_key(key))?;
@@ -117,110 +124,31 @@ impl Store {
         Ok((!is_expired(e.expire_at, now)).then_some(e))
     }
 
-    /// Adds a put of `key` to `batch`.
-    pub fn put(
-        batch: &mut WriteBatch,
-        key: &[u8],
-        vtype: ValueType,
-        expire_at: Option<u64>,
-        payload: &[u8],
-    ) -> StoreResult<()> {
-        if key.len() > MAX_USER_KEY {
-            return Err(StoreError::KeyTooLarge);
-        }
-        batch.put(
-            keyspace::data_key(key),
-            value::encode(vtype, expire_at, payload),
-        );
-        Ok(())
-    }
-
-    /// Adds a delete of `key` to `batch`.
-    pub fn delete(batch: &mut WriteBatch, key: &[u8]) {
-        batch.delete(keyspace::data_key(key));
-    }
-
     /// Applies `batch` atomically under the sync policy.
     pub fn write(&self, batch: WriteBatch) -> StoreResult<()> {
         self.db.write_opt(batch, &self.write_opts)?;
         Ok(())
     }
 
-    /// Writes one value.
-    pub fn put_one(
-        &self,
-        key: &[u8],
-        vtype: ValueType,
-        expire_at: Option<u64>,
-        payload: &[u8],
-    ) -> StoreResult<()> {
-        let mut b = WriteBatch::new();
-        Self::put(&mut b, key, vtype, expire_at, payload)?;
-        self.write(b)
-    }
-
-    /// Deletes one key.
-    pub fn delete_one(&self, key: &[u8]) -> StoreResult<()> {
-        let mut b = WriteBatch::new();
-        Self::delete(&mut b, key);
-        self.write(b)
-    }
-
-    /// Moves the value of `src` (type, expiry and payload unchanged) to `dst` in one batch.
-    /// Returns `false` if `src` does not exist (or expired). The caller holds both stripes.
-    pub fn rename(&self, src: &[u8], dst: &[u8], now: u64) -> StoreResult<bool> {
-        let Some(raw) = self.db.get(keyspace::data_key(src))? else {
-            return Ok(false);
-        };
-        let (_, expire_at) = value::peek(&raw)?;
-        if is_expired(expire_at, now) {
-            return Ok(false);
-        }
-        if src == dst {
-            return Ok(true);
-        }
-        if dst.len() > MAX_USER_KEY {
-            return Err(StoreError::KeyTooLarge);
-        }
-        let mut b = WriteBatch::new();
-        b.delete(keyspace::data_key(src));
-        b.put(keyspace::data_key(dst), &raw);
-        self.write(b)?;
-        Ok(true)
-    }
-
-    /// Removes every key of database 0 (one range delete). The caller holds every stripe.
-    pub fn clear(&self) -> StoreResult<()> {
-        let mut b = WriteBatch::new();
-        b.delete_range(DB0_START, DB0_END);
-        self.write(b)
-    }
-
-    /// Visits live keys of database 0 with `prefix` (key, type, expiry), in order, starting at `from` (a user key,
-    /// inclusive; clamped to the prefix range). At most `max_examined` keys are read (expired
-    /// ones included, so the work is bounded). Returns the key to resume at, or `None` when the
-    /// range is exhausted.
+    /// Visits the live keys of database 0 (key, type, expiry) in engine order, starting at the
+    /// engine key `from` (inclusive; `None` for the beginning). At most `max_examined` keys are
+    /// read (expired ones included, so the work is bounded). Returns the engine key to resume
+    /// at, or `None` when the database is exhausted.
     pub fn scan(
         &self,
-        prefix: &[u8],
         from: Option<&[u8]>,
         max_examined: usize,
         now: u64,
         mut visit: impl FnMut(&[u8], Option<ValueType>, Option<u64>),
     ) -> StoreResult<Option<Vec<u8>>> {
-        let lower = keyspace::data_key(prefix);
-        let upper = keyspace::prefix_end(prefix);
         let mut it = self.db.iter(ReadOptions {
-            lower_bound: Some(lower.clone()),
-            upper_bound: Some(upper),
+            lower_bound: Some(DB0_START.to_vec()),
+            upper_bound: Some(DB0_END.to_vec()),
             skip_cache_fill: true,
             ..Default::default()
         })?;
         match from {
-            Some(f) => {
-                let start = keyspace::data_key(f);
-                it.seek(if start > lower { &start } else { &lower });
-            }
+            Some(f) => it.seek(f),
             None => it.seek_to_first(),
         }
         let mut examined = 0usize;
@@ -229,7 +157,7 @@ impl Store {
                 break;
             };
             if examined >= max_examined {
-                return Ok(Some(user.to_vec()));
+                return Ok(Some(it.key().to_vec()));
             }
             examined += 1;
             let (vtype, expire_at) = value::peek(it.value())?;

@@ -1,8 +1,8 @@
 //! Expiry commands: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (with NX, XX, GT, LT), TTL, PTTL,
 //! PERSIST.
 //!
-//! Invariants: the expiry is part of the stored value, so changing it rewrites the value under
-//! the key's stripe lock (see `locks`); an expiry at or before the command time deletes the key
+//! Invariants: the expiry is part of the stored value, so changing it rewrites the value (the
+//! executor holds the key's stripe; see `locks`); an expiry at or before the command time deletes the key
 //! at once (as Redis does); overflow checks and error wording follow Redis's
 //! `expireGenericCommand`. Depends on `commands` helpers, `store`, `expiry`.
 
@@ -66,7 +66,6 @@ fn expire_generic(
     let base = if relative { ctx.now as i64 } else { 0 };
     let when = when.checked_add(base).ok_or_else(|| invalid_expire(name))?;
     let key = &a[1];
-    let _g = ctx.store().locks().lock(key);
     let Some(e) = ctx.entry(key)? else {
         return Ok(Reply::Int(0));
     };
@@ -79,11 +78,10 @@ fn expire_generic(
         return Ok(Reply::Int(0));
     }
     if when <= ctx.now as i64 {
-        ctx.store().delete_one(key)?;
+        ctx.delete(key);
     } else {
         let vtype = e.vtype.ok_or_else(|| err(errors::WRONGTYPE))?;
-        ctx.store()
-            .put_one(key, vtype, Some(when as u64), &e.payload)?;
+        ctx.put(key, vtype, Some(when as u64), &e.payload)?;
     }
     Ok(Reply::Int(1))
 }
@@ -131,11 +129,10 @@ pub fn pttl(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 
 pub fn persist(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let key = &a[1];
-    let _g = ctx.store().locks().lock(key);
     match ctx.entry(key)? {
         Some(e) if e.expire_at.is_some() => {
             let vtype = e.vtype.ok_or_else(|| err(errors::WRONGTYPE))?;
-            ctx.store().put_one(key, vtype, None, &e.payload)?;
+            ctx.put(key, vtype, None, &e.payload)?;
             Ok(Reply::Int(1))
         }
         _ => Ok(Reply::Int(0)),

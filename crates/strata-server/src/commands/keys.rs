@@ -1,7 +1,7 @@
 //! Generic key commands: DEL, UNLINK, EXISTS, TYPE, RENAME, SCAN (MATCH, COUNT, TYPE), KEYS.
 //!
-//! Invariants: DEL/UNLINK/RENAME hold the stripes of all their keys across read and write (see
-//! `locks`); SCAN examines at most COUNT keys per call and resumes through the cursor table
+//! Invariants: DEL/UNLINK/RENAME read and write through `Ctx` (the executor holds the stripes
+//! of all their keys; see `locks`); RENAME moves the stored bytes, TTL included; SCAN examines at most COUNT keys per call and resumes through the cursor table
 //! (see `cursor`), so a full iteration returns every key that existed throughout it; KEYS and
 //! SCAN with a pattern that starts with literal bytes only visit that prefix's key range.
 //! Depends on `commands` helpers, `store`, `glob`, `cursor`.
@@ -9,34 +9,28 @@
 use std::collections::HashSet;
 
 use bytes::Bytes;
-use strata::WriteBatch;
 
 use super::errors::{self, err};
 use super::{int_arg, is, CmdResult, Ctx};
 use crate::glob;
 use crate::numbers::parse_u64;
 use crate::resp::Reply;
-use crate::store::Store;
 use crate::value::ValueType;
 
 pub fn del(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let keys = &a[1..];
-    let _g = ctx.store().locks().lock_keys(keys);
-    let mut batch = WriteBatch::new();
+    let mut n = 0;
     let mut seen: HashSet<&[u8]> = HashSet::with_capacity(keys.len());
     for k in keys {
         if !seen.insert(k.as_ref()) {
             continue;
         }
         if ctx.entry(k)?.is_some() {
-            Store::delete(&mut batch, k);
+            ctx.delete(k);
+            n += 1;
         }
     }
-    let n = batch.len();
-    if n > 0 {
-        ctx.store().write(batch)?;
-    }
-    Ok(Reply::Int(n as i64))
+    Ok(Reply::Int(n))
 }
 
 pub fn exists(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
@@ -57,12 +51,14 @@ pub fn type_(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 pub fn rename(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let _g = ctx.store().locks().lock_keys(&a[1..3]);
-    if ctx.store().rename(&a[1], &a[2], ctx.now)? {
-        Ok(Reply::Ok)
-    } else {
-        Err(err(errors::NO_SUCH_KEY))
+    let Some(raw) = ctx.raw(&a[1])? else {
+        return Err(err(errors::NO_SUCH_KEY));
+    };
+    if a[1] != a[2] {
+        ctx.delete(&a[1]);
+        ctx.put_raw(&a[2], raw)?;
     }
+    Ok(Reply::Ok)
 }
 
 pub fn scan(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
@@ -89,11 +85,10 @@ pub fn scan(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         i += 2;
     }
     let from = ctx.shared.cursors.resume(cursor);
-    let prefix = pattern.map(|p| glob::literal_prefix(p)).unwrap_or_default();
     let mut keys = Vec::new();
     let next = ctx
         .store()
-        .scan(&prefix, from.as_deref(), count, ctx.now, |k, vtype, _| {
+        .scan(from.as_deref(), count, ctx.now, |k, vtype, _| {
             if pattern.is_some_and(|p| !glob::matches(p, k, false)) {
                 return;
             }
@@ -116,14 +111,12 @@ pub fn scan(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 
 pub fn keys(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let pattern = &a[1];
-    let prefix = glob::literal_prefix(pattern);
     let all = pattern.as_ref() == b"*";
     let mut keys = Vec::new();
-    ctx.store()
-        .scan(&prefix, None, usize::MAX, ctx.now, |k, _, _| {
-            if all || glob::matches(pattern, k, false) {
-                keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
-            }
-        })?;
+    ctx.store().scan(None, usize::MAX, ctx.now, |k, _, _| {
+        if all || glob::matches(pattern, k, false) {
+            keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+        }
+    })?;
     Ok(Reply::Array(keys))
 }

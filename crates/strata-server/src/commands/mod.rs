@@ -6,8 +6,12 @@
 //! Invariants: checks run in Redis's order — unknown command, then arity, then NOAUTH — so
 //! clients see the same error Redis would give; a handler runs only with an argument count its
 //! arity allows; handlers of commands marked `engine` may block (they run on the engine pool),
-//! the others never touch the engine (they may run on the async threads); handlers that write
-//! keys keep the locking invariant of `locks`. Handlers never panic on client input.
+//! the others never touch the engine (they may run on the async threads). Handlers take no
+//! locks and write nothing themselves: they read through [`Ctx`] (which sees the segment's
+//! pending writes) and add writes to [`Pending`]; the executor holds the stripes of every key
+//! the table says a write command names ([`CommandSpec::lock_scope`]) and commits the
+//! segment's writes before any reply is sent. So a write command's key positions in the table
+//! must be right, or its atomicity is lost. Handlers never panic on client input.
 //! Depends on `server::Shared`, `session`, `store`, `resp`; must not depend on the network
 //! layer (`connection`, `server::Server`).
 
@@ -25,15 +29,35 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
+use strata::WriteBatch;
+
+use crate::expiry::is_expired;
+use crate::fasthash::FastHash;
+use crate::keyspace::{self, DB0_END, DB0_START, MAX_USER_KEY};
 use crate::resp::Reply;
 use crate::server::Shared;
 use crate::session::Session;
-use crate::store::Store;
-use crate::value::{Entry, ValueType};
+use crate::store::{Store, StoreError};
+use crate::value::{self, Entry, ValueType};
 
 /// A handler's result: `Err` carries an error reply, so `?` works on store errors.
 pub type CmdResult = Result<Reply, Reply>;
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
+
+/// Writes of the segment being executed, not yet committed: the batch that will be
+/// committed, and the new raw value (or deletion) of every key it writes, which later commands
+/// of the same segment read instead of the engine.
+#[derive(Default)]
+pub struct Pending {
+    pub batch: WriteBatch,
+    overlay: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+}
+
+impl Pending {
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+}
 
 /// What a handler sees.
 pub struct Ctx<'a> {
@@ -42,6 +66,7 @@ pub struct Ctx<'a> {
     /// Command time in Unix milliseconds (one clock reading per batch, as Redis takes one per
     /// command).
     pub now: u64,
+    pub pending: &'a mut Pending,
 }
 
 impl Ctx<'_> {
@@ -49,9 +74,27 @@ impl Ctx<'_> {
         &self.shared.store
     }
 
-    /// The live entry of `key`.
+    /// The raw stored bytes of `key` if it is live (pending writes first).
+    pub fn raw(&self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
+        let raw = match self.pending.overlay.get(key) {
+            Some(v) => v.clone(),
+            None => self.shared.store.get_raw(key)?,
+        };
+        match raw {
+            Some(r) => {
+                let (_, at) = value::peek(&r).map_err(StoreError::from)?;
+                Ok((!is_expired(at, self.now)).then_some(r))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The live entry of `key` (pending writes first).
     pub fn entry(&self, key: &[u8]) -> Result<Option<Entry>, Reply> {
-        Ok(self.shared.store.get(key, self.now)?)
+        match self.raw(key)? {
+            Some(r) => Ok(Some(value::decode(r).map_err(StoreError::from)?)),
+            None => Ok(None),
+        }
     }
 
     /// The live string value of `key`; WRONGTYPE for another type.
@@ -60,6 +103,45 @@ impl Ctx<'_> {
             Some(e) if e.vtype != Some(ValueType::String) => Err(errors::err(errors::WRONGTYPE)),
             other => Ok(other),
         }
+    }
+
+    /// Stores raw value bytes (header included) for `key`; committed with the segment.
+    pub fn put_raw(&mut self, key: &[u8], raw: Bytes) -> Result<(), Reply> {
+        if key.len() > MAX_USER_KEY {
+            return Err(StoreError::KeyTooLarge.into());
+        }
+        self.pending.batch.put(keyspace::data_key(key), &raw);
+        self.pending.overlay.insert(key.to_vec(), Some(raw));
+        Ok(())
+    }
+
+    /// Stores a value for `key`; committed with the segment. An expiry at or before the
+    /// command time deletes the key instead (as Redis does).
+    pub fn put(
+        &mut self,
+        key: &[u8],
+        vtype: ValueType,
+        expire_at: Option<u64>,
+        payload: &[u8],
+    ) -> Result<(), Reply> {
+        if is_expired(expire_at, self.now) {
+            self.delete(key);
+            return Ok(());
+        }
+        self.put_raw(key, Bytes::from(value::encode(vtype, expire_at, payload)))
+    }
+
+    /// Deletes `key`; committed with the segment.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.pending.batch.delete(keyspace::data_key(key));
+        self.pending.overlay.insert(key.to_vec(), None);
+    }
+
+    /// Deletes every key of the database (FLUSHDB). Only for barrier commands, which run in a
+    /// segment of their own holding every stripe.
+    pub fn delete_all(&mut self) {
+        self.pending.batch.delete_range(DB0_START, DB0_END);
+        self.pending.overlay.clear();
     }
 }
 
@@ -98,6 +180,50 @@ impl CommandSpec {
     fn no_auth(&self) -> bool {
         self.flags.contains(&"no_auth")
     }
+
+    /// Whether the command writes keys.
+    pub fn writes(&self) -> bool {
+        self.flags.contains(&"write")
+    }
+
+    /// Commands that see the whole key range (scans, FLUSH*, INFO): they run in a segment of
+    /// their own, after every earlier write of the batch is committed.
+    pub fn barrier(&self) -> bool {
+        matches!(
+            self.name,
+            "keys" | "scan" | "dbsize" | "flushdb" | "flushall" | "info"
+        )
+    }
+
+    /// The stripes a command must hold while it runs (see `locks`).
+    pub fn lock_scope<'b>(&self, args: &'b [Bytes]) -> LockScope<'b> {
+        if !self.writes() || !self.arity_ok(args.len()) {
+            return LockScope::None;
+        }
+        if self.first_key == 0 {
+            return LockScope::All;
+        }
+        let first = self.first_key as usize;
+        let last = if self.last_key < 0 {
+            (args.len() as i64 + i64::from(self.last_key)) as usize
+        } else {
+            (self.last_key as usize).min(args.len() - 1)
+        };
+        let step = self.step.max(1) as usize;
+        LockScope::Keys(
+            (first..=last)
+                .step_by(step)
+                .filter_map(|i| args.get(i))
+                .collect(),
+        )
+    }
+}
+
+/// Which key stripes a command needs.
+pub enum LockScope<'a> {
+    None,
+    Keys(Vec<&'a Bytes>),
+    All,
 }
 
 macro_rules! cmd {
@@ -193,8 +319,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { subcommands: &["command|count", "command|docs", "command|info", "command|list", "command|help"], ..cmd!("command", -1, &["loading", "stale"], (0, 0, 0), &["@slow", "@connection"], "server", "2.8.13", "O(N) where N is the total number of Redis commands", false, introspection::command, "Returns detailed information about all commands.") },
 ];
 
-fn index() -> &'static HashMap<&'static [u8], usize> {
-    static INDEX: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+fn index() -> &'static HashMap<&'static [u8], usize, FastHash> {
+    static INDEX: OnceLock<HashMap<&'static [u8], usize, FastHash>> = OnceLock::new();
     INDEX.get_or_init(|| {
         COMMANDS
             .iter()
@@ -221,24 +347,20 @@ pub fn needs_engine(name: &[u8]) -> bool {
     lookup(name).is_some_and(|(_, c)| c.engine)
 }
 
-/// Runs one request (`args[0]` is the command name; `args` is never empty).
-pub fn dispatch(shared: &Shared, session: &mut Session, args: &[Bytes], now: u64) -> Reply {
+/// Runs one request (`args[0]` is the command name; `args` is never empty). The caller (the
+/// executor) holds the stripes `lock_scope` names and commits `ctx.pending` afterwards.
+pub fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let Some((i, spec)) = lookup(&args[0]) else {
         return errors::unknown_command(args);
     };
     if !spec.arity_ok(args.len()) {
         return errors::wrong_args(spec.name);
     }
-    if !session.authenticated && !spec.no_auth() && shared.limits.auth_required() {
+    if !ctx.session.authenticated && !spec.no_auth() && ctx.shared.limits.auth_required() {
         return errors::err(errors::NOAUTH);
     }
-    session.client.last_cmd.store(i as u64 + 1, Relaxed);
-    let mut ctx = Ctx {
-        shared,
-        session,
-        now,
-    };
-    match (spec.handler)(&mut ctx, args) {
+    ctx.session.client.last_cmd.store(i as u64 + 1, Relaxed);
+    match (spec.handler)(ctx, args) {
         Ok(r) | Err(r) => r,
     }
 }

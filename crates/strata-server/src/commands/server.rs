@@ -5,8 +5,8 @@
 //! `strata-<name>`) plus Redis's `appendonly`, `appendfsync`, `save` and `databases` so tools
 //! such as redis-benchmark get sensible answers; `SET` changes `requirepass`, `maxclients`,
 //! `timeout`, `proto-max-bulk-len`, `client-query-buffer-limit` and `max-multibulk-len`; every
-//! other known name is immutable. Invariants: FLUSHDB/FLUSHALL hold every key stripe (see
-//! `locks`), so no read-modify-write straddles them; SHUTDOWN only triggers the server's
+//! other known name is immutable. Invariants: FLUSHDB/FLUSHALL are barriers that hold every key
+//! stripe (see `locks`, `executor`), so no read-modify-write straddles them; SHUTDOWN only triggers the server's
 //! shutdown sequence (see `server`) and closes its connection without a reply, as Redis does.
 //! Depends on `commands` helpers, `info`, `limits`, `config`, `glob`.
 
@@ -23,7 +23,7 @@ use crate::session::Close;
 pub fn dbsize(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     let mut n = 0i64;
     ctx.store()
-        .scan(b"", None, usize::MAX, ctx.now, |_, _, _| n += 1)?;
+        .scan(None, usize::MAX, ctx.now, |_, _, _| n += 1)?;
     Ok(Reply::Int(n))
 }
 
@@ -31,8 +31,7 @@ pub fn flushdb(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if a.len() > 2 || (a.len() == 2 && !is(&a[1], "ASYNC") && !is(&a[1], "SYNC")) {
         return Err(err(errors::SYNTAX));
     }
-    let _all = ctx.store().locks().lock_all();
-    ctx.store().clear()?;
+    ctx.delete_all();
     Ok(Reply::Ok)
 }
 

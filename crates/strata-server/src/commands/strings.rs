@@ -2,14 +2,12 @@
 //! GETSET, GETDEL, GETEX, MGET, MSET, MSETNX, INCR, INCRBY, DECR, DECRBY, INCRBYFLOAT, APPEND,
 //! STRLEN, GETRANGE, SETRANGE.
 //!
-//! Invariants: every handler that writes takes the key's stripe lock (or all stripes of its
-//! keys) before reading the current value and holds it until the write returns (see `locks`);
-//! TTLs follow Redis: SET/GETSET/MSET/SETEX drop or replace the TTL, INCR*/APPEND/SETRANGE keep
+//! Invariants: handlers read through `Ctx` and add writes to the segment (the executor holds
+//! the stripes of the keys named in the command table and commits; see `locks`); TTLs follow Redis: SET/GETSET/MSET/SETEX drop or replace the TTL, INCR*/APPEND/SETRANGE keep
 //! it; results never exceed `proto-max-bulk-len`. Depends on `commands` helpers, `store`,
 //! `value`, `expiry`, `numbers`.
 
 use bytes::Bytes;
-use strata::WriteBatch;
 
 use super::errors::{self, err, invalid_expire};
 use super::{int_arg, is, CmdResult, Ctx};
@@ -17,7 +15,6 @@ use crate::expiry::{absolute_ms, Unit};
 use crate::numbers::{format_f64, parse_f64, parse_i64, push_i64};
 use crate::resp::Reply;
 use crate::stats::ServerStats;
-use crate::store::Store;
 use crate::value::ValueType;
 
 const STRING: ValueType = ValueType::String;
@@ -93,21 +90,6 @@ fn compatible(current: Option<(ExpireOpt, &Bytes)>, opt: ExpireOpt) -> bool {
     current.is_none_or(|(c, _)| c == opt)
 }
 
-/// Writes `value` (or deletes the key if `expire_at` is already past).
-fn store_value(
-    ctx: &Ctx<'_>,
-    key: &[u8],
-    expire_at: Option<u64>,
-    value: &[u8],
-) -> Result<(), Reply> {
-    if expire_at.is_some_and(|at| at <= ctx.now) {
-        ctx.store().delete_one(key)?;
-    } else {
-        ctx.store().put_one(key, STRING, expire_at, value)?;
-    }
-    Ok(())
-}
-
 pub fn set(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let (key, value) = (&a[1], &a[2]);
     let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
@@ -138,7 +120,6 @@ pub fn set(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         Some((opt, arg)) => Some(expire_ms(opt, arg, ctx.now, "set")?),
         None => None,
     };
-    let _g = ctx.store().locks().lock(key);
     let old = if nx || xx || get || keepttl {
         if get {
             ctx.string(key)?
@@ -158,23 +139,21 @@ pub fn set(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     } else {
         new_expiry
     };
-    store_value(ctx, key, expire_at, value)?;
+    ctx.put(key, STRING, expire_at, value)?;
     Ok(if get { old_value() } else { Reply::Ok })
 }
 
 pub fn setnx(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let _g = ctx.store().locks().lock(&a[1]);
     if ctx.entry(&a[1])?.is_some() {
         return Ok(Reply::Int(0));
     }
-    ctx.store().put_one(&a[1], STRING, None, &a[2])?;
+    ctx.put(&a[1], STRING, None, &a[2])?;
     Ok(Reply::Int(1))
 }
 
 fn setex_generic(ctx: &mut Ctx<'_>, a: &[Bytes], opt: ExpireOpt, name: &str) -> CmdResult {
     let at = expire_ms(opt, &a[2], ctx.now, name)?;
-    let _g = ctx.store().locks().lock(&a[1]);
-    store_value(ctx, &a[1], Some(at), &a[3])?;
+    ctx.put(&a[1], STRING, Some(at), &a[3])?;
     Ok(Reply::Ok)
 }
 
@@ -187,17 +166,15 @@ pub fn psetex(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 pub fn getset(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let _g = ctx.store().locks().lock(&a[1]);
     let old = ctx.string(&a[1])?;
-    ctx.store().put_one(&a[1], STRING, None, &a[2])?;
+    ctx.put(&a[1], STRING, None, &a[2])?;
     Ok(Reply::opt_bulk(old.map(|e| e.payload)))
 }
 
 pub fn getdel(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let _g = ctx.store().locks().lock(&a[1]);
     let old = ctx.string(&a[1])?;
     if old.is_some() {
-        ctx.store().delete_one(&a[1])?;
+        ctx.delete(&a[1]);
     }
     hit(ctx, old.is_some());
     Ok(Reply::opt_bulk(old.map(|e| e.payload)))
@@ -225,16 +202,15 @@ pub fn getex(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         Some((opt, arg)) => Some(expire_ms(opt, arg, ctx.now, "getex")?),
         None => None,
     };
-    let _g = ctx.store().locks().lock(&a[1]);
     let Some(e) = ctx.string(&a[1])? else {
         hit(ctx, false);
         return Ok(Reply::Null);
     };
     hit(ctx, true);
     if let Some(at) = new_expiry {
-        store_value(ctx, &a[1], Some(at), &e.payload)?;
+        ctx.put(&a[1], STRING, Some(at), &e.payload)?;
     } else if persist && e.expire_at.is_some() {
-        ctx.store().put_one(&a[1], STRING, None, &e.payload)?;
+        ctx.put(&a[1], STRING, None, &e.payload)?;
     }
     Ok(Reply::Bulk(e.payload))
 }
@@ -256,20 +232,16 @@ fn mset_generic(ctx: &mut Ctx<'_>, a: &[Bytes], nx: bool) -> CmdResult {
     if a.len().is_multiple_of(2) {
         return Err(errors::wrong_args(if nx { "msetnx" } else { "mset" }));
     }
-    let keys: Vec<&Bytes> = a[1..].iter().step_by(2).collect();
-    let _g = ctx.store().locks().lock_keys(&keys);
     if nx {
-        for k in &keys {
+        for k in a[1..].iter().step_by(2) {
             if ctx.entry(k)?.is_some() {
                 return Ok(Reply::Int(0));
             }
         }
     }
-    let mut batch = WriteBatch::new();
     for pair in a[1..].chunks_exact(2) {
-        Store::put(&mut batch, &pair[0], STRING, None, &pair[1])?;
+        ctx.put(&pair[0], STRING, None, &pair[1])?;
     }
-    ctx.store().write(batch)?;
     Ok(if nx { Reply::Int(1) } else { Reply::Ok })
 }
 
@@ -282,7 +254,6 @@ pub fn msetnx(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
-    let _g = ctx.store().locks().lock(key);
     let old = ctx.string(key)?;
     let (cur, expire_at) = match &old {
         Some(e) => (
@@ -294,7 +265,7 @@ fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
     let new = cur.checked_add(by).ok_or_else(|| err(errors::OVERFLOW))?;
     let mut text = Vec::with_capacity(20);
     push_i64(&mut text, new);
-    ctx.store().put_one(key, STRING, expire_at, &text)?;
+    ctx.put(key, STRING, expire_at, &text)?;
     Ok(Reply::Int(new))
 }
 
@@ -321,7 +292,6 @@ pub fn decrby(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let key = &a[1];
-    let _g = ctx.store().locks().lock(key);
     let old = ctx.string(key)?;
     let (cur, expire_at) = match &old {
         Some(e) => (
@@ -336,14 +306,12 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         return Err(err(errors::NAN_OR_INF));
     }
     let text = format_f64(new);
-    ctx.store()
-        .put_one(key, STRING, expire_at, text.as_bytes())?;
+    ctx.put(key, STRING, expire_at, text.as_bytes())?;
     Ok(Reply::bulk(text.into_bytes()))
 }
 
 pub fn append(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let key = &a[1];
-    let _g = ctx.store().locks().lock(key);
     let old = ctx.string(key)?;
     let (mut v, expire_at) = match old {
         Some(e) => {
@@ -353,7 +321,7 @@ pub fn append(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         None => (Vec::new(), None),
     };
     v.extend_from_slice(&a[2]);
-    ctx.store().put_one(key, STRING, expire_at, &v)?;
+    ctx.put(key, STRING, expire_at, &v)?;
     Ok(Reply::Int(v.len() as i64))
 }
 
@@ -398,7 +366,6 @@ pub fn setrange(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         return Err(err(errors::OFFSET_RANGE));
     }
     let patch = &a[3];
-    let _g = ctx.store().locks().lock(key);
     let old = ctx.string(key)?;
     let Some(e) = old else {
         if patch.is_empty() {
@@ -407,7 +374,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         check_len(ctx, offset as u64 + patch.len() as u64)?;
         let mut v = vec![0u8; offset as usize];
         v.extend_from_slice(patch);
-        ctx.store().put_one(key, STRING, None, &v)?;
+        ctx.put(key, STRING, None, &v)?;
         return Ok(Reply::Int(v.len() as i64));
     };
     if patch.is_empty() {
@@ -420,6 +387,6 @@ pub fn setrange(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         v.resize(off + patch.len(), 0);
     }
     v[off..off + patch.len()].copy_from_slice(patch);
-    ctx.store().put_one(key, STRING, e.expire_at, &v)?;
+    ctx.put(key, STRING, e.expire_at, &v)?;
     Ok(Reply::Int(v.len() as i64))
 }
