@@ -224,6 +224,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let config_file = args.config.clone();
     runtime.block_on(async move {
         let server = Server::bind(config, config_file).await?;
+        // Printed whatever the log level: scripts and tests wait for this line (with
+        // `--port 0` it is the only way to learn the port).
+        eprintln!("strata serve: listening on {}", server.local_addr());
         let stop = server.shutdown_handle();
         tokio::spawn(async move {
             let Ok(mut term) =

@@ -157,7 +157,7 @@ impl Server {
     pub async fn run(self) -> Result<(), ServerError> {
         let Server { shared, listener } = self;
         info!(
-            "listening on {} (data in {}, sync {})",
+            "serving on {} (data in {}, sync {})",
             shared.local_addr,
             shared.config.dir.display(),
             shared.config.sync
