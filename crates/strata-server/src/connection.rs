@@ -56,35 +56,41 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
     let mut parser = Parser::new();
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = BytesMut::with_capacity(READ_CHUNK);
+    // Parsed requests not yet executed, and a protocol error found after them.
+    let mut queued: Vec<Vec<Bytes>> = Vec::new();
+    let mut protocol_error = None;
     loop {
-        // 1. Parse what has arrived.
+        // 1. Parse what has arrived (after what is left of the previous batch).
         let limits = shared.limits.parse_limits();
-        let mut batch: Vec<Vec<Bytes>> = Vec::new();
-        let mut batch_bytes = 0usize;
-        let mut protocol_error = None;
-        while batch.len() < MAX_BATCH && batch_bytes < MAX_BATCH_BYTES {
+        let mut batch_bytes: usize = queued.iter().flatten().map(Bytes::len).sum();
+        let mut full = false;
+        while protocol_error.is_none() {
+            if queued.len() >= MAX_BATCH || batch_bytes >= MAX_BATCH_BYTES {
+                full = true;
+                break;
+            }
             match parser.next(&mut inbuf, &limits) {
                 Ok(Some(args)) => {
                     batch_bytes += args.iter().map(Bytes::len).sum::<usize>();
-                    batch.push(args);
+                    queued.push(args);
                 }
                 Ok(None) => break,
-                Err(e) => {
-                    protocol_error = Some(e);
-                    break;
-                }
+                Err(e) => protocol_error = Some(e),
             }
         }
-        let cut = batch.len() >= MAX_BATCH || batch_bytes >= MAX_BATCH_BYTES;
 
-        // 2. Execute.
-        if !batch.is_empty() {
-            ServerStats::add(&shared.stats.commands_processed, batch.len() as u64);
+        // 2. Execute (only a prefix if the replies grow large; the rest stays queued).
+        if !queued.is_empty() {
             client.touch();
+            let batch = std::mem::take(&mut queued);
             match execute(&shared, session, batch, out).await {
-                Ok((s, o)) => {
+                Ok((s, o, mut rest, ran)) => {
+                    ServerStats::add(&shared.stats.commands_processed, ran as u64);
                     session = s;
                     out = o;
+                    if session.close == Close::Open {
+                        queued = rest.split_off(ran);
+                    }
                 }
                 Err(e) => {
                     warn!("client {}: {e}; closing the connection", client.id);
@@ -92,10 +98,11 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
                 }
             }
         }
-        if let Some(e) = protocol_error {
-            ServerStats::add(&shared.stats.protocol_errors, 1);
-            debug!("client {}: {e}", client.id);
-            if session.close == Close::Open {
+        // A protocol error is answered once every request before it has been answered.
+        if queued.is_empty() && session.close == Close::Open {
+            if let Some(e) = protocol_error.take() {
+                ServerStats::add(&shared.stats.protocol_errors, 1);
+                debug!("client {}: {e}", client.id);
                 encode(
                     &mut out,
                     &Reply::error(format!("ERR {e}")),
@@ -120,7 +127,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
             let _ = sock.shutdown().await;
             return;
         }
-        if cut {
+        if full || !queued.is_empty() {
             continue;
         }
 
@@ -174,23 +181,25 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
 }
 
 /// Runs a batch: inline if no command needs the engine, else as one task on the engine pool.
+/// Runs a batch (or a prefix of it): inline if no command needs the engine, else as one task
+/// on the engine pool. Returns the batch back with the number of requests that ran.
 async fn execute(
     shared: &Arc<Shared>,
     mut session: Session,
     batch: Vec<Vec<Bytes>>,
     mut out: BytesMut,
-) -> Result<(Session, BytesMut), crate::pool::PoolError> {
+) -> Result<(Session, BytesMut, Vec<Vec<Bytes>>, usize), crate::pool::PoolError> {
     if batch.iter().any(|args| commands::needs_engine(&args[0])) {
         let sh = shared.clone();
         shared
             .pool
             .run(move || {
-                run_batch(&sh, &mut session, &batch, &mut out);
-                (session, out)
+                let ran = run_batch(&sh, &mut session, &batch, &mut out);
+                (session, out, batch, ran)
             })
             .await
     } else {
-        run_batch(shared, &mut session, &batch, &mut out);
-        Ok((session, out))
+        let ran = run_batch(shared, &mut session, &batch, &mut out);
+        Ok((session, out, batch, ran))
     }
 }

@@ -17,8 +17,11 @@
 //! (c) replies are produced only after the commit returned, so an acknowledged write is in the
 //! WAL (and fsynced under `sync = always`); if the commit fails, every reply from the first
 //! write of the segment on becomes the error; (d) commands after QUIT or SHUTDOWN in the same
-//! batch are not run; SHUTDOWN itself gets no reply. Runs on the engine pool when any command
-//! of the batch touches the engine (see `connection`).
+//! batch are not run; SHUTDOWN itself gets no reply; (e) once the replies of a batch pass
+//! [`OUTPUT_SOFT_LIMIT`], the batch stops after the current segment's commands so far (at least
+//! one request always runs) and the caller keeps the rest for later, so the output buffer stays
+//! bounded even for pipelines of large GETs. Runs on the engine pool when any command of the
+//! batch touches the engine (see `connection`).
 //! Depends on `commands`, `store`, `locks`, `resp`, `session`, `stats`.
 
 use bytes::{Bytes, BytesMut};
@@ -29,11 +32,25 @@ use crate::server::Shared;
 use crate::session::{Close, Session};
 use crate::stats::ServerStats;
 
-/// Runs every request of `batch` in order and appends the replies to `out`.
-pub fn run_batch(shared: &Shared, session: &mut Session, batch: &[Vec<Bytes>], out: &mut BytesMut) {
+/// Replies (in bytes, estimated) after which a batch stops early.
+pub const OUTPUT_SOFT_LIMIT: usize = 8 << 20;
+
+/// Runs the requests of `batch` in order, appending the replies to `out`, and returns how many
+/// requests it consumed: all of them, or fewer if the replies passed [`OUTPUT_SOFT_LIMIT`] or
+/// the session is closing (QUIT, SHUTDOWN; then the rest must be dropped).
+pub fn run_batch(
+    shared: &Shared,
+    session: &mut Session,
+    batch: &[Vec<Bytes>],
+    out: &mut BytesMut,
+) -> usize {
     let now = crate::expiry::now_ms();
+    let start_len = out.len();
     let mut i = 0;
-    while i < batch.len() && session.close == Close::Open {
+    while i < batch.len()
+        && session.close == Close::Open
+        && out.len() - start_len < OUTPUT_SOFT_LIMIT
+    {
         let barrier =
             |args: &Vec<Bytes>| commands::lookup(&args[0]).is_some_and(|(_, c)| c.barrier());
         let end = if barrier(&batch[i]) {
@@ -41,18 +58,21 @@ pub fn run_batch(shared: &Shared, session: &mut Session, batch: &[Vec<Bytes>], o
         } else {
             i + batch[i..].iter().take_while(|a| !barrier(a)).count()
         };
-        run_segment(shared, session, &batch[i..end], now, out);
-        i = end;
+        let room = OUTPUT_SOFT_LIMIT.saturating_sub(out.len() - start_len);
+        i += run_segment(shared, session, &batch[i..end], now, room, out);
     }
+    i
 }
 
+/// Runs a segment (or its prefix, if its replies outgrow `room`); returns the requests run.
 fn run_segment(
     shared: &Shared,
     session: &mut Session,
     cmds: &[Vec<Bytes>],
     now: u64,
+    room: usize,
     out: &mut BytesMut,
-) {
+) -> usize {
     // 1. The stripes the segment's write commands name.
     let mut keys: Vec<&Bytes> = Vec::new();
     let mut all = false;
@@ -78,7 +98,10 @@ fn run_segment(
     let mut pending = Pending::default();
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
     let mut first_write: Option<usize> = None;
+    let mut reply_bytes = 0usize;
+    let mut ran = 0;
     for args in cmds {
+        ran += 1;
         let before = pending.batch.len();
         let reply = {
             let mut ctx = Ctx {
@@ -95,8 +118,9 @@ fn run_segment(
         if session.close == Close::Now {
             break;
         }
+        reply_bytes += reply.approx_len();
         replies.push(reply);
-        if session.close == Close::AfterReply {
+        if session.close == Close::AfterReply || reply_bytes >= room {
             break;
         }
     }
@@ -120,4 +144,5 @@ fn run_segment(
         }
         encode(out, r, session.protocol);
     }
+    ran
 }

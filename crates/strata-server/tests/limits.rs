@@ -234,3 +234,54 @@ fn idle_clients_are_disconnected() {
     raw.expect(b"CONFIG SET timeout 0\r\n", "+OK\r\n");
     assert!(!raw.closed_within(Duration::from_millis(2500)));
 }
+
+#[test]
+fn large_replies_are_produced_in_bounded_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let c = &mut s.conn();
+    let value = vec![b'v'; 1 << 20];
+    redis::cmd("SET")
+        .arg("big")
+        .arg(&value)
+        .query::<()>(c)
+        .unwrap();
+    // 40 MiB of replies for one pipeline: executed in several rounds, in order.
+    let mut p = redis::pipe();
+    for i in 0..40 {
+        p.cmd("GET").arg("big");
+        p.cmd("INCR").arg("n");
+        if i == 20 {
+            p.cmd("SET").arg("mid").arg("x");
+        }
+    }
+    let r: Vec<Value> = p.query(c).unwrap();
+    assert_eq!(r.len(), 81);
+    let mut expect_n = 0;
+    for v in &r {
+        match v {
+            Value::BulkString(b) => assert_eq!(b.len(), 1 << 20),
+            Value::Int(n) => {
+                expect_n += 1;
+                assert_eq!(*n, expect_n);
+            }
+            Value::Okay => {}
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn requests_after_quit_are_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut raw = s.raw();
+    raw.send(b"SET q 1\r\nQUIT\r\nSET q 2\r\n").unwrap();
+    let (got, closed) = raw.read_at_least(100, Duration::from_secs(10));
+    assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n+OK\r\n");
+    assert!(closed);
+    assert_eq!(
+        run(&mut s.conn(), &["GET", "q"]),
+        Ok(Value::BulkString(b"1".to_vec()))
+    );
+}

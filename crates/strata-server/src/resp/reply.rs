@@ -60,4 +60,20 @@ impl Reply {
     pub fn is_error(&self) -> bool {
         matches!(self, Reply::Error(_))
     }
+
+    /// About how many bytes the reply takes on the wire (for output-buffer bounds).
+    pub fn approx_len(&self) -> usize {
+        match self {
+            Reply::Bulk(b) | Reply::Verbatim(_, b) => b.len() + 16,
+            Reply::Simple(s) | Reply::Error(s) => s.len() + 3,
+            Reply::Array(v) | Reply::Set(v) => 16 + v.iter().map(Reply::approx_len).sum::<usize>(),
+            Reply::Map(v) => {
+                16 + v
+                    .iter()
+                    .map(|(k, v)| k.approx_len() + v.approx_len())
+                    .sum::<usize>()
+            }
+            _ => 24,
+        }
+    }
 }
