@@ -2,6 +2,7 @@
 //! filtered by a level (`info`) or a target list (`strata_server=debug,info`).
 //!
 //! Invariant: installed at most once per process, before any subcommand work starts.
+//! Depends only on `tracing-subscriber`; must not depend on the engine or the server.
 
 use std::io::IsTerminal;
 

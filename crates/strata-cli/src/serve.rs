@@ -4,6 +4,8 @@
 //! Precedence: built-in defaults < the `--config` file < `--set KEY=VALUE` overrides < the
 //! dedicated flags. All of them are merged as TOML keys before one deserialization, so a flag
 //! and the file key it overrides can never disagree on parsing or validation.
+//! Depends on `strata-server` (config, server) and `logging`; owns no server logic itself
+//! (signals only trigger the server's shutdown handle).
 
 use std::path::PathBuf;
 

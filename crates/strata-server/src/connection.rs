@@ -1,19 +1,20 @@
 //! One client connection: read → parse → execute a batch → write, until the client leaves,
 //! misbehaves, idles out or the server shuts down.
 //!
-//! Pipelining: every complete request already in the read buffer (up to [`MAX_BATCH`] requests
-//! or [`MAX_BATCH_BYTES`] of arguments) is executed as one batch (see `executor`), with one hop
-//! to the engine pool for the whole batch (none if no command in it touches the engine), and
-//! all replies are written with one `write_all`. Nothing more is read until the replies are written, which
-//! bounds the output buffer and pushes back on clients that do not read.
+//! Pipelining: every complete request already in the read buffer (up to [`MAX_BATCH`] requests or
+//! [`MAX_BATCH_BYTES`] of arguments) is executed as one batch (see `executor`), with one hop to the
+//! engine pool for the whole batch (none if no command in it touches the engine), and all replies
+//! are written with one `write_all`. Nothing more is read until the replies are written, which
+//! bounds the output buffer and pushes back on clients that do not read; if a batch's replies
+//! pass the executor's soft limit, the rest of the batch stays queued and runs after they are
+//! written.
 //!
-//! Invariants: replies go out in request order; a reply is sent only after the engine
-//! acknowledged the command's write (so an acknowledged write is durable under the sync policy);
-//! input held for one client (read buffer + partial request) never exceeds the query-buffer
-//! limit; a protocol error is answered with `-ERR Protocol error: ...` and the connection is
-//! closed; the client is unregistered when the task ends, however it ends.
-//! Depends on `resp`, `executor`, `commands`, `session`, `server` (for `Shared`), `clients`,
-//! `stats`.
+//! Invariants: replies go out in request order; a reply is sent only after the engine acknowledged
+//! the command's write (so an acknowledged write is durable under the sync policy); input held for
+//! one client (read buffer + partial request) never exceeds the query-buffer limit; a protocol
+//! error is answered with `-ERR Protocol error: ...` and the connection is closed; the client is
+//! unregistered when the task ends, however it ends. Depends on `resp`, `executor`, `commands`,
+//! `session`, `server` (for `Shared`), `clients`, `stats`.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;

@@ -2,13 +2,13 @@
 //! Redis's `key:value` text format (CRLF line ends, `# Section` headers, blank line between).
 //!
 //! The `strata` section carries the engine's own figures (`Db::stats()` and `Db::property`):
-//! per-level shape and compaction counters, write amplification, caches, stalls and memtables.
-//! The engine has one storage tier today (the local directory); its figures are reported as
-//! the fast tier, and the capacity tier as absent.
-//! Invariants: rendering is read-only; the keyspace section's key count is exact when the
-//! engine's estimate is at most [`EXACT_KEYSPACE_LIMIT`] (a bounded scan) and the estimate
-//! otherwise (the `strata` section says which, as `keyspace_keys_exact`). Blocking (reads the engine): run on the pool.
-//! Depends on `server::Shared`, `store`, `stats`, `commands::connection` (version).
+//! per-level shape and compaction counters, write amplification, caches, stalls and memtables. The
+//! engine has one storage tier today (the local directory); its figures are reported as the fast
+//! tier, and the capacity tier as absent. Invariants: rendering is read-only; the keyspace
+//! section's key count is exact when the engine's estimate is at most [`EXACT_KEYSPACE_LIMIT`] (a
+//! bounded scan) and the estimate otherwise (the `strata` section says which, as
+//! `keyspace_keys_exact`). Blocking (reads the engine): run on the pool. Depends on
+//! `server::Shared`, `store`, `stats`, `commands::connection` (version).
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;

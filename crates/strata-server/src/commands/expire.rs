@@ -1,9 +1,8 @@
-//! Expiry commands: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (with NX, XX, GT, LT), TTL, PTTL,
-//! PERSIST.
+//! Expiry commands: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (with NX, XX, GT, LT), TTL, PTTL, PERSIST.
 //!
 //! Invariants: the expiry is part of the stored value, so changing it rewrites the value (the
-//! executor holds the key's stripe; see `locks`); an expiry at or before the command time deletes the key
-//! at once (as Redis does); overflow checks and error wording follow Redis's
+//! executor holds the key's stripe; see `locks`); an expiry at or before the command time deletes
+//! the key at once (as Redis does); overflow checks and error wording follow Redis's
 //! `expireGenericCommand`. Depends on `commands` helpers, `store`, `expiry`.
 
 use bytes::Bytes;

@@ -1,10 +1,11 @@
 //! Generic key commands: DEL, UNLINK, EXISTS, TYPE, RENAME, SCAN (MATCH, COUNT, TYPE), KEYS.
 //!
-//! Invariants: DEL/UNLINK/RENAME read and write through `Ctx` (the executor holds the stripes
-//! of all their keys; see `locks`); RENAME moves the stored bytes, TTL included; SCAN examines at most COUNT keys per call and resumes through the cursor table
-//! (see `cursor`), so a full iteration returns every key that existed throughout it; KEYS and
-//! SCAN with a pattern that starts with literal bytes only visit that prefix's key range.
-//! Depends on `commands` helpers, `store`, `glob`, `cursor`.
+//! Invariants: DEL/UNLINK/RENAME read and write through `Ctx` (the executor holds the stripes of
+//! all their keys; see `locks`); RENAME moves the stored bytes, TTL included; SCAN examines at most
+//! COUNT keys per call and resumes through the cursor table (see `cursor`), so a full iteration
+//! returns every key that existed throughout it; KEYS and SCAN with a pattern that starts with
+//! literal bytes only visit that prefix's key range. Depends on `commands` helpers, `store`,
+//! `glob`, `cursor`.
 
 use std::collections::HashSet;
 

@@ -1,14 +1,13 @@
-//! Server commands: DBSIZE, FLUSHDB, FLUSHALL, INFO, CONFIG (GET, SET, RESETSTAT, HELP),
-//! SHUTDOWN.
+//! Server commands: DBSIZE, FLUSHDB, FLUSHALL, INFO, CONFIG (GET, SET, RESETSTAT, HELP), SHUTDOWN.
 //!
-//! CONFIG subset: `GET` knows every setting of `ServerConfig` (engine options as
-//! `strata-<name>`) plus Redis's `appendonly`, `appendfsync`, `save` and `databases` so tools
-//! such as redis-benchmark get sensible answers; `SET` changes `requirepass`, `maxclients`,
-//! `timeout`, `proto-max-bulk-len`, `client-query-buffer-limit` and `max-multibulk-len`; every
-//! other known name is immutable. Invariants: FLUSHDB/FLUSHALL are barriers that hold every key
-//! stripe (see `locks`, `executor`), so no read-modify-write straddles them; SHUTDOWN only triggers the server's
-//! shutdown sequence (see `server`) and closes its connection without a reply, as Redis does.
-//! Depends on `commands` helpers, `info`, `limits`, `config`, `glob`.
+//! CONFIG subset: `GET` knows every setting of `ServerConfig` (engine options as `strata-<name>`)
+//! plus Redis's `appendonly`, `appendfsync`, `save` and `databases` so tools such as
+//! redis-benchmark get sensible answers; `SET` changes `requirepass`, `maxclients`, `timeout`,
+//! `proto-max-bulk-len`, `client-query-buffer-limit` and `max-multibulk-len`; every other known
+//! name is immutable. Invariants: FLUSHDB/FLUSHALL are barriers that hold every key stripe (see
+//! `locks`, `executor`), so no read-modify-write straddles them; SHUTDOWN only triggers the
+//! server's shutdown sequence (see `server`) and closes its connection without a reply, as Redis
+//! does. Depends on `commands` helpers, `info`, `limits`, `config`, `glob`.
 
 use bytes::Bytes;
 

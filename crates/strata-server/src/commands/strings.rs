@@ -2,10 +2,11 @@
 //! GETSET, GETDEL, GETEX, MGET, MSET, MSETNX, INCR, INCRBY, DECR, DECRBY, INCRBYFLOAT, APPEND,
 //! STRLEN, GETRANGE, SETRANGE.
 //!
-//! Invariants: handlers read through `Ctx` and add writes to the segment (the executor holds
-//! the stripes of the keys named in the command table and commits; see `locks`); TTLs follow Redis: SET/GETSET/MSET/SETEX drop or replace the TTL, INCR*/APPEND/SETRANGE keep
-//! it; results never exceed `proto-max-bulk-len`. Depends on `commands` helpers, `store`,
-//! `value`, `expiry`, `numbers`.
+//! Invariants: handlers read through `Ctx` and add writes to the segment (the executor holds the
+//! stripes of the keys named in the command table and commits; see `locks`); TTLs follow Redis:
+//! SET/GETSET/MSET/SETEX drop or replace the TTL, INCR*/APPEND/SETRANGE keep it; results never
+//! exceed `proto-max-bulk-len`. Depends on `commands` helpers, `store`, `value`, `expiry`,
+//! `numbers`.
 
 use bytes::Bytes;
 
