@@ -27,7 +27,7 @@ pub struct ServeArgs {
     /// Data directory [default: ./strata-data]
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// TOML configuration file (keys as in `CONFIG GET`; engine options in an [engine] table)
+    /// TOML configuration file (keys as in `CONFIG GET`; engine options in an `[engine]` table)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Password of the `default` user (clients must AUTH)
@@ -63,7 +63,7 @@ pub struct ServeArgs {
     /// Engine: bloom filter bits per key; 0 disables filters [default: 10]
     #[arg(long, value_name = "BITS")]
     pub bloom_bits_per_key: Option<f64>,
-    /// Engine: compression by level, comma-separated (none, lz4, zstd, zstd:<level>); the last
+    /// Engine: compression by level, comma-separated (none, lz4, zstd, `zstd:<level>`); the last
     /// entry applies to deeper levels [default: none,none,lz4]
     #[arg(long, value_name = "LIST")]
     pub compression: Option<String>,

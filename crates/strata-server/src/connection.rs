@@ -124,7 +124,9 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
                 out = BytesMut::with_capacity(READ_CHUNK);
             }
         }
-        if session.close != Close::Open {
+        // Every request executed so far has its reply; on shutdown, stop before the next batch
+        // (requests still queued were never acknowledged).
+        if session.close != Close::Open || shared.shutdown.is_triggered() {
             let _ = sock.shutdown().await;
             return;
         }
@@ -181,7 +183,6 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
     }
 }
 
-/// Runs a batch: inline if no command needs the engine, else as one task on the engine pool.
 /// Runs a batch (or a prefix of it): inline if no command needs the engine, else as one task
 /// on the engine pool. Returns the batch back with the number of requests that ran.
 async fn execute(
