@@ -10,6 +10,25 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# The server's tests drive it with Debian's redis-tools (redis-cli, redis-benchmark);
+# bench/redis-compare.sh also needs redis-server. Install them when missing. Works as root (CI
+# containers, no sudo) and as a user with sudo.
+if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+  elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  else
+    echo "redis-tools are missing and neither root nor sudo is available to install them" >&2
+    exit 1
+  fi
+  echo "== installing redis-tools and redis-server (apt-get)"
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y redis-tools redis-server
+fi
+# From here on, tests that need the tools fail instead of skipping.
+export STRATA_REQUIRE_REDIS_TOOLS=1
+
 if [ -z "${STRATA_S3_URL:-}" ]; then
   eval "$(bash scripts/s3-server.sh start)"
   trap 'bash scripts/s3-server.sh stop' EXIT

@@ -134,7 +134,8 @@ fn to_error(op: &str, path: &ObjPath, e: object_store::Error) -> Error {
 pub struct CapacityTier {
     store: Arc<dyn ObjectStore>,
     prefix: ObjPath,
-    rt: tokio::runtime::Runtime,
+    /// Always `Some` until drop (taken there to shut it down without blocking).
+    rt: Option<tokio::runtime::Runtime>,
     stats: Arc<TierStats>,
     opts: CapacityOptions,
     emulation: Option<Arc<EmulatedStore>>,
@@ -176,7 +177,7 @@ impl CapacityTier {
         Ok(Arc::new(CapacityTier {
             store,
             prefix,
-            rt,
+            rt: Some(rt),
             stats,
             opts: opts.clone(),
             emulation,
@@ -213,8 +214,12 @@ impl CapacityTier {
         &self.store
     }
 
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.rt.as_ref().expect("the runtime lives until drop")
+    }
+
     pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
-        self.rt.handle()
+        self.runtime().handle()
     }
 
     /// Runs a future on the tier's runtime and waits for it from a synchronous thread (also
@@ -224,7 +229,7 @@ impl CapacityTier {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let h = self.rt.spawn(fut);
+        let h = self.runtime().spawn(fut);
         match futures::executor::block_on(h) {
             Ok(v) => v,
             Err(e) => std::panic::resume_unwind(e.into_panic()),
@@ -365,5 +370,15 @@ impl CapacityTier {
     /// A reader of object `name` of known `size`.
     pub fn reader(self: &Arc<Self>, name: &str, size: u64) -> ObjectFile {
         ObjectFile::new(self.clone(), self.path(name), size)
+    }
+}
+
+impl Drop for CapacityTier {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which panics inside another runtime's async context (an
+        // application embedding the engine in tokio); all requests have finished by now.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
     }
 }

@@ -1,0 +1,47 @@
+//! The `strata` command line. Each subcommand is its own module with its own clap `Args`
+//! struct and `run` function; `main` only parses and dispatches, so new subcommands (`bench`,
+//! `inspect`, the compaction service) are added as a module plus one enum variant.
+//!
+//! Invariant: a subcommand returns an error instead of exiting, and `main` turns it into a
+//! message on stderr and exit status 1. Depends on the `strata` and `strata-server` crates; no
+//! library depends on this crate.
+
+mod logging;
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// mimalloc: the engine and the server allocate many small, short-lived buffers from many
+/// threads, where glibc's allocator spends a measurable share of the time consolidating.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Strata: an LSM-tree key-value store for tiered storage.
+#[derive(Parser, Debug)]
+#[command(name = "strata", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a Redis-protocol (RESP2/RESP3) server over a Strata database.
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("strata: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

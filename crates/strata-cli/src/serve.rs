@@ -1,0 +1,352 @@
+//! `strata serve`: flags and an optional TOML file become a `ServerConfig`, then the server
+//! runs until SHUTDOWN, SIGTERM or SIGINT, and flushes and closes the database before exiting.
+//!
+//! Precedence: built-in defaults < the `--config` file < `--set KEY=VALUE` overrides < the
+//! dedicated flags. All of them are merged as TOML keys before one deserialization, so a flag
+//! and the file key it overrides can never disagree on parsing or validation.
+//! Depends on `strata-server` (config, server) and `logging`; owns no server logic itself
+//! (signals only trigger the server's shutdown handle).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use strata_server::{Server, ServerConfig};
+use toml::{Table, Value};
+use tracing::info;
+
+/// Options of `strata serve`. Sizes accept Redis units (`64mb`, `1gb`, `512kb`).
+#[derive(Args, Debug, Default)]
+pub struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1]
+    #[arg(long)]
+    pub bind: Option<String>,
+    /// TCP port; 0 picks a free port (see the log) [default: 6380]
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Data directory [default: ./strata-data]
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// TOML configuration file (keys as in `CONFIG GET`; engine options in an `[engine]` table)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Password of the `default` user (clients must AUTH)
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    /// Most simultaneous clients [default: 10000]
+    #[arg(long)]
+    pub maxclients: Option<u64>,
+    /// Disconnect clients idle for this many seconds; 0 never [default: 0]
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// When the write-ahead log is fsynced: always, everysec or no [default: everysec]
+    #[arg(long, value_name = "POLICY")]
+    pub sync: Option<String>,
+    /// Log level (error, warn, info, debug, trace) or target list [default: info]
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// Largest bulk string a client may send [default: the engine's value limit]
+    #[arg(long, value_name = "SIZE")]
+    pub proto_max_bulk_len: Option<String>,
+    /// Most unprocessed input bytes held per client [default: 128mb]
+    #[arg(long, value_name = "SIZE")]
+    pub client_query_buffer_limit: Option<String>,
+    /// Engine calls running at once [default: 32]
+    #[arg(long)]
+    pub engine_threads: Option<u64>,
+    /// Engine: memtable size before a flush [default: 64mb]
+    #[arg(long, value_name = "SIZE")]
+    pub write_buffer_size: Option<String>,
+    /// Engine: block cache size; 0 disables it [default: 64mb]
+    #[arg(long, value_name = "SIZE")]
+    pub block_cache_size: Option<String>,
+    /// Engine: bloom filter bits per key; 0 disables filters [default: 10]
+    #[arg(long, value_name = "BITS")]
+    pub bloom_bits_per_key: Option<f64>,
+    /// Engine: compression by level, comma-separated (none, lz4, zstd, `zstd:<level>`); the last
+    /// entry applies to deeper levels [default: none,none,lz4]
+    #[arg(long, value_name = "LIST")]
+    pub compression: Option<String>,
+    /// Engine: data block size [default: 4kb]
+    #[arg(long, value_name = "SIZE")]
+    pub block_size: Option<String>,
+    /// Engine: target size of compaction output tables [default: 64mb]
+    #[arg(long, value_name = "SIZE")]
+    pub target_file_size_base: Option<String>,
+    /// Engine: target size of the base level [default: 256mb]
+    #[arg(long, value_name = "SIZE")]
+    pub max_bytes_for_level_base: Option<String>,
+    /// Engine: number of levels [default: 7]
+    #[arg(long)]
+    pub num_levels: Option<u64>,
+    /// Engine: background compaction threads [default: 2]
+    #[arg(long)]
+    pub max_background_compactions: Option<u64>,
+    /// Engine: compaction write rate limit per second; 0 unlimited [default: 0]
+    #[arg(long, value_name = "SIZE")]
+    pub compaction_rate_limit: Option<String>,
+    /// Any setting, as KEY=VALUE with TOML keys (`timeout=5`, `engine.num-levels=5`);
+    /// repeatable
+    /// Capacity tier: `auto` (file://DIR/capacity), `none`, or a `file://`, `s3://` or
+    /// `memory://` URL.
+    #[arg(long, value_name = "URL")]
+    pub capacity: Option<String>,
+    /// Levels 0..=N stay on the fast tier (the data directory).
+    #[arg(long)]
+    pub fast_levels: Option<u64>,
+    /// Persistent cache of capacity-tier blocks: lap, naive or none.
+    #[arg(long, value_name = "KIND")]
+    pub persistent_cache: Option<String>,
+    #[arg(long, value_name = "SIZE")]
+    pub persistent_cache_size: Option<String>,
+    /// Emulated capacity-tier latency per request, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub capacity_latency_ms: Option<f64>,
+    /// Emulated capacity-tier bandwidth in MB/s.
+    #[arg(long, value_name = "MBPS")]
+    pub capacity_mbps: Option<f64>,
+    /// Probability of an injected transient capacity-tier error (retried by the engine).
+    #[arg(long, value_name = "P")]
+    pub capacity_error_rate: Option<f64>,
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+/// Parses an override's value as TOML (number, boolean, array...) or else takes it as a string.
+fn toml_value(text: &str) -> Value {
+    format!("v = {text}")
+        .parse::<Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| Value::String(text.to_string()))
+}
+
+fn insert(table: &mut Table, dotted: &str, value: Value) -> Result<()> {
+    let mut parts: Vec<&str> = dotted.split('.').collect();
+    let last = parts.pop().context("empty key")?;
+    let mut t = table;
+    for p in parts {
+        t = t
+            .entry(p.to_string())
+            .or_insert_with(|| Value::Table(Table::new()))
+            .as_table_mut()
+            .with_context(|| format!("'{p}' is not a table"))?;
+    }
+    t.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// Builds the configuration: defaults, then the file, then `--set`, then flags.
+pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
+    let mut table = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            text.parse::<Table>()
+                .with_context(|| format!("parsing {}", path.display()))?
+        }
+        None => Table::new(),
+    };
+    for kv in &args.set {
+        let (k, v) = kv
+            .split_once('=')
+            .with_context(|| format!("--set expects KEY=VALUE, got '{kv}'"))?;
+        insert(&mut table, k.trim(), toml_value(v.trim()))?;
+    }
+    let s = |v: &String| Value::String(v.clone());
+    let i = |v: u64| Value::Integer(i64::try_from(v).unwrap_or(i64::MAX));
+    let mut set = |k: &str, v: Option<Value>| -> Result<()> {
+        match v {
+            Some(v) => insert(&mut table, k, v),
+            None => Ok(()),
+        }
+    };
+    set("bind", args.bind.as_ref().map(s))?;
+    set("port", args.port.map(|p| i(u64::from(p))))?;
+    set(
+        "dir",
+        args.dir
+            .as_ref()
+            .map(|d| Value::String(d.display().to_string())),
+    )?;
+    set("requirepass", args.requirepass.as_ref().map(s))?;
+    set("maxclients", args.maxclients.map(i))?;
+    set("timeout", args.timeout.map(i))?;
+    set(
+        "sync",
+        args.sync.as_ref().map(|v| s(&v.to_ascii_lowercase())),
+    )?;
+    set("log-level", args.log_level.as_ref().map(s))?;
+    set(
+        "proto-max-bulk-len",
+        args.proto_max_bulk_len.as_ref().map(s),
+    )?;
+    set(
+        "client-query-buffer-limit",
+        args.client_query_buffer_limit.as_ref().map(s),
+    )?;
+    set("engine-threads", args.engine_threads.map(i))?;
+    set(
+        "engine.write-buffer-size",
+        args.write_buffer_size.as_ref().map(s),
+    )?;
+    set(
+        "engine.block-cache-size",
+        args.block_cache_size.as_ref().map(s),
+    )?;
+    set(
+        "engine.bloom-bits-per-key",
+        args.bloom_bits_per_key.map(Value::Float),
+    )?;
+    set(
+        "engine.compression",
+        args.compression.as_ref().map(|c| {
+            Value::Array(
+                c.split(',')
+                    .map(|x| Value::String(x.trim().to_string()))
+                    .collect(),
+            )
+        }),
+    )?;
+    set("engine.block-size", args.block_size.as_ref().map(s))?;
+    set(
+        "engine.target-file-size-base",
+        args.target_file_size_base.as_ref().map(s),
+    )?;
+    set(
+        "engine.max-bytes-for-level-base",
+        args.max_bytes_for_level_base.as_ref().map(s),
+    )?;
+    set("engine.num-levels", args.num_levels.map(i))?;
+    set(
+        "engine.max-background-compactions",
+        args.max_background_compactions.map(i),
+    )?;
+    set(
+        "engine.compaction-rate-limit",
+        args.compaction_rate_limit.as_ref().map(s),
+    )?;
+    set("engine.capacity", args.capacity.as_ref().map(s))?;
+    set("engine.fast-levels", args.fast_levels.map(i))?;
+    set(
+        "engine.persistent-cache",
+        args.persistent_cache.as_ref().map(s),
+    )?;
+    set(
+        "engine.persistent-cache-size",
+        args.persistent_cache_size.as_ref().map(s),
+    )?;
+    set(
+        "engine.capacity-latency-ms",
+        args.capacity_latency_ms.map(Value::Float),
+    )?;
+    set("engine.capacity-mbps", args.capacity_mbps.map(Value::Float))?;
+    set(
+        "engine.capacity-error-rate",
+        args.capacity_error_rate.map(Value::Float),
+    )?;
+    let config: ServerConfig = Value::Table(table)
+        .try_into()
+        .context("invalid configuration")?;
+    config.validate().context("invalid configuration")?;
+    Ok(config)
+}
+
+/// Runs the server until it is shut down.
+pub fn run(args: ServeArgs) -> Result<()> {
+    let config = build_config(&args)?;
+    crate::logging::init(&config.log_level)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("strata-serve")
+        // The engine pool's semaphore bounds engine calls; a few more threads for the rest.
+        .max_blocking_threads(config.engine_threads + 8)
+        .build()
+        .context("starting the async runtime")?;
+    let config_file = args.config.clone();
+    runtime.block_on(async move {
+        let server = Server::bind(config, config_file).await?;
+        // Printed whatever the log level: scripts and tests wait for this line (with
+        // `--port 0` it is the only way to learn the port).
+        eprintln!("strata serve: listening on {}", server.local_addr());
+        let stop = server.shutdown_handle();
+        tokio::spawn(async move {
+            let Ok(mut term) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            else {
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => info!("SIGTERM received; shutting down"),
+                _ = tokio::signal::ctrl_c() => info!("SIGINT received; shutting down"),
+            }
+            stop.trigger();
+        });
+        server.run().await?;
+        Ok::<(), anyhow::Error>(())
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precedence_is_defaults_file_set_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.toml");
+        std::fs::write(
+            &file,
+            "port = 7000\ntimeout = 3\nsync = \"no\"\n[engine]\nnum-levels = 5\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            config: Some(file),
+            port: Some(7001),
+            set: vec!["timeout=9".into(), "engine.bloom-bits-per-key=4.5".into()],
+            compression: Some("none,zstd:3".into()),
+            write_buffer_size: Some("8mb".into()),
+            ..Default::default()
+        };
+        let c = build_config(&args).unwrap();
+        assert_eq!(c.port, 7001);
+        assert_eq!(c.timeout, 9);
+        assert_eq!(c.sync, strata_server::SyncPolicy::No);
+        assert_eq!(c.engine.num_levels, 5);
+        assert_eq!(c.engine.bloom_bits_per_key, 4.5);
+        assert_eq!(c.engine.compression, vec!["none", "zstd:3"]);
+        assert_eq!(c.engine.write_buffer_size.0, 8 << 20);
+        assert_eq!(c.bind, "127.0.0.1");
+    }
+
+    #[test]
+    fn defaults_without_arguments() {
+        let c = build_config(&ServeArgs::default()).unwrap();
+        assert_eq!(c, ServerConfig::default());
+    }
+
+    #[test]
+    fn bad_settings_are_rejected() {
+        for bad in [
+            ServeArgs {
+                sync: Some("sometimes".into()),
+                ..Default::default()
+            },
+            ServeArgs {
+                set: vec!["nonsense=1".into()],
+                ..Default::default()
+            },
+            ServeArgs {
+                compression: Some("snappy".into()),
+                ..Default::default()
+            },
+            ServeArgs {
+                maxclients: Some(0),
+                ..Default::default()
+            },
+        ] {
+            assert!(build_config(&bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, CLIENT (ID, GETNAME, SETNAME,
+//! SETINFO, LIST, INFO, HELP).
+//!
+//! Invariants: these handlers never touch the engine (they may run on async threads); only
+//! HELLO, AUTH and QUIT run before authentication; HELLO switches the protocol before its own
+//! reply is encoded (its reply is in the new protocol, as in Redis). Only database 0 exists.
+//! Depends on `commands` helpers, `session`, `clients`, `limits`.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::Bytes;
+
+use super::errors::{self, err, unknown_subcommand, wrong_args};
+use super::{is, CmdResult, Ctx};
+use crate::clients::ClientHandle;
+use crate::resp::{Protocol, Reply};
+use crate::session::Close;
+
+/// The Redis version reported to clients (the command set and replies follow 7.0).
+pub const REDIS_VERSION: &str = "7.0.15";
+
+pub fn ping(_ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    match a.len() {
+        1 => Ok(Reply::simple("PONG")),
+        2 => Ok(Reply::Bulk(a[1].clone())),
+        _ => Err(wrong_args("ping")),
+    }
+}
+
+pub fn echo(_ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    Ok(Reply::Bulk(a[1].clone()))
+}
+
+pub fn select(_ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    match crate::numbers::parse_i64(&a[1]) {
+        None => Err(err(errors::NOT_INTEGER)),
+        Some(0) => Ok(Reply::Ok),
+        Some(_) => Err(err(errors::DB_RANGE)),
+    }
+}
+
+pub fn quit(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    ctx.session.close = Close::AfterReply;
+    Ok(Reply::Ok)
+}
+
+/// Checks `user`/`pass` for the only user, `default`. With no password configured, `default`
+/// accepts any password (Redis's `nopass`).
+fn check_user(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
+    user == b"default" && ctx.shared.limits.check_password(pass).unwrap_or(true)
+}
+
+pub fn auth(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    if a.len() > 3 {
+        return Err(err(errors::SYNTAX));
+    }
+    let ok = if a.len() == 2 {
+        match ctx.shared.limits.check_password(&a[1]) {
+            None => return Err(err(errors::NO_PASSWORD)),
+            Some(ok) => ok,
+        }
+    } else {
+        check_user(ctx, &a[1], &a[2])
+    };
+    if ok {
+        ctx.session.authenticated = true;
+        Ok(Reply::Ok)
+    } else {
+        Err(err(errors::WRONGPASS))
+    }
+}
+
+fn valid_name(name: &[u8]) -> bool {
+    name.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+pub fn hello(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let mut proto = None;
+    let mut i = 1;
+    if a.len() >= 2 {
+        let v = crate::numbers::parse_i64(&a[1]).ok_or_else(|| {
+            Reply::error("ERR Protocol version is not an integer or out of range")
+        })?;
+        proto = Some(match v {
+            2 => Protocol::Resp2,
+            3 => Protocol::Resp3,
+            _ => return Err(Reply::error("NOPROTO unsupported protocol version")),
+        });
+        i = 2;
+    }
+    let mut auth: Option<(&Bytes, &Bytes)> = None;
+    let mut setname: Option<&Bytes> = None;
+    while i < a.len() {
+        let more = a.len() - i - 1;
+        if is(&a[i], "AUTH") && more >= 2 {
+            auth = Some((&a[i + 1], &a[i + 2]));
+            i += 3;
+        } else if is(&a[i], "SETNAME") && more >= 1 {
+            setname = Some(&a[i + 1]);
+            i += 2;
+        } else {
+            return Err(Reply::error(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&a[i])
+            )));
+        }
+    }
+    if let Some((user, pass)) = auth {
+        if !check_user(ctx, user, pass) {
+            return Err(err(errors::WRONGPASS));
+        }
+        ctx.session.authenticated = true;
+    }
+    if !ctx.session.authenticated && ctx.shared.limits.auth_required() {
+        return Err(Reply::error(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(name) = setname {
+        if !valid_name(name) {
+            return Err(err(errors::BAD_CLIENT_NAME));
+        }
+        set_name(&ctx.session.client, name);
+    }
+    if let Some(p) = proto {
+        ctx.session.set_protocol(p);
+    }
+    let s = |v: &str| Reply::bulk_str(v);
+    Ok(Reply::Map(vec![
+        (s("server"), s("redis")),
+        (s("version"), s(REDIS_VERSION)),
+        (s("proto"), Reply::Int(ctx.session.protocol.number())),
+        (s("id"), Reply::Int(ctx.session.client.id as i64)),
+        (s("mode"), s("standalone")),
+        (s("role"), s("master")),
+        (s("modules"), Reply::Array(vec![])),
+    ]))
+}
+
+fn set_name(client: &ClientHandle, name: &[u8]) {
+    *client.name.lock() = (!name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned());
+}
+
+/// One CLIENT LIST line (without the trailing newline), with Redis 7's fields; fields Strata
+/// does not track are reported as Redis reports an idle client.
+pub fn client_line(c: &ClientHandle) -> String {
+    let mut s = String::with_capacity(256);
+    let opt = |m: &parking_lot::Mutex<Option<String>>| m.lock().clone().unwrap_or_default();
+    let _ = write!(
+        s,
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 \
+         multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 \
+         tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        c.fd,
+        opt(&c.name),
+        c.age_secs(),
+        c.idle_secs(),
+        c.qbuf.load(Relaxed),
+        super::name_of(c.last_cmd.load(Relaxed)),
+        c.resp.load(Relaxed),
+        opt(&c.lib_name),
+        opt(&c.lib_ver),
+    );
+    s
+}
+
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
+    "    Return information about client connections.",
+    "SETINFO <LIB-NAME|LIB-VER> <value>",
+    "    Set client library name or version.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub fn help_reply(lines: &[&str]) -> Reply {
+    Reply::Array(lines.iter().map(|l| Reply::simple(l.to_string())).collect())
+}
+
+pub fn client(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let sub = &a[1];
+    let arity = |n: usize, name: &str| {
+        if a.len() == n {
+            Ok(())
+        } else {
+            Err(wrong_args(name))
+        }
+    };
+    let client = ctx.session.client.clone();
+    if is(sub, "ID") {
+        arity(2, "client|id")?;
+        Ok(Reply::Int(client.id as i64))
+    } else if is(sub, "GETNAME") {
+        arity(2, "client|getname")?;
+        Ok(match client.name.lock().clone() {
+            Some(n) => Reply::bulk(n.into_bytes()),
+            None => Reply::Null,
+        })
+    } else if is(sub, "SETNAME") {
+        arity(3, "client|setname")?;
+        if !valid_name(&a[2]) {
+            return Err(err(errors::BAD_CLIENT_NAME));
+        }
+        set_name(&client, &a[2]);
+        Ok(Reply::Ok)
+    } else if is(sub, "SETINFO") {
+        arity(4, "client|setinfo")?;
+        let (attr, v) = (&a[2], &a[3]);
+        let slot = if is(attr, "LIB-NAME") {
+            &client.lib_name
+        } else if is(attr, "LIB-VER") {
+            &client.lib_ver
+        } else {
+            return Err(Reply::error(format!(
+                "ERR Unrecognized option '{}'",
+                String::from_utf8_lossy(attr)
+            )));
+        };
+        if !valid_name(v) || (is(attr, "LIB-NAME") && v.iter().any(|&c| c == b'(' || c == b')')) {
+            return Err(Reply::error(format!(
+                "ERR {} cannot contain spaces, newlines or special characters.",
+                String::from_utf8_lossy(attr).to_ascii_lowercase()
+            )));
+        }
+        *slot.lock() = (!v.is_empty()).then(|| String::from_utf8_lossy(v).into_owned());
+        Ok(Reply::Ok)
+    } else if is(sub, "INFO") {
+        arity(2, "client|info")?;
+        let mut line = client_line(&client);
+        line.push('\n');
+        Ok(Reply::Verbatim("txt", Bytes::from(line)))
+    } else if is(sub, "LIST") {
+        let mut ids: Option<Vec<u64>> = None;
+        let mut normal = true;
+        let mut i = 2;
+        while i < a.len() {
+            if is(&a[i], "TYPE") && i + 1 < a.len() {
+                let t = &a[i + 1];
+                if is(t, "normal") {
+                    normal = true;
+                } else if is(t, "master") || is(t, "replica") || is(t, "pubsub") {
+                    normal = false;
+                } else {
+                    return Err(Reply::error(format!(
+                        "ERR Unknown client type '{}'",
+                        String::from_utf8_lossy(t)
+                    )));
+                }
+                i += 2;
+            } else if is(&a[i], "ID") && i + 1 < a.len() {
+                let mut v = Vec::new();
+                for x in &a[i + 1..] {
+                    match crate::numbers::parse_i64(x) {
+                        Some(id) if id > 0 => v.push(id as u64),
+                        _ => return Err(Reply::error("ERR Invalid client ID")),
+                    }
+                }
+                ids = Some(v);
+                i = a.len();
+            } else {
+                return Err(err(errors::SYNTAX));
+            }
+        }
+        let mut text = String::new();
+        if normal {
+            for c in ctx.shared.clients.list() {
+                if ids.as_ref().is_none_or(|v| v.contains(&c.id)) {
+                    text.push_str(&client_line(&c));
+                    text.push('\n');
+                }
+            }
+        }
+        Ok(Reply::Verbatim("txt", Bytes::from(text)))
+    } else if is(sub, "HELP") {
+        arity(2, "client|help")?;
+        Ok(help_reply(CLIENT_HELP))
+    } else {
+        Err(unknown_subcommand(sub, "client"))
+    }
+}

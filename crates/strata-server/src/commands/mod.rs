@@ -1,0 +1,384 @@
+//! The command table and dispatch: name lookup (case-insensitive), arity, authentication,
+//! then the handler. Handlers live in one file per command group: [`strings`], [`keys`],
+//! [`expire`], [`connection`] (PING, HELLO, AUTH, CLIENT...), [`server`] (INFO, CONFIG,
+//! SHUTDOWN, DBSIZE, FLUSH*), [`introspection`] (COMMAND).
+//!
+//! Invariants: checks run in Redis's order — unknown command, then arity, then NOAUTH — so
+//! clients see the same error Redis would give; a handler runs only with an argument count its
+//! arity allows; handlers of commands marked `engine` may block (they run on the engine pool),
+//! the others never touch the engine (they may run on the async threads). Handlers take no
+//! locks and write nothing themselves: they read through [`Ctx`] (which sees the segment's
+//! pending writes) and add writes to [`Pending`]; the executor holds the stripes of every key
+//! the table says a write command names ([`CommandSpec::lock_scope`]) and commits the
+//! segment's writes before any reply is sent. So a write command's key positions in the table
+//! must be right, or its atomicity is lost. Handlers never panic on client input.
+//! Depends on `server::Shared`, `session`, `store`, `resp`; must not depend on the network
+//! layer (`connection`, `server::Server`).
+
+pub mod connection;
+pub mod errors;
+pub mod expire;
+pub mod introspection;
+pub mod keys;
+pub mod server;
+pub mod strings;
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+
+use strata::WriteBatch;
+
+use crate::expiry::is_expired;
+use crate::fasthash::FastHash;
+use crate::keyspace::{self, DB0_END, DB0_START, MAX_USER_KEY};
+use crate::resp::Reply;
+use crate::server::Shared;
+use crate::session::Session;
+use crate::store::{Store, StoreError};
+use crate::value::{self, Entry, ValueType};
+
+/// A handler's result: `Err` carries an error reply, so `?` works on store errors.
+pub type CmdResult = Result<Reply, Reply>;
+pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
+
+/// Writes of the segment being executed, not yet committed: the batch that will be
+/// committed, and the new raw value (or deletion) of every key it writes, which later commands
+/// of the same segment read instead of the engine.
+#[derive(Default)]
+pub struct Pending {
+    pub batch: WriteBatch,
+    overlay: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+}
+
+impl Pending {
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+}
+
+/// What a handler sees.
+pub struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub session: &'a mut Session,
+    /// Command time in Unix milliseconds (one clock reading per batch, as Redis takes one per
+    /// command).
+    pub now: u64,
+    pub pending: &'a mut Pending,
+}
+
+impl Ctx<'_> {
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// The raw stored bytes of `key` if it is live (pending writes first).
+    pub fn raw(&self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
+        let raw = match self.pending.overlay.get(key) {
+            Some(v) => v.clone(),
+            None => self.shared.store.get_raw(key)?,
+        };
+        match raw {
+            Some(r) => {
+                let (_, at) = value::peek(&r).map_err(StoreError::from)?;
+                Ok((!is_expired(at, self.now)).then_some(r))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The live entry of `key` (pending writes first).
+    pub fn entry(&self, key: &[u8]) -> Result<Option<Entry>, Reply> {
+        match self.raw(key)? {
+            Some(r) => Ok(Some(value::decode(r).map_err(StoreError::from)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The live string value of `key`; WRONGTYPE for another type.
+    pub fn string(&self, key: &[u8]) -> Result<Option<Entry>, Reply> {
+        match self.entry(key)? {
+            Some(e) if e.vtype != Some(ValueType::String) => Err(errors::err(errors::WRONGTYPE)),
+            other => Ok(other),
+        }
+    }
+
+    /// Stores raw value bytes (header included) for `key`; committed with the segment.
+    pub fn put_raw(&mut self, key: &[u8], raw: Bytes) -> Result<(), Reply> {
+        if key.len() > MAX_USER_KEY {
+            return Err(StoreError::KeyTooLarge.into());
+        }
+        self.pending.batch.put(keyspace::data_key(key), &raw);
+        self.pending.overlay.insert(key.to_vec(), Some(raw));
+        Ok(())
+    }
+
+    /// Stores a value for `key`; committed with the segment. An expiry at or before the
+    /// command time deletes the key instead (as Redis does).
+    pub fn put(
+        &mut self,
+        key: &[u8],
+        vtype: ValueType,
+        expire_at: Option<u64>,
+        payload: &[u8],
+    ) -> Result<(), Reply> {
+        if is_expired(expire_at, self.now) {
+            self.delete(key);
+            return Ok(());
+        }
+        self.put_raw(key, Bytes::from(value::encode(vtype, expire_at, payload)))
+    }
+
+    /// Deletes `key`; committed with the segment.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.pending.batch.delete(keyspace::data_key(key));
+        self.pending.overlay.insert(key.to_vec(), None);
+    }
+
+    /// Deletes every key of the database (FLUSHDB). Only for barrier commands, which run in a
+    /// segment of their own holding every stripe.
+    pub fn delete_all(&mut self) {
+        self.pending.batch.delete_range(DB0_START, DB0_END);
+        self.pending.overlay.clear();
+    }
+}
+
+/// One command's metadata (also what COMMAND INFO / DOCS report).
+pub struct CommandSpec {
+    /// Lowercase name.
+    pub name: &'static str,
+    /// Redis arity: `n` exactly n arguments (name included), `-n` at least n.
+    pub arity: i32,
+    pub flags: &'static [&'static str],
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub acl: &'static [&'static str],
+    pub group: &'static str,
+    pub since: &'static str,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    /// Whether the handler calls the engine (and so must run on the engine pool).
+    pub engine: bool,
+    pub subcommands: &'static [&'static str],
+    pub handler: Handler,
+}
+
+impl CommandSpec {
+    fn arity_ok(&self, n: usize) -> bool {
+        let n = n as i64;
+        let a = i64::from(self.arity);
+        if a >= 0 {
+            n == a
+        } else {
+            n >= -a
+        }
+    }
+
+    fn no_auth(&self) -> bool {
+        self.flags.contains(&"no_auth")
+    }
+
+    /// Whether the command writes keys.
+    pub fn writes(&self) -> bool {
+        self.flags.contains(&"write")
+    }
+
+    /// Commands that see the whole key range (scans, FLUSH*, INFO): they run in a segment of
+    /// their own, after every earlier write of the batch is committed.
+    pub fn barrier(&self) -> bool {
+        matches!(
+            self.name,
+            "keys" | "scan" | "dbsize" | "flushdb" | "flushall" | "info"
+        )
+    }
+
+    /// The stripes a command must hold while it runs (see `locks`).
+    pub fn lock_scope<'b>(&self, args: &'b [Bytes]) -> LockScope<'b> {
+        if !self.writes() || !self.arity_ok(args.len()) {
+            return LockScope::None;
+        }
+        if self.first_key == 0 {
+            return LockScope::All;
+        }
+        let first = self.first_key as usize;
+        let last = if self.last_key < 0 {
+            (args.len() as i64 + i64::from(self.last_key)) as usize
+        } else {
+            (self.last_key as usize).min(args.len() - 1)
+        };
+        let step = self.step.max(1) as usize;
+        LockScope::Keys(
+            (first..=last)
+                .step_by(step)
+                .filter_map(|i| args.get(i))
+                .collect(),
+        )
+    }
+}
+
+/// Which key stripes a command needs.
+pub enum LockScope<'a> {
+    None,
+    Keys(Vec<&'a Bytes>),
+    All,
+}
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, ($f:expr, $l:expr, $s:expr), $acl:expr,
+     $group:literal, $since:literal, $complexity:literal, $engine:expr, $handler:expr,
+     $summary:literal) => {
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            first_key: $f,
+            last_key: $l,
+            step: $s,
+            acl: $acl,
+            group: $group,
+            since: $since,
+            summary: $summary,
+            complexity: $complexity,
+            engine: $engine,
+            subcommands: &[],
+            handler: $handler,
+        }
+    };
+}
+
+const W: &[&str] = &["write", "denyoom"];
+const WF: &[&str] = &["write", "denyoom", "fast"];
+const RF: &[&str] = &["readonly", "fast"];
+const R: &[&str] = &["readonly"];
+const STR_W: &[&str] = &["@write", "@string", "@slow"];
+const STR_WF: &[&str] = &["@write", "@string", "@fast"];
+const STR_RF: &[&str] = &["@read", "@string", "@fast"];
+const KS_WF: &[&str] = &["@keyspace", "@write", "@fast"];
+const KS_W: &[&str] = &["@keyspace", "@write", "@slow"];
+const KS_RF: &[&str] = &["@keyspace", "@read", "@fast"];
+const KS_R: &[&str] = &["@keyspace", "@read", "@slow"];
+const CONN: &[&str] = &["@fast", "@connection"];
+
+/// Every supported command.
+pub static COMMANDS: &[CommandSpec] = &[
+    // Strings.
+    cmd!("get", 2, RF, (1, 1, 1), STR_RF, "string", "1.0.0", "O(1)", true, strings::get, "Returns the string value of a key."),
+    cmd!("set", -3, W, (1, 1, 1), STR_W, "string", "1.0.0", "O(1)", true, strings::set, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
+    cmd!("setnx", 3, WF, (1, 1, 1), STR_WF, "string", "1.0.0", "O(1)", true, strings::setnx, "Set the string value of a key only when the key doesn't exist."),
+    cmd!("setex", 4, W, (1, 1, 1), STR_W, "string", "2.0.0", "O(1)", true, strings::setex, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
+    cmd!("psetex", 4, W, (1, 1, 1), STR_W, "string", "2.6.0", "O(1)", true, strings::psetex, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
+    cmd!("getset", 3, WF, (1, 1, 1), STR_WF, "string", "1.0.0", "O(1)", true, strings::getset, "Returns the previous string value of a key after setting it to a new value."),
+    cmd!("getdel", 2, &["write", "fast"], (1, 1, 1), STR_WF, "string", "6.2.0", "O(1)", true, strings::getdel, "Returns the string value of a key after deleting the key."),
+    cmd!("getex", -2, &["write", "fast"], (1, 1, 1), STR_WF, "string", "6.2.0", "O(1)", true, strings::getex, "Returns the string value of a key after setting its expiration time."),
+    cmd!("mget", -2, RF, (1, -1, 1), STR_RF, "string", "1.0.0", "O(N) where N is the number of keys to retrieve.", true, strings::mget, "Atomically returns the string values of one or more keys."),
+    cmd!("mset", -3, W, (1, -1, 2), STR_W, "string", "1.0.1", "O(N) where N is the number of keys to set.", true, strings::mset, "Atomically creates or modifies the string values of one or more keys."),
+    cmd!("msetnx", -3, W, (1, -1, 2), STR_W, "string", "1.0.1", "O(N) where N is the number of keys to set.", true, strings::msetnx, "Atomically modifies the string values of one or more keys only when all keys don't exist."),
+    cmd!("incr", 2, WF, (1, 1, 1), STR_WF, "string", "1.0.0", "O(1)", true, strings::incr, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+    cmd!("incrby", 3, WF, (1, 1, 1), STR_WF, "string", "1.0.0", "O(1)", true, strings::incrby, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+    cmd!("decr", 2, WF, (1, 1, 1), STR_WF, "string", "1.0.0", "O(1)", true, strings::decr, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+    cmd!("decrby", 3, WF, (1, 1, 1), STR_WF, "string", "1.0.0", "O(1)", true, strings::decrby, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
+    cmd!("incrbyfloat", 3, WF, (1, 1, 1), STR_WF, "string", "2.6.0", "O(1)", true, strings::incrbyfloat, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+    cmd!("append", 3, WF, (1, 1, 1), STR_WF, "string", "2.0.0", "O(1)", true, strings::append, "Appends a string to the value of a key. Creates the key if it doesn't exist."),
+    cmd!("strlen", 2, RF, (1, 1, 1), STR_RF, "string", "2.2.0", "O(1)", true, strings::strlen, "Returns the length of a string value."),
+    cmd!("getrange", 4, R, (1, 1, 1), &["@read", "@string", "@slow"], "string", "2.4.0", "O(N) where N is the length of the returned string.", true, strings::getrange, "Returns a substring of the string stored at a key."),
+    cmd!("setrange", 4, W, (1, 1, 1), STR_W, "string", "2.2.0", "O(1), not counting the time taken to copy the new string in place.", true, strings::setrange, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
+    // Keys.
+    cmd!("del", -2, &["write"], (1, -1, 1), KS_W, "generic", "1.0.0", "O(N) where N is the number of keys that will be removed.", true, keys::del, "Deletes one or more keys."),
+    cmd!("unlink", -2, &["write", "fast"], (1, -1, 1), KS_WF, "generic", "4.0.0", "O(1) for each key removed regardless of its size.", true, keys::del, "Asynchronously deletes one or more keys."),
+    cmd!("exists", -2, RF, (1, -1, 1), KS_RF, "generic", "3.0.3", "O(N) where N is the number of keys to check.", true, keys::exists, "Determines whether one or more keys exist."),
+    cmd!("type", 2, RF, (1, 1, 1), KS_RF, "generic", "1.0.0", "O(1)", true, keys::type_, "Determines the type of value stored at a key."),
+    cmd!("rename", 3, &["write"], (1, 2, 1), KS_W, "generic", "1.0.0", "O(1)", true, keys::rename, "Renames a key and overwrites the destination."),
+    cmd!("scan", -2, R, (0, 0, 0), KS_R, "generic", "2.8.0", "O(1) for every call. O(N) for a complete iteration.", true, keys::scan, "Iterates over the key names in the database."),
+    cmd!("keys", 2, R, (0, 0, 0), &["@keyspace", "@read", "@slow", "@dangerous"], "generic", "1.0.0", "O(N) with N being the number of keys in the database.", true, keys::keys, "Returns all key names that match a pattern."),
+    // Expiry.
+    cmd!("expire", -3, &["write", "fast"], (1, 1, 1), KS_WF, "generic", "1.0.0", "O(1)", true, expire::expire, "Sets the expiration time of a key in seconds."),
+    cmd!("pexpire", -3, &["write", "fast"], (1, 1, 1), KS_WF, "generic", "2.6.0", "O(1)", true, expire::pexpire, "Sets the expiration time of a key in milliseconds."),
+    cmd!("expireat", -3, &["write", "fast"], (1, 1, 1), KS_WF, "generic", "1.2.0", "O(1)", true, expire::expireat, "Sets the expiration time of a key to a Unix timestamp."),
+    cmd!("pexpireat", -3, &["write", "fast"], (1, 1, 1), KS_WF, "generic", "2.6.0", "O(1)", true, expire::pexpireat, "Sets the expiration time of a key to a Unix milliseconds timestamp."),
+    cmd!("ttl", 2, RF, (1, 1, 1), KS_RF, "generic", "1.0.0", "O(1)", true, expire::ttl, "Returns the expiration time in seconds of a key."),
+    cmd!("pttl", 2, RF, (1, 1, 1), KS_RF, "generic", "2.6.0", "O(1)", true, expire::pttl, "Returns the expiration time in milliseconds of a key."),
+    cmd!("persist", 2, &["write", "fast"], (1, 1, 1), KS_WF, "generic", "2.2.0", "O(1)", true, expire::persist, "Removes the expiration time of a key."),
+    // Server.
+    cmd!("dbsize", 1, R, (0, 0, 0), &["@keyspace", "@read", "@fast"], "server", "1.0.0", "O(N) in Strata (a bounded scan of the key range).", true, server::dbsize, "Returns the number of keys in the database."),
+    cmd!("flushdb", -1, &["write"], (0, 0, 0), &["@keyspace", "@write", "@slow", "@dangerous"], "server", "1.0.0", "O(1) in Strata (one range delete).", true, server::flushdb, "Remove all keys from the current database."),
+    cmd!("flushall", -1, &["write"], (0, 0, 0), &["@keyspace", "@write", "@slow", "@dangerous"], "server", "1.0.0", "O(1) in Strata (one range delete).", true, server::flushdb, "Removes all keys from all databases."),
+    cmd!("info", -1, &["loading", "stale"], (0, 0, 0), &["@slow", "@dangerous"], "server", "1.0.0", "O(1)", true, server::info, "Returns information and statistics about the server."),
+    CommandSpec { subcommands: &["config|get", "config|set", "config|resetstat", "config|help"], ..cmd!("config", -2, &[], (0, 0, 0), &["@slow"], "server", "2.0.0", "Depends on subcommand.", false, server::config, "A container for server configuration commands.") },
+    cmd!("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(1)", false, server::shutdown, "Synchronously saves the database(s) to disk and shuts down the Redis server."),
+    // Connection.
+    cmd!("ping", -1, &["fast"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::ping, "Returns the server's liveliness response."),
+    cmd!("echo", 2, &["fast"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::echo, "Returns the given string."),
+    cmd!("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "6.0.0", "O(1)", false, connection::hello, "Handshakes with the Redis server."),
+    cmd!("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "1.0.0", "O(N) where N is the number of passwords defined for the user", false, connection::auth, "Authenticates the connection."),
+    cmd!("select", 2, &["loading", "stale", "fast"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::select, "Changes the selected database."),
+    cmd!("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::quit, "Closes the connection."),
+    CommandSpec { subcommands: &["client|id", "client|getname", "client|setname", "client|setinfo", "client|list", "client|info", "client|help"], ..cmd!("client", -2, &[], (0, 0, 0), &["@slow"], "connection", "2.4.0", "Depends on subcommand.", false, connection::client, "A container for client connection commands.") },
+    CommandSpec { subcommands: &["command|count", "command|docs", "command|info", "command|list", "command|help"], ..cmd!("command", -1, &["loading", "stale"], (0, 0, 0), &["@slow", "@connection"], "server", "2.8.13", "O(N) where N is the total number of Redis commands", false, introspection::command, "Returns detailed information about all commands.") },
+];
+
+fn index() -> &'static HashMap<&'static [u8], usize, FastHash> {
+    static INDEX: OnceLock<HashMap<&'static [u8], usize, FastHash>> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        COMMANDS
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.as_bytes(), i))
+            .collect()
+    })
+}
+
+/// Looks a command up by name, case-insensitively.
+pub fn lookup(name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
+    let mut buf = [0u8; 16];
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    index().get(&buf[..name.len()]).map(|&i| (i, &COMMANDS[i]))
+}
+
+/// Whether running `name` calls the engine.
+pub fn needs_engine(name: &[u8]) -> bool {
+    lookup(name).is_some_and(|(_, c)| c.engine)
+}
+
+/// Runs one request (`args[0]` is the command name; `args` is never empty). The caller (the
+/// executor) holds the stripes `lock_scope` names and commits `ctx.pending` afterwards.
+pub fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let Some((i, spec)) = lookup(&args[0]) else {
+        return errors::unknown_command(args);
+    };
+    if !spec.arity_ok(args.len()) {
+        return errors::wrong_args(spec.name);
+    }
+    if !ctx.session.authenticated && !spec.no_auth() && ctx.shared.limits.auth_required() {
+        return errors::err(errors::NOAUTH);
+    }
+    ctx.session.client.last_cmd.store(i as u64 + 1, Relaxed);
+    match (spec.handler)(ctx, args) {
+        Ok(r) | Err(r) => r,
+    }
+}
+
+/// The name of the command a client ran last (CLIENT LIST `cmd=`).
+pub fn name_of(index_plus_one: u64) -> &'static str {
+    match index_plus_one {
+        0 => "NULL",
+        i => COMMANDS.get(i as usize - 1).map_or("NULL", |c| c.name),
+    }
+}
+
+/// Whether `a` equals the ASCII word `w` ignoring case.
+pub fn is(a: &[u8], w: &str) -> bool {
+    a.eq_ignore_ascii_case(w.as_bytes())
+}
+
+/// Parses an integer argument (Redis's `getLongLongFromObjectOrReply`).
+pub fn int_arg(a: &[u8]) -> Result<i64, Reply> {
+    crate::numbers::parse_i64(a).ok_or_else(|| errors::err(errors::NOT_INTEGER))
+}

@@ -1,0 +1,200 @@
+//! Server commands: DBSIZE, FLUSHDB, FLUSHALL, INFO, CONFIG (GET, SET, RESETSTAT, HELP), SHUTDOWN.
+//!
+//! CONFIG subset: `GET` knows every setting of `ServerConfig` (engine options as `strata-<name>`)
+//! plus Redis's `appendonly`, `appendfsync`, `save` and `databases` so tools such as
+//! redis-benchmark get sensible answers; `SET` changes `requirepass`, `maxclients`, `timeout`,
+//! `proto-max-bulk-len`, `client-query-buffer-limit` and `max-multibulk-len`; every other known
+//! name is immutable. Invariants: FLUSHDB/FLUSHALL are barriers that hold every key stripe (see
+//! `locks`, `executor`), so no read-modify-write straddles them; SHUTDOWN only triggers the
+//! server's shutdown sequence (see `server`) and closes its connection without a reply, as Redis
+//! does. Depends on `commands` helpers, `info`, `limits`, `config`, `glob`.
+
+use bytes::Bytes;
+
+use super::connection::help_reply;
+use super::errors::{self, err, unknown_subcommand, wrong_args};
+use super::{is, CmdResult, Ctx};
+use crate::config::ByteSize;
+use crate::glob;
+use crate::resp::Reply;
+use crate::session::Close;
+
+pub fn dbsize(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    let mut n = 0i64;
+    ctx.store()
+        .scan(None, usize::MAX, ctx.now, |_, _, _| n += 1)?;
+    Ok(Reply::Int(n))
+}
+
+pub fn flushdb(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    if a.len() > 2 || (a.len() == 2 && !is(&a[1], "ASYNC") && !is(&a[1], "SYNC")) {
+        return Err(err(errors::SYNTAX));
+    }
+    ctx.delete_all();
+    Ok(Reply::Ok)
+}
+
+pub fn info(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let sections: Vec<String> = a[1..]
+        .iter()
+        .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
+        .collect();
+    let text = crate::info::render(ctx.shared, &sections, ctx.now)?;
+    Ok(Reply::Verbatim("txt", Bytes::from(text)))
+}
+
+pub fn shutdown(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    for w in &a[1..] {
+        if is(w, "ABORT") {
+            return Err(Reply::error("ERR No shutdown in progress."));
+        }
+        if !(is(w, "NOSAVE") || is(w, "SAVE") || is(w, "NOW") || is(w, "FORCE")) {
+            return Err(err(errors::SYNTAX));
+        }
+    }
+    tracing::info!(
+        "SHUTDOWN requested by client {} ({})",
+        ctx.session.client.id,
+        ctx.session.client.addr
+    );
+    ctx.shared.shutdown.trigger();
+    ctx.session.close = Close::Now;
+    Ok(Reply::Ok)
+}
+
+/// Every CONFIG GET parameter with its current value.
+fn parameters(ctx: &Ctx<'_>) -> Vec<(String, String)> {
+    let c = &ctx.shared.config;
+    let l = &ctx.shared.limits;
+    let mut v: Vec<(String, String)> = vec![
+        ("bind".into(), c.bind.clone()),
+        ("port".into(), ctx.shared.local_addr.port().to_string()),
+        ("dir".into(), c.dir.display().to_string()),
+        ("requirepass".into(), l.requirepass().unwrap_or_default()),
+        ("maxclients".into(), l.maxclients().to_string()),
+        ("timeout".into(), l.timeout_secs().to_string()),
+        ("appendonly".into(), "yes".into()),
+        ("appendfsync".into(), c.sync.name().into()),
+        ("save".into(), String::new()),
+        ("databases".into(), "1".into()),
+        ("loglevel".into(), c.log_level.clone()),
+        (
+            "proto-max-bulk-len".into(),
+            l.proto_max_bulk_len().to_string(),
+        ),
+        (
+            "client-query-buffer-limit".into(),
+            l.query_buffer_limit().to_string(),
+        ),
+        (
+            "max-multibulk-len".into(),
+            l.max_multibulk_len().to_string(),
+        ),
+        ("engine-threads".into(), c.engine_threads.to_string()),
+        ("key-lock-stripes".into(), c.key_lock_stripes.to_string()),
+    ];
+    v.extend(
+        c.engine
+            .entries()
+            .into_iter()
+            .map(|(k, val)| (format!("strata-{k}"), val)),
+    );
+    v
+}
+
+const CONFIG_HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "HELP",
+    "    Print this help.",
+];
+
+fn set_failed(name: &str, why: &str) -> Reply {
+    Reply::error(format!(
+        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+    ))
+}
+
+fn apply(ctx: &Ctx<'_>, name: &str, value: &[u8]) -> Result<(), Reply> {
+    let l = &ctx.shared.limits;
+    let text = String::from_utf8_lossy(value);
+    let int = || -> Result<u64, Reply> {
+        text.parse::<u64>()
+            .map_err(|_| set_failed(name, "argument couldn't be parsed into an integer"))
+    };
+    let size = || -> Result<u64, Reply> {
+        text.parse::<ByteSize>()
+            .map(|b| b.0)
+            .map_err(|_| set_failed(name, "argument must be a memory value"))
+    };
+    match name {
+        "requirepass" => l.set_requirepass(&text),
+        "maxclients" => l
+            .set_maxclients(usize::try_from(int()?).unwrap_or(usize::MAX))
+            .map_err(|e| set_failed(name, &e))?,
+        "timeout" => l.set_timeout_secs(int()?),
+        "proto-max-bulk-len" => l
+            .set_proto_max_bulk_len(size()?)
+            .map_err(|e| set_failed(name, &e))?,
+        "client-query-buffer-limit" => l
+            .set_query_buffer_limit(size()?)
+            .map_err(|e| set_failed(name, &e))?,
+        "max-multibulk-len" => l
+            .set_max_multibulk_len(usize::try_from(int()?).unwrap_or(usize::MAX))
+            .map_err(|e| set_failed(name, &e))?,
+        _ => {
+            return Err(if parameters(ctx).iter().any(|(k, _)| k == name) {
+                set_failed(name, "can't set immutable config")
+            } else {
+                Reply::error(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                ))
+            })
+        }
+    }
+    Ok(())
+}
+
+pub fn config(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let sub = &a[1];
+    if is(sub, "GET") {
+        if a.len() < 3 {
+            return Err(wrong_args("config|get"));
+        }
+        let params = parameters(ctx);
+        let mut out = Vec::new();
+        for (k, v) in &params {
+            if a[2..].iter().any(|p| glob::matches(p, k.as_bytes(), true)) {
+                out.push((Reply::bulk_str(k), Reply::bulk_str(v)));
+            }
+        }
+        Ok(Reply::Map(out))
+    } else if is(sub, "SET") {
+        if a.len() < 4 {
+            return Err(wrong_args("config|set"));
+        }
+        if a.len() % 2 == 1 {
+            return Err(err(errors::SYNTAX));
+        }
+        for pair in a[2..].chunks_exact(2) {
+            let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+            apply(ctx, &name, &pair[1])?;
+        }
+        Ok(Reply::Ok)
+    } else if is(sub, "RESETSTAT") {
+        if a.len() != 2 {
+            return Err(wrong_args("config|resetstat"));
+        }
+        ctx.shared.stats.reset();
+        Ok(Reply::Ok)
+    } else if is(sub, "HELP") {
+        Ok(help_reply(CONFIG_HELP))
+    } else {
+        Err(unknown_subcommand(sub, "config"))
+    }
+}

@@ -1,0 +1,566 @@
+//! Server configuration: [`ServerConfig`] (what `strata serve` reads from flags and a TOML
+//! file), the sync policy, engine options, and byte sizes written the Redis way (`64mb`).
+//!
+//! Invariants: `ServerConfig::default()` is what `strata serve` runs with no arguments;
+//! [`ServerConfig::validate`] rejects inconsistent settings before anything is opened;
+//! [`ServerConfig::engine_options`] is the only place server settings become engine `Options`.
+//! TOML keys are kebab-case, like Redis's configuration names; engine options live in an
+//! `[engine]` table. Must not depend on the network layer or the command table.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use strata::{Compression, Options};
+
+use crate::value::HEADER_LEN_EXPIRY;
+
+/// Largest value a client may store: the engine's limit less the value header.
+pub const MAX_STRING_LEN: u64 = (strata::MAX_VALUE_SIZE - HEADER_LEN_EXPIRY) as u64;
+
+/// A configuration error, with the offending setting in the message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// When the write-ahead log is fsynced (Redis's `appendfsync`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncPolicy {
+    /// Every write is fsynced before it is acknowledged (concurrent writes share an fsync).
+    Always,
+    /// The engine fsyncs the log once a second (`Options::wal_sync_interval`): a process crash
+    /// loses nothing, an OS crash or power loss up to about a second.
+    #[default]
+    Everysec,
+    /// The server never fsyncs; the OS writes the log back when it chooses.
+    No,
+}
+
+impl SyncPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncPolicy::Always => "always",
+            SyncPolicy::Everysec => "everysec",
+            SyncPolicy::No => "no",
+        }
+    }
+}
+
+impl FromStr for SyncPolicy {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Ok(SyncPolicy::Always),
+            "everysec" => Ok(SyncPolicy::Everysec),
+            "no" => Ok(SyncPolicy::No),
+            _ => Err(ConfigError(format!(
+                "invalid sync policy '{s}' (expected always, everysec or no)"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for SyncPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A byte count. Parses Redis-style units: `b`, `k` (1000), `kb` (1024), `m`, `mb`, `g`, `gb`,
+/// and also `kib`, `mib`, `gib`; case-insensitive. In TOML, an integer or a string.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ByteSize(pub u64);
+
+impl FromStr for ByteSize {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        let t = s.trim().to_ascii_lowercase();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let mult: u64 = match unit {
+            "" | "b" => 1,
+            "k" => 1000,
+            "kb" | "kib" => 1024,
+            "m" => 1000 * 1000,
+            "mb" | "mib" => 1 << 20,
+            "g" => 1000 * 1000 * 1000,
+            "gb" | "gib" => 1 << 30,
+            _ => return Err(ConfigError(format!("invalid size '{s}'"))),
+        };
+        let n: u64 = num
+            .parse()
+            .map_err(|_| ConfigError(format!("invalid size '{s}'")))?;
+        n.checked_mul(mult)
+            .map(ByteSize)
+            .ok_or_else(|| ConfigError(format!("size '{s}' is too large")))
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a byte count: an integer or a string such as \"64mb\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ByteSize, E> {
+                u64::try_from(v)
+                    .map(ByteSize)
+                    .map_err(|_| E::custom("a size cannot be negative"))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ByteSize, E> {
+                v.parse().map_err(|e: ConfigError| E::custom(e.0))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Parses a compression name: `none`, `lz4`, `zstd` (level 3) or `zstd:<level>`.
+pub fn parse_compression(s: &str) -> Result<Compression, ConfigError> {
+    let t = s.trim().to_ascii_lowercase();
+    match t.as_str() {
+        "none" => Ok(Compression::None),
+        "lz4" => Ok(Compression::Lz4),
+        "zstd" => Ok(Compression::Zstd(3)),
+        _ => match t.strip_prefix("zstd:").map(str::parse::<i32>) {
+            Some(Ok(l)) => Ok(Compression::Zstd(l)),
+            _ => Err(ConfigError(format!(
+                "invalid compression '{s}' (expected none, lz4, zstd or zstd:<level>)"
+            ))),
+        },
+    }
+}
+
+/// The name of a compression as `parse_compression` reads it.
+pub fn compression_name(c: Compression) -> String {
+    match c {
+        Compression::Zstd(l) => format!("zstd:{l}"),
+        other => other.name().to_string(),
+    }
+}
+
+/// Engine options (every tunable of `strata::Options`). Defaults are the engine's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct EngineConfig {
+    pub write_buffer_size: ByteSize,
+    pub max_write_buffer_number: usize,
+    pub level0_file_num_compaction_trigger: usize,
+    pub level0_slowdown_writes_trigger: usize,
+    pub level0_stop_writes_trigger: usize,
+    pub slowdown_delay_ms: u64,
+    pub num_levels: usize,
+    pub max_bytes_for_level_base: ByteSize,
+    pub max_bytes_for_level_multiplier: f64,
+    pub level_compaction_dynamic_level_bytes: bool,
+    pub target_file_size_base: ByteSize,
+    pub block_size: ByteSize,
+    pub block_restart_interval: usize,
+    pub bloom_bits_per_key: f64,
+    /// Compression by output level; the last entry applies to deeper levels.
+    pub compression: Vec<String>,
+    pub block_cache_size: ByteSize,
+    pub max_open_files: usize,
+    pub max_background_compactions: usize,
+    /// Compaction write rate limit in bytes per second; 0 is unlimited.
+    pub compaction_rate_limit: ByteSize,
+    pub max_manifest_file_size: ByteSize,
+    /// Capacity tier URL (`file://`, `s3://`, `memory://`); `auto` (the default) is
+    /// `file://<dir>/capacity`; `none` keeps every table in the data directory.
+    pub capacity: String,
+    /// Levels `0..=fast-levels` stay in the data directory.
+    pub fast_levels: usize,
+    /// Bytes of tables the fast tier may hold (0: unbounded).
+    pub fast_tier_budget: ByteSize,
+    /// Persistent cache of capacity-tier blocks: `lap`, `naive` or `none`.
+    pub persistent_cache: String,
+    pub persistent_cache_size: ByteSize,
+    /// Capacity-tier emulation (benchmarks, fault drills): latency per request in ms,
+    /// bandwidth in MB/s (0: unlimited), probability of an injected transient error.
+    pub capacity_latency_ms: f64,
+    pub capacity_mbps: f64,
+    pub capacity_error_rate: f64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let o = Options::default();
+        EngineConfig {
+            write_buffer_size: ByteSize(o.write_buffer_size as u64),
+            max_write_buffer_number: o.max_write_buffer_number,
+            level0_file_num_compaction_trigger: o.level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger: o.level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger: o.level0_stop_writes_trigger,
+            slowdown_delay_ms: o.slowdown_delay.as_millis() as u64,
+            num_levels: o.num_levels,
+            max_bytes_for_level_base: ByteSize(o.max_bytes_for_level_base),
+            max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes: o.level_compaction_dynamic_level_bytes,
+            target_file_size_base: ByteSize(o.target_file_size_base),
+            block_size: ByteSize(o.block_size as u64),
+            block_restart_interval: o.block_restart_interval,
+            bloom_bits_per_key: o.bloom_bits_per_key,
+            compression: o
+                .compression_per_level
+                .iter()
+                .map(|c| compression_name(*c))
+                .collect(),
+            block_cache_size: ByteSize(o.block_cache_capacity as u64),
+            max_open_files: o.max_open_files,
+            max_background_compactions: o.max_background_compactions,
+            compaction_rate_limit: ByteSize(o.compaction_rate_limit),
+            max_manifest_file_size: ByteSize(o.max_manifest_file_size),
+            capacity: "auto".into(),
+            fast_levels: o.fast_levels,
+            fast_tier_budget: ByteSize(0),
+            persistent_cache: "lap".into(),
+            persistent_cache_size: ByteSize(256 << 20),
+            capacity_latency_ms: 0.0,
+            capacity_mbps: 0.0,
+            capacity_error_rate: 0.0,
+        }
+    }
+}
+
+fn usize_of(v: ByteSize, name: &str) -> Result<usize, ConfigError> {
+    usize::try_from(v.0).map_err(|_| ConfigError(format!("{name} is too large")))
+}
+
+impl EngineConfig {
+    /// The engine options these settings describe (without the server's own hooks).
+    pub fn to_options(&self) -> Result<Options, ConfigError> {
+        let compression = self
+            .compression
+            .iter()
+            .map(|s| parse_compression(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        if compression.is_empty() {
+            return Err(ConfigError(
+                "compression needs at least one entry".to_string(),
+            ));
+        }
+        let o = Options {
+            write_buffer_size: usize_of(self.write_buffer_size, "write-buffer-size")?,
+            max_write_buffer_number: self.max_write_buffer_number,
+            level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger: self.level0_stop_writes_trigger,
+            slowdown_delay: Duration::from_millis(self.slowdown_delay_ms),
+            num_levels: self.num_levels,
+            max_bytes_for_level_base: self.max_bytes_for_level_base.0,
+            max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
+            target_file_size_base: self.target_file_size_base.0,
+            block_size: usize_of(self.block_size, "block-size")?,
+            block_restart_interval: self.block_restart_interval,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression_per_level: compression,
+            block_cache_capacity: usize_of(self.block_cache_size, "block-cache-size")?,
+            max_open_files: self.max_open_files,
+            max_background_compactions: self.max_background_compactions,
+            compaction_rate_limit: self.compaction_rate_limit.0,
+            max_manifest_file_size: self.max_manifest_file_size.0,
+            fast_levels: self.fast_levels,
+            fast_tier_budget: (self.fast_tier_budget.0 > 0).then_some(self.fast_tier_budget.0),
+            ..Options::default()
+        };
+        o.validate()
+            .map_err(|e| ConfigError(format!("engine options: {e}")))?;
+        Ok(o)
+    }
+
+    /// The tier options for a database in `dir` (resolving `capacity = "auto"`).
+    pub fn tier_options(&self, dir: &std::path::Path, o: &mut Options) -> Result<(), ConfigError> {
+        use strata::cache::persistent::{PersistentCacheKind, PersistentCacheOptions};
+        use strata::storage::object::{CapacityOptions, Emulation};
+        let url = match self.capacity.as_str() {
+            "none" | "" => return Ok(()),
+            "auto" => {
+                let abs = std::path::absolute(dir)
+                    .map_err(|e| ConfigError(format!("data directory: {e}")))?;
+                format!("file://{}", abs.join("capacity").display())
+            }
+            u => u.to_string(),
+        };
+        let mut c = CapacityOptions::new(url);
+        if self.capacity_latency_ms > 0.0
+            || self.capacity_mbps > 0.0
+            || self.capacity_error_rate > 0.0
+        {
+            c.emulation = Some(Emulation {
+                latency: Duration::from_secs_f64(self.capacity_latency_ms / 1000.0),
+                bandwidth: (self.capacity_mbps > 0.0).then_some((self.capacity_mbps * 1e6) as u64),
+                error_rate: self.capacity_error_rate,
+                ..Default::default()
+            });
+        }
+        o.capacity = Some(c);
+        let kind = match self.persistent_cache.as_str() {
+            "lap" => PersistentCacheKind::Lap,
+            "naive" => PersistentCacheKind::Naive,
+            "none" => PersistentCacheKind::None,
+            k => {
+                return Err(ConfigError(format!(
+                    "persistent-cache must be lap, naive or none, not {k:?}"
+                )))
+            }
+        };
+        o.persistent_cache = PersistentCacheOptions {
+            kind,
+            capacity: self.persistent_cache_size.0,
+            ..Default::default()
+        };
+        o.validate()
+            .map_err(|e| ConfigError(format!("engine options: {e}")))
+    }
+
+    /// `(name, value)` for every engine setting, names as in the TOML `[engine]` table.
+    pub fn entries(&self) -> Vec<(String, String)> {
+        let mut v = Vec::new();
+        let mut p = |k: &str, val: String| v.push((k.to_string(), val));
+        p("write-buffer-size", self.write_buffer_size.to_string());
+        p(
+            "max-write-buffer-number",
+            self.max_write_buffer_number.to_string(),
+        );
+        p(
+            "level0-file-num-compaction-trigger",
+            self.level0_file_num_compaction_trigger.to_string(),
+        );
+        p(
+            "level0-slowdown-writes-trigger",
+            self.level0_slowdown_writes_trigger.to_string(),
+        );
+        p(
+            "level0-stop-writes-trigger",
+            self.level0_stop_writes_trigger.to_string(),
+        );
+        p("slowdown-delay-ms", self.slowdown_delay_ms.to_string());
+        p("num-levels", self.num_levels.to_string());
+        p(
+            "max-bytes-for-level-base",
+            self.max_bytes_for_level_base.to_string(),
+        );
+        p(
+            "max-bytes-for-level-multiplier",
+            self.max_bytes_for_level_multiplier.to_string(),
+        );
+        p(
+            "level-compaction-dynamic-level-bytes",
+            if self.level_compaction_dynamic_level_bytes {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string(),
+        );
+        p(
+            "target-file-size-base",
+            self.target_file_size_base.to_string(),
+        );
+        p("block-size", self.block_size.to_string());
+        p(
+            "block-restart-interval",
+            self.block_restart_interval.to_string(),
+        );
+        p("bloom-bits-per-key", self.bloom_bits_per_key.to_string());
+        p("compression", self.compression.join(","));
+        p("block-cache-size", self.block_cache_size.to_string());
+        p("max-open-files", self.max_open_files.to_string());
+        p(
+            "max-background-compactions",
+            self.max_background_compactions.to_string(),
+        );
+        p(
+            "compaction-rate-limit",
+            self.compaction_rate_limit.to_string(),
+        );
+        p(
+            "max-manifest-file-size",
+            self.max_manifest_file_size.to_string(),
+        );
+        p("capacity", self.capacity.clone());
+        p("fast-levels", self.fast_levels.to_string());
+        p("fast-tier-budget", self.fast_tier_budget.to_string());
+        p("persistent-cache", self.persistent_cache.clone());
+        p(
+            "persistent-cache-size",
+            self.persistent_cache_size.to_string(),
+        );
+        p("capacity-latency-ms", self.capacity_latency_ms.to_string());
+        p("capacity-mbps", self.capacity_mbps.to_string());
+        p("capacity-error-rate", self.capacity_error_rate.to_string());
+        v
+    }
+}
+
+/// Everything `strata serve` is configured with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ServerConfig {
+    /// Address to listen on. Default `127.0.0.1`.
+    pub bind: String,
+    /// TCP port; 0 picks a free one (logged at start). Default 6380.
+    pub port: u16,
+    /// Data directory. Default `./strata-data`.
+    pub dir: PathBuf,
+    /// Password of the `default` user; `None` disables authentication.
+    pub requirepass: Option<String>,
+    /// Most simultaneous clients. Default 10000.
+    pub maxclients: usize,
+    /// Seconds a client may stay idle before it is disconnected; 0 never. Default 0.
+    pub timeout: u64,
+    /// When the log is fsynced. Default `everysec`.
+    pub sync: SyncPolicy,
+    /// `error`, `warn`, `info`, `debug` or `trace` (or a `tracing` target list). Default `info`.
+    pub log_level: String,
+    /// Largest bulk string in a request. Default (and maximum): the engine's value limit less
+    /// the value header.
+    pub proto_max_bulk_len: ByteSize,
+    /// Most arguments in one request. Default 1048576.
+    pub max_multibulk_len: usize,
+    /// Most bytes of unprocessed input one client may make the server hold. Default 128mb.
+    pub client_query_buffer_limit: ByteSize,
+    /// Engine calls running at once (the bounded blocking pool). Default 32.
+    pub engine_threads: usize,
+    /// Stripes of the key lock table. Default 4096.
+    pub key_lock_stripes: usize,
+    /// Engine options.
+    pub engine: EngineConfig,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: "127.0.0.1".to_string(),
+            port: 6380,
+            dir: PathBuf::from("./strata-data"),
+            requirepass: None,
+            maxclients: 10_000,
+            timeout: 0,
+            sync: SyncPolicy::Everysec,
+            log_level: "info".to_string(),
+            proto_max_bulk_len: ByteSize(MAX_STRING_LEN),
+            max_multibulk_len: 1024 * 1024,
+            client_query_buffer_limit: ByteSize(128 << 20),
+            engine_threads: 32,
+            key_lock_stripes: 4096,
+            engine: EngineConfig::default(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Parses a TOML configuration file's text. Unknown keys are errors; absent keys take
+    /// their defaults.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError(e.to_string()))
+    }
+
+    /// Checks the settings; the engine options are checked by `engine_options`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError(m));
+        if self.maxclients == 0 {
+            return bad("maxclients must be at least 1".into());
+        }
+        if self.engine_threads == 0 {
+            return bad("engine-threads must be at least 1".into());
+        }
+        if self.proto_max_bulk_len.0 < 1024 || self.proto_max_bulk_len.0 > MAX_STRING_LEN {
+            return bad(format!(
+                "proto-max-bulk-len must be in 1024..={MAX_STRING_LEN} (the engine's value limit)"
+            ));
+        }
+        if self.max_multibulk_len == 0 {
+            return bad("max-multibulk-len must be at least 1".into());
+        }
+        if self.client_query_buffer_limit.0 < self.proto_max_bulk_len.0 + 64 * 1024 {
+            return bad(
+                "client-query-buffer-limit must exceed proto-max-bulk-len by at least 64kb".into(),
+            );
+        }
+        self.engine_options().map(|_| ())
+    }
+
+    /// The engine options for this configuration, without the compaction filter (the server
+    /// adds it when it opens the database).
+    pub fn engine_options(&self) -> Result<Options, ConfigError> {
+        let mut o = self.engine.to_options()?;
+        self.engine.tier_options(&self.dir, &mut o)?;
+        o.wal_sync_interval = match self.sync {
+            SyncPolicy::Everysec => Some(Duration::from_secs(1)),
+            SyncPolicy::Always | SyncPolicy::No => None,
+        };
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_the_redis_way() {
+        assert_eq!("100".parse::<ByteSize>().unwrap().0, 100);
+        assert_eq!("1k".parse::<ByteSize>().unwrap().0, 1000);
+        assert_eq!("1kb".parse::<ByteSize>().unwrap().0, 1024);
+        assert_eq!("64MB".parse::<ByteSize>().unwrap().0, 64 << 20);
+        assert_eq!("2gib".parse::<ByteSize>().unwrap().0, 2 << 30);
+        assert!("x".parse::<ByteSize>().is_err());
+        assert!("-1".parse::<ByteSize>().is_err());
+        assert!("99999999999999999999gb".parse::<ByteSize>().is_err());
+    }
+
+    #[test]
+    fn defaults_are_valid_and_map_to_engine_options() {
+        let c = ServerConfig::default();
+        c.validate().unwrap();
+        let o = c.engine_options().unwrap();
+        assert_eq!(o.wal_sync_interval, Some(Duration::from_secs(1)));
+        assert_eq!(
+            o.compression_per_level,
+            Options::default().compression_per_level
+        );
+        let mut c = ServerConfig::default();
+        c.engine.compression = vec!["zstd:99".into()];
+        assert!(c.validate().is_err());
+        c.engine.compression = vec!["bogus".into()];
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn toml_files() {
+        let c = ServerConfig::from_toml(
+            "port = 7000\nsync = \"always\"\n[engine]\nwrite-buffer-size = \"8mb\"\ncompression = [\"none\", \"zstd:3\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.sync, SyncPolicy::Always);
+        assert_eq!(c.engine.write_buffer_size.0, 8 << 20);
+        assert_eq!(c.bind, "127.0.0.1");
+        assert!(ServerConfig::from_toml("nope = 1").is_err());
+        assert!(ServerConfig::from_toml("[engine]\nnope = 1").is_err());
+    }
+
+    #[test]
+    fn compression_names() {
+        assert_eq!(parse_compression("zstd:5").unwrap(), Compression::Zstd(5));
+        assert_eq!(parse_compression("LZ4").unwrap(), Compression::Lz4);
+        assert_eq!(compression_name(Compression::Zstd(3)), "zstd:3");
+    }
+}

@@ -1,0 +1,207 @@
+//! One client connection: read → parse → execute a batch → write, until the client leaves,
+//! misbehaves, idles out or the server shuts down.
+//!
+//! Pipelining: every complete request already in the read buffer (up to [`MAX_BATCH`] requests or
+//! [`MAX_BATCH_BYTES`] of arguments) is executed as one batch (see `executor`), with one hop to the
+//! engine pool for the whole batch (none if no command in it touches the engine), and all replies
+//! are written with one `write_all`. Nothing more is read until the replies are written, which
+//! bounds the output buffer and pushes back on clients that do not read; if a batch's replies
+//! pass the executor's soft limit, the rest of the batch stays queued and runs after they are
+//! written.
+//!
+//! Invariants: replies go out in request order; a reply is sent only after the engine acknowledged
+//! the command's write (so an acknowledged write is durable under the sync policy); input held for
+//! one client (read buffer + partial request) never exceeds the query-buffer limit; a protocol
+//! error is answered with `-ERR Protocol error: ...` and the connection is closed; the client is
+//! unregistered when the task ends, however it ends. Depends on `resp`, `executor`, `commands`,
+//! `session`, `server` (for `Shared`), `clients`, `stats`.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tracing::{debug, warn};
+
+use crate::clients::ClientHandle;
+use crate::commands;
+use crate::executor::run_batch;
+use crate::resp::{encode, Parser, Reply};
+use crate::server::Shared;
+use crate::session::{Close, Session};
+use crate::stats::ServerStats;
+
+/// Most requests executed as one batch.
+pub const MAX_BATCH: usize = 1024;
+/// Argument bytes after which a batch is cut (a single larger request is still one batch).
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
+/// Read buffer growth step.
+const READ_CHUNK: usize = 16 * 1024;
+/// Output buffers larger than this are released after use instead of kept.
+const KEEP_OUT_CAPACITY: usize = 1 << 20;
+
+struct Unregister<'a>(&'a Shared, u64);
+
+impl Drop for Unregister<'_> {
+    fn drop(&mut self) {
+        self.0.clients.unregister(self.1);
+    }
+}
+
+/// Serves one client until it disconnects.
+pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientHandle>) {
+    let _unregister = Unregister(&shared, client.id);
+    let _ = sock.set_nodelay(true);
+    let mut session = Session::new(client.clone(), !shared.limits.auth_required());
+    let mut parser = Parser::new();
+    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out = BytesMut::with_capacity(READ_CHUNK);
+    // Parsed requests not yet executed, and a protocol error found after them.
+    let mut queued: Vec<Vec<Bytes>> = Vec::new();
+    let mut protocol_error = None;
+    loop {
+        // 1. Parse what has arrived (after what is left of the previous batch).
+        let limits = shared.limits.parse_limits();
+        let mut batch_bytes: usize = queued.iter().flatten().map(Bytes::len).sum();
+        let mut full = false;
+        while protocol_error.is_none() {
+            if queued.len() >= MAX_BATCH || batch_bytes >= MAX_BATCH_BYTES {
+                full = true;
+                break;
+            }
+            match parser.next(&mut inbuf, &limits) {
+                Ok(Some(args)) => {
+                    batch_bytes += args.iter().map(Bytes::len).sum::<usize>();
+                    queued.push(args);
+                }
+                Ok(None) => break,
+                Err(e) => protocol_error = Some(e),
+            }
+        }
+
+        // 2. Execute (only a prefix if the replies grow large; the rest stays queued).
+        if !queued.is_empty() {
+            client.touch();
+            let batch = std::mem::take(&mut queued);
+            match execute(&shared, session, batch, out).await {
+                Ok((s, o, mut rest, ran)) => {
+                    ServerStats::add(&shared.stats.commands_processed, ran as u64);
+                    session = s;
+                    out = o;
+                    if session.close == Close::Open {
+                        queued = rest.split_off(ran);
+                    }
+                }
+                Err(e) => {
+                    warn!("client {}: {e}; closing the connection", client.id);
+                    return;
+                }
+            }
+        }
+        // A protocol error is answered once every request before it has been answered.
+        if queued.is_empty() && session.close == Close::Open {
+            if let Some(e) = protocol_error.take() {
+                ServerStats::add(&shared.stats.protocol_errors, 1);
+                debug!("client {}: {e}", client.id);
+                encode(
+                    &mut out,
+                    &Reply::error(format!("ERR {e}")),
+                    session.protocol,
+                );
+                session.close = Close::AfterReply;
+            }
+        }
+
+        // 3. Reply.
+        if !out.is_empty() {
+            if sock.write_all(&out).await.is_err() {
+                return;
+            }
+            ServerStats::add(&shared.stats.net_output_bytes, out.len() as u64);
+            out.clear();
+            if out.capacity() > KEEP_OUT_CAPACITY {
+                out = BytesMut::with_capacity(READ_CHUNK);
+            }
+        }
+        // Every request executed so far has its reply; on shutdown, stop before the next batch
+        // (requests still queued were never acknowledged).
+        if session.close != Close::Open || shared.shutdown.is_triggered() {
+            let _ = sock.shutdown().await;
+            return;
+        }
+        if full || !queued.is_empty() {
+            continue;
+        }
+
+        // 4. Bound what this client makes us hold, then read more.
+        let held = (inbuf.len() + parser.pending_bytes()) as u64;
+        client.qbuf.store(inbuf.len() as u64, Relaxed);
+        if held > shared.limits.query_buffer_limit() {
+            warn!(
+                "client {} closed: query buffer of {held} bytes exceeds client-query-buffer-limit",
+                client.id
+            );
+            let mut msg = BytesMut::new();
+            encode(
+                &mut msg,
+                &Reply::error("ERR Protocol error: client query buffer limit exceeded"),
+                session.protocol,
+            );
+            let _ = sock.write_all(&msg).await;
+            let _ = sock.shutdown().await;
+            return;
+        }
+        let want = parser.wanted().map_or(READ_CHUNK, |w| {
+            w.saturating_sub(inbuf.len()).max(READ_CHUNK)
+        });
+        if inbuf.capacity() - inbuf.len() < READ_CHUNK {
+            inbuf.reserve(want);
+        }
+        let read = sock.read_buf(&mut inbuf);
+        let idle = shared.limits.idle_timeout();
+        let n = tokio::select! {
+            r = async {
+                match idle {
+                    Some(t) => tokio::time::timeout(t, read).await.ok(),
+                    None => Some(read.await),
+                }
+            } => match r {
+                None => {
+                    debug!("client {} idle for too long; closing", client.id);
+                    return;
+                }
+                Some(Ok(0)) | Some(Err(_)) => return,
+                Some(Ok(n)) => n,
+            },
+            _ = shared.shutdown.wait() => {
+                let _ = sock.shutdown().await;
+                return;
+            }
+        };
+        ServerStats::add(&shared.stats.net_input_bytes, n as u64);
+    }
+}
+
+/// Runs a batch (or a prefix of it): inline if no command needs the engine, else as one task
+/// on the engine pool. Returns the batch back with the number of requests that ran.
+async fn execute(
+    shared: &Arc<Shared>,
+    mut session: Session,
+    batch: Vec<Vec<Bytes>>,
+    mut out: BytesMut,
+) -> Result<(Session, BytesMut, Vec<Vec<Bytes>>, usize), crate::pool::PoolError> {
+    if batch.iter().any(|args| commands::needs_engine(&args[0])) {
+        let sh = shared.clone();
+        shared
+            .pool
+            .run(move || {
+                let ran = run_batch(&sh, &mut session, &batch, &mut out);
+                (session, out, batch, ran)
+            })
+            .await
+    } else {
+        let ran = run_batch(shared, &mut session, &batch, &mut out);
+        Ok((session, out, batch, ran))
+    }
+}

@@ -1,0 +1,148 @@
+//! Executing a batch of pipelined requests: segments, locks, one engine write per segment.
+//!
+//! A batch is split into *segments*: maximal runs of ordinary commands, and each *barrier*
+//! command (KEYS, SCAN, DBSIZE, INFO, FLUSHDB, FLUSHALL — commands that see the whole key
+//! range) alone. A segment runs as follows:
+//!
+//! 1. lock the stripes of every key that a write command of the segment names (per the command
+//!    table), all at once in ascending order — or every stripe if a command needs them all;
+//! 2. run the commands in order; they read through the segment's pending writes and add their
+//!    writes to one `WriteBatch`;
+//! 3. commit that batch with one engine write (under the sync policy);
+//! 4. release the stripes, then encode the replies.
+//!
+//! Invariants: (a) atomicity — between a write command's read of a key and the commit of its
+//! write, the key's stripe is held, so no other client's write to that key interleaves (the
+//! `locks` invariant); (b) a segment's writes become visible together, in one engine write;
+//! (c) replies are produced only after the commit returned, so an acknowledged write is in the
+//! WAL (and fsynced under `sync = always`); if the commit fails, every reply from the first
+//! write of the segment on becomes the error; (d) commands after QUIT or SHUTDOWN in the same
+//! batch are not run; SHUTDOWN itself gets no reply; (e) once the replies of a batch pass
+//! [`OUTPUT_SOFT_LIMIT`], the batch stops after the current segment's commands so far (at least
+//! one request always runs) and the caller keeps the rest for later, so the output buffer stays
+//! bounded even for pipelines of large GETs. Runs on the engine pool when any command of the
+//! batch touches the engine (see `connection`).
+//! Depends on `commands`, `store`, `locks`, `resp`, `session`, `stats`.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::commands::{self, Ctx, LockScope, Pending};
+use crate::resp::{encode, Reply};
+use crate::server::Shared;
+use crate::session::{Close, Session};
+use crate::stats::ServerStats;
+
+/// Replies (in bytes, estimated) after which a batch stops early.
+pub const OUTPUT_SOFT_LIMIT: usize = 8 << 20;
+
+/// Runs the requests of `batch` in order, appending the replies to `out`, and returns how many
+/// requests it consumed: all of them, or fewer if the replies passed [`OUTPUT_SOFT_LIMIT`] or
+/// the session is closing (QUIT, SHUTDOWN; then the rest must be dropped).
+pub fn run_batch(
+    shared: &Shared,
+    session: &mut Session,
+    batch: &[Vec<Bytes>],
+    out: &mut BytesMut,
+) -> usize {
+    let now = crate::expiry::now_ms();
+    let start_len = out.len();
+    let mut i = 0;
+    while i < batch.len()
+        && session.close == Close::Open
+        && out.len() - start_len < OUTPUT_SOFT_LIMIT
+    {
+        let barrier =
+            |args: &Vec<Bytes>| commands::lookup(&args[0]).is_some_and(|(_, c)| c.barrier());
+        let end = if barrier(&batch[i]) {
+            i + 1
+        } else {
+            i + batch[i..].iter().take_while(|a| !barrier(a)).count()
+        };
+        let room = OUTPUT_SOFT_LIMIT.saturating_sub(out.len() - start_len);
+        i += run_segment(shared, session, &batch[i..end], now, room, out);
+    }
+    i
+}
+
+/// Runs a segment (or its prefix, if its replies outgrow `room`); returns the requests run.
+fn run_segment(
+    shared: &Shared,
+    session: &mut Session,
+    cmds: &[Vec<Bytes>],
+    now: u64,
+    room: usize,
+    out: &mut BytesMut,
+) -> usize {
+    // 1. The stripes the segment's write commands name.
+    let mut keys: Vec<&Bytes> = Vec::new();
+    let mut all = false;
+    for args in cmds {
+        if let Some((_, spec)) = commands::lookup(&args[0]) {
+            match spec.lock_scope(args) {
+                LockScope::None => {}
+                LockScope::Keys(k) => keys.extend(k),
+                LockScope::All => all = true,
+            }
+        }
+    }
+    let locks = shared.store.locks();
+    let guard = if all {
+        Some(locks.lock_all())
+    } else if keys.is_empty() {
+        None
+    } else {
+        Some(locks.lock_keys(&keys))
+    };
+
+    // 2. Run.
+    let mut pending = Pending::default();
+    let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
+    let mut first_write: Option<usize> = None;
+    let mut reply_bytes = 0usize;
+    let mut ran = 0;
+    for args in cmds {
+        ran += 1;
+        let before = pending.batch.len();
+        let reply = {
+            let mut ctx = Ctx {
+                shared,
+                session,
+                now,
+                pending: &mut pending,
+            };
+            commands::dispatch(&mut ctx, args)
+        };
+        if first_write.is_none() && pending.batch.len() > before {
+            first_write = Some(replies.len());
+        }
+        if session.close == Close::Now {
+            break;
+        }
+        reply_bytes += reply.approx_len();
+        replies.push(reply);
+        if session.close == Close::AfterReply || reply_bytes >= room {
+            break;
+        }
+    }
+
+    // 3. Commit.
+    if !pending.is_empty() {
+        if let Err(e) = shared.store.write(pending.batch) {
+            tracing::error!("write failed: {e}");
+            let r = Reply::from(e);
+            for rep in &mut replies[first_write.unwrap_or(0)..] {
+                *rep = r.clone();
+            }
+        }
+    }
+    drop(guard);
+
+    // 4. Reply.
+    for r in &replies {
+        if r.is_error() {
+            ServerStats::add(&shared.stats.error_replies, 1);
+        }
+        encode(out, r, session.protocol);
+    }
+    ran
+}

@@ -1,0 +1,120 @@
+//! Key expiry: the clock, expiry arithmetic with Redis's overflow rules, and the compaction
+//! filter that removes expired keys from the engine.
+//!
+//! Invariants: a value whose expiry is `<= now` is never returned to a client (reads check it;
+//! see `store`); the compaction filter removes only database-0 keys whose header decodes and
+//! says they expired, and keeps everything else untouched (metadata, undecodable bytes), so it
+//! can never destroy data it does not understand. The filter is monotonic in time: once it
+//! would remove a record it always would (assuming the wall clock does not step backwards).
+//! Depends on `keyspace` and `value`; the engine's `CompactionFilter` trait.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use strata::{CompactionFilter, FilterDecision};
+
+use crate::keyspace;
+use crate::value;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Whether a value with `expire_at` is expired at `now`.
+pub fn is_expired(expire_at: Option<u64>, now: u64) -> bool {
+    expire_at.is_some_and(|at| at <= now)
+}
+
+/// The unit of an expiry argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Seconds,
+    Millis,
+}
+
+/// Converts a relative (`EX`, `PX`, `EXPIRE`) or absolute (`EXAT`, `PXAT`, `EXPIREAT`) expiry
+/// argument to absolute milliseconds, with Redis's overflow checks. `None` means "invalid
+/// expire time". The result may be in the past (or negative, clamped to 0): callers treat
+/// that as "expire now".
+pub fn absolute_ms(value: i64, unit: Unit, relative: bool, now: u64) -> Option<u64> {
+    let ms = match unit {
+        Unit::Seconds => value.checked_mul(1000)?,
+        Unit::Millis => value,
+    };
+    let at = if relative {
+        ms.checked_add(i64::try_from(now).ok()?)?
+    } else {
+        ms
+    };
+    Some(at.max(0) as u64)
+}
+
+/// The compaction filter: drops expired keys of database 0.
+pub struct ExpiryFilter {
+    removed: Arc<AtomicU64>,
+}
+
+impl ExpiryFilter {
+    /// A filter counting its removals in `removed` (reported as `expired_keys` by INFO).
+    pub fn new(removed: Arc<AtomicU64>) -> Self {
+        ExpiryFilter { removed }
+    }
+}
+
+impl CompactionFilter for ExpiryFilter {
+    fn name(&self) -> &str {
+        "strata-server.expiry"
+    }
+
+    fn filter(&self, _level: usize, key: &[u8], value: &[u8]) -> FilterDecision {
+        if keyspace::user_key(key).is_none() {
+            return FilterDecision::Keep;
+        }
+        match value::expiry_of(value) {
+            Ok(Some(at)) if at <= now_ms() => {
+                self.removed.fetch_add(1, Ordering::Relaxed);
+                FilterDecision::Remove
+            }
+            _ => FilterDecision::Keep,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::{encode, ValueType};
+
+    #[test]
+    fn arithmetic_follows_redis() {
+        assert_eq!(absolute_ms(10, Unit::Seconds, true, 1000), Some(11_000));
+        assert_eq!(absolute_ms(10, Unit::Millis, false, 1000), Some(10));
+        assert_eq!(absolute_ms(i64::MAX, Unit::Seconds, true, 0), None);
+        assert_eq!(absolute_ms(i64::MAX, Unit::Millis, true, 5), None);
+        assert_eq!(absolute_ms(-5, Unit::Seconds, false, 0), Some(0));
+    }
+
+    #[test]
+    fn filter_removes_only_expired_data() {
+        let n = Arc::new(AtomicU64::new(0));
+        let f = ExpiryFilter::new(n.clone());
+        let k = keyspace::data_key(b"a");
+        let past = encode(ValueType::String, Some(1), b"v");
+        let future = encode(ValueType::String, Some(u64::MAX), b"v");
+        let none = encode(ValueType::String, None, b"v");
+        assert_eq!(f.filter(1, &k, &past), FilterDecision::Remove);
+        assert_eq!(f.filter(1, &k, &future), FilterDecision::Keep);
+        assert_eq!(f.filter(1, &k, &none), FilterDecision::Keep);
+        assert_eq!(f.filter(1, &k, b"garbage"), FilterDecision::Keep);
+        assert_eq!(
+            f.filter(1, keyspace::FORMAT_KEY, &past),
+            FilterDecision::Keep
+        );
+        assert_eq!(n.load(Ordering::Relaxed), 1);
+    }
+}

@@ -1,0 +1,324 @@
+//! INFO: the `server`, `clients`, `persistence`, `stats`, `keyspace` and `strata` sections, in
+//! Redis's `key:value` text format (CRLF line ends, `# Section` headers, blank line between).
+//!
+//! The `strata` section carries the engine's own figures (`Db::stats()` and `Db::property`):
+//! per-level shape and compaction counters, write amplification, caches, stalls and memtables. The
+//! fast tier (the data directory) and, when configured, the capacity tier and its caches are
+//! reported side by side. Invariants: rendering is read-only; the keyspace
+//! section's key count is exact when the engine's estimate is at most [`EXACT_KEYSPACE_LIMIT`] (a
+//! bounded scan) and the estimate otherwise (the `strata` section says which, as
+//! `keyspace_keys_exact`). Blocking (reads the engine): run on the pool. Depends on
+//! `server::Shared`, `store`, `stats`, `commands::connection` (version).
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::commands::connection::REDIS_VERSION;
+use crate::server::Shared;
+use crate::stats::ServerStats;
+use crate::store::StoreResult;
+
+/// Above this many (estimated) keys, INFO keyspace reports the engine's estimate.
+pub const EXACT_KEYSPACE_LIMIT: u64 = 100_000;
+
+/// Sections shown by `INFO` / `INFO default`.
+pub const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "persistence",
+    "stats",
+    "keyspace",
+    "strata",
+];
+
+/// Live keys, keys with a TTL, average TTL of those (ms), and whether the count is exact.
+pub struct KeyspaceFigures {
+    pub keys: u64,
+    pub expires: u64,
+    pub avg_ttl: u64,
+    pub exact: bool,
+}
+
+pub fn keyspace_figures(shared: &Shared, now: u64) -> StoreResult<KeyspaceFigures> {
+    let db = shared.store.db();
+    let estimate: u64 = db
+        .property("strata.estimate-num-keys")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if estimate > EXACT_KEYSPACE_LIMIT {
+        return Ok(KeyspaceFigures {
+            keys: estimate,
+            expires: 0,
+            avg_ttl: 0,
+            exact: false,
+        });
+    }
+    let (mut keys, mut expires, mut ttl_sum) = (0u64, 0u64, 0u128);
+    shared
+        .store
+        .scan(None, usize::MAX, now, |_, _, expire_at| {
+            keys += 1;
+            if let Some(at) = expire_at {
+                expires += 1;
+                ttl_sum += u128::from(at.saturating_sub(now));
+            }
+        })?;
+    Ok(KeyspaceFigures {
+        keys,
+        expires,
+        avg_ttl: if expires > 0 {
+            (ttl_sum / u128::from(expires)) as u64
+        } else {
+            0
+        },
+        exact: true,
+    })
+}
+
+struct Section<'a> {
+    out: &'a mut String,
+}
+
+impl Section<'_> {
+    fn kv(&mut self, k: &str, v: impl std::fmt::Display) {
+        let _ = write!(self.out, "{k}:{v}\r\n");
+    }
+}
+
+/// Renders the requested sections (already lowercased; `all`/`everything`/`default` expand).
+pub fn render(shared: &Shared, requested: &[String], now: u64) -> StoreResult<String> {
+    let mut wanted: Vec<&str> = Vec::new();
+    if requested.is_empty() {
+        wanted.extend(DEFAULT_SECTIONS);
+    }
+    for r in requested {
+        match r.as_str() {
+            "all" | "everything" | "default" => wanted.extend(DEFAULT_SECTIONS),
+            s => {
+                if let Some(known) = DEFAULT_SECTIONS.iter().find(|d| **d == s) {
+                    wanted.push(known);
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    for name in DEFAULT_SECTIONS {
+        if !wanted.contains(name) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        let title = match *name {
+            "server" => "Server",
+            "clients" => "Clients",
+            "persistence" => "Persistence",
+            "stats" => "Stats",
+            "keyspace" => "Keyspace",
+            _ => "Strata",
+        };
+        let _ = write!(out, "# {title}\r\n");
+        let mut s = Section { out: &mut out };
+        match *name {
+            "server" => server(shared, &mut s, now),
+            "clients" => clients(shared, &mut s),
+            "persistence" => persistence(shared, &mut s),
+            "stats" => stats(shared, &mut s),
+            "keyspace" => keyspace(shared, &mut s, now)?,
+            _ => strata(shared, &mut s),
+        }
+    }
+    Ok(out)
+}
+
+fn server(shared: &Shared, s: &mut Section<'_>, now: u64) {
+    let up = shared.started.elapsed().as_secs();
+    s.kv("redis_version", REDIS_VERSION);
+    s.kv("strata_version", env!("CARGO_PKG_VERSION"));
+    s.kv("redis_mode", "standalone");
+    s.kv(
+        "os",
+        format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+    );
+    s.kv("arch_bits", usize::BITS);
+    s.kv("process_id", std::process::id());
+    s.kv("run_id", &shared.run_id);
+    s.kv("tcp_port", shared.local_addr.port());
+    s.kv("server_time_usec", now * 1000);
+    s.kv("uptime_in_seconds", up);
+    s.kv("uptime_in_days", up / 86_400);
+    s.kv(
+        "executable",
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    );
+    s.kv(
+        "config_file",
+        shared
+            .config_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    );
+}
+
+fn clients(shared: &Shared, s: &mut Section<'_>) {
+    s.kv("connected_clients", shared.clients.count());
+    s.kv("maxclients", shared.limits.maxclients());
+    s.kv("blocked_clients", 0);
+}
+
+fn persistence(shared: &Shared, s: &mut Section<'_>) {
+    let st = shared.store.db().stats();
+    s.kv("loading", 0);
+    // Every write goes through the engine's write-ahead log, which plays the AOF's role.
+    s.kv("aof_enabled", 1);
+    s.kv("appendfsync", shared.store.sync_policy().name());
+    s.kv("rdb_bgsave_in_progress", 0);
+    s.kv("aof_rewrite_in_progress", 0);
+    s.kv("wal_bytes", st.wal_bytes);
+    s.kv("wal_syncs", st.wal_syncs);
+    s.kv("wal_write_groups", st.write_groups);
+    s.kv("memtable_bytes", st.memtable_bytes);
+    s.kv("immutable_memtables", st.immutable_memtables);
+    s.kv("flushes", st.flushes);
+    s.kv("flush_bytes", st.flush_bytes);
+    s.kv("background_errors", st.background_errors);
+    s.kv("dir", shared.config.dir.display());
+}
+
+fn stats(shared: &Shared, s: &mut Section<'_>) {
+    let st = &shared.stats;
+    let g = ServerStats::get;
+    s.kv("total_connections_received", g(&st.connections_received));
+    s.kv("total_commands_processed", g(&st.commands_processed));
+    s.kv("instantaneous_ops_per_sec", g(&st.instantaneous_ops));
+    s.kv("total_net_input_bytes", g(&st.net_input_bytes));
+    s.kv("total_net_output_bytes", g(&st.net_output_bytes));
+    s.kv("rejected_connections", g(&st.rejected_connections));
+    s.kv("expired_keys", shared.expired_removed.load(Relaxed));
+    s.kv("evicted_keys", 0);
+    s.kv("keyspace_hits", g(&st.keyspace_hits));
+    s.kv("keyspace_misses", g(&st.keyspace_misses));
+    s.kv("total_error_replies", g(&st.error_replies));
+    s.kv("protocol_errors", g(&st.protocol_errors));
+    s.kv("scan_cursors", shared.cursors.len());
+}
+
+fn keyspace(shared: &Shared, s: &mut Section<'_>, now: u64) -> StoreResult<()> {
+    let k = keyspace_figures(shared, now)?;
+    if k.keys > 0 {
+        s.kv(
+            "db0",
+            format!(
+                "keys={},expires={},avg_ttl={}",
+                k.keys, k.expires, k.avg_ttl
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn strata(shared: &Shared, s: &mut Section<'_>) {
+    let db = shared.store.db();
+    let st = db.stats();
+    let t = &st.tier;
+    let has_capacity = db.capacity_tier().is_some();
+    s.kv(
+        "tiers",
+        if has_capacity {
+            "fast,capacity"
+        } else {
+            "fast"
+        },
+    );
+    s.kv(
+        "keyspace_keys_exact",
+        u8::from(
+            db.property("strata.estimate-num-keys")
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+                <= EXACT_KEYSPACE_LIMIT,
+        ),
+    );
+    s.kv(
+        "capacity_tier",
+        if has_capacity { "object_store" } else { "none" },
+    );
+    s.kv("fast_tier_sst_bytes", t.fast_table_bytes);
+    s.kv("capacity_tier_sst_bytes", t.capacity_table_bytes);
+    s.kv("fast_tier_hit_rate", format!("{:.4}", t.fast_hit_rate));
+    s.kv("fast_tier_reads", t.fast_reads);
+    s.kv("capacity_gets", t.capacity_gets);
+    s.kv("capacity_get_bytes", t.capacity_get_bytes);
+    s.kv("capacity_puts", t.capacity_puts);
+    s.kv("capacity_put_bytes", t.capacity_put_bytes);
+    s.kv("capacity_deletes", t.capacity_deletes);
+    s.kv("capacity_retries", t.capacity_retries);
+    s.kv("capacity_errors", t.capacity_errors);
+    s.kv(
+        "capacity_get_p50_ms",
+        format!("{:.3}", t.capacity_get_p50_ms),
+    );
+    s.kv(
+        "capacity_get_p99_ms",
+        format!("{:.3}", t.capacity_get_p99_ms),
+    );
+    s.kv("meta_cache_local_reads", t.meta_local_reads);
+    s.kv("data_cache_hits", t.pcache_hits);
+    s.kv("data_cache_misses", t.pcache_misses);
+    s.kv("data_cache_hit_rate", format!("{:.4}", t.pcache_hit_rate));
+    s.kv("data_cache_usage", t.pcache_usage);
+    s.kv("data_cache_capacity", t.pcache_capacity);
+    s.kv("user_bytes_written", st.user_bytes_written);
+    s.kv("keys_written", st.keys_written);
+    s.kv("write_amp", format!("{:.2}", st.write_amp));
+    s.kv("compaction_read_bytes", st.compaction_read_bytes);
+    s.kv("compaction_write_bytes", st.compaction_write_bytes);
+    s.kv("gets", st.gets);
+    s.kv("get_found", st.get_found);
+    s.kv("bloom_checked", st.bloom_checked);
+    s.kv("bloom_useful", st.bloom_useful);
+    s.kv("bloom_false_positive", st.bloom_false_positive);
+    s.kv("block_cache_hits", st.block_cache_hits);
+    s.kv("block_cache_misses", st.block_cache_misses);
+    s.kv("block_cache_usage", st.block_cache_usage);
+    s.kv("block_cache_capacity", st.block_cache_capacity);
+    s.kv("block_reads", st.block_reads);
+    s.kv("block_read_bytes", st.block_read_bytes);
+    s.kv("stall_micros", st.stall_micros);
+    s.kv("slowdowns", st.slowdowns);
+    s.kv("stops", st.stops);
+    s.kv("live_snapshots", st.live_snapshots);
+    for name in [
+        "strata.estimate-num-keys",
+        "strata.base-level",
+        "strata.latest-sequence-number",
+    ] {
+        if let Some(v) = db.property(name) {
+            s.kv(&name.replace(['.', '-'], "_"), v);
+        }
+    }
+    for l in &st.levels {
+        if l.files == 0 && l.compactions == 0 && l.write_bytes == 0 && l.level > 0 {
+            continue;
+        }
+        s.kv(
+            &format!("level{}", l.level),
+            format!(
+                "files={},runs={},bytes={},target_bytes={},compactions={},trivial_moves={},read_bytes={},write_bytes={},write_amp={:.2},compaction_secs={:.3}",
+                l.files,
+                l.sorted_runs,
+                l.bytes,
+                l.target_bytes,
+                l.compactions,
+                l.trivial_moves,
+                l.read_bytes,
+                l.write_bytes,
+                l.write_amp,
+                l.compaction_secs
+            ),
+        );
+    }
+}

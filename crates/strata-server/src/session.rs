@@ -1,0 +1,45 @@
+//! [`Session`]: the per-connection protocol state commands read and change — protocol version,
+//! authentication, whether to close — plus the client's registry entry.
+//!
+//! Invariant: a session is owned by exactly one connection task and moved (never shared) into
+//! the engine pool for a batch, so it needs no locking. Depends on `clients` and `resp`.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use crate::clients::ClientHandle;
+use crate::resp::Protocol;
+
+/// What the connection does after the current command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Close {
+    /// Keep serving.
+    Open,
+    /// Send this command's reply, then close (QUIT, protocol errors).
+    AfterReply,
+    /// Close without replying (SHUTDOWN).
+    Now,
+}
+
+pub struct Session {
+    pub client: Arc<ClientHandle>,
+    pub protocol: Protocol,
+    pub authenticated: bool,
+    pub close: Close,
+}
+
+impl Session {
+    pub fn new(client: Arc<ClientHandle>, authenticated: bool) -> Self {
+        Session {
+            client,
+            protocol: Protocol::Resp2,
+            authenticated,
+            close: Close::Open,
+        }
+    }
+
+    pub fn set_protocol(&mut self, p: Protocol) {
+        self.protocol = p;
+        self.client.resp.store(p.number() as u8, Relaxed);
+    }
+}

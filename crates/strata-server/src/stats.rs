@@ -1,0 +1,48 @@
+//! Server-level counters reported by INFO `stats` (the engine keeps its own, see `info`).
+//!
+//! Invariant: counters only grow, except through `CONFIG RESETSTAT`; they are relaxed atomics,
+//! so a snapshot is approximately consistent. Depends on nothing else in the crate.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[derive(Default)]
+pub struct ServerStats {
+    pub connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub commands_processed: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub keyspace_hits: AtomicU64,
+    pub keyspace_misses: AtomicU64,
+    pub protocol_errors: AtomicU64,
+    pub error_replies: AtomicU64,
+    /// Commands per second over the last sampling interval (set by the server's ticker).
+    pub instantaneous_ops: AtomicU64,
+}
+
+impl ServerStats {
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Relaxed);
+    }
+
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Relaxed)
+    }
+
+    /// `CONFIG RESETSTAT`.
+    pub fn reset(&self) {
+        for c in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.keyspace_hits,
+            &self.keyspace_misses,
+            &self.protocol_errors,
+            &self.error_replies,
+        ] {
+            c.store(0, Relaxed);
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The typed access layer between commands and the engine: user keys in database 0 (see
+//! `keyspace`), values with headers (see `value`), expiry applied on read, the sync policy
+//! applied on write, the striped key locks (see `locks`), and bounded range scans.
+//!
+//! Invariants: `get` never returns an expired value; every write goes through [`Store::write`],
+//! which applies the sync policy (`always` → the write is fsynced before it returns). Commands
+//! build their batches through `commands::Ctx`, which rejects keys longer than
+//! `keyspace::MAX_USER_KEY`. This module performs blocking engine calls: call it from the
+//! engine pool only.
+//! Depends on `keyspace`, `value`, `expiry`, `locks`, `config` and the engine.
+
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
+
+use crate::config::{ServerConfig, SyncPolicy};
+use crate::expiry::{is_expired, ExpiryFilter};
+use crate::keyspace::{self, DB0_END, DB0_START, FORMAT_KEY, LAYOUT_VERSION, MAX_USER_KEY};
+use crate::locks::KeyLocks;
+use crate::value::{self, DecodeError, Entry, ValueType};
+
+/// A failure below the command layer.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0}")]
+    Engine(#[from] strata::Error),
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    #[error("key is too large (the limit is {MAX_USER_KEY} bytes)")]
+    KeyTooLarge,
+    #[error("{0}")]
+    Layout(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The database, its locks and its write policy.
+pub struct Store {
+    db: Db,
+    locks: KeyLocks,
+    write_opts: WriteOptions,
+    sync: SyncPolicy,
+}
+
+impl Store {
+    /// Opens (or creates) the database in `config.dir` with the expiry compaction filter, and
+    /// checks (or, in an empty database, writes) the layout version. Blocking.
+    pub fn open(config: &ServerConfig, expired_counter: Arc<AtomicU64>) -> StoreResult<Store> {
+        let mut opts = config
+            .engine_options()
+            .map_err(|e| StoreError::Layout(e.0))?;
+        opts.compaction_filter = Some(Arc::new(ExpiryFilter::new(expired_counter)));
+        std::fs::create_dir_all(&config.dir).map_err(|e| {
+            StoreError::Layout(format!("cannot create {}: {e}", config.dir.display()))
+        })?;
+        let db = Db::open(&config.dir, opts)?;
+        Self::check_layout(&db, &config.dir)?;
+        Ok(Store {
+            db,
+            locks: KeyLocks::new(config.key_lock_stripes),
+            write_opts: WriteOptions {
+                sync: config.sync == SyncPolicy::Always,
+            },
+            sync: config.sync,
+        })
+    }
+
+    fn check_layout(db: &Db, dir: &Path) -> StoreResult<()> {
+        match db.get(FORMAT_KEY)? {
+            Some(v) if v.as_ref() == LAYOUT_VERSION => Ok(()),
+            Some(v) => Err(StoreError::Layout(format!(
+                "{} holds data of an unknown server layout ({:?})",
+                dir.display(),
+                String::from_utf8_lossy(&v)
+            ))),
+            None => {
+                let mut it = db.iter(ReadOptions::default())?;
+                it.seek_to_first();
+                it.status()?;
+                if it.valid() {
+                    return Err(StoreError::Layout(format!(
+                        "{} holds a Strata database that was not written by strata serve",
+                        dir.display()
+                    )));
+                }
+                db.write_opt(
+                    {
+                        let mut b = WriteBatch::new();
+                        b.put(FORMAT_KEY, LAYOUT_VERSION);
+                        b
+                    },
+                    &WriteOptions { sync: true },
+                )?;
+                Ok(())
+            }
+        }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub fn locks(&self) -> &KeyLocks {
+        &self.locks
+    }
+
+    pub fn sync_policy(&self) -> SyncPolicy {
+        self.sync
+    }
+
+    /// The stored bytes of `key` (header included), expired or not.
+    pub fn get_raw(&self, key: &[u8]) -> StoreResult<Option<Bytes>> {
+        Ok(self.db.get(keyspace::data_key(key))?)
+    }
+
+    /// The live entry of `key` at time `now` (ms), or `None` if absent or expired.
+    pub fn get(&self, key: &[u8], now: u64) -> StoreResult<Option<Entry>> {
+        let raw = self.db.get(keyspace::data_key(key))?;
+        let Some(raw) = raw else { return Ok(None) };
+        let e = value::decode(raw)?;
+        Ok((!is_expired(e.expire_at, now)).then_some(e))
+    }
+
+    /// Applies `batch` atomically under the sync policy.
+    pub fn write(&self, batch: WriteBatch) -> StoreResult<()> {
+        self.db.write_opt(batch, &self.write_opts)?;
+        Ok(())
+    }
+
+    /// Visits the live keys of database 0 (key, type, expiry) in engine order, starting at the
+    /// engine key `from` (inclusive; `None` for the beginning). At most `max_examined` keys are
+    /// read (expired ones included, so the work is bounded). Returns the engine key to resume
+    /// at, or `None` when the database is exhausted.
+    pub fn scan(
+        &self,
+        from: Option<&[u8]>,
+        max_examined: usize,
+        now: u64,
+        mut visit: impl FnMut(&[u8], Option<ValueType>, Option<u64>),
+    ) -> StoreResult<Option<Vec<u8>>> {
+        let mut it = self.db.iter(ReadOptions {
+            lower_bound: Some(DB0_START.to_vec()),
+            upper_bound: Some(DB0_END.to_vec()),
+            skip_cache_fill: true,
+            ..Default::default()
+        })?;
+        match from {
+            Some(f) => it.seek(f),
+            None => it.seek_to_first(),
+        }
+        let mut examined = 0usize;
+        while it.valid() {
+            let Some(user) = keyspace::user_key(it.key()) else {
+                break;
+            };
+            if examined >= max_examined {
+                return Ok(Some(it.key().to_vec()));
+            }
+            examined += 1;
+            let (vtype, expire_at) = value::peek(it.value())?;
+            if !is_expired(expire_at, now) {
+                visit(user, vtype, expire_at);
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(None)
+    }
+}
