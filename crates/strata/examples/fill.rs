@@ -14,7 +14,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(1_000_000);
     let threads: u64 = a.next().map(|s| s.parse()).transpose()?.unwrap_or(2);
-    let db = Db::open(&dir, Options::default())?;
+    let concurrent = a.next().is_some_and(|s| s == "concurrent");
+    let db = Db::open(
+        &dir,
+        Options {
+            concurrent_memtable_writes: concurrent,
+            ..Options::default()
+        },
+    )?;
     let t = Instant::now();
     std::thread::scope(|s| {
         for th in 0..threads {
