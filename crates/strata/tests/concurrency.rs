@@ -13,8 +13,9 @@ use strata::{Db, Options, ReadOptions, WriteBatch};
 const WRITERS: u64 = 4;
 const KEYS_PER_WRITER: u64 = 200;
 
-fn opts() -> Options {
+fn opts_with(concurrent_memtable_writes: bool) -> Options {
     Options {
+        concurrent_memtable_writes,
         write_buffer_size: 64 * 1024,
         level0_file_num_compaction_trigger: 2,
         max_bytes_for_level_base: 256 * 1024,
@@ -49,8 +50,17 @@ fn value(version: u64) -> Vec<u8> {
 
 #[test]
 fn writers_and_readers_agree() {
+    run(false)
+}
+
+#[test]
+fn writers_and_readers_agree_with_concurrent_memtable_writes() {
+    run(true)
+}
+
+fn run(concurrent: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), opts()).unwrap();
+    let db = Db::open(dir.path(), opts_with(concurrent)).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let deadline = Duration::from_millis(
         std::env::var("STRATA_CONCURRENCY_MS")
@@ -165,7 +175,7 @@ fn writers_and_readers_agree() {
     }
     // And again after reopening.
     db.close().unwrap();
-    let db = Db::open(dir.path(), opts()).unwrap();
+    let db = Db::open(dir.path(), opts_with(concurrent)).unwrap();
     for (w, versions) in finals.iter().enumerate() {
         for (i, &ver) in versions.iter().enumerate() {
             if ver > 0 {
