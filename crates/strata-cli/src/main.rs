@@ -3,7 +3,8 @@
 //! `inspect`, the compaction service) are added as a module plus one enum variant.
 //!
 //! Invariant: a subcommand returns an error instead of exiting, and `main` turns it into a
-//! message on stderr and exit status 1. Depends on the `strata` and `strata-server` crates; no
+//! message on stderr and exit status 1. Depends on the `strata`, `strata-server` and
+//! `strata-bench` crates; no
 //! library depends on this crate.
 
 mod logging;
@@ -30,12 +31,16 @@ struct Cli {
 enum Command {
     /// Run a Redis-protocol (RESP2/RESP3) server over a Strata database.
     Serve(serve::ServeArgs),
+    /// Benchmark Strata (and, with the `rocksdb`/`slatedb` features, its peers): db_bench and
+    /// YCSB workloads with tier-aware reports, JSON, CSV and plots.
+    Bench(strata_bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Bench(args) => strata_bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

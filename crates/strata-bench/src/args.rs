@@ -1,0 +1,511 @@
+//! The command line of `strata bench` ([`BenchArgs`], a clap `Args` struct the `strata` binary
+//! flattens into its `bench` subcommand) and the parsers of its values (byte sizes, durations,
+//! db_bench-style booleans).
+//!
+//! Invariants: flag names follow db_bench where db_bench has the flag, spelled with dashes, and
+//! every multi-word flag also accepts db_bench's underscore spelling (`--key_size=16`); booleans
+//! accept db_bench's `--flag=1`/`--flag=0` as well as a bare `--flag`; parsing never touches the
+//! file system (that is `plan`'s and `engine`'s job). Depends on `keys`, `distributions`,
+//! `workloads` and `engine` for value types only.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use crate::distributions::DistSpec;
+use crate::engine::{CompressionKind, EngineKind, PcacheKind};
+use crate::keys::{KeyOrder, ValueSize};
+use crate::workloads::Workload;
+
+/// `strata bench`: db_bench- and YCSB-style benchmarks with tier-aware reports.
+///
+/// Operation counts (`--num`, `--reads`, `--ops`) are totals shared by all threads (db_bench
+/// counts per thread).
+#[derive(Args, Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct BenchArgs {
+    // ---- What to run -------------------------------------------------------------------
+    /// Benchmarks to run in order on one database (db_bench names): fillseq, fillrandom,
+    /// filluniquerandom, overwrite, readrandom, readmissing, readseq, seekrandom,
+    /// readwhilewriting, deleterandom. Ignored when --workload is given.
+    #[arg(long, value_delimiter = ',', default_value = "fillrandom,readrandom")]
+    pub benchmarks: Vec<String>,
+
+    /// A YCSB core workload (a..f) or a HotRAP mix (ro: read-only, rw: 75% read 25% insert,
+    /// wh: 50/50 read/insert, uh: 50/50 read/update): a load phase of --num records, then a run
+    /// phase of --ops operations (or --duration).
+    #[arg(long)]
+    pub workload: Option<Workload>,
+
+    /// Key distribution of the run phase: uniform, zipfian[:θ] (scrambled, θ = 0.99), latest[:θ],
+    /// hotspot:DATA[:OPS][@OFFSET] (e.g. hotspot:0.05 or hotspot-5%: 5% of the records get 95%
+    /// of the operations). Default: the workload's own (zipfian for YCSB, hotspot-5% for the
+    /// HotRAP mixes, uniform for db_bench benchmarks).
+    #[arg(long)]
+    pub distribution: Option<DistSpec>,
+
+    /// Change the distribution during the run phase: `0=uniform,60=hotspot:0.01,120=hotspot:0.03@0.5`
+    /// (seconds into the run), or `hotrap` (HotRAP §4.6's seven stages over --duration).
+    #[arg(long, alias = "hotspot_schedule")]
+    pub hotspot_schedule: Option<String>,
+
+    /// Engine to measure (rocksdb and slatedb need the cargo features of the same names).
+    #[arg(long, value_enum, default_value_t = EngineKind::Strata)]
+    pub engine: EngineKind,
+
+    // ---- Sizes and counts ----------------------------------------------------------------
+    /// Number of records (keys) to load.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: u64,
+
+    /// Read operations of read benchmarks (negative: --num).
+    #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
+    pub reads: i64,
+
+    /// Operations of a workload's run phase and of overwrite/deleterandom (default: --reads if
+    /// set, else --num).
+    #[arg(long, alias = "operations")]
+    pub ops: Option<u64>,
+
+    /// Worker threads (readwhilewriting adds one writer).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+
+    /// Run each measured benchmark (and the run phase) for this long instead of a count of
+    /// operations: seconds, or `500ms`, `30s`, `2m`. 0: use the counts.
+    #[arg(long, value_parser = parse_secs, default_value = "0")]
+    pub duration: f64,
+
+    /// Unmeasured warm-up before each read or mixed benchmark and the run phase (same
+    /// operations as the measured part): seconds, or `30s`, `2m`.
+    #[arg(long, value_parser = parse_secs, default_value = "0")]
+    pub warmup: f64,
+
+    /// Seed of every random choice (keys, values, operations).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Key size in bytes (at least 8).
+    #[arg(long, alias = "key_size", default_value_t = 16)]
+    pub key_size: usize,
+
+    /// Value size in bytes: fixed (`100`) or uniform in a range (`100..1000`).
+    #[arg(long, alias = "value_size", default_value = "100")]
+    pub value_size: ValueSize,
+
+    /// Values compress to about this fraction of their size (db_bench's default 0.5).
+    #[arg(long, alias = "compression_ratio", default_value_t = 0.5)]
+    pub compression_ratio: f64,
+
+    /// Order of record indices in the key space: sequential (db_bench) or hashed (YCSB's
+    /// insertorder=hashed). Default: hashed for --workload, sequential otherwise.
+    #[arg(long, alias = "key_order", value_enum)]
+    pub key_order: Option<KeyOrder>,
+
+    /// Records per write batch in fill benchmarks and the load phase.
+    #[arg(long, alias = "batch_size", default_value_t = 1)]
+    pub batch_size: usize,
+
+    /// Entries read after each seek by seekrandom.
+    #[arg(long, alias = "seek_nexts", default_value_t = 10)]
+    pub seek_nexts: usize,
+
+    /// Longest scan of YCSB-E (lengths are uniform in 1..=this).
+    #[arg(long, alias = "max_scan_length", default_value_t = 100)]
+    pub max_scan_length: usize,
+
+    /// Fsync the WAL on every write.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
+    pub sync: bool,
+
+    // ---- Database and reuse -------------------------------------------------------------
+    /// Database directory (default `./strata-bench-data/<engine>`). It is wiped first unless
+    /// --use-existing-db is given.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+
+    /// Open the database in --db as it is: fill benchmarks and the load phase are skipped.
+    #[arg(long, alias = "use_existing_db", num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
+    pub use_existing_db: bool,
+
+    /// A golden copy of the loaded state: if DIR holds one made with the same load settings,
+    /// it is copied into --db instead of loading; otherwise the load phase runs and its result
+    /// is copied to DIR. Every run phase then starts from the same state.
+    #[arg(long, value_name = "DIR")]
+    pub golden: Option<PathBuf>,
+
+    // ---- Tiers ---------------------------------------------------------------------------
+    /// Directory of the fast tier (default: --db). Strata's database lives there; RocksDB's
+    /// first db_path.
+    #[arg(long, alias = "fast_dir")]
+    pub fast_dir: Option<PathBuf>,
+
+    /// The capacity tier: `file:///abs/dir` (or a relative `file://dir`), `memory://name`,
+    /// `s3://bucket/prefix`. Without it everything stays on the fast tier.
+    #[arg(long, value_name = "URL")]
+    pub capacity: Option<String>,
+
+    /// Levels 0..=N stay on the fast tier; deeper levels go to the capacity tier.
+    #[arg(long, alias = "fast_levels", default_value_t = 1)]
+    pub fast_levels: usize,
+
+    /// Bytes of tables the fast tier may hold (beyond it the deepest fast level spills).
+    #[arg(long, alias = "fast_tier_budget", value_parser = parse_bytes)]
+    pub fast_tier_budget: Option<u64>,
+
+    /// Emulated latency per capacity-tier request, in milliseconds.
+    #[arg(long, alias = "capacity_latency_ms", default_value_t = 0.0)]
+    pub capacity_latency_ms: f64,
+
+    /// Emulated capacity-tier bandwidth, in MB/s (shared by all requests).
+    #[arg(long, alias = "capacity_mbps")]
+    pub capacity_mbps: Option<f64>,
+
+    // ---- Memory and tables ---------------------------------------------------------------
+    /// Block cache bytes (`64MiB`, `1G`, ...; 0 disables it).
+    #[arg(long, alias = "cache_size", value_parser = parse_bytes, default_value = "64MiB")]
+    pub cache_size: u64,
+
+    /// Memtable bytes.
+    #[arg(long, alias = "write_buffer_size", value_parser = parse_bytes, default_value = "64MiB")]
+    pub write_buffer_size: u64,
+
+    /// Memtables (active plus immutable) before writes stop.
+    #[arg(long, alias = "max_write_buffer_number", default_value_t = 2)]
+    pub max_write_buffer_number: usize,
+
+    /// Bytes of the persistent (fast-tier) cache of capacity-tier blocks; 0 disables it.
+    #[arg(long, alias = "persistent_cache_size", value_parser = parse_bytes, default_value = "0")]
+    pub persistent_cache_size: u64,
+
+    /// Kind of persistent cache: lap (Strata's LSM-aware DataCache), naive, none.
+    #[arg(long, alias = "persistent_cache_kind", value_enum, default_value_t = PcacheKind::Lap)]
+    pub persistent_cache_kind: PcacheKind,
+
+    /// Bloom filter bits per key (0: none).
+    #[arg(long, alias = "bloom_bits", default_value_t = 10.0)]
+    pub bloom_bits: f64,
+
+    /// Uncompressed data block size.
+    #[arg(long, alias = "block_size", value_parser = parse_bytes, default_value = "4KiB")]
+    pub block_size: u64,
+
+    /// Block compression.
+    #[arg(long, alias = "compression_type", value_enum, default_value_t = CompressionKind::Lz4)]
+    pub compression_type: CompressionKind,
+
+    /// Levels below this one are not compressed (Strata's default: L0 and L1 uncompressed).
+    #[arg(long, alias = "min_level_to_compress", default_value_t = 2)]
+    pub min_level_to_compress: usize,
+
+    /// Background compaction threads (one more thread flushes).
+    #[arg(long, alias = "max_background_compactions", default_value_t = 2)]
+    pub max_background_compactions: usize,
+
+    /// Target size of the base level (default: the engine's, 256 MiB).
+    #[arg(long, alias = "max_bytes_for_level_base", value_parser = parse_bytes)]
+    pub max_bytes_for_level_base: Option<u64>,
+
+    /// Target table size (default: the engine's, 64 MiB).
+    #[arg(long, alias = "target_file_size_base", value_parser = parse_bytes)]
+    pub target_file_size_base: Option<u64>,
+
+    /// Peers: turn on the engine's own statistics (RocksDB's have a cost; Strata always counts).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
+    pub statistics: bool,
+
+    // ---- Output --------------------------------------------------------------------------
+    /// Write the results as JSON (schema: docs/bench-json.md).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+
+    /// Write a per-second time series as CSV.
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+
+    /// Draw ops/s, p99 latency and fast-tier hit rate over time into a PNG.
+    #[arg(long, value_name = "PATH.png")]
+    pub plot: Option<PathBuf>,
+
+    /// No live progress bar (it is also hidden when stderr is not a terminal).
+    #[arg(long, alias = "no_progress")]
+    pub no_progress: bool,
+
+    // ---- Cloud prices for the cost estimate ----------------------------------------------
+    /// Price of 1000 capacity-tier GET requests, in dollars (S3 Standard: 0.0004).
+    #[arg(long, alias = "price_get_per_1k", default_value_t = 0.0004)]
+    pub price_get_per_1k: f64,
+
+    /// Price of 1000 capacity-tier PUT/LIST requests, in dollars (S3 Standard: 0.005).
+    #[arg(long, alias = "price_put_per_1k", default_value_t = 0.005)]
+    pub price_put_per_1k: f64,
+
+    /// Price of a GB-month on the capacity tier, in dollars (S3 Standard: 0.023).
+    #[arg(long, alias = "price_capacity_gb_month", default_value_t = 0.023)]
+    pub price_capacity_gb_month: f64,
+
+    /// Price of a GB-month on the fast tier, in dollars (EBS gp3: 0.08).
+    #[arg(long, alias = "price_fast_gb_month", default_value_t = 0.08)]
+    pub price_fast_gb_month: f64,
+}
+
+impl BenchArgs {
+    /// The arguments as parsed from `argv` (element 0 is the program name), for tests and for
+    /// callers without their own clap command.
+    pub fn parse_from<I, T>(argv: I) -> Result<BenchArgs, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{FromArgMatches, Parser};
+        #[derive(Parser)]
+        #[command(name = "strata-bench")]
+        struct Cli {
+            #[command(flatten)]
+            args: BenchArgs,
+        }
+        let m = <Cli as clap::CommandFactory>::command().try_get_matches_from(argv)?;
+        Ok(Cli::from_arg_matches(&m)?.args)
+    }
+
+    /// Read operations of read benchmarks.
+    pub fn read_count(&self) -> u64 {
+        if self.reads < 0 {
+            self.num
+        } else {
+            self.reads as u64
+        }
+    }
+
+    /// Operations of a run phase and of overwrite/deleterandom.
+    pub fn op_count(&self) -> u64 {
+        self.ops.unwrap_or_else(|| self.read_count())
+    }
+
+    /// The database directory.
+    pub fn db_dir(&self) -> PathBuf {
+        self.db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("strata-bench-data").join(self.engine.name()))
+    }
+}
+
+/// A byte count: `4096`, `4k`/`4K`/`4KiB` (binary), `4KB` (decimal), likewise M, G, T;
+/// fractions allowed (`1.5GiB`).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .replace('_', "")
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 4096, 64MiB, 1G)"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "kb" => 1e3,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "mb" => 1e6,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "gb" => 1e9,
+        "t" | "tib" => 1024f64.powi(4),
+        "tb" => 1e12,
+        u => return Err(format!("unknown size unit {u:?} in {s:?}")),
+    };
+    Ok((v * mult).round() as u64)
+}
+
+/// A duration in seconds: `30`, `1.5`, `500ms`, `30s`, `2m`, `1h`.
+pub fn parse_secs(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let bad = || format!("{s:?} is not a duration (e.g. 30, 500ms, 30s, 2m)");
+    let (num, mult) = if let Some(v) = t.strip_suffix("ms") {
+        (v, 1e-3)
+    } else if let Some(v) = t.strip_suffix('s') {
+        (v, 1.0)
+    } else if let Some(v) = t.strip_suffix('m') {
+        (v, 60.0)
+    } else if let Some(v) = t.strip_suffix('h') {
+        (v, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(bad());
+    }
+    Ok(v * mult)
+}
+
+/// db_bench's booleans: `1`/`0`, `true`/`false`, `yes`/`no`.
+pub fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("{s:?} is not a boolean (1, 0, true, false)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: &[&str]) -> BenchArgs {
+        let mut argv = vec!["strata-bench"];
+        argv.extend_from_slice(v);
+        BenchArgs::parse_from(argv).unwrap_or_else(|e| panic!("{v:?}: {e}"))
+    }
+
+    #[test]
+    fn defaults() {
+        let a = parse(&[]);
+        assert_eq!(a.benchmarks, vec!["fillrandom", "readrandom"]);
+        assert_eq!(a.num, 1_000_000);
+        assert_eq!(a.read_count(), 1_000_000);
+        assert_eq!(a.key_size, 16);
+        assert_eq!(a.value_size, ValueSize::fixed(100));
+        assert_eq!(a.engine, EngineKind::Strata);
+        assert_eq!(a.cache_size, 64 << 20);
+        assert!(!a.use_existing_db && !a.sync);
+        assert_eq!(a.db_dir(), PathBuf::from("strata-bench-data/strata"));
+    }
+
+    #[test]
+    fn db_bench_underscore_aliases_and_values() {
+        let a = parse(&[
+            "--benchmarks=fillseq,readrandom",
+            "--key_size=24",
+            "--value_size=1000",
+            "--use_existing_db=1",
+            "--cache_size=134217728",
+            "--write_buffer_size=8M",
+            "--bloom_bits=12",
+            "--compression_type=zstd",
+            "--compression_ratio=0.4",
+            "--seek_nexts=50",
+            "--batch_size=4",
+            "--reads=500",
+            "--sync=0",
+            "--threads=2",
+            "--fast_levels=2",
+            "--capacity_latency_ms=5",
+            "--persistent_cache_size=1GiB",
+            "--max_background_compactions=4",
+        ]);
+        assert_eq!(a.benchmarks, vec!["fillseq", "readrandom"]);
+        assert_eq!(a.key_size, 24);
+        assert_eq!(a.value_size, ValueSize::fixed(1000));
+        assert!(a.use_existing_db);
+        assert!(!a.sync);
+        assert_eq!(a.cache_size, 128 << 20);
+        assert_eq!(a.write_buffer_size, 8 << 20);
+        assert_eq!(a.bloom_bits, 12.0);
+        assert_eq!(a.compression_type, CompressionKind::Zstd);
+        assert_eq!(a.seek_nexts, 50);
+        assert_eq!(a.batch_size, 4);
+        assert_eq!(a.read_count(), 500);
+        assert_eq!(a.op_count(), 500);
+        assert_eq!(a.threads, 2);
+        assert_eq!(a.fast_levels, 2);
+        assert_eq!(a.capacity_latency_ms, 5.0);
+        assert_eq!(a.persistent_cache_size, 1 << 30);
+        assert_eq!(a.max_background_compactions, 4);
+        // Dashes work too, and a bare boolean flag means true.
+        let b = parse(&["--key-size", "32", "--use-existing-db", "--sync"]);
+        assert_eq!(b.key_size, 32);
+        assert!(b.use_existing_db && b.sync);
+    }
+
+    #[test]
+    fn workloads_distributions_and_tiers() {
+        let a = parse(&[
+            "--workload",
+            "c",
+            "--distribution",
+            "hotspot-5%",
+            "--engine",
+            "rocksdb",
+            "--value-size",
+            "100..1000",
+            "--capacity",
+            "memory://x",
+            "--capacity-mbps",
+            "100",
+            "--fast-dir",
+            "/tmp/f",
+            "--duration",
+            "2m",
+            "--warmup",
+            "500ms",
+            "--ops",
+            "10",
+            "--json",
+            "r.json",
+            "--csv",
+            "r.csv",
+            "--plot",
+            "r.png",
+            "--hotspot-schedule",
+            "hotrap",
+        ]);
+        assert_eq!(a.workload, Some(Workload::YcsbC));
+        assert_eq!(a.distribution, Some(DistSpec::hotspot(0.05)));
+        assert_eq!(a.engine, EngineKind::Rocksdb);
+        assert_eq!(
+            a.value_size,
+            ValueSize {
+                min: 100,
+                max: 1000
+            }
+        );
+        assert_eq!(a.capacity.as_deref(), Some("memory://x"));
+        assert_eq!(a.capacity_mbps, Some(100.0));
+        assert_eq!(a.duration, 120.0);
+        assert_eq!(a.warmup, 0.5);
+        assert_eq!(a.op_count(), 10);
+        assert_eq!(a.db_dir(), PathBuf::from("strata-bench-data/rocksdb"));
+        for (w, want) in [
+            ("ycsb-a", Workload::YcsbA),
+            ("f", Workload::YcsbF),
+            ("ro", Workload::ReadOnly),
+            ("rw", Workload::ReadInsert75),
+            ("wh", Workload::ReadInsert50),
+            ("uh", Workload::ReadUpdate50),
+        ] {
+            assert_eq!(parse(&["--workload", w]).workload, Some(want));
+        }
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        for bad in [
+            &["--value-size", "10..5"][..],
+            &["--distribution", "gauss"],
+            &["--cache-size", "12 parsecs"],
+            &["--sync=maybe"],
+            &["--workload", "z"],
+            &["--engine", "leveldb"],
+            &["--duration", "-3"],
+        ] {
+            let mut argv = vec!["strata-bench"];
+            argv.extend_from_slice(bad);
+            assert!(BenchArgs::parse_from(argv).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert_eq!(parse_bytes("4k").unwrap(), 4096);
+        assert_eq!(parse_bytes("4KB").unwrap(), 4000);
+        assert_eq!(parse_bytes("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_bytes("64 MiB").unwrap(), 64 << 20);
+        assert!(parse_bytes("x").is_err());
+        assert_eq!(parse_secs("90").unwrap(), 90.0);
+        assert_eq!(parse_secs("250ms").unwrap(), 0.25);
+        assert_eq!(parse_secs("1h").unwrap(), 3600.0);
+        assert!(parse_bool("2").is_err());
+    }
+}

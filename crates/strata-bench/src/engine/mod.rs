@@ -1,0 +1,184 @@
+//! The engines under test behind one small trait, [`KvEngine`]: Strata always; RocksDB and
+//! SlateDB behind the cargo features `rocksdb` and `slatedb` (off by default, so the default
+//! build stays fast). [`EngineConfig`] is the one set of settings every engine is configured
+//! from (memory budget, bloom bits, block size, compression, tiers), so comparisons are equal
+//! by construction; `docs/bench-peers.md` lists how each engine maps it.
+//!
+//! Invariants: an engine is opened on a directory the caller prepared (wiped or restored);
+//! every method may be called from many threads at once; [`KvEngine::counters`] returns
+//! cumulative counters (the caller takes differences). Must not depend on the runner, the
+//! reports or the command line beyond [`EngineConfig`].
+
+mod strata_engine;
+pub use strata_engine::StrataEngine;
+
+#[cfg(feature = "rocksdb")]
+mod rocksdb_engine;
+#[cfg(feature = "rocksdb")]
+pub use rocksdb_engine::RocksDbEngine;
+
+#[cfg(feature = "slatedb")]
+mod slatedb_engine;
+#[cfg(feature = "slatedb")]
+pub use slatedb_engine::SlateDbEngine;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Which engine to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    Strata,
+    Rocksdb,
+    Slatedb,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Strata => "strata",
+            EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Slatedb => "slatedb",
+        }
+    }
+}
+
+/// Block compression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CompressionKind {
+    None,
+    Lz4,
+    Zstd,
+}
+
+/// Persistent (fast-tier) cache of capacity-tier blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PcacheKind {
+    Lap,
+    Naive,
+    None,
+}
+
+/// Capacity-tier emulation (applied to object stores; see each engine for local directories).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmulationConfig {
+    pub latency: Duration,
+    /// Bytes per second.
+    pub bandwidth: Option<u64>,
+}
+
+/// Settings every engine is configured from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineConfig {
+    /// The database directory (WAL, manifest; the fast tier unless `fast_dir` differs).
+    pub db_dir: PathBuf,
+    pub fast_dir: PathBuf,
+    /// Capacity-tier URL.
+    pub capacity: Option<String>,
+    pub emulation: Option<EmulationConfig>,
+    pub fast_levels: usize,
+    pub fast_tier_budget: Option<u64>,
+    pub block_cache_bytes: u64,
+    pub write_buffer_bytes: u64,
+    pub max_write_buffers: usize,
+    pub persistent_cache_bytes: u64,
+    pub persistent_cache_kind: PcacheKind,
+    pub bloom_bits: f64,
+    pub block_size: u64,
+    pub compression: CompressionKind,
+    pub min_level_to_compress: usize,
+    pub max_background_compactions: usize,
+    pub max_bytes_for_level_base: Option<u64>,
+    pub target_file_size_base: Option<u64>,
+    pub sync: bool,
+    pub statistics: bool,
+}
+
+impl EngineConfig {
+    /// The capacity tier as a local directory, for engines that can only place files
+    /// (`file://` URLs).
+    pub fn capacity_dir(&self) -> Option<PathBuf> {
+        let url = self.capacity.as_deref()?;
+        url.strip_prefix("file://").map(PathBuf::from)
+    }
+}
+
+/// Cumulative counters an engine reports; `None` where the engine does not count it.
+/// Byte and request counts are totals since open.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineCounters {
+    pub user_bytes_written: Option<u64>,
+    /// Bytes written by flushes and compactions (write amplification = this / user bytes).
+    pub flush_bytes: Option<u64>,
+    pub compaction_write_bytes: Option<u64>,
+    pub compaction_read_bytes: Option<u64>,
+    pub block_cache_hits: Option<u64>,
+    pub block_cache_misses: Option<u64>,
+    /// Table block reads served by the fast tier's files.
+    pub fast_block_reads: Option<u64>,
+    pub pcache_hits: Option<u64>,
+    pub pcache_misses: Option<u64>,
+    pub capacity_gets: Option<u64>,
+    pub capacity_get_bytes: Option<u64>,
+    pub capacity_puts: Option<u64>,
+    pub capacity_put_bytes: Option<u64>,
+    pub capacity_deletes: Option<u64>,
+    pub capacity_lists: Option<u64>,
+    /// Gauges (not differences): bytes of tables on each tier, now.
+    pub fast_table_bytes: Option<u64>,
+    pub capacity_table_bytes: Option<u64>,
+    pub stall_micros: Option<u64>,
+}
+
+/// An engine under test.
+pub trait KvEngine: Send + Sync {
+    fn kind(&self) -> EngineKind;
+    fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()>;
+    /// Writes all pairs atomically.
+    fn put_batch(&self, pairs: &[(&[u8], &[u8])]) -> anyhow::Result<()>;
+    fn delete(&self, key: &[u8]) -> anyhow::Result<()>;
+    /// Whether `key` exists (the value is read in full, then dropped).
+    fn get(&self, key: &[u8]) -> anyhow::Result<bool>;
+    /// Seeks to the first key `>= start` and reads up to `n` entries (keys and values); returns
+    /// how many. When all `n` were read, `last` holds the key of the last one.
+    fn scan(&self, start: &[u8], n: usize, last: &mut Vec<u8>) -> anyhow::Result<usize>;
+    /// Flushes memtables and waits until background compactions are idle (after a load).
+    fn settle(&self) -> anyhow::Result<()>;
+    fn counters(&self) -> EngineCounters;
+    /// The engine's own statistics text, for the report.
+    fn stats_text(&self) -> String;
+    /// The engine's effective settings, `(name, value)`, for the report and docs.
+    fn settings(&self) -> Vec<(String, String)>;
+    fn close(&self) -> anyhow::Result<()>;
+}
+
+/// Opens `kind` on `cfg`.
+pub fn open(kind: EngineKind, cfg: &EngineConfig) -> anyhow::Result<Box<dyn KvEngine>> {
+    match kind {
+        EngineKind::Strata => Ok(Box::new(StrataEngine::open(cfg)?)),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::Rocksdb => Ok(Box::new(RocksDbEngine::open(cfg)?)),
+        #[cfg(feature = "slatedb")]
+        EngineKind::Slatedb => Ok(Box::new(SlateDbEngine::open(cfg)?)),
+        #[allow(unreachable_patterns)]
+        k => anyhow::bail!(
+            "this build has no {} engine: rebuild with `--features {}`",
+            k.name(),
+            k.name()
+        ),
+    }
+}
+
+/// Whether this build includes `kind`.
+pub fn available(kind: EngineKind) -> bool {
+    match kind {
+        EngineKind::Strata => true,
+        EngineKind::Rocksdb => cfg!(feature = "rocksdb"),
+        EngineKind::Slatedb => cfg!(feature = "slatedb"),
+    }
+}

@@ -1,0 +1,285 @@
+//! [`RocksDbEngine`]: RocksDB (the `rocksdb` crate) behind [`KvEngine`], configured from the
+//! same [`EngineConfig`] as Strata: equal memtable and block cache bytes, bloom bits, block
+//! size, compression by level, level sizing and background threads (see docs/bench-peers.md).
+//! A tiered run places the fast levels in the fast directory and the deeper levels in the
+//! capacity directory with `db_paths` (a `file://` capacity tier only; RocksDB cannot emulate
+//! object-store latency). Compiled only with the `rocksdb` cargo feature.
+
+use std::path::{Path, PathBuf};
+
+use rocksdb::statistics::Ticker;
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompressionType, DBPath, Options, WaitForCompactOptions,
+    WriteBatch, WriteOptions, DB,
+};
+
+use super::{CompressionKind, EngineConfig, EngineCounters, EngineKind, KvEngine};
+
+const NUM_LEVELS: usize = 7;
+const LEVEL0_TRIGGERS: (i32, i32, i32) = (4, 20, 36);
+const DEFAULT_LEVEL_BASE: u64 = 256 << 20;
+const DEFAULT_FILE_SIZE: u64 = 64 << 20;
+
+/// See the module docs.
+pub struct RocksDbEngine {
+    db: DB,
+    opts: Options,
+    write_opts: WriteOptions,
+    statistics: bool,
+    /// Table directories when tiered: (fast, capacity).
+    tiers: Option<(PathBuf, PathBuf)>,
+    settings: Vec<(String, String)>,
+    _cache: Option<Cache>,
+}
+
+fn compression(kind: CompressionKind) -> DBCompressionType {
+    match kind {
+        CompressionKind::None => DBCompressionType::None,
+        CompressionKind::Lz4 => DBCompressionType::Lz4,
+        CompressionKind::Zstd => DBCompressionType::Zstd,
+    }
+}
+
+impl RocksDbEngine {
+    pub fn open(cfg: &EngineConfig) -> anyhow::Result<Self> {
+        let mut o = Options::default();
+        let mut settings: Vec<(String, String)> = vec![("engine".into(), "rocksdb".into())];
+        let mut set = |k: &str, v: String| settings.push((k.to_string(), v));
+        o.create_if_missing(true);
+        o.set_write_buffer_size(cfg.write_buffer_bytes as usize);
+        set("write_buffer_size", cfg.write_buffer_bytes.to_string());
+        o.set_max_write_buffer_number(cfg.max_write_buffers as i32);
+        set("max_write_buffer_number", cfg.max_write_buffers.to_string());
+        o.set_num_levels(NUM_LEVELS as i32);
+        o.set_level_zero_file_num_compaction_trigger(LEVEL0_TRIGGERS.0);
+        o.set_level_zero_slowdown_writes_trigger(LEVEL0_TRIGGERS.1);
+        o.set_level_zero_stop_writes_trigger(LEVEL0_TRIGGERS.2);
+        set(
+            "level0_triggers",
+            format!(
+                "{}/{}/{}",
+                LEVEL0_TRIGGERS.0, LEVEL0_TRIGGERS.1, LEVEL0_TRIGGERS.2
+            ),
+        );
+        let base = cfg.max_bytes_for_level_base.unwrap_or(DEFAULT_LEVEL_BASE);
+        o.set_max_bytes_for_level_base(base);
+        o.set_max_bytes_for_level_multiplier(10.0);
+        set("max_bytes_for_level_base", base.to_string());
+        let file = cfg.target_file_size_base.unwrap_or(DEFAULT_FILE_SIZE);
+        o.set_target_file_size_base(file);
+        set("target_file_size_base", file.to_string());
+        o.set_level_compaction_dynamic_level_bytes(true);
+        // One flush thread plus the compaction threads, as Strata runs.
+        let jobs = cfg.max_background_compactions + 1;
+        o.set_max_background_jobs(jobs as i32);
+        set("max_background_jobs", jobs.to_string());
+        o.set_max_open_files(1000);
+        set("max_open_files", "1000".into());
+        let levels: Vec<DBCompressionType> = (0..NUM_LEVELS)
+            .map(|l| {
+                if l < cfg.min_level_to_compress {
+                    DBCompressionType::None
+                } else {
+                    compression(cfg.compression)
+                }
+            })
+            .collect();
+        o.set_compression_per_level(&levels);
+        set(
+            "compression_per_level",
+            levels
+                .iter()
+                .map(|c| format!("{c:?}").to_lowercase())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+
+        let mut t = BlockBasedOptions::default();
+        t.set_block_size(cfg.block_size as usize);
+        set("block_size", cfg.block_size.to_string());
+        let cache = (cfg.block_cache_bytes > 0)
+            .then(|| Cache::new_lru_cache(cfg.block_cache_bytes as usize));
+        match &cache {
+            Some(c) => t.set_block_cache(c),
+            None => t.disable_cache(),
+        }
+        set(
+            "block_cache",
+            format!("LRU {} bytes", cfg.block_cache_bytes),
+        );
+        if cfg.bloom_bits > 0.0 {
+            t.set_bloom_filter(cfg.bloom_bits, false);
+        }
+        set("bloom_bits_per_key", cfg.bloom_bits.to_string());
+        set(
+            "cache_index_and_filter_blocks",
+            "false (held by table readers, as Strata does)".into(),
+        );
+        o.set_block_based_table_factory(&t);
+        if cfg.statistics {
+            o.enable_statistics();
+        }
+        set("statistics", cfg.statistics.to_string());
+
+        let mut tiers = None;
+        if let Some(cap) = cfg.capacity_dir() {
+            // RocksDB's path choice assumes static level sizes: L0 ≈ L1 = base, ×10 per level.
+            let fast_target = cfg.fast_tier_budget.unwrap_or_else(|| {
+                base + (1..=cfg.fast_levels)
+                    .map(|l| base * 10u64.pow(l as u32 - 1))
+                    .sum::<u64>()
+            });
+            std::fs::create_dir_all(&cfg.fast_dir)?;
+            std::fs::create_dir_all(&cap)?;
+            o.set_db_paths(&[
+                DBPath::new(&cfg.fast_dir, fast_target)?,
+                DBPath::new(&cap, u64::MAX / 4)?,
+            ]);
+            set(
+                "db_paths",
+                format!(
+                    "{} ({fast_target} bytes), {}",
+                    cfg.fast_dir.display(),
+                    cap.display()
+                ),
+            );
+            tiers = Some((cfg.fast_dir.clone(), cap));
+        } else if cfg.capacity.is_some() {
+            anyhow::bail!(
+                "RocksDB reaches a capacity tier only as a directory: use --capacity file:///dir"
+            );
+        } else if cfg.fast_dir != cfg.db_dir {
+            o.set_db_paths(&[DBPath::new(&cfg.fast_dir, u64::MAX / 4)?]);
+            set("db_paths", cfg.fast_dir.display().to_string());
+        }
+        let mut w = WriteOptions::default();
+        w.set_sync(cfg.sync);
+        set("wal", "on".into());
+        set("sync", cfg.sync.to_string());
+        let db = DB::open(&o, &cfg.db_dir)?;
+        Ok(RocksDbEngine {
+            db,
+            opts: o,
+            write_opts: w,
+            statistics: cfg.statistics,
+            tiers,
+            settings,
+            _cache: cache,
+        })
+    }
+
+    fn ticker(&self, t: Ticker) -> Option<u64> {
+        self.statistics.then(|| self.opts.get_ticker_count(t))
+    }
+}
+
+/// Bytes of `.sst` files directly in `dir`.
+fn sst_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "sst"))
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+impl KvEngine for RocksDbEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Rocksdb
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
+        Ok(self.db.put_opt(key, value, &self.write_opts)?)
+    }
+
+    fn put_batch(&self, pairs: &[(&[u8], &[u8])]) -> anyhow::Result<()> {
+        let mut b = WriteBatch::default();
+        for (k, v) in pairs {
+            b.put(k, v);
+        }
+        Ok(self.db.write_opt(b, &self.write_opts)?)
+    }
+
+    fn delete(&self, key: &[u8]) -> anyhow::Result<()> {
+        Ok(self.db.delete_opt(key, &self.write_opts)?)
+    }
+
+    fn get(&self, key: &[u8]) -> anyhow::Result<bool> {
+        Ok(self
+            .db
+            .get_pinned(key)?
+            .map(|v| std::hint::black_box(v.len()))
+            .is_some())
+    }
+
+    fn scan(&self, start: &[u8], n: usize, last: &mut Vec<u8>) -> anyhow::Result<usize> {
+        let mut it = self.db.raw_iterator();
+        it.seek(start);
+        let mut got = 0;
+        while got < n && it.valid() {
+            std::hint::black_box(it.value());
+            if got + 1 == n {
+                last.clear();
+                last.extend_from_slice(it.key().unwrap_or_default());
+            }
+            got += 1;
+            it.next();
+        }
+        it.status()?;
+        Ok(got)
+    }
+
+    fn settle(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        let mut w = WaitForCompactOptions::default();
+        w.set_flush(true);
+        self.db.wait_for_compact(&w)?;
+        Ok(())
+    }
+
+    fn counters(&self) -> EngineCounters {
+        let (fast, capacity) = match &self.tiers {
+            Some((f, c)) => (Some(sst_bytes(f)), Some(sst_bytes(c))),
+            None => (
+                self.db
+                    .property_int_value("rocksdb.live-sst-files-size")
+                    .ok()
+                    .flatten(),
+                None,
+            ),
+        };
+        EngineCounters {
+            user_bytes_written: self.ticker(Ticker::BytesWritten),
+            flush_bytes: self.ticker(Ticker::FlushWriteBytes),
+            compaction_write_bytes: self.ticker(Ticker::CompactWriteBytes),
+            compaction_read_bytes: self.ticker(Ticker::CompactReadBytes),
+            block_cache_hits: self.ticker(Ticker::BlockCacheHit),
+            block_cache_misses: self.ticker(Ticker::BlockCacheMiss),
+            stall_micros: self.ticker(Ticker::StallMicros),
+            fast_table_bytes: fast,
+            capacity_table_bytes: capacity,
+            ..Default::default()
+        }
+    }
+
+    fn stats_text(&self) -> String {
+        self.db
+            .property_value("rocksdb.levelstats")
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        self.settings.clone()
+    }
+
+    fn close(&self) -> anyhow::Result<()> {
+        self.db.flush_wal(true)?;
+        self.db.cancel_all_background_work(true);
+        Ok(())
+    }
+}

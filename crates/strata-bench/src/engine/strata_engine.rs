@@ -1,0 +1,255 @@
+//! [`StrataEngine`]: Strata (`strata::Db`) behind [`KvEngine`], configured from
+//! [`EngineConfig`]. The database lives in the fast directory; the capacity tier is reached by
+//! URL with Strata's own `EmulatedStore` for latency and bandwidth. Depends only on the
+//! `strata` crate and this module's parent.
+
+use strata::cache::persistent::{PersistentCacheKind, PersistentCacheOptions};
+use strata::storage::object::{CapacityOptions, Emulation};
+use strata::{Compression, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+use super::{CompressionKind, EngineConfig, EngineCounters, EngineKind, KvEngine, PcacheKind};
+
+/// See the module docs.
+pub struct StrataEngine {
+    db: Db,
+    write_opts: WriteOptions,
+}
+
+/// Strata's options for `cfg`.
+pub fn options(cfg: &EngineConfig) -> Options {
+    let mut o = Options {
+        write_buffer_size: cfg.write_buffer_bytes as usize,
+        max_write_buffer_number: cfg.max_write_buffers,
+        block_cache_capacity: cfg.block_cache_bytes as usize,
+        bloom_bits_per_key: cfg.bloom_bits,
+        block_size: cfg.block_size as usize,
+        max_background_compactions: cfg.max_background_compactions,
+        compression_per_level: compression_per_level(cfg.compression, cfg.min_level_to_compress),
+        fast_levels: cfg.fast_levels,
+        fast_tier_budget: cfg.fast_tier_budget,
+        ..Options::default()
+    };
+    if let Some(b) = cfg.max_bytes_for_level_base {
+        o.max_bytes_for_level_base = b;
+    }
+    if let Some(t) = cfg.target_file_size_base {
+        o.target_file_size_base = t;
+    }
+    if let Some(url) = &cfg.capacity {
+        let mut c = CapacityOptions::new(url.clone());
+        c.emulation = cfg.emulation.map(|e| Emulation {
+            latency: e.latency,
+            bandwidth: e.bandwidth,
+            ..Default::default()
+        });
+        o.capacity = Some(c);
+        o.persistent_cache = PersistentCacheOptions {
+            kind: match cfg.persistent_cache_kind {
+                _ if cfg.persistent_cache_bytes == 0 => PersistentCacheKind::None,
+                PcacheKind::Lap => PersistentCacheKind::Lap,
+                PcacheKind::Naive => PersistentCacheKind::Naive,
+                PcacheKind::None => PersistentCacheKind::None,
+            },
+            capacity: cfg.persistent_cache_bytes,
+            ..Default::default()
+        };
+    }
+    o
+}
+
+fn compression_per_level(kind: CompressionKind, min_level: usize) -> Vec<Compression> {
+    let c = match kind {
+        CompressionKind::None => Compression::None,
+        CompressionKind::Lz4 => Compression::Lz4,
+        CompressionKind::Zstd => Compression::Zstd(3),
+    };
+    let mut v = vec![Compression::None; min_level];
+    v.push(c);
+    v
+}
+
+impl StrataEngine {
+    pub fn open(cfg: &EngineConfig) -> anyhow::Result<Self> {
+        let db = Db::open(&cfg.fast_dir, options(cfg))?;
+        Ok(StrataEngine {
+            db,
+            write_opts: WriteOptions { sync: cfg.sync },
+        })
+    }
+
+    /// The database, for callers that want Strata's full statistics.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+impl KvEngine for StrataEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Strata
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        Ok(self.db.write_opt(b, &self.write_opts)?)
+    }
+
+    fn put_batch(&self, pairs: &[(&[u8], &[u8])]) -> anyhow::Result<()> {
+        let mut b = WriteBatch::new();
+        for (k, v) in pairs {
+            b.put(k, v);
+        }
+        Ok(self.db.write_opt(b, &self.write_opts)?)
+    }
+
+    fn delete(&self, key: &[u8]) -> anyhow::Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        Ok(self.db.write_opt(b, &self.write_opts)?)
+    }
+
+    fn get(&self, key: &[u8]) -> anyhow::Result<bool> {
+        Ok(self.db.get(key)?.is_some())
+    }
+
+    fn scan(&self, start: &[u8], n: usize, last: &mut Vec<u8>) -> anyhow::Result<usize> {
+        let mut it = self.db.iter(ReadOptions::default())?;
+        it.seek(start);
+        let mut got = 0;
+        while got < n && it.valid() {
+            std::hint::black_box(it.value());
+            if got + 1 == n {
+                last.clear();
+                last.extend_from_slice(it.key());
+            }
+            got += 1;
+            it.next();
+        }
+        it.status()?;
+        Ok(got)
+    }
+
+    fn settle(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        self.db.wait_for_compactions()?;
+        Ok(())
+    }
+
+    fn counters(&self) -> EngineCounters {
+        let s = self.db.stats();
+        let t = &s.tier;
+        EngineCounters {
+            user_bytes_written: Some(s.user_bytes_written),
+            flush_bytes: Some(s.flush_bytes),
+            compaction_write_bytes: Some(s.compaction_write_bytes),
+            compaction_read_bytes: Some(s.compaction_read_bytes),
+            block_cache_hits: Some(s.block_cache_hits),
+            block_cache_misses: Some(s.block_cache_misses),
+            fast_block_reads: Some(t.fast_reads),
+            pcache_hits: Some(t.pcache_hits),
+            pcache_misses: Some(t.pcache_misses),
+            capacity_gets: Some(t.capacity_gets),
+            capacity_get_bytes: Some(t.capacity_get_bytes),
+            capacity_puts: Some(t.capacity_puts),
+            capacity_put_bytes: Some(t.capacity_put_bytes),
+            capacity_deletes: Some(t.capacity_deletes),
+            capacity_lists: Some(t.capacity_lists),
+            fast_table_bytes: Some(t.fast_table_bytes),
+            capacity_table_bytes: Some(t.capacity_table_bytes),
+            stall_micros: Some(s.stall_micros),
+        }
+    }
+
+    fn stats_text(&self) -> String {
+        self.db.stats().to_string()
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        let o = self.db.options();
+        let mut v = vec![
+            ("engine".into(), "strata".into()),
+            ("write_buffer_size".into(), o.write_buffer_size.to_string()),
+            (
+                "max_write_buffer_number".into(),
+                o.max_write_buffer_number.to_string(),
+            ),
+            (
+                "block_cache_capacity".into(),
+                o.block_cache_capacity.to_string(),
+            ),
+            (
+                "bloom_bits_per_key".into(),
+                o.bloom_bits_per_key.to_string(),
+            ),
+            ("block_size".into(), o.block_size.to_string()),
+            (
+                "compression_per_level".into(),
+                o.compression_per_level
+                    .iter()
+                    .map(|c| c.name())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            (
+                "max_background_compactions".into(),
+                o.max_background_compactions.to_string(),
+            ),
+            (
+                "max_bytes_for_level_base".into(),
+                o.max_bytes_for_level_base.to_string(),
+            ),
+            (
+                "target_file_size_base".into(),
+                o.target_file_size_base.to_string(),
+            ),
+            (
+                "level0_triggers".into(),
+                format!(
+                    "{}/{}/{}",
+                    o.level0_file_num_compaction_trigger,
+                    o.level0_slowdown_writes_trigger,
+                    o.level0_stop_writes_trigger
+                ),
+            ),
+            (
+                "dynamic_level_bytes".into(),
+                o.level_compaction_dynamic_level_bytes.to_string(),
+            ),
+            ("max_open_files".into(), o.max_open_files.to_string()),
+            ("wal".into(), "on".into()),
+            ("sync".into(), self.write_opts.sync.to_string()),
+        ];
+        if let Some(c) = &o.capacity {
+            v.push(("capacity".into(), c.url.clone()));
+            v.push(("fast_levels".into(), o.fast_levels.to_string()));
+            if let Some(b) = o.fast_tier_budget {
+                v.push(("fast_tier_budget".into(), b.to_string()));
+            }
+            if let Some(e) = &c.emulation {
+                v.push((
+                    "capacity_emulation".into(),
+                    format!(
+                        "latency {:?}, bandwidth {}",
+                        e.latency,
+                        e.bandwidth
+                            .map(|b| format!("{} B/s", b))
+                            .unwrap_or_else(|| "unlimited".into())
+                    ),
+                ));
+            }
+            v.push((
+                "persistent_cache".into(),
+                format!(
+                    "{:?} {} bytes",
+                    o.persistent_cache.kind, o.persistent_cache.capacity
+                ),
+            ));
+        }
+        v
+    }
+
+    fn close(&self) -> anyhow::Result<()> {
+        self.db.clone().close()?;
+        Ok(())
+    }
+}

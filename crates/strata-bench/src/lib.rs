@@ -1,0 +1,278 @@
+//! `strata bench`: db_bench- and YCSB-style benchmarks for Strata and, behind cargo features,
+//! RocksDB and SlateDB, with reports that show what happened on each tier.
+//!
+//! [`run`] is the whole tool: it plans the phases a command line asks for ([`workloads`]),
+//! prepares the database directories ([`setup`], [`golden`]), opens the engine ([`engine`]),
+//! runs each phase ([`runner`]), prints db_bench-style lines and the tier report ([`report`]),
+//! and writes the JSON ([`json`]), CSV ([`timeseries`]) and PNG ([`plot`]) outputs.
+//!
+//! Module map (one concept per file): `args` (flags), `rng`, `keys` (record shape),
+//! `distributions`, `workloads` (benchmarks, mixes, plan), `engine` (the `KvEngine` trait and
+//! the engines), `latency` (HDR histograms), `runner`, `results` (the data model), `report`,
+//! `json`, `timeseries`, `plot`, `golden`, `setup`, `machine`.
+//! Depends on the `strata` crate's public API only; the engine never depends on this crate.
+
+pub mod args;
+pub mod distributions;
+pub mod engine;
+pub mod golden;
+pub mod json;
+pub mod keys;
+pub mod latency;
+pub mod machine;
+pub mod plot;
+pub mod report;
+pub mod results;
+pub mod rng;
+pub mod runner;
+pub mod setup;
+pub mod timeseries;
+pub mod workloads;
+
+pub use args::BenchArgs;
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::atomic::AtomicU64;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::engine::KvEngine;
+use crate::golden::{Golden, LoadSpec};
+use crate::keys::{KeySpace, ValueSource};
+use crate::results::{BenchReport, Prices, SCHEMA};
+use crate::runner::RunContext;
+use crate::workloads::PhaseRole;
+
+/// Runs the benchmark described by `args`, printing the report to stdout, and returns it.
+pub fn run_report(args: BenchArgs) -> anyhow::Result<BenchReport> {
+    let mut phases = workloads::plan(&args)?;
+    anyhow::ensure!(
+        engine::available(args.engine),
+        "this build has no {} engine: rebuild with `--features {}`",
+        args.engine.name(),
+        args.engine.name()
+    );
+    anyhow::ensure!(
+        args.golden.is_none() || args.workload.is_some(),
+        "--golden needs --workload (it replaces the load phase)"
+    );
+    let cfg = setup::engine_config(&args)?;
+    let key_order = workloads::key_order(&args);
+    let keys = KeySpace::new(args.key_size, key_order)?;
+    let values = ValueSource::new(args.value_size, args.compression_ratio, args.seed);
+    let dirs = setup::engine_dirs(args.engine, &cfg);
+
+    // Prepare the directories: existing, restored from a golden copy, or fresh.
+    let load_spec = LoadSpec::of(&args, key_order);
+    let golden = args.golden.as_ref().map(Golden::new);
+    if golden.is_some() {
+        anyhow::ensure!(
+            cfg.capacity
+                .as_deref()
+                .is_none_or(|u| u.starts_with("file://")),
+            "--golden needs the capacity tier on file:// (it copies directories)"
+        );
+    }
+    let mut restored = false;
+    if args.use_existing_db {
+        anyhow::ensure!(
+            setup::has_data(&cfg.fast_dir) || setup::has_data(&cfg.db_dir),
+            "--use-existing-db: no database in {}",
+            cfg.db_dir.display()
+        );
+    } else {
+        setup::wipe(args.engine, &cfg)?;
+        if let Some(g) = &golden {
+            let t = Instant::now();
+            restored = g.restore(&load_spec, &dirs)?;
+            if restored {
+                eprintln!(
+                    "restored the loaded state from the golden copy in {} ({:.1}s)",
+                    args.golden.as_ref().unwrap().display(),
+                    t.elapsed().as_secs_f64()
+                );
+                phases.retain(|p| p.role != PhaseRole::Load);
+            }
+        }
+        setup::create_dirs(args.engine, &cfg)?;
+    }
+
+    let run_start = Instant::now();
+    let started_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let machine = machine::detect();
+    let commit = machine::commit();
+    let mut engine: Box<dyn KvEngine> = engine::open(args.engine, &cfg)?;
+    let settings: BTreeMap<String, String> = engine.settings().into_iter().collect();
+    print!(
+        "{}",
+        header(&args, &keys, &machine, commit.as_deref(), &settings)
+    );
+
+    let inserted = AtomicU64::new(args.num);
+    let prices = Prices {
+        get_per_1k: args.price_get_per_1k,
+        put_per_1k: args.price_put_per_1k,
+        capacity_gb_month: args.price_capacity_gb_month,
+        fast_gb_month: args.price_fast_gb_month,
+    };
+    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    let mut results = Vec::new();
+    for (i, spec) in phases.iter().enumerate() {
+        let ctx = RunContext {
+            engine: engine.as_ref(),
+            keys,
+            values: &values,
+            num: args.num,
+            inserted: &inserted,
+            seed: args.seed,
+            progress,
+            prices: prices.clone(),
+            run_start,
+        };
+        let r = runner::run_phase(&ctx, spec, i as u64)?;
+        print!("{}", report::phase_report(&r));
+        results.push(r);
+        if spec.role == PhaseRole::Load {
+            if let (Some(g), false) = (&golden, restored) {
+                let t = Instant::now();
+                engine.close()?;
+                drop(engine);
+                g.save(&load_spec, &dirs)?;
+                eprintln!(
+                    "saved the loaded state as a golden copy in {} ({:.1}s)",
+                    args.golden.as_ref().unwrap().display(),
+                    t.elapsed().as_secs_f64()
+                );
+                engine = engine::open(args.engine, &cfg)?;
+            }
+        }
+    }
+    let engine_stats = engine.stats_text();
+    if !engine_stats.is_empty() {
+        println!("\n{} statistics:\n{engine_stats}", args.engine.name());
+    }
+    engine.close()?;
+
+    let report = BenchReport {
+        schema: SCHEMA.to_string(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        engine: args.engine,
+        started_unix,
+        machine,
+        commit,
+        args: args.clone(),
+        settings,
+        phases: results,
+        engine_stats,
+    };
+    if let Some(p) = &args.json {
+        json::write(p, &report)?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &args.csv {
+        timeseries::write(p, &report)?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &args.plot {
+        plot::draw(&report, p)?;
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(report)
+}
+
+/// Runs the benchmark described by `args` (the entry point of `strata bench`).
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    run_report(args).map(|_| ())
+}
+
+/// db_bench's header: what is being measured, on what.
+fn header(
+    args: &BenchArgs,
+    keys: &KeySpace,
+    m: &results::Machine,
+    commit: Option<&str>,
+    settings: &BTreeMap<String, String>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "strata-bench {}   engine: {}   commit: {}",
+        env!("CARGO_PKG_VERSION"),
+        args.engine.name(),
+        commit.unwrap_or("unknown")
+    );
+    let _ = writeln!(
+        s,
+        "Machine:    {} cpus {}, {} ({})",
+        m.cpus,
+        m.cpu_model.as_deref().unwrap_or("?"),
+        m.memory_bytes.map_or("?".into(), report::human_bytes),
+        m.os
+    );
+    let _ = writeln!(
+        s,
+        "Keys:       {} bytes each ({} order)",
+        keys.key_size(),
+        keys.order()
+    );
+    let _ = writeln!(
+        s,
+        "Values:     {} bytes each ({:.0} bytes after compression)",
+        args.value_size,
+        args.value_size.mean() * args.compression_ratio
+    );
+    let _ = writeln!(s, "Entries:    {}", args.num);
+    let _ = writeln!(s, "Threads:    {}", args.threads);
+    let _ = writeln!(
+        s,
+        "Memory:     block cache {}, memtable {} x {}",
+        report::human_bytes(args.cache_size),
+        report::human_bytes(args.write_buffer_size),
+        args.max_write_buffer_number
+    );
+    match &args.capacity {
+        Some(c) => {
+            let _ = writeln!(
+                s,
+                "Tiers:      fast {} (levels 0..={}), capacity {} ({} ms/request, {}), persistent cache {}",
+                args.fast_dir.as_ref().unwrap_or(&args.db_dir()).display(),
+                args.fast_levels,
+                c,
+                args.capacity_latency_ms,
+                args.capacity_mbps
+                    .map_or("unlimited bandwidth".into(), |m| format!("{m} MB/s")),
+                if args.persistent_cache_size > 0 {
+                    format!(
+                        "{:?} {}",
+                        args.persistent_cache_kind,
+                        report::human_bytes(args.persistent_cache_size)
+                    )
+                } else {
+                    "off".into()
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "Tiers:      one ({})",
+                args.fast_dir.as_ref().unwrap_or(&args.db_dir()).display()
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "Settings:   {}",
+        settings
+            .iter()
+            .filter(|(k, _)| k.as_str() != "engine")
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let _ = writeln!(s, "{}", "-".repeat(60));
+    s
+}

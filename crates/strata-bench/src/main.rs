@@ -1,0 +1,19 @@
+//! `strata-bench`: the benchmark tool on its own (the `strata` binary runs the same code as
+//! `strata bench`). See `strata-bench --help` and the README's "Benchmarks" section.
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(
+    name = "strata-bench",
+    version,
+    about = "db_bench- and YCSB-style benchmarks for Strata and its peers"
+)]
+struct Cli {
+    #[command(flatten)]
+    args: strata_bench::BenchArgs,
+}
+
+fn main() -> anyhow::Result<()> {
+    strata_bench::run(Cli::parse().args)
+}

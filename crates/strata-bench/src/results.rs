@@ -1,0 +1,149 @@
+//! The results of a benchmark run, as data: [`BenchReport`] (one run: machine, arguments,
+//! engine settings, phases), [`PhaseResult`] (throughput, latency per operation type, tier
+//! figures, cost, per-second [`Sample`]s). Everything the text report, the JSON file, the CSV
+//! and the plot show comes from here; `docs/bench-json.md` documents every field.
+//!
+//! Invariants: plain serializable data, no behaviour beyond small derived figures; field names
+//! are the JSON schema (renaming one is a schema change: bump [`SCHEMA`]). Depends on
+//! `latency`, `workloads`, `args` and `engine` for value types only.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::args::BenchArgs;
+use crate::engine::{EngineCounters, EngineKind};
+use crate::latency::LatencySummary;
+use crate::workloads::{OpType, PhaseRole};
+
+/// The schema identifier written into every JSON report.
+pub const SCHEMA: &str = "strata-bench/1";
+
+/// One benchmark run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    pub schema: String,
+    pub tool_version: String,
+    pub engine: EngineKind,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_unix: u64,
+    pub machine: Machine,
+    /// `git describe`-style commit of the working directory, when known.
+    pub commit: Option<String>,
+    pub args: BenchArgs,
+    /// The engine's effective settings.
+    pub settings: BTreeMap<String, String>,
+    pub phases: Vec<PhaseResult>,
+    /// The engine's own statistics at the end of the run.
+    pub engine_stats: String,
+}
+
+/// Where the run ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    pub cpus: usize,
+    pub cpu_model: Option<String>,
+    pub memory_bytes: Option<u64>,
+}
+
+/// One phase (a db_bench benchmark, a load phase or a run phase).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub name: String,
+    pub role: PhaseRole,
+    pub threads: usize,
+    /// Seconds from the start of the run to the start of the measured part of this phase.
+    pub start_secs: f64,
+    pub warmup_secs: f64,
+    /// Measured operations that count toward throughput (readwhilewriting: reads only).
+    pub ops: u64,
+    pub elapsed_secs: f64,
+    /// db_bench's figure: elapsed time × threads / operations.
+    pub micros_per_op: f64,
+    pub ops_per_sec: f64,
+    /// Bytes written by the measured operations (keys and values), per second.
+    pub write_mb_per_sec: Option<f64>,
+    /// Reads that found their key, and reads.
+    pub reads_found: u64,
+    pub reads: u64,
+    pub latency: Vec<LatencySummary>,
+    /// Seconds spent flushing and waiting for compactions after a load phase.
+    pub settle_secs: Option<f64>,
+    pub tier: TierReport,
+    pub cost: CostReport,
+    /// Distribution stages of the run phase: (seconds into the phase, distribution).
+    pub stages: Vec<(f64, String)>,
+    pub timeseries: Vec<Sample>,
+}
+
+impl PhaseResult {
+    pub fn latency_of(&self, op: OpType) -> Option<&LatencySummary> {
+        self.latency.iter().find(|l| l.op == op)
+    }
+}
+
+/// What happened on the tiers during a phase (differences of [`EngineCounters`]; `None` where
+/// the engine does not count it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TierReport {
+    /// Share of table block reads that missed memory and were served by the fast tier (its
+    /// tables or the persistent cache) rather than the capacity tier.
+    pub fast_hit_rate: Option<f64>,
+    pub block_cache_hit_rate: Option<f64>,
+    pub pcache_hit_rate: Option<f64>,
+    pub write_amp: Option<f64>,
+    /// The counters' differences over the phase (gauges: their values at its end).
+    pub delta: EngineCounters,
+}
+
+/// An estimate of what the phase would cost on a cloud, from the capacity-tier requests and
+/// the bytes on each tier at its end.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostReport {
+    pub prices: Prices,
+    /// Dollars for this phase's GET requests, and for its PUT/LIST requests.
+    pub get_dollars: f64,
+    pub put_dollars: f64,
+    /// Dollars per month for the requests if the phase's request rate were sustained.
+    pub requests_dollars_per_month: f64,
+    /// Dollars per month to store the tables on each tier.
+    pub capacity_storage_dollars_per_month: f64,
+    pub fast_storage_dollars_per_month: f64,
+}
+
+/// Cloud prices in dollars.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prices {
+    pub get_per_1k: f64,
+    pub put_per_1k: f64,
+    pub capacity_gb_month: f64,
+    pub fast_gb_month: f64,
+}
+
+/// One interval (normally a second) of a phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds from the start of the phase's measured part to the end of the interval.
+    pub t: f64,
+    pub interval_secs: f64,
+    /// Operations that count toward throughput, and their rate.
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    /// Operations by type (all of them).
+    pub ops_by_type: BTreeMap<OpType, u64>,
+    /// Latency percentiles over all operations of the interval, in microseconds.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub fast_hit_rate: Option<f64>,
+    pub block_cache_hit_rate: Option<f64>,
+    pub pcache_hit_rate: Option<f64>,
+    pub capacity_gets: Option<u64>,
+    pub capacity_get_bytes: Option<u64>,
+    pub capacity_puts: Option<u64>,
+    /// Index of the distribution stage in force at the end of the interval.
+    pub stage: usize,
+}
