@@ -124,23 +124,31 @@ struct FaultRandom {
     fs: FaultFs,
 }
 
-impl RandomAccessFile for FaultRandom {
-    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
-        self.fs.state.reads.fetch_add(1, Ordering::Relaxed);
-        self.fs.check(&self.path, |p| p.fail_reads, "read")?;
-        let data = self.inner.read_at(offset, len)?;
+impl FaultFs {
+    /// A positional read through the plan: may fail, or come back with one bit flipped.
+    fn read_through(&self, path: &Path, read: impl FnOnce() -> Result<Bytes>) -> Result<Bytes> {
+        self.state.reads.fetch_add(1, Ordering::Relaxed);
+        self.check(path, |p| p.fail_reads, "read")?;
+        let data = read()?;
         let corrupt = {
-            let plan = self.fs.state.plan.lock();
-            plan.applies(&self.path) && plan.corrupt_reads
+            let plan = self.state.plan.lock();
+            plan.applies(path) && plan.corrupt_reads
         };
         if corrupt && !data.is_empty() {
-            self.fs.state.injected.fetch_add(1, Ordering::Relaxed);
+            self.state.injected.fetch_add(1, Ordering::Relaxed);
             let mut v = data.to_vec();
             let i = v.len() / 2;
             v[i] ^= 0x10;
             return Ok(Bytes::from(v));
         }
         Ok(data)
+    }
+}
+
+impl RandomAccessFile for FaultRandom {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.fs
+            .read_through(&self.path, || self.inner.read_at(offset, len))
     }
     fn size(&self) -> u64 {
         self.inner.size()
@@ -209,21 +217,8 @@ struct FaultRw {
 
 impl RandomAccessFile for FaultRw {
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
-        self.fs.state.reads.fetch_add(1, Ordering::Relaxed);
-        self.fs.check(&self.path, |p| p.fail_reads, "read")?;
-        let data = self.inner.read_at(offset, len)?;
-        let corrupt = {
-            let plan = self.fs.state.plan.lock();
-            plan.applies(&self.path) && plan.corrupt_reads
-        };
-        if corrupt && !data.is_empty() {
-            self.fs.state.injected.fetch_add(1, Ordering::Relaxed);
-            let mut v = data.to_vec();
-            let i = v.len() / 2;
-            v[i] ^= 0x10;
-            return Ok(Bytes::from(v));
-        }
-        Ok(data)
+        self.fs
+            .read_through(&self.path, || self.inner.read_at(offset, len))
     }
     fn size(&self) -> u64 {
         self.inner.size()
