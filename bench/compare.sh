@@ -5,14 +5,17 @@
 # machine and the commit.
 #
 #   bash bench/compare.sh [--num N] [--threads T] [--engines strata,rocksdb,slatedb]
-#                         [--suites onetier,tiered] [--out DIR] [-- EXTRA STRATA-BENCH FLAGS]
+#                         [--suites onetier,tiered] [--tiered-threads T] [--tiered-secs S]
+#                         [--out DIR] [-- EXTRA STRATA-BENCH FLAGS]
 #
 # Suites (docs/bench-peers.md says how each engine is configured):
 #   onetier  db_bench fillrandom, readrandom, overwrite, readwhilewriting on one database;
 #            16-byte keys, 100-byte values, everything on the local disk.
-#   tiered   YCSB-C (100% reads) with zipfian and with uniform keys; the capacity tier on
-#            file:// emulated at 5 ms per request; a fast-tier cache of 10% of the data; equal
-#            memory. RocksDB is skipped here: its second db_path cannot be slowed down.
+#   tiered   YCSB-C (100% reads) with zipfian and with uniform keys for --tiered-secs (60) with
+#            --tiered-threads (16) threads (reads wait on the capacity tier); the capacity tier
+#            on file:// emulated at 5 ms per request; a fast-tier cache of 10% of the data;
+#            8 MiB block cache and 8 MiB memtable for every engine. RocksDB is skipped here: its
+#            second db_path cannot be slowed down.
 #
 # Output: DIR/<suite>-<engine>[-<distribution>].{json,log} and DIR/compare.md (also printed).
 # Defaults: --num 1000000 --threads 2 --engines strata,rocksdb --suites onetier
@@ -24,6 +27,8 @@ NUM=1000000
 THREADS=2
 ENGINES=strata,rocksdb
 SUITES=onetier
+TIERED_THREADS=16
+TIERED_SECS=60
 OUT=""
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -32,9 +37,11 @@ while [ $# -gt 0 ]; do
     --threads) THREADS="$2"; shift 2 ;;
     --engines) ENGINES="$2"; shift 2 ;;
     --suites) SUITES="$2"; shift 2 ;;
+    --tiered-threads) TIERED_THREADS="$2"; shift 2 ;;
+    --tiered-secs) TIERED_SECS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -87,7 +94,8 @@ for suite in "${SUITE_LIST[@]}"; do
         cache=$(( NUM * 116 / 10 ))
         for dist in zipfian uniform; do
           run "tiered-$e-$dist" "$e" --workload c --distribution "$dist" \
-            --num "$NUM" --threads "$THREADS" --key-size 16 --value-size 100 \
+            --num "$NUM" --threads "$TIERED_THREADS" --duration "$TIERED_SECS" \
+            --key-size 16 --value-size 100 --cache-size 8MiB --write-buffer-size 8MiB \
             --capacity "file://$DATA/capacity" --capacity-latency-ms 5 \
             --persistent-cache-size "$cache" --fast-levels 1
         done

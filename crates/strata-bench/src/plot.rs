@@ -71,8 +71,10 @@ fn series(r: &BenchReport) -> Series {
     for p in phases {
         let start = p.start_secs - origin;
         s.phases.push((start, p.name.clone()));
-        for (at, d) in p.stages.iter().skip(1) {
-            s.stages.push((start + at, d.clone()));
+        if p.stages.len() > 1 {
+            for (at, d) in &p.stages {
+                s.stages.push((start + at, d.clone()));
+            }
         }
         let (mut ops, mut p50, mut p99, mut hit) = (vec![], vec![], vec![], vec![]);
         for x in &p.timeseries {
@@ -134,12 +136,17 @@ pub fn title(r: &BenchReport) -> String {
     let a = &r.args;
     let what = match a.workload {
         Some(w) => {
-            let dist = r
+            let stages = r
                 .phases
                 .iter()
-                .find_map(|p| p.stages.first().map(|(_, d)| d.clone()))
+                .find(|p| p.role == PhaseRole::Run)
+                .map(|p| p.stages.clone())
                 .unwrap_or_default();
-            format!("{} ({dist})", w.name())
+            match stages.as_slice() {
+                [(_, only)] => format!("{} ({only})", w.name()),
+                [] => w.name().to_string(),
+                many => format!("{} ({} key distributions over time)", w.name(), many.len()),
+            }
         }
         None if r.phases.len() > 4 => format!("{} benchmarks", r.phases.len()),
         None => r
