@@ -14,7 +14,9 @@
 #   tiered   YCSB-C (100% reads) with zipfian and with uniform keys for --tiered-secs (60) with
 #            --tiered-threads (16) threads (reads wait on the capacity tier); the capacity tier
 #            on file:// emulated at 5 ms per request; a fast-tier cache of 10% of the data;
-#            8 MiB block cache and 8 MiB memtable for every engine. RocksDB is skipped here: its
+#            8 MiB block cache and 8 MiB memtable for every engine; SlateDB's disk cache also
+#            gets the bytes of Strata's fast-tier tables (equal local disk; strata runs first).
+#            RocksDB is skipped here: its
 #            second db_path cannot be slowed down.
 #
 # Output: DIR/<suite>-<engine>[-<distribution>].{json,log} and DIR/compare.md (also printed).
@@ -67,7 +69,7 @@ if [ ${#FEATURES[@]} -gt 0 ]; then
 fi
 echo "building strata-bench ${FEATURE_ARGS[*]:-} (the RocksDB build takes ~15 minutes cold)" >&2
 cargo build --release -p strata-bench "${FEATURE_ARGS[@]}" >&2
-BIN="$PWD/target/release/strata-bench"
+BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/strata-bench"
 
 run() { # run NAME ENGINE ARGS...
   local name="$1" engine="$2"; shift 2
@@ -93,11 +95,18 @@ for suite in "${SUITE_LIST[@]}"; do
         # 10% of the data (16 + 100 bytes a record) as the fast-tier cache.
         cache=$(( NUM * 116 / 10 ))
         for dist in zipfian uniform; do
+          local_cache=$cache
+          if [ "$e" = slatedb ] && [ -f "$OUT/tiered-strata-$dist.json" ]; then
+            # Equal local disk: SlateDB keeps everything in the object store, so its disk
+            # cache also gets the bytes Strata's fast-tier tables took in the same suite.
+            fast=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(max(p["tier"]["delta"]["fast_table_bytes"] for p in r["phases"] if p.get("tier")))' "$OUT/tiered-strata-$dist.json")
+            local_cache=$(( cache + fast ))
+          fi
           run "tiered-$e-$dist" "$e" --workload c --distribution "$dist" \
             --num "$NUM" --threads "$TIERED_THREADS" --duration "$TIERED_SECS" \
             --key-size 16 --value-size 100 --cache-size 8MiB --write-buffer-size 8MiB \
             --capacity "file://$DATA/capacity" --capacity-latency-ms 5 \
-            --persistent-cache-size "$cache" --fast-levels 1
+            --persistent-cache-size "$local_cache" --fast-levels 1
         done
         ;;
       *) echo "unknown suite $suite" >&2; exit 2 ;;
