@@ -51,14 +51,17 @@ pub fn level_targets(sizes: &[u64], o: &PickerOptions) -> LevelTargets {
         base_level -= 1;
     }
     // L0 must never compact past a non-empty level (newer data would land below older data):
-    // levels above the computed base that still hold data join the sized levels, with small
-    // targets so they drain downwards.
+    // levels above the computed base that still hold data join the sized levels (and drain
+    // downwards once they pass their target).
     if let Some(first) = (1..n).find(|&l| sizes[l] > 0) {
         base_level = base_level.min(first);
     }
+    // No level's target falls below `base_bytes` (RocksDB's rule): otherwise the base level
+    // of a small tree gets a tiny target, and every few flushes its one wide table is merged
+    // into the whole last level (write amplification of ~10 per L0 compaction).
     let mut t = max_size.max(o.base_bytes) as f64;
     for l in (base_level..=last).rev() {
-        targets[l] = (t as u64).max(1);
+        targets[l] = (t as u64).max(o.base_bytes).max(1);
         t /= o.multiplier;
     }
     LevelTargets {
@@ -314,7 +317,8 @@ mod tests {
         assert_eq!(t.base_level, 4);
         assert_eq!(t.targets[6], 50_000);
         assert_eq!(t.targets[5], 5_000);
-        assert_eq!(t.targets[4], 500);
+        // Never below base_bytes, though 50_000 / 100 would be 500.
+        assert_eq!(t.targets[4], 1000);
         // A non-empty level above the computed base becomes the base.
         let t = level_targets(&[0, 0, 10, 0, 0, 0, 50_000], &o);
         assert_eq!(t.base_level, 2);
