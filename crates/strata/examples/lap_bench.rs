@@ -3,17 +3,20 @@
 //!
 //! ```text
 //! cargo run --release --example lap_bench -- [--keys N] [--reads N] [--threads N]
-//!     [--latency-ms MS] [--update-pct P] [--dir DIR]
+//!     [--latency-ms MS] [--update-pct P] [--compression lz4|none] [--naive-files N] [--dir DIR]
 //! ```
 //!
-//! Loads `keys` records of 1 KiB (16-byte keys) into a tree whose levels 0..=5 live on the fast
+//! Loads `keys` records of 1 KiB (16-byte keys; values half random, half zeros, so LZ4 halves
+//! them and blocks vary in size, as real ones do) into a tree whose levels 0..=5 live on the fast
 //! tier and whose last level lives on a `file://` capacity tier (about 10% of the data stays
 //! local), then for each distribution (uniform, zipfian 0.99 scrambled), cache kind (LAP, naive,
 //! none) and cache size (10%, 20%, 30% of the data) reopens the database with an empty cache,
 //! warms it with `reads` operations and measures `reads` more: the data-cache hit ratio and the
 //! throughput. `--update-pct` mixes in updates (the compaction churn that LAP's invalidation
 //! is designed for). The memory block cache is off so every capacity-tier block read meets the
-//! persistent cache. Prints a Markdown table.
+//! persistent cache. The naive cache's files are 4 MiB (its default) unless `--naive-files N`
+//! splits each cache size into `N` files (finer granularity: a stronger baseline). Prints a
+//! Markdown table.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,6 +32,8 @@ struct Args {
     threads: u64,
     latency_ms: u64,
     update_pct: u64,
+    compression: Compression,
+    naive_files: u64,
     dir: String,
 }
 
@@ -39,6 +44,8 @@ fn args() -> Args {
         threads: 32,
         latency_ms: 5,
         update_pct: 0,
+        compression: Compression::Lz4,
+        naive_files: 0,
         dir: "strata-data/lap-bench".into(),
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
@@ -51,12 +58,28 @@ fn args() -> Args {
             "--threads" => a.threads = n(),
             "--latency-ms" => a.latency_ms = n(),
             "--update-pct" => a.update_pct = n(),
+            "--naive-files" => a.naive_files = n(),
             "--dir" => a.dir = v[i + 1].clone(),
+            "--compression" => {
+                a.compression = match v[i + 1].as_str() {
+                    "lz4" => Compression::Lz4,
+                    "none" => Compression::None,
+                    c => panic!("--compression lz4|none, not {c}"),
+                }
+            }
             f => panic!("unknown flag {f}"),
         }
         i += 2;
     }
     a
+}
+
+/// Record `i`'s 1 KiB value: 512 pseudo-random bytes, then zeros.
+fn value(i: u64) -> Vec<u8> {
+    let mut r = Rng(i.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    let mut v: Vec<u8> = (0..512).map(|_| r.next() as u8).collect();
+    v.resize(1024, 0);
+    v
 }
 
 fn key(i: u64) -> Vec<u8> {
@@ -113,7 +136,15 @@ impl Zipf {
     }
 }
 
-fn options(dir: &str, latency: Duration, kind: PersistentCacheKind, cache_bytes: u64) -> Options {
+fn options(
+    dir: &str,
+    latency: Duration,
+    kind: PersistentCacheKind,
+    cache_bytes: u64,
+    compression: Compression,
+    naive_files: u64,
+) -> Options {
+    let defaults = PersistentCacheOptions::default();
     let mut c = CapacityOptions::new(format!(
         "file://{}",
         std::path::Path::new(dir)
@@ -133,28 +164,47 @@ fn options(dir: &str, latency: Duration, kind: PersistentCacheKind, cache_bytes:
         target_file_size_base: 8 << 20,
         write_buffer_size: 4 << 20,
         block_cache_capacity: 0,
-        compression_per_level: vec![Compression::None],
+        compression_per_level: vec![compression],
         persistent_cache: PersistentCacheOptions {
             kind,
             capacity: cache_bytes.max(1),
-            ..Default::default()
+            file_size: match naive_files {
+                0 => defaults.file_size,
+                n => (cache_bytes / n).max(4096),
+            },
+            ..defaults
         },
         ..Options::default()
     }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let a = args();
+    let mut a = args();
+    a.dir = format!(
+        "{}/{}",
+        a.dir,
+        match a.compression {
+            Compression::None => "none",
+            _ => "lz4",
+        }
+    );
     let db_dir = std::path::Path::new(&a.dir).join("db");
     std::fs::create_dir_all(std::path::Path::new(&a.dir).join("capacity"))?;
-    let value = vec![b'v'; 1024];
+    // No cache, no emulated latency: for loading and for measuring the data.
+    let plain = || {
+        options(
+            &a.dir,
+            Duration::ZERO,
+            PersistentCacheKind::None,
+            0,
+            a.compression,
+            0,
+        )
+    };
     if !db_dir.join("CURRENT").exists() {
         eprintln!("loading {} records of 1 KiB ...", a.keys);
         let t = Instant::now();
-        let db = Db::open(
-            &db_dir,
-            options(&a.dir, Duration::ZERO, PersistentCacheKind::None, 0),
-        )?;
+        let db = Db::open(&db_dir, plain())?;
         let mut order: Vec<u64> = (0..a.keys).collect();
         let mut r = Rng(42);
         for i in (1..order.len()).rev() {
@@ -163,7 +213,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for chunk in order.chunks(100) {
             let mut b = strata::WriteBatch::new();
             for &i in chunk {
-                b.put(key(i), &value);
+                b.put(key(i), value(i));
             }
             db.write(b)?;
         }
@@ -176,7 +226,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         db.close()?;
     }
-    let data_bytes = a.keys * 1040;
+    // Cache sizes are fractions of the data as stored (compressed, in tables).
+    let data_bytes = {
+        let db = Db::open(&db_dir, plain())?;
+        let t = db.stats().tier;
+        db.close()?;
+        t.fast_table_bytes + t.capacity_table_bytes
+    };
+    eprintln!("data in tables: {:.1} MiB", data_bytes as f64 / 1048576.0);
     println!(
         "| distribution | cache | size | hit ratio | ops/s | capacity GETs | fast-tier share |"
     );
@@ -199,6 +256,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     Duration::from_millis(a.latency_ms),
                     kind,
                     data_bytes * pct / 100,
+                    a.compression,
+                    a.naive_files,
                 );
                 let db = Db::open(&db_dir, o)?;
                 let run = |n: u64, seed: u64| -> Result<f64, strata::Error> {
@@ -208,7 +267,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         let mut hs = Vec::new();
                         for th in 0..a.threads {
                             let (db, zipf, done) = (db.clone(), zipf.clone(), done.clone());
-                            let value = &value;
                             hs.push(s.spawn(move || -> Result<(), strata::Error> {
                                 let mut r = Rng(seed ^ ((th + 1) * 0x9e37_79b9));
                                 while done.fetch_add(1, Ordering::Relaxed) < n {
@@ -217,7 +275,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                         _ => zipf.sample(&mut r),
                                     };
                                     if r.next() % 100 < a.update_pct {
-                                        db.put(key(i), value)?;
+                                        db.put(key(i), value(i))?;
                                     } else {
                                         db.get(key(i))?;
                                     }

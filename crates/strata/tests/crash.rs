@@ -39,7 +39,7 @@ fn crash_options(base: &std::path::Path, tiered: bool) -> Options {
             kind: strata::cache::persistent::PersistentCacheKind::Lap,
             capacity: 1 << 20,
             bucket_size: 256 << 10,
-            slot_size: 4 << 10,
+            unit_size: 256,
             file_size: 64 << 10,
         };
     }

@@ -199,7 +199,7 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
         ][rng.below(3) as usize],
         capacity: 256 * 1024,
         bucket_size: 16 * 1024,
-        slot_size: 8 * 1024,
+        unit_size: 256,
         file_size: 32 * 1024,
     };
 }

@@ -34,7 +34,7 @@ fn tiered(url: String, cache: PersistentCacheKind) -> Options {
             kind: cache,
             capacity: 8 << 20,
             bucket_size: 1 << 20,
-            slot_size: 4 << 10,
+            unit_size: 256,
             file_size: 256 << 10,
         },
         ..Options::default()

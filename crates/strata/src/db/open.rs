@@ -285,11 +285,7 @@ fn open_tiers(
                 &live_capacity,
                 ts.clone(),
             )?);
-            let mut pc = opts.persistent_cache.clone();
-            if pc.slot_size == 0 {
-                pc.slot_size = crate::cache::persistent::default_slot_size(opts.block_size);
-            }
-            let pc = &pc;
+            let pc = &opts.persistent_cache;
             let data: Option<Arc<dyn PersistentCache>> = match pc.kind {
                 PersistentCacheKind::None => None,
                 PersistentCacheKind::Lap => Some(Arc::new(LapCache::open(

@@ -5,8 +5,8 @@
 //!   located through an in-memory hash table, for exactly as long as the table lives. Opening a
 //!   capacity table costs one local read and no capacity-tier request.
 //! - Data caches for capacity-tier data blocks behind the [`PersistentCache`] trait:
-//!   [`LapCache`] (fixed-size buckets chosen by hashing the table id, per-bucket LRU and
-//!   validity bitmap, compaction-aware invalidation, checksummed entries that survive a
+//!   [`LapCache`] (fixed-size buckets chosen by hashing the table id, variable-size
+//!   entries, per-bucket LRU and validity (owner) table, compaction-aware invalidation, checksummed entries that survive a
 //!   restart) and [`NaiveCache`] (RocksDB's old persistent cache: append-only files evicted
 //!   whole in LRU order, unaware of compaction), the baseline LAP is measured against.
 //!
@@ -56,11 +56,9 @@ pub struct PersistentCacheOptions {
     pub capacity: u64,
     /// LAP bucket size (blocks of one table share a bucket). Default 8 MiB.
     pub bucket_size: u64,
-    /// LAP slot size: the largest cacheable block plus a 32-byte header. 0 (the default) derives
-    /// it from the table block size: `block_size * 9/8 + 32`, rounded up to 64 bytes (a block
-    /// closes once it reaches `block_size`, so it overshoots by at most one entry; blocks that
-    /// do not fit are not cached and are counted as rejected).
-    pub slot_size: u64,
+    /// LAP allocation unit: an entry (a 32-byte header and the block, stored as the table holds
+    /// it) takes whole units. Default 256 bytes; at least 64.
+    pub unit_size: u64,
     /// Naive cache file size. Default 4 MiB.
     pub file_size: u64,
 }
@@ -71,15 +69,10 @@ impl Default for PersistentCacheOptions {
             kind: PersistentCacheKind::None,
             capacity: 0,
             bucket_size: 8 << 20,
-            slot_size: 0,
+            unit_size: 256,
             file_size: 4 << 20,
         }
     }
-}
-
-/// The LAP slot size for tables of `block_size`, when not set explicitly.
-pub fn default_slot_size(block_size: usize) -> u64 {
-    ((block_size as u64 * 9 / 8 + 32).div_ceil(64) * 64).max(1024)
 }
 
 pub(crate) fn table_hash(table: u64) -> u64 {
