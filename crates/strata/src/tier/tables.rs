@@ -254,15 +254,18 @@ impl CapacityFile {
                 .map(|_| self.tail.slice(start..start + len))
                 .ok_or_else(|| Error::corruption("read past the end of a capacity table"));
         }
+        // Compactions (and scans that do not fill caches) stream the table in large requests;
+        // they bypass the persistent cache, which serves point reads: a lookup would save no
+        // request, would count in its hit rate and would refresh blocks about to be deleted.
+        if !fill && self.readahead > len {
+            return self.read_ahead(offset, len);
+        }
         if let Some(c) = &self.cache {
             if let Some(b) = c.get(self.id, offset, len) {
                 self.stats.pcache_hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(b);
             }
             self.stats.pcache_misses.fetch_add(1, Ordering::Relaxed);
-        }
-        if !fill && self.readahead > len {
-            return self.read_ahead(offset, len);
         }
         let b = self.remote.read_at(offset, len)?;
         if fill {
