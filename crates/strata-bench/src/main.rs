@@ -3,6 +3,11 @@
 
 use clap::Parser;
 
+/// The allocator the `strata` binary ships with (see `strata-cli`), so both binaries measure the
+/// same thing. It serves Rust allocations only: RocksDB's C++ code keeps glibc's malloc.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "strata-bench",
