@@ -156,7 +156,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         added.extend(r.outputs);
         Ok(())
     };
-    let mut mem = Arc::new(MemTable::new(0));
+    let mut mem = Arc::new(MemTable::with_bloom(0, opts.memtable_bloom_bytes()));
     let mut recovered: Vec<Arc<MemTable>> = Vec::new();
     // Only the last log holding anything may end in a torn write: an empty log after it can be
     // left by a crash during an earlier open, after it created its new log.
@@ -176,7 +176,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             apply_to_memtable(&mem, &batch, seq);
             last_seq = last_seq.max(seq + batch.len() as u64 - 1);
             if mem.approximate_size() >= opts.write_buffer_size {
-                recovered.push(std::mem::replace(&mut mem, Arc::new(MemTable::new(0))));
+                recovered.push(std::mem::replace(
+                    &mut mem,
+                    Arc::new(MemTable::with_bloom(0, opts.memtable_bloom_bytes())),
+                ));
             }
         }
         if let ReadOutcome::TornTail { offset, dropped } = reader.outcome() {
@@ -210,7 +213,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .collect();
     store.remove_capacity_orphans(&live_capacity)?;
 
-    let mem = Arc::new(MemTable::new(wal_number));
+    let mem = Arc::new(MemTable::with_bloom(
+        wal_number,
+        opts.memtable_bloom_bytes(),
+    ));
     let sv = SuperVersion {
         mem: mem.clone(),
         imms: Vec::new(),

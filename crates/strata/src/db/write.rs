@@ -358,7 +358,8 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         drop_bg_error_locked(inner, st, e.clone());
         return Err(e);
     }
-    let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+    let bloom = inner.opts.memtable_bloom_bytes();
+    let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::with_bloom(number, bloom)));
     st.imms.push(old);
     inner.install_super_version(st);
     inner.bg_cv.notify_all();

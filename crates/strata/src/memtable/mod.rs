@@ -4,7 +4,12 @@
 //! Invariants: an entry is never removed or changed once inserted, so readers and iterators run
 //! without locks while the write leader inserts; each internal key (user key, sequence number)
 //! is unique. A memtable is tied to the WAL file that holds its writes (`wal_number`).
-//! Depends on `types`, `range_del`, `iter`.
+//! An optional whole-key Bloom filter ([`MemBloom`]) lets point lookups of absent keys skip the
+//! skiplist. Depends on `types`, `range_del`, `iter`.
+
+mod bloom;
+
+pub use bloom::MemBloom;
 
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -84,11 +89,17 @@ pub struct MemTable {
     largest_seq: AtomicU64,
     has_range_dels: AtomicBool,
     range_dels: Mutex<RangeDels>,
+    bloom: Option<MemBloom>,
     wal_number: u64,
 }
 
 impl MemTable {
     pub fn new(wal_number: u64) -> Self {
+        Self::with_bloom(wal_number, 0)
+    }
+
+    /// A memtable with a whole-key Bloom filter of `bloom_bytes` (none when 0).
+    pub fn with_bloom(wal_number: u64, bloom_bytes: usize) -> Self {
         MemTable {
             map: SkipMap::new(),
             size: AtomicUsize::new(0),
@@ -97,6 +108,7 @@ impl MemTable {
             largest_seq: AtomicU64::new(0),
             has_range_dels: AtomicBool::new(false),
             range_dels: Mutex::new(RangeDels::default()),
+            bloom: (bloom_bytes > 0).then(|| MemBloom::new(bloom_bytes)),
             wal_number,
         }
     }
@@ -114,6 +126,10 @@ impl MemTable {
         buf.extend_from_slice(value);
         let buf = Bytes::from(buf);
         let (k, v) = (buf.slice(..ik_len), buf.slice(ik_len..));
+        // Before the entry becomes reachable: whoever can see it sees its filter bits.
+        if let Some(b) = &self.bloom {
+            b.add(key);
+        }
         self.map.insert(MemKey::new(k), v);
         self.size
             .fetch_add(ik_len + value.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
@@ -137,6 +153,13 @@ impl MemTable {
 
     /// The newest point entry for `user_key` with sequence number `<= snapshot`.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(SeqNo, ValueKind, Bytes)> {
+        if self
+            .bloom
+            .as_ref()
+            .is_some_and(|b| !b.may_contain(user_key))
+        {
+            return None;
+        }
         let lk = MemKey::new(Bytes::from(types::lookup_key(user_key, snapshot)));
         let e = self.map.lower_bound(Bound::Included(&lk))?;
         let ik = &e.key().ikey;
