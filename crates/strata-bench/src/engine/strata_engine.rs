@@ -183,6 +183,10 @@ impl KvEngine for StrataEngine {
             ),
             ("block_size".into(), o.block_size.to_string()),
             (
+                "memtable_bloom_ratio".into(),
+                o.memtable_bloom_ratio.to_string(),
+            ),
+            (
                 "compression_per_level".into(),
                 o.compression_per_level
                     .iter()
