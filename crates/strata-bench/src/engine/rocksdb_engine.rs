@@ -48,9 +48,14 @@ impl RocksDbEngine {
         o.create_if_missing(true);
         o.set_write_buffer_size(cfg.write_buffer_bytes as usize);
         set("write_buffer_size", cfg.write_buffer_bytes.to_string());
-        // RocksDB's memtable Bloom filter stays at its default (off): turning it on
-        // (`memtable_whole_key_filtering`, prefix bloom ratio 0.02) cut fillrandom from ~122k to
-        // 29.5k ops/s at 5M keys (bench/results/onetier-5m-run5, docs/bench-peers.md).
+        // The memtable Bloom filter Strata has on by default (off by default in RocksDB).
+        let memtable_bloom = strata::Options::default().memtable_bloom_ratio;
+        o.set_memtable_whole_key_filtering(true);
+        o.set_memtable_prefix_bloom_ratio(memtable_bloom);
+        set(
+            "memtable_bloom",
+            format!("memtable_prefix_bloom_size_ratio={memtable_bloom} memtable_whole_key_filtering=true"),
+        );
         o.set_max_write_buffer_number(cfg.max_write_buffers as i32);
         set("max_write_buffer_number", cfg.max_write_buffers.to_string());
         o.set_num_levels(NUM_LEVELS as i32);
