@@ -16,6 +16,8 @@ pub struct ServerProcess {
     pub child: Child,
     pub addr: SocketAddr,
     pub log: Arc<Mutex<Vec<String>>>,
+    /// Copies stderr into `log`; joined once the process exits, so the log is complete.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ServerProcess {
@@ -34,7 +36,7 @@ impl ServerProcess {
         let stderr = child.stderr.take().unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
-        {
+        let reader = {
             let log = log.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(stderr).lines() {
@@ -45,8 +47,8 @@ impl ServerProcess {
                     }
                     log.lock().unwrap().push(line);
                 }
-            });
-        }
+            })
+        };
         let addr = match rx.recv_timeout(Duration::from_secs(60)) {
             Ok(a) => a.parse().expect("address in the log"),
             Err(_) => {
@@ -54,7 +56,12 @@ impl ServerProcess {
                 panic!("server did not start: {:?}", log.lock().unwrap());
             }
         };
-        ServerProcess { child, addr, log }
+        ServerProcess {
+            child,
+            addr,
+            log,
+            reader: Some(reader),
+        }
     }
 
     pub fn port(&self) -> String {
@@ -90,6 +97,10 @@ impl ServerProcess {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(st) = self.child.try_wait().unwrap() {
+                // The pipe closed with the process: the reader ends after the last line.
+                if let Some(r) = self.reader.take() {
+                    let _ = r.join();
+                }
                 return st;
             }
             if Instant::now() > deadline {
