@@ -70,6 +70,8 @@ struct Bucket {
     free_entries: Vec<u16>,
     /// The entry occupying each unit, or [`FREE`].
     owner: Vec<u16>,
+    /// Units marked [`FREE`] in `owner`: a full bucket skips the search for a hole.
+    free_units: usize,
 }
 
 impl Bucket {
@@ -79,11 +81,15 @@ impl Bucket {
             entries: Vec::new(),
             free_entries: Vec::new(),
             owner: vec![FREE; units],
+            free_units: units,
         }
     }
 
     /// The first run of `k` free units.
     fn find_free(&self, k: usize) -> Option<usize> {
+        if self.free_units < k {
+            return None;
+        }
         let mut run = 0;
         for (u, &o) in self.owner.iter().enumerate() {
             if o == FREE {
@@ -112,6 +118,7 @@ impl Bucket {
         for o in &mut self.owner[e.start as usize..(e.start + e.units) as usize] {
             *o = idx;
         }
+        self.free_units -= e.units as usize;
         self.map.insert((e.table, e.offset), idx);
         idx
     }
@@ -122,6 +129,7 @@ impl Bucket {
         for o in &mut self.owner[e.start as usize..(e.start + e.units) as usize] {
             *o = FREE;
         }
+        self.free_units += e.units as usize;
         self.map.remove(&(e.table, e.offset));
         self.free_entries.push(idx);
         e
@@ -140,7 +148,7 @@ impl Bucket {
             .live()
             .min_by_key(|&i| self.entries[i as usize].last_used)
         else {
-            // Nothing cached yet everything is full: cannot happen, but fall back to the start.
+            // Unreachable: with no entry every unit is free, and `k` fits the bucket.
             return (0, evicted);
         };
         let e = self.remove(victim);
@@ -374,12 +382,13 @@ impl PersistentCache for LapCache {
             return;
         }
         let b = self.bucket_of(table, offset);
-        self.note_bucket(table, b);
         let start = {
             let mut bk = self.buckets[b].lock();
             if bk.map.contains_key(&(table, offset)) {
                 return;
             }
+            // Recorded before the entry exists, so an invalidation racing this insert finds it.
+            self.note_bucket(table, b);
             let start = match bk.find_free(k) {
                 Some(s) => s,
                 None => {
@@ -618,6 +627,8 @@ mod tests {
                         total += e.len as u64;
                     }
                     assert_eq!(owned, bk.owner, "seed {seed}: owner table");
+                    let free = owned.iter().filter(|&&o| o == FREE).count();
+                    assert_eq!(free, bk.free_units, "seed {seed}: free units");
                 }
                 assert_eq!(total, c.usage(), "seed {seed}: usage");
                 assert!(c.usage() <= c.capacity());
