@@ -4,27 +4,8 @@
 
 use strata::{Compression, Options};
 
-/// SplitMix64: tiny, seedable, good enough for test workloads.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+#[allow(unused_imports)]
+pub use strata_test_support::Rng;
 
 /// Options that make flushes, compactions and multi-level trees happen with little data.
 pub fn small_options(rng: &mut Rng) -> Options {

@@ -171,35 +171,6 @@ pub fn run_with_timeout(cmd: &mut Command, stdin: &[u8], timeout: Duration) -> O
     waiter.join().unwrap().expect("tool output")
 }
 
-/// SplitMix64.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-}
-
-pub fn seed(name: &str) -> u64 {
-    let s = std::env::var("STRATA_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    eprintln!("{name}: seed {s} (replay with STRATA_SEED={s})");
-    s
-}
+// Not every test binary that includes this module uses them.
+#[allow(unused_imports)]
+pub use strata_test_support::{seed, Rng};

@@ -245,36 +245,6 @@ pub fn resp(args: &[&[u8]]) -> Vec<u8> {
     v
 }
 
-/// SplitMix64.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-}
-
-/// `STRATA_SEED` if set, else a clock-derived seed (printed so a failure can be replayed).
-pub fn seed(name: &str) -> u64 {
-    let s = std::env::var("STRATA_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    eprintln!("{name}: seed {s} (replay with STRATA_SEED={s})");
-    s
-}
+// Not every test binary that includes this module uses them.
+#[allow(unused_imports)]
+pub use strata_test_support::{seed, Rng};

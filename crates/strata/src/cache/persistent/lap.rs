@@ -557,18 +557,9 @@ mod tests {
     /// and usage agree with the entries.
     #[test]
     fn model_random_sizes() {
-        let seed = std::env::var("STRATA_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0x1a9u64);
-        eprintln!("lap model seed {seed} (STRATA_SEED replays)");
-        let mut r = seed;
-        let mut next = move || {
-            r ^= r << 13;
-            r ^= r >> 7;
-            r ^= r << 17;
-            r
-        };
+        let seed = strata_test_support::seed("lap model");
+        let mut rng = strata_test_support::Rng::new(seed);
+        let mut next = move || rng.next_u64();
         let dir = tempfile::tempdir().unwrap();
         let stats = Arc::new(TierStats::default());
         let dead = Arc::new(Mutex::new(std::collections::HashSet::new()));

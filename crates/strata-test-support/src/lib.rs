@@ -1,0 +1,61 @@
+//! Test-only helpers shared by the test suites of every crate in the workspace: a small seeded
+//! PRNG and the seed convention (`STRATA_SEED=<n>` replays a run; otherwise a clock-derived seed
+//! is printed so a failure can be replayed). Used only as a dev-dependency; depends on nothing.
+
+/// SplitMix64: tiny, seedable, good enough for test workloads.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// True with probability `percent`%.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// `STRATA_SEED` if set, else a clock-derived seed; printed with how to replay it.
+pub fn seed(name: &str) -> u64 {
+    let s = std::env::var("STRATA_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    eprintln!("{name}: seed {s} (replay with STRATA_SEED={s})");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_and_in_range() {
+        let (mut a, mut b) = (Rng::new(7), Rng::new(7));
+        for _ in 0..1000 {
+            let x = a.below(10);
+            assert_eq!(x, b.below(10));
+            assert!(x < 10);
+        }
+        assert_ne!(Rng::new(1).next_u64(), Rng::new(2).next_u64());
+    }
+}
