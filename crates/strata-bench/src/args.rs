@@ -145,9 +145,18 @@ pub struct BenchArgs {
     #[arg(long, value_name = "URL")]
     pub capacity: Option<String>,
 
-    /// Levels 0..=N stay on the fast tier; deeper levels go to the capacity tier.
-    #[arg(long, alias = "fast_levels", default_value_t = 1)]
-    pub fast_levels: usize,
+    /// Levels counted from the bottom that live on the capacity tier (the default placement:
+    /// the fast tier holds about a tenth of the data whatever its size).
+    #[arg(long, alias = "capacity_levels", default_value_t = 1)]
+    pub capacity_levels: usize,
+
+    /// Absolute placement instead: levels 0..=N stay on the fast tier.
+    #[arg(long, alias = "fast_levels")]
+    pub fast_levels: Option<usize>,
+
+    /// HotRAP: promote hot records from the capacity tier and retain them on the fast tier.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub hotrap: bool,
 
     /// Bytes of tables the fast tier may hold (beyond it the deepest fast level spills).
     #[arg(long, alias = "fast_tier_budget", value_parser = parse_bytes)]
@@ -408,7 +417,7 @@ mod tests {
         assert_eq!(a.read_count(), 500);
         assert_eq!(a.op_count(), 500);
         assert_eq!(a.threads, 2);
-        assert_eq!(a.fast_levels, 2);
+        assert_eq!(a.fast_levels, Some(2));
         assert_eq!(a.capacity_latency_ms, 5.0);
         assert_eq!(a.persistent_cache_size, 1 << 30);
         assert_eq!(a.max_background_compactions, 4);

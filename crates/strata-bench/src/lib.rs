@@ -237,9 +237,13 @@ fn header(
         Some(c) => {
             let _ = writeln!(
                 s,
-                "Tiers:      fast {} (levels 0..={}), capacity {} ({} ms/request, {}), persistent cache {}",
+                "Tiers:      fast {} ({}, HotRAP {}), capacity {} ({} ms/request, {}), persistent cache {}",
                 args.fast_dir.as_ref().unwrap_or(&args.db_dir()).display(),
-                args.fast_levels,
+                match args.fast_levels {
+                    Some(k) => format!("levels 0..={k}"),
+                    None => format!("all but the last {} level(s)", args.capacity_levels),
+                },
+                if args.hotrap { "on" } else { "off" },
                 c,
                 args.capacity_latency_ms,
                 args.capacity_mbps

@@ -171,12 +171,16 @@ fn subtitle(r: &BenchReport) -> String {
     let a = &r.args;
     let tiers = match &a.capacity {
         Some(c) => format!(
-            "capacity {c} ({} ms/request{}), fast levels 0..={}",
+            "capacity {c} ({} ms/request{}), {}, HotRAP {}",
             a.capacity_latency_ms,
             a.capacity_mbps
                 .map(|m| format!(", {m} MB/s"))
                 .unwrap_or_default(),
-            a.fast_levels
+            match a.fast_levels {
+                Some(k) => format!("fast levels 0..={k}"),
+                None => format!("last {} level(s) on capacity", a.capacity_levels),
+            },
+            if a.hotrap { "on" } else { "off" }
         ),
         None => "one tier".to_string(),
     };

@@ -91,9 +91,15 @@ pub struct ServeArgs {
     /// `memory://` URL.
     #[arg(long, value_name = "URL")]
     pub capacity: Option<String>,
-    /// Levels 0..=N stay on the fast tier (the data directory).
+    /// Levels counted from the bottom that live on the capacity tier (default 1).
+    #[arg(long, value_name = "N")]
+    pub capacity_levels: Option<u64>,
+    /// Absolute placement instead: levels 0..=N stay on the fast tier (the data directory).
     #[arg(long)]
     pub fast_levels: Option<u64>,
+    /// HotRAP hot-record promotion and retention (default true).
+    #[arg(long, value_name = "BOOL")]
+    pub hotrap: Option<bool>,
     /// Persistent cache of capacity-tier blocks: lap, naive or none.
     #[arg(long, value_name = "KIND")]
     pub persistent_cache: Option<String>,
@@ -228,6 +234,11 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     )?;
     set("engine.capacity", args.capacity.as_ref().map(s))?;
     set("engine.fast-levels", args.fast_levels.map(i))?;
+    set("engine.capacity-levels", args.capacity_levels.map(i))?;
+    set(
+        "engine.hotrap",
+        args.hotrap.map(Value::Boolean),
+    )?;
     set(
         "engine.persistent-cache",
         args.persistent_cache.as_ref().map(s),

@@ -183,8 +183,14 @@ pub struct EngineConfig {
     /// Capacity tier URL (`file://`, `s3://`, `memory://`); `auto` (the default) is
     /// `file://<dir>/capacity`; `none` keeps every table in the data directory.
     pub capacity: String,
-    /// Levels `0..=fast-levels` stay in the data directory.
-    pub fast_levels: usize,
+    /// How many levels, counted from the bottom, live on the capacity tier (the rest, about
+    /// a tenth of the data, stays in the data directory).
+    pub capacity_levels: usize,
+    /// Absolute placement instead: levels `0..=fast-levels` stay in the data directory.
+    pub fast_levels: Option<usize>,
+    /// HotRAP: promote hot records read from the capacity tier back to the fast tier and keep
+    /// hot records there during compactions.
+    pub hotrap: bool,
     /// Bytes of tables the fast tier may hold (0: unbounded).
     pub fast_tier_budget: ByteSize,
     /// Persistent cache of capacity-tier blocks: `lap`, `naive` or `none`.
@@ -226,7 +232,9 @@ impl Default for EngineConfig {
             compaction_rate_limit: ByteSize(o.compaction_rate_limit),
             max_manifest_file_size: ByteSize(o.max_manifest_file_size),
             capacity: "auto".into(),
+            capacity_levels: o.capacity_levels,
             fast_levels: o.fast_levels,
+            hotrap: o.hotrap.enabled,
             fast_tier_budget: ByteSize(0),
             persistent_cache: "lap".into(),
             persistent_cache_size: ByteSize(256 << 20),
@@ -275,7 +283,12 @@ impl EngineConfig {
             max_background_compactions: self.max_background_compactions,
             compaction_rate_limit: self.compaction_rate_limit.0,
             max_manifest_file_size: self.max_manifest_file_size.0,
+            capacity_levels: self.capacity_levels,
             fast_levels: self.fast_levels,
+            hotrap: strata::tier::hot::HotRapOptions {
+                enabled: self.hotrap,
+                ..Default::default()
+            },
             fast_tier_budget: (self.fast_tier_budget.0 > 0).then_some(self.fast_tier_budget.0),
             ..Options::default()
         };
@@ -395,7 +408,12 @@ impl EngineConfig {
             self.max_manifest_file_size.to_string(),
         );
         p("capacity", self.capacity.clone());
-        p("fast-levels", self.fast_levels.to_string());
+        p("capacity-levels", self.capacity_levels.to_string());
+        p(
+            "fast-levels",
+            self.fast_levels.map_or("relative".into(), |k| k.to_string()),
+        );
+        p("hotrap", self.hotrap.to_string());
         p("fast-tier-budget", self.fast_tier_budget.to_string());
         p("persistent-cache", self.persistent_cache.clone());
         p(

@@ -159,7 +159,7 @@ fn options(
     });
     Options {
         capacity: Some(c),
-        fast_levels: 5,
+        fast_levels: Some(5),
         max_bytes_for_level_base: 4 << 20,
         target_file_size_base: 8 << 20,
         write_buffer_size: 4 << 20,

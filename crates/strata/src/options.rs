@@ -102,17 +102,25 @@ pub struct Options {
     pub wal_sync_interval: Option<Duration>,
     /// Manifest size that triggers rewriting it as one snapshot record. Default 64 MiB.
     pub max_manifest_file_size: u64,
-    /// The capacity tier (RocksMash §3.1): levels deeper than `fast_levels` are written there.
+    /// The capacity tier (RocksMash §3.1): the last `capacity_levels` levels are written there.
     /// `None` keeps every table on the fast tier (the database directory).
     pub capacity: Option<crate::storage::object::CapacityOptions>,
     /// An object store to use for the capacity tier instead of opening `capacity.url` (tests
     /// share one in-memory store across reopenings this way).
     pub capacity_store: Option<Arc<dyn object_store::ObjectStore>>,
-    /// Levels `0..=fast_levels` live on the fast tier. Default 1.
-    pub fast_levels: usize,
+    /// How many levels, counted from the bottom, live on the capacity tier (RocksDB's
+    /// `last_level_temperature`, generalized); every level above them is fast, so the fast
+    /// tier holds about 1/`max_bytes_for_level_multiplier` of the data. Default 1.
+    pub capacity_levels: usize,
+    /// Absolute placement instead: levels `0..=k` live on the fast tier. Default `None`.
+    pub fast_levels: Option<usize>,
     /// Bytes of tables the fast tier may hold; beyond it the deepest fast level spills to the
     /// capacity tier. Default unbounded.
     pub fast_tier_budget: Option<u64>,
+    /// HotRAP: hot records read from the capacity tier are promoted to the fast tier, and hot
+    /// records are retained there by compactions. On by default (acts only with a capacity
+    /// tier).
+    pub hotrap: crate::tier::hot::HotRapOptions,
     /// The persistent cache of capacity-tier data blocks on the fast tier (LAP, naive, none).
     pub persistent_cache: crate::cache::persistent::PersistentCacheOptions,
     /// Keeps, removes or rewrites records as compaction rewrites them (e.g. TTL expiry).
@@ -157,8 +165,10 @@ impl Default for Options {
             concurrent_memtable_writes: false,
             capacity: None,
             capacity_store: None,
-            fast_levels: 1,
+            capacity_levels: 1,
+            fast_levels: None,
             fast_tier_budget: None,
+            hotrap: Default::default(),
             persistent_cache: Default::default(),
             storage: None,
         }
@@ -179,7 +189,9 @@ impl std::fmt::Debug for Options {
             .field("compression_per_level", &self.compression_per_level)
             .field("block_cache_capacity", &self.block_cache_capacity)
             .field("capacity", &self.capacity)
+            .field("capacity_levels", &self.capacity_levels)
             .field("fast_levels", &self.fast_levels)
+            .field("hotrap", &self.hotrap)
             .field("fast_tier_budget", &self.fast_tier_budget)
             .field("persistent_cache", &self.persistent_cache)
             .finish_non_exhaustive()
@@ -242,8 +254,11 @@ impl Options {
         if self.max_background_compactions == 0 {
             return bad("max_background_compactions must be at least 1");
         }
-        if self.fast_levels >= self.num_levels {
+        if self.fast_levels.is_some_and(|k| k >= self.num_levels) {
             return bad("fast_levels must be below num_levels");
+        }
+        if self.capacity_levels == 0 || self.capacity_levels >= self.num_levels {
+            return bad("capacity_levels must be at least 1 and below num_levels");
         }
         if self.persistent_cache.kind != crate::cache::persistent::PersistentCacheKind::None
             && self.persistent_cache.capacity == 0

@@ -34,7 +34,7 @@ fn crash_options(base: &std::path::Path, tiered: bool) -> Options {
             ..Default::default()
         });
         o.capacity = Some(c);
-        o.fast_levels = 0;
+        o.fast_levels = Some(0);
         o.persistent_cache = strata::cache::persistent::PersistentCacheOptions {
             kind: strata::cache::persistent::PersistentCacheKind::Lap,
             capacity: 1 << 20,

@@ -190,7 +190,7 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
         c.max_attempts = 12;
     }
     o.capacity = Some(c);
-    o.fast_levels = rng.below(2) as usize;
+    o.fast_levels = Some(rng.below(2) as usize);
     o.persistent_cache = PersistentCacheOptions {
         kind: [
             PersistentCacheKind::None,

@@ -29,7 +29,7 @@ fn tiered(url: String, cache: PersistentCacheKind) -> Options {
         block_cache_capacity: 0,
         bloom_bits_per_key: 20.0,
         capacity: Some(c),
-        fast_levels: 0,
+        fast_levels: Some(0),
         persistent_cache: PersistentCacheOptions {
             kind: cache,
             capacity: 8 << 20,

@@ -81,7 +81,9 @@ pub struct EngineConfig {
     /// Capacity-tier URL.
     pub capacity: Option<String>,
     pub emulation: Option<EmulationConfig>,
-    pub fast_levels: usize,
+    pub capacity_levels: usize,
+    pub fast_levels: Option<usize>,
+    pub hotrap: bool,
     pub fast_tier_budget: Option<u64>,
     pub block_cache_bytes: u64,
     pub write_buffer_bytes: u64,

@@ -133,7 +133,7 @@ impl RocksDbEngine {
         if let Some(cap) = cfg.capacity_dir() {
             // RocksDB's path choice assumes static level sizes: L0 ≈ L1 = base, ×10 per level.
             let fast_target = cfg.fast_tier_budget.unwrap_or_else(|| {
-                base + (1..=cfg.fast_levels)
+                base + (1..=cfg.fast_levels.unwrap_or(1))
                     .map(|l| base * 10u64.pow(l as u32 - 1))
                     .sum::<u64>()
             });

@@ -25,8 +25,13 @@ pub fn options(cfg: &EngineConfig) -> Options {
         block_size: cfg.block_size as usize,
         max_background_compactions: cfg.max_background_compactions,
         compression_per_level: compression_per_level(cfg.compression, cfg.min_level_to_compress),
+        capacity_levels: cfg.capacity_levels,
         fast_levels: cfg.fast_levels,
         fast_tier_budget: cfg.fast_tier_budget,
+        hotrap: strata::tier::hot::HotRapOptions {
+            enabled: cfg.hotrap,
+            ..Default::default()
+        },
         ..Options::default()
     };
     if let Some(b) = cfg.max_bytes_for_level_base {
@@ -225,7 +230,11 @@ impl KvEngine for StrataEngine {
         ];
         if let Some(c) = &o.capacity {
             v.push(("capacity".into(), c.url.clone()));
-            v.push(("fast_levels".into(), o.fast_levels.to_string()));
+            match o.fast_levels {
+                Some(k) => v.push(("fast_levels".into(), k.to_string())),
+                None => v.push(("capacity_levels".into(), o.capacity_levels.to_string())),
+            }
+            v.push(("hotrap".into(), o.hotrap.enabled.to_string()));
             if let Some(b) = o.fast_tier_budget {
                 v.push(("fast_tier_budget".into(), b.to_string()));
             }

@@ -1,12 +1,19 @@
 //! Executes a [`CompactionJob`] (and, through [`write_tables`], a memtable flush): merges the
 //! inputs, drops what no snapshot can see, and writes size-bounded output tables with their
 //! range tombstones clipped to each table's key range.
+//!
+//! HotRAP routing: with a [`HotRoute`], every version of a hot user key in the route's range
+//! goes to a second stream of fast-tier tables for the route's level; everything else goes to
+//! the job's output level. Range tombstones stay in the main stream, so a key covered by any
+//! tombstone of the job is never routed (a tombstone below a newer-looking record would be
+//! missed by reads). Promoted records (copies from the promotion cache) merge in as one more
+//! input; a copy and the capacity-tier original share a sequence number and collapse into one.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::filter::{CompactionFilter, FilterDecision};
-use super::job::CompactionJob;
+use super::job::{CompactionJob, HotRoute};
 use super::rate_limiter::RateLimiter;
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
@@ -31,10 +38,16 @@ pub struct CompactionEnv<'a> {
     pub filter: Option<Arc<dyn CompactionFilter>>,
 }
 
-/// What a job produced.
-#[derive(Clone, Debug, Default)]
+/// What a job produced: what the engine verifies and installs with one manifest edit.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct CompactionResult {
+    /// Tables of the job's output level.
     pub outputs: Vec<FileMeta>,
+    /// Fast-tier tables of the route's level (HotRAP retention and promotion).
+    pub fast_outputs: Vec<FileMeta>,
+    /// Bytes of records routed to `fast_outputs`, and how many came from promoted records.
+    pub routed_bytes: u64,
+    pub routed_records: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub records_in: u64,
@@ -63,10 +76,17 @@ pub fn run_compaction(job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<Co
             children.push(Box::new(RunIterator::new(files, env.tables.clone(), false)));
         }
     }
+    if !job.promoted.is_empty() {
+        let mem = Arc::new(crate::memtable::MemTable::new(0));
+        for r in &job.promoted {
+            mem.add(r.seq, ValueKind::Put, &r.key, &r.value);
+        }
+        children.push(Box::new(mem.iter()));
+    }
     let mut iter = MergingIterator::new(children);
     iter.seek_to_first();
     let filter = env.filter.as_deref().map(|f| (f, job.output_level));
-    let mut r = write_tables(
+    let mut r = write_tables_routed(
         &mut iter,
         tombstones,
         &job.snapshots,
@@ -74,6 +94,7 @@ pub fn run_compaction(job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<Co
         job.target_file_size,
         &job.table,
         filter,
+        job.route.as_ref(),
         env,
     )?;
     r.read_bytes = job.input_bytes();
@@ -108,6 +129,7 @@ impl WritableFile for RateLimitedFile {
 
 struct Outputs<'a, 'b> {
     env: &'a CompactionEnv<'b>,
+    tier: Tier,
     opts: &'a TableBuilderOptions,
     tombstones: Vec<RangeTombstone>,
     current: Option<(u64, TableBuilder)>,
@@ -121,7 +143,7 @@ impl Outputs<'_, '_> {
         if self.current.is_none() {
             let id = self.env.file_numbers.fetch_add(1, Ordering::SeqCst);
             self.created.push(id);
-            let mut file = self.env.tables.store().create(id, self.env.output_tier)?;
+            let mut file = self.env.tables.store().create(id, self.tier)?;
             if let Some(l) = &self.env.rate_limiter {
                 file = Box::new(RateLimitedFile {
                     inner: file,
@@ -129,7 +151,7 @@ impl Outputs<'_, '_> {
                 });
             }
             let mut b = TableBuilder::new(file, self.opts.clone());
-            if self.env.output_tier == Tier::Capacity {
+            if self.tier == Tier::Capacity {
                 b.capture_meta_tail();
             }
             self.current = Some((id, b));
@@ -208,14 +230,24 @@ impl Outputs<'_, '_> {
             num_entries: s.props.num_entries,
             num_deletions: s.props.num_deletions,
             num_range_deletions: s.props.num_range_deletions,
-            tier: self.env.output_tier,
+            tier: self.tier,
         });
         Ok(())
     }
 
     fn cleanup(&self) {
         for id in &self.created {
-            let _ = self.env.tables.store().remove(*id, self.env.output_tier);
+            let _ = self.env.tables.store().remove(*id, self.tier);
+        }
+    }
+
+    /// Removes files created for tables that turned out empty.
+    fn remove_unused(&self) {
+        let kept: std::collections::HashSet<u64> = self.done.iter().map(|f| f.id).collect();
+        for id in &self.created {
+            if !kept.contains(id) {
+                let _ = self.env.tables.store().remove(*id, self.tier);
+            }
         }
     }
 }
@@ -234,7 +266,35 @@ pub fn write_tables(
     filter: Option<(&dyn CompactionFilter, usize)>,
     env: &CompactionEnv<'_>,
 ) -> Result<CompactionResult> {
+    write_tables_routed(
+        iter,
+        tombstones,
+        snapshots,
+        bottommost,
+        target_file_size,
+        table,
+        filter,
+        None,
+        env,
+    )
+}
+
+/// [`write_tables`] with HotRAP routing: hot keys of `route` go to fast-tier tables (the
+/// result's `fast_outputs`), the rest to `env.output_tier`.
+#[allow(clippy::too_many_arguments)]
+pub fn write_tables_routed(
+    iter: &mut dyn InternalIterator,
+    tombstones: Vec<RangeTombstone>,
+    snapshots: &[SeqNo],
+    bottommost: bool,
+    target_file_size: u64,
+    table: &TableBuilderOptions,
+    filter: Option<(&dyn CompactionFilter, usize)>,
+    route: Option<&HotRoute>,
+    env: &CompactionEnv<'_>,
+) -> Result<CompactionResult> {
     let newest_stripe = snapshots.len();
+    let any_tombstone = !tombstones.is_empty();
     let fragments = Fragments::new(&tombstones);
     let kept: Vec<RangeTombstone> = tombstones
         .into_iter()
@@ -243,8 +303,20 @@ pub fn write_tables(
         .collect();
     let mut out = Outputs {
         env,
+        tier: env.output_tier,
         opts: table,
         tombstones: kept,
+        current: None,
+        lo: None,
+        done: Vec::new(),
+        created: Vec::new(),
+    };
+    // The fast stream holds no range tombstones (keys a tombstone covers are never routed).
+    let mut fast = Outputs {
+        env,
+        tier: Tier::Fast,
+        opts: table,
+        tombstones: Vec::new(),
         current: None,
         lo: None,
         done: Vec::new(),
@@ -254,6 +326,7 @@ pub fn write_tables(
         let mut res = CompactionResult::default();
         let mut cur_key: Vec<u8> = Vec::new();
         let mut have_key = false;
+        let mut to_fast = false;
         let mut prev_stripe: Option<usize> = None;
         let mut n = 0u64;
         while iter.valid() {
@@ -265,11 +338,15 @@ pub fn write_tables(
             let p = types::parse_internal_key(ik)?;
             res.records_in += 1;
             if !have_key || p.user_key != cur_key.as_slice() {
-                // A new user key: the only place an output table may be cut.
-                if let Some((_, b)) = &out.current {
+                // A new user key: the only place an output table may be cut, and where routing
+                // is decided (all versions of a key go to one stream).
+                to_fast = route.is_some_and(|r| r.is_hot(p.user_key))
+                    && !(any_tombstone && fragments.min_covering_above(p.user_key, 0).is_some());
+                let stream = if to_fast { &mut fast } else { &mut out };
+                if let Some((_, b)) = &stream.current {
                     if b.estimated_size() >= target_file_size {
-                        out.finish(Some(p.user_key))?;
-                        out.lo = Some(p.user_key.to_vec());
+                        stream.finish(Some(p.user_key))?;
+                        stream.lo = Some(p.user_key.to_vec());
                     }
                 }
                 cur_key.clear();
@@ -293,42 +370,53 @@ pub fn write_tables(
                     }
                     _ => FilterDecision::Keep,
                 };
+                let stream = if to_fast { &mut fast } else { &mut out };
+                let before = res.routed_bytes;
                 match decision {
                     FilterDecision::Keep => {
                         let v = iter.value();
-                        out.open()?.add(ik, v)?;
+                        stream.open()?.add(ik, v)?;
+                        res.routed_bytes += (ik.len() + v.len()) as u64;
                     }
-                    FilterDecision::ChangeValue(v) => out.open()?.add(ik, &v)?,
+                    FilterDecision::ChangeValue(v) => {
+                        stream.open()?.add(ik, &v)?;
+                        res.routed_bytes += (ik.len() + v.len()) as u64;
+                    }
                     FilterDecision::Remove if bottommost && st == 0 => res.records_dropped += 1,
                     FilterDecision::Remove => {
                         let del = types::internal_key(p.user_key, p.seq, ValueKind::Delete as u8);
-                        out.open()?.add(&del, &[])?;
+                        stream.open()?.add(&del, &[])?;
                     }
+                }
+                if to_fast {
+                    res.routed_records += 1;
+                } else {
+                    res.routed_bytes = before;
                 }
             }
             iter.next();
         }
         iter.status()?;
         out.finish(None)?;
-        res.write_bytes = out.done.iter().map(|f| f.size).sum();
-        res.outputs = std::mem::take(&mut out.done);
+        fast.finish(None)?;
+        res.write_bytes = out.done.iter().chain(&fast.done).map(|f| f.size).sum();
         Ok(res)
     })();
     match r {
         Ok(mut res) => {
-            // Remove files created for tables that turned out empty.
-            let kept: std::collections::HashSet<u64> = res.outputs.iter().map(|f| f.id).collect();
-            for id in &out.created {
-                if !kept.contains(id) {
-                    let _ = env.tables.store().remove(*id, env.output_tier);
-                }
-            }
+            out.remove_unused();
+            fast.remove_unused();
+            res.outputs = std::mem::take(&mut out.done);
+            res.fast_outputs = std::mem::take(&mut fast.done);
             res.outputs.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            res.fast_outputs.sort_by(|a, b| a.smallest.cmp(&b.smallest));
             Ok(res)
         }
         Err(e) => {
             out.current = None;
             out.cleanup();
+            fast.current = None;
+            fast.cleanup();
             Err(e)
         }
     }

@@ -1,6 +1,7 @@
 //! The serializable description of a compaction: everything needed to execute it elsewhere.
 
 use crate::sst::TableBuilderOptions;
+use crate::tier::Tier;
 use crate::types::SeqNo;
 use crate::version::FileMeta;
 
@@ -13,6 +14,43 @@ pub enum CompactionReason {
     LevelSize,
     /// Requested through `Db::compact_range`.
     Manual,
+    /// A table lies on the tier placement no longer wants for its level.
+    TierChange,
+}
+
+/// HotRAP retention and promotion by compaction (§3.1): user keys in `[lo, hi]` that are in
+/// `hot_keys` go, with all their versions, to fast-tier tables in `level` instead of the job's
+/// output level. `[lo, hi]` is the key range of the job's inputs from `level`, so the fast
+/// outputs never overlap the tables of `level` left out of the job. Shipped with the job so a
+/// remote runner routes exactly as a local one.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HotRoute {
+    pub level: usize,
+    pub lo: Vec<u8>,
+    pub hi: Vec<u8>,
+    /// Sorted, deduplicated.
+    pub hot_keys: Vec<Vec<u8>>,
+}
+
+impl HotRoute {
+    /// Whether `user_key` goes to the fast output.
+    pub fn is_hot(&self, user_key: &[u8]) -> bool {
+        user_key >= self.lo.as_slice()
+            && user_key <= self.hi.as_slice()
+            && self
+                .hot_keys
+                .binary_search_by(|k| k.as_slice().cmp(user_key))
+                .is_ok()
+    }
+}
+
+/// A record taken from HotRAP's promotion cache into a compaction (promotion by compaction):
+/// a copy of the newest version of `key` read from the capacity tier.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PromotedRecord {
+    pub key: Vec<u8>,
+    pub seq: SeqNo,
+    pub value: Vec<u8>,
 }
 
 /// The input tables of one level. For L0 each table is its own sorted run (newest first);
@@ -31,6 +69,14 @@ pub struct CompactionJob {
     /// Newest level first.
     pub inputs: Vec<CompactionInput>,
     pub output_level: usize,
+    /// The tier of the output level's tables.
+    pub output_tier: Tier,
+    /// HotRAP: hot keys go to fast-tier tables of `route.level` (retention and promotion).
+    #[serde(default)]
+    pub route: Option<HotRoute>,
+    /// HotRAP: hot promotion-cache records in the job's range, merged with the inputs.
+    #[serde(default)]
+    pub promoted: Vec<PromotedRecord>,
     /// Live snapshot sequence numbers, ascending.
     pub snapshots: Vec<SeqNo>,
     /// No level below the output level holds keys in the job's range.

@@ -1,5 +1,7 @@
-//! Compaction: what to compact (pickers, pure functions of a version), the self-contained job
-//! description, and the executor that runs a job given only storage handles.
+//! Compaction: what to compact (a [`CompactionPolicy`] over a read-only [`PickerInput`]), the
+//! self-contained job description (inputs, output level and tier, HotRAP routing and promoted
+//! records), and the executor that runs a job given only storage handles, behind a
+//! [`CompactionRunner`].
 //!
 //! Invariants: a job never changes a version; its result is installed by the caller with one
 //! manifest edit. The executor drops a record only when no snapshot can observe it (a newer
@@ -11,10 +13,16 @@ pub mod executor;
 pub mod filter;
 pub mod job;
 pub mod picker;
+pub mod policy;
 pub mod rate_limiter;
+pub mod runner;
 
-pub use executor::{run_compaction, write_tables, CompactionEnv, CompactionResult};
+pub use executor::{
+    run_compaction, write_tables, write_tables_routed, CompactionEnv, CompactionResult,
+};
 pub use filter::{CompactionFilter, FilterDecision};
-pub use job::{CompactionInput, CompactionJob, CompactionReason};
+pub use job::{CompactionInput, CompactionJob, CompactionReason, HotRoute, PromotedRecord};
 pub use picker::{level_targets, pick_compaction, LevelTargets, Pick, PickerOptions};
+pub use policy::{CompactionPolicy, LeveledPolicy, PickerInput};
+pub use runner::{CompactionRunner, LocalRunner};
 pub use rate_limiter::RateLimiter;

@@ -1,15 +1,20 @@
 //! Leveled compaction picking, as RocksDB does it: an L0 file-count score, level size scores
 //! against targets (optionally derived from the last level's size, `dynamic_level_bytes`), the
 //! file with the smallest overlap ratio with the next level, and trivial moves when a file
-//! overlaps nothing below. Pure functions over a read-only [`Version`] and the set of files
-//! already being compacted.
+//! overlaps nothing below. With HotRAP (§3.5) the last fast level is scored and picked
+//! hot-aware: hot bytes stay behind when its tables are compacted into the capacity tier, so
+//! they count neither towards the level's size nor as a table's benefit. Tables left on the
+//! wrong tier by a placement change are rewritten last (`CompactionReason::TierChange`).
+//! Pure functions over a read-only [`PickerInput`].
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::tier::Tier;
 use crate::version::{TableFile, Version};
 
 use super::job::CompactionReason;
+use super::policy::PickerInput;
 
 /// The options the picker reads.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +23,9 @@ pub struct PickerOptions {
     pub base_bytes: u64,
     pub multiplier: f64,
     pub dynamic: bool,
+    /// The deepest level L0 may compact into (placement keeps the base level on the fast
+    /// tier; see [`crate::tier::Placement::max_base_level`]).
+    pub max_base_level: usize,
 }
 
 /// Level sizing: which level L0 compacts into and each level's target size (0: unused).
@@ -56,6 +64,7 @@ pub fn level_targets(sizes: &[u64], o: &PickerOptions) -> LevelTargets {
     if let Some(first) = (1..n).find(|&l| sizes[l] > 0) {
         base_level = base_level.min(first);
     }
+    base_level = base_level.min(o.max_base_level.max(1));
     // No level's target falls below `base_bytes` (RocksDB's rule): otherwise the base level
     // of a small tree gets a tiny target, and every few flushes its one wide table is merged
     // into the whole last level (write amplification of ~10 per L0 compaction).
@@ -78,6 +87,8 @@ pub struct Pick {
     /// `(level, files)`, newest level first; L0 files newest first.
     pub inputs: Vec<(usize, Vec<Arc<TableFile>>)>,
     pub output_level: usize,
+    /// Where the outputs go (placement's decision when the pick was made).
+    pub output_tier: Tier,
     /// One input table that overlaps nothing in the output level: move it, do not rewrite it.
     pub trivial_move: bool,
     pub bottommost: bool,
@@ -95,6 +106,7 @@ impl std::fmt::Debug for Pick {
             .field("score", &self.score)
             .field("inputs", &ids)
             .field("output_level", &self.output_level)
+            .field("output_tier", &self.output_tier)
             .field("trivial_move", &self.trivial_move)
             .field("bottommost", &self.bottommost)
             .finish()
@@ -135,10 +147,12 @@ pub fn is_bottommost(v: &Version, output: usize, lo: &[u8], hi: &[u8]) -> bool {
 }
 
 /// Builds the pick compacting `inputs` of `level` into `output`, or `None` if a needed file is
-/// busy.
+/// busy. The output tier is placement's (see [`PickerInput::tier_for`]).
+#[allow(clippy::too_many_arguments)]
 pub fn pick_for(
     v: &Version,
     busy: &HashSet<u64>,
+    output_tier: Tier,
     level: usize,
     inputs: Vec<Arc<TableFile>>,
     output: usize,
@@ -171,27 +185,45 @@ pub fn pick_for(
         score,
         inputs: ins,
         output_level: output,
+        output_tier,
         trivial_move,
         bottommost,
     })
 }
 
-/// Picks the most urgent compaction, if any level's score is at least 1.
-pub fn pick_compaction(v: &Version, busy: &HashSet<u64>, o: &PickerOptions) -> Option<Pick> {
+/// The hot bytes of `f` (HotRAP's estimate), at most its size.
+fn hot_of(input: &PickerInput<'_>, f: &TableFile) -> u64 {
+    input.hot_bytes.get(&f.id).copied().unwrap_or(0).min(f.size)
+}
+
+/// Picks the most urgent compaction, if any level's score is at least 1; otherwise a table
+/// placement wants on the other tier.
+pub fn pick_compaction(input: &PickerInput<'_>) -> Option<Pick> {
+    let (v, busy, o) = (input.version, input.busy, input.options);
     let n = v.num_levels();
     let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
     let lt = level_targets(&sizes, o);
+    let hot_level = input.hot_aware_level();
     let mut scored: Vec<(f64, usize)> = Vec::new();
     let l0: Vec<Arc<TableFile>> = v.levels[0].files().cloned().collect();
     if !l0.iter().any(|f| busy.contains(&f.id)) {
         scored.push((l0.len() as f64 / o.l0_trigger as f64, 0));
     }
     for l in 1..n - 1 {
-        let not_busy: u64 = v.levels[l]
+        let mut not_busy: u64 = v.levels[l]
             .files()
             .filter(|f| !busy.contains(&f.id))
             .map(|f| f.size)
             .sum();
+        if hot_level == Some(l) {
+            // Hot records are retained on this level: they do not make it overfull.
+            let hot: u64 = v.levels[l]
+                .files()
+                .filter(|f| !busy.contains(&f.id))
+                .map(|f| hot_of(input, f))
+                .sum();
+            not_busy = not_busy.saturating_sub(hot);
+        }
         if not_busy == 0 {
             continue;
         }
@@ -213,6 +245,7 @@ pub fn pick_compaction(v: &Version, busy: &HashSet<u64>, o: &PickerOptions) -> O
             if let Some(p) = pick_for(
                 v,
                 busy,
+                input.tier_for(out),
                 0,
                 l0.clone(),
                 out,
@@ -223,31 +256,106 @@ pub fn pick_compaction(v: &Version, busy: &HashSet<u64>, o: &PickerOptions) -> O
             }
             continue;
         }
-        // Smallest overlap ratio with the next level.
-        let mut best: Option<(f64, Arc<TableFile>)> = None;
-        for f in v.levels[level].files() {
-            if busy.contains(&f.id) {
-                continue;
-            }
-            let next = next_level_files(v, level + 1, &f.smallest, &f.largest);
-            if next.iter().any(|g| busy.contains(&g.id)) {
-                continue;
-            }
-            let overlap: u64 = next.iter().map(|g| g.size).sum();
-            let ratio = overlap as f64 / f.size.max(1) as f64;
-            if best.as_ref().is_none_or(|(r, _)| ratio < *r) {
-                best = Some((ratio, f.clone()));
-            }
-        }
-        if let Some((_, f)) = best {
+        let f = if hot_level == Some(level) {
+            pick_hot_aware(input, level)
+        } else {
+            pick_min_overlap(v, busy, level)
+        };
+        if let Some(f) = f {
             if let Some(p) = pick_for(
                 v,
                 busy,
+                input.tier_for(level + 1),
                 level,
                 vec![f],
                 level + 1,
                 CompactionReason::LevelSize,
                 score,
+            ) {
+                return Some(p);
+            }
+        }
+    }
+    pick_misplaced(input)
+}
+
+/// The table of `level` with the smallest overlap ratio with the next level (RocksDB's
+/// `kMinOverlappingRatio`).
+fn pick_min_overlap(v: &Version, busy: &HashSet<u64>, level: usize) -> Option<Arc<TableFile>> {
+    let mut best: Option<(f64, Arc<TableFile>)> = None;
+    for f in v.levels[level].files() {
+        if busy.contains(&f.id) {
+            continue;
+        }
+        let next = next_level_files(v, level + 1, &f.smallest, &f.largest);
+        if next.iter().any(|g| busy.contains(&g.id)) {
+            continue;
+        }
+        let overlap: u64 = next.iter().map(|g| g.size).sum();
+        let ratio = overlap as f64 / f.size.max(1) as f64;
+        if best.as_ref().is_none_or(|(r, _)| ratio < *r) {
+            best = Some((ratio, f.clone()));
+        }
+    }
+    best.map(|(_, f)| f)
+}
+
+/// HotRAP §3.5: the table with the largest (size − hot size) / overlapping bytes below; when
+/// every benefit is zero (all hot, or the estimate overshoots), the oldest table.
+fn pick_hot_aware(input: &PickerInput<'_>, level: usize) -> Option<Arc<TableFile>> {
+    let (v, busy) = (input.version, input.busy);
+    let mut best: Option<(f64, Arc<TableFile>)> = None;
+    let mut oldest: Option<Arc<TableFile>> = None;
+    for f in v.levels[level].files() {
+        if busy.contains(&f.id) {
+            continue;
+        }
+        let next = next_level_files(v, level + 1, &f.smallest, &f.largest);
+        if next.iter().any(|g| busy.contains(&g.id)) {
+            continue;
+        }
+        if oldest.as_ref().is_none_or(|o| f.largest_seq < o.largest_seq) {
+            oldest = Some(f.clone());
+        }
+        let benefit = f.size - hot_of(input, f);
+        if benefit == 0 {
+            continue;
+        }
+        let overlap: u64 = next.iter().map(|g| g.size).sum();
+        let score = benefit as f64 / overlap.max(1) as f64;
+        if best.as_ref().is_none_or(|(s, _)| score > *s) {
+            best = Some((score, f.clone()));
+        }
+    }
+    best.map(|(_, f)| f).or(oldest)
+}
+
+/// A table on the tier placement no longer wants for its level (after the bottom moved, or
+/// the options changed): rewritten in place, onto the right tier.
+fn pick_misplaced(input: &PickerInput<'_>) -> Option<Pick> {
+    let v = input.version;
+    for l in 1..v.num_levels() {
+        let want = input.level_tier(l);
+        for f in v.levels[l].files() {
+            // Tables a fast-tier budget spilled stay where they are while a budget is set (or
+            // they would move back and forth across its edge).
+            let misplaced = match (f.tier, want) {
+                (Tier::Fast, Tier::Capacity) => true,
+                (Tier::Capacity, Tier::Fast) => input.placement.fast_budget.is_none(),
+                _ => false,
+            };
+            if !misplaced || input.busy.contains(&f.id) {
+                continue;
+            }
+            if let Some(p) = pick_for(
+                v,
+                input.busy,
+                want,
+                l,
+                vec![f.clone()],
+                l,
+                CompactionReason::TierChange,
+                0.0,
             ) {
                 return Some(p);
             }
@@ -259,7 +367,9 @@ pub fn pick_compaction(v: &Version, busy: &HashSet<u64>, o: &PickerOptions) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tier::Placement;
     use crate::version::{FileMeta, Reaper, VersionEdit};
+    use std::collections::HashMap;
 
     fn opts() -> PickerOptions {
         PickerOptions {
@@ -267,7 +377,35 @@ mod tests {
             base_bytes: 1000,
             multiplier: 10.0,
             dynamic: true,
+            max_base_level: 6,
         }
+    }
+
+    fn no_capacity() -> Placement {
+        Placement {
+            has_capacity: false,
+            fast_levels: None,
+            capacity_levels: 1,
+            num_levels: 7,
+            dynamic: true,
+            fast_budget: None,
+        }
+    }
+
+    fn pick(v: &Version, busy: &HashSet<u64>, pl: &Placement, hot: &HashMap<u64, u64>) -> Option<Pick> {
+        let o = PickerOptions {
+            max_base_level: pl.max_base_level(),
+            ..opts()
+        };
+        pick_compaction(&PickerInput {
+            version: v,
+            busy,
+            options: &o,
+            placement: pl,
+            running_fast_bytes: 0,
+            hot_bytes: hot,
+            hot_aware: !hot.is_empty(),
+        })
     }
 
     /// Builds a version from a fixture: one line per table, `level id smallest largest size`.
@@ -294,7 +432,10 @@ mod tests {
                     num_entries: 1,
                     num_deletions: 0,
                     num_range_deletions: 0,
-                    tier: Default::default(),
+                    tier: match f.get(5) {
+                        Some(&"cap") => Tier::Capacity,
+                        _ => Tier::Fast,
+                    },
                 },
             ));
         }
@@ -396,7 +537,7 @@ mod tests {
         for (i, (fixture, busy, want, out, trivial, bottom)) in cases.into_iter().enumerate() {
             let v = version(fixture);
             let busy: HashSet<u64> = busy.iter().copied().collect();
-            let p = pick_compaction(&v, &busy, &opts());
+            let p = pick(&v, &busy, &no_capacity(), &HashMap::new());
             match p {
                 None => assert!(want.is_empty(), "case {i}: expected a pick"),
                 Some(p) => {
@@ -406,6 +547,81 @@ mod tests {
                     assert_eq!(p.bottommost, bottom, "case {i}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn tiered_picks() {
+        let tiered = Placement {
+            has_capacity: true,
+            ..no_capacity()
+        };
+        // (fixture, hot bytes by table, expected inputs, output level, output tier, reason)
+        type Case = (
+            &'static str,
+            Vec<(u64, u64)>,
+            Vec<(usize, Vec<u64>)>,
+            usize,
+            Tier,
+            CompactionReason,
+        );
+        let cases: Vec<Case> = vec![
+            // A small tree's L0 settles in L5 (the last fast level), not in L6.
+            (
+                "0 1 a c 10\n0 2 b d 10\n0 3 a z 10\n0 4 c e 10",
+                vec![],
+                vec![(0, vec![4, 3, 2, 1])],
+                5,
+                Tier::Fast,
+                CompactionReason::L0FileCount,
+            ),
+            // An oversized L5 compacts into the capacity tier.
+            (
+                "5 1 a c 2000\n5 2 d f 2000\n6 10 a c 5000 cap\n6 11 d f 100 cap",
+                vec![],
+                vec![(5, vec![2]), (6, vec![11])],
+                6,
+                Tier::Capacity,
+                CompactionReason::LevelSize,
+            ),
+            // Hot-aware (§3.5): table 2 is almost all hot, so table 1 goes though it
+            // overlaps more below: (2000-0)/5000 > (2000-1990)/100.
+            (
+                "5 1 a c 2000\n5 2 d f 2000\n6 10 a c 5000 cap\n6 11 d f 100 cap",
+                vec![(1, 1), (2, 1990)],
+                vec![(5, vec![1]), (6, vec![10])],
+                6,
+                Tier::Capacity,
+                CompactionReason::LevelSize,
+            ),
+            // Every table all hot: the level is not over its target once hot bytes are
+            // discounted, so nothing is picked but the misplaced table.
+            (
+                "5 1 a c 2000\n5 2 d f 2000\n6 10 a c 5000 cap\n6 11 x z 100",
+                vec![(1, 2000), (2, 2000)],
+                vec![(6, vec![11])],
+                6,
+                Tier::Capacity,
+                CompactionReason::TierChange,
+            ),
+            // All benefits zero but the level still over target: the oldest table goes.
+            (
+                "5 1 a c 2000\n5 2 d f 2000\n5 3 g h 2000\n6 10 a c 5000 cap",
+                vec![(1, 2000), (2, 500), (3, 2000)],
+                vec![(5, vec![2])],
+                6,
+                Tier::Capacity,
+                CompactionReason::LevelSize,
+            ),
+        ];
+        for (i, (fixture, hot, want, out, tier, reason)) in cases.into_iter().enumerate() {
+            let v = version(fixture);
+            let hot: HashMap<u64, u64> = hot.into_iter().collect();
+            let p = pick(&v, &HashSet::new(), &tiered, &hot).expect("a pick");
+            assert_eq!(ids(&p), want, "case {i}: {p:?}");
+            assert_eq!(p.output_level, out, "case {i}");
+            assert_eq!(p.output_tier, tier, "case {i}");
+            assert_eq!(p.reason, reason, "case {i}");
         }
     }
 }

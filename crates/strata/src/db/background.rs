@@ -7,7 +7,7 @@
 //! recovers from the WAL). A compaction failing for any other reason (an I/O error) removes its
 //! partial outputs and is retried after a pause.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,14 +17,14 @@ use parking_lot::MutexGuard;
 use super::write::{set_bg_error, switch_memtable, wal_path};
 use super::{DbInner, DbState};
 use crate::compaction::{
-    self, level_targets, pick_compaction, run_compaction, write_tables, CompactionEnv,
-    CompactionInput, CompactionJob, CompactionReason, Pick, PickerOptions,
+    self, level_targets, write_tables, CompactionEnv, CompactionInput, CompactionJob,
+    CompactionReason, HotRoute, Pick, PickerInput, PickerOptions, PromotedRecord,
 };
 use crate::error::{ErrorKind, ErrorRepr, Result};
 use crate::iter::InternalIterator;
 use crate::sst::TableBuilderOptions;
 use crate::tier::{tier_for_level, Placement, Tier};
-use crate::version::{FileMeta, VersionEdit};
+use crate::version::{FileMeta, TableFile, VersionEdit};
 
 pub(crate) fn picker_options(o: &crate::Options) -> PickerOptions {
     PickerOptions {
@@ -32,7 +32,58 @@ pub(crate) fn picker_options(o: &crate::Options) -> PickerOptions {
         base_bytes: o.max_bytes_for_level_base,
         multiplier: o.max_bytes_for_level_multiplier,
         dynamic: o.level_compaction_dynamic_level_bytes,
+        max_base_level: placement(o).max_base_level(),
     }
+}
+
+/// HotRAP's hot-byte estimates for the tables of the level compacting into the capacity tier.
+fn hot_bytes(inner: &DbInner, input: &PickerInput<'_>) -> HashMap<u64, u64> {
+    let (Some(hot), Some(level)) = (&inner.hot, input.hot_aware_level()) else {
+        return HashMap::new();
+    };
+    input.version.levels[level]
+        .files()
+        .map(|f| {
+            let b = hot.tracker.hot_bytes_in_range(&f.smallest, &f.largest);
+            (f.id, b)
+        })
+        .collect()
+}
+
+/// Asks the policy for the next compaction over the current version. `busy` replaces the
+/// running jobs' tables (an empty set asks whether any work is due at all).
+pub(crate) fn pick_next(
+    inner: &DbInner,
+    st: &DbState,
+    busy: Option<&HashSet<u64>>,
+) -> Option<Pick> {
+    let v = st.versions.current();
+    let popts = picker_options(&inner.opts);
+    let pl = placement(&inner.opts);
+    let empty = HashMap::new();
+    let mut input = PickerInput {
+        version: &v,
+        busy: busy.unwrap_or(&st.busy),
+        options: &popts,
+        placement: &pl,
+        running_fast_bytes: st.running_fast_bytes,
+        hot_bytes: &empty,
+        hot_aware: inner.hot.is_some(),
+    };
+    let hb = hot_bytes(inner, &input);
+    input.hot_bytes = &hb;
+    inner.policy.pick(&input)
+}
+
+/// The tier placement gives tables written into `level` now.
+pub(crate) fn tier_now(inner: &DbInner, st: &DbState, level: usize) -> Tier {
+    let v = st.versions.current();
+    tier_for_level(
+        &placement(&inner.opts),
+        level,
+        v.deepest_non_empty(),
+        v.fast_bytes() + st.running_fast_bytes,
+    )
 }
 
 pub(crate) fn table_options(o: &crate::Options, level: usize) -> TableBuilderOptions {
@@ -59,20 +110,13 @@ pub(crate) fn env(
     }
 }
 
-/// Where tables written into `level` go, given the current version.
-pub(crate) fn output_tier(inner: &DbInner, v: &crate::version::Version, level: usize) -> Tier {
-    let fast_bytes: u64 = v
-        .all_files()
-        .filter(|f| f.tier == Tier::Fast)
-        .map(|f| f.size)
-        .sum();
-    tier_for_level(&placement(&inner.opts), level, fast_bytes)
-}
-
 pub(crate) fn placement(o: &crate::Options) -> Placement {
     Placement {
         has_capacity: o.capacity.is_some(),
         fast_levels: o.fast_levels,
+        capacity_levels: o.capacity_levels,
+        num_levels: o.num_levels,
+        dynamic: o.level_compaction_dynamic_level_bytes,
         fast_budget: o.fast_tier_budget,
     }
 }
@@ -214,11 +258,7 @@ fn compaction_loop(inner: &Arc<DbInner>) {
             return;
         }
         let pick = if st.bg_error.is_none() {
-            pick_compaction(
-                &st.versions.current(),
-                &st.busy,
-                &picker_options(&inner.opts),
-            )
+            pick_next(inner, &st, None)
         } else {
             None
         };
@@ -248,6 +288,64 @@ fn compaction_loop(inner: &Arc<DbInner>) {
     }
 }
 
+/// The inclusive key range of `files`.
+fn range_of<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut r: Option<(Vec<u8>, Vec<u8>)> = None;
+    for f in files {
+        r = Some(match r {
+            None => (f.smallest.clone(), f.largest.clone()),
+            Some((lo, hi)) => (lo.min(f.smallest.clone()), hi.max(f.largest.clone())),
+        });
+    }
+    r
+}
+
+/// HotRAP's part of a job, decided under the database lock at set-up.
+#[derive(Default)]
+struct HotSetup {
+    /// Promotion-cache records taken out of the cache (the job moves data over their keys into
+    /// the capacity tier).
+    taken: Vec<(Vec<u8>, super::super::tier::hot::CachedRecord)>,
+    /// `(level, lo, hi)`: hot keys in this range stay on (or come to) the fast tier.
+    route: Option<(usize, Vec<u8>, Vec<u8>)>,
+}
+
+/// Marks the job's tables for the promotion cache and takes its records (HotRAP §3.1, §3.3).
+fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup {
+    let Some(hot) = &inner.hot else {
+        return HotSetup::default();
+    };
+    let all: Vec<&Arc<TableFile>> = pick.inputs.iter().flat_map(|(_, fs)| fs.iter()).collect();
+    let into_capacity =
+        pick.output_tier == Tier::Capacity && all.iter().any(|f| f.tier == Tier::Fast);
+    let fast_range = if into_capacity {
+        range_of(all.iter().copied().filter(|f| f.tier == Tier::Fast))
+    } else {
+        None
+    };
+    let taken = hot.cache.begin_compaction(
+        &all,
+        fast_range.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
+    );
+    // Retention: the first input level keeps its hot records if it is a fast level below L0
+    // and the fast tier has room.
+    let (level, files) = &pick.inputs[0];
+    let pl = placement(&inner.opts);
+    let v = st.versions.current();
+    let room = pl
+        .fast_budget
+        .is_none_or(|b| v.fast_bytes() + st.running_fast_bytes < b);
+    let route = (into_capacity
+        && *level >= 1
+        && *level != pick.output_level
+        && room
+        && tier_for_level(&pl, *level, v.deepest_non_empty(), 0) == Tier::Fast)
+        .then(|| range_of(files.iter()))
+        .flatten()
+        .map(|(lo, hi)| (*level, lo, hi));
+    HotSetup { taken, route }
+}
+
 /// Runs a picked compaction: marks its files busy, executes it without the lock, installs it.
 pub(crate) fn run_pick(
     inner: &Arc<DbInner>,
@@ -261,19 +359,34 @@ pub(crate) fn run_pick(
         .collect();
     st.busy.extend(ids.iter().copied());
     st.running_compactions += 1;
-    let numbers = st.versions.file_numbers();
-    let out = pick.output_level;
-    let tier = output_tier(inner, &st.versions.current(), out);
-    drop(st);
-    let start = Instant::now();
+    let tier = pick.output_tier;
+    let in_bytes: u64 = pick
+        .inputs
+        .iter()
+        .flat_map(|(_, fs)| fs.iter())
+        .map(|f| f.size)
+        .sum();
+    let fast_reserved = if tier == Tier::Fast { in_bytes } else { 0 };
+    st.running_fast_bytes += fast_reserved;
     // A table changes tiers only by being rewritten.
     let trivial = pick.trivial_move && pick.inputs[0].1.iter().all(|f| f.tier == tier);
+    // A move within one tier puts no newer version below the promotion cache.
+    let hot_setup = if trivial {
+        HotSetup::default()
+    } else {
+        hot_setup(inner, &st, &pick)
+    };
+    let numbers = st.versions.file_numbers();
+    let out = pick.output_level;
+    drop(st);
+    let start = Instant::now();
     let result = if trivial {
         Ok((
             pick.inputs[0].1.iter().map(|f| f.meta.clone()).collect(),
             None,
         ))
     } else {
+        let (route, promoted) = hot_job_parts(inner, hot_setup);
         let job = CompactionJob {
             id: inner.next_job_id.fetch_add(1, Ordering::Relaxed),
             reason: pick.reason,
@@ -286,19 +399,25 @@ pub(crate) fn run_pick(
                 })
                 .collect(),
             output_level: out,
+            output_tier: tier,
+            route,
+            promoted,
             snapshots: inner.snapshots.sequences(),
             bottommost: pick.bottommost,
             target_file_size: inner.opts.target_file_size_base,
             table: table_options(&inner.opts, out),
         };
-        run_compaction(&job, &env(inner, numbers, tier))
+        let route_level = job.route.as_ref().map(|r| r.level);
+        inner
+            .runner
+            .run(&job, &env(inner, numbers, tier))
             .and_then(|r| inner.storage.sync_dir(&inner.dir).map(|_| r))
-            .map(|r| (r.outputs.clone(), Some(r)))
+            .map(|r| (r.outputs.clone(), Some((r, route_level))))
     };
     let mut st = inner.state.lock();
     let mut manifest_failed = None;
     let installed = result.and_then(
-        |(outputs, r): (Vec<FileMeta>, Option<compaction::CompactionResult>)| {
+        |(outputs, r): (Vec<FileMeta>, Option<(compaction::CompactionResult, Option<usize>)>)| {
             let mut edit = VersionEdit::default();
             for (l, fs) in &pick.inputs {
                 for f in fs {
@@ -306,14 +425,24 @@ pub(crate) fn run_pick(
                 }
             }
             edit.added = outputs.iter().map(|f| (out as u32, f.clone())).collect();
+            if let Some((r, Some(level))) = &r {
+                edit.added
+                    .extend(r.fast_outputs.iter().map(|f| (*level as u32, f.clone())));
+            }
             // On failure the edit may still have reached the disk: keep the outputs (orphans
             // are removed at the next open) and stop writing, as after a failed flush.
             st.versions
                 .log_and_apply(edit)
-                .map(|_| r)
+                .map(|_| r.map(|(r, _)| r))
                 .inspect_err(|e| manifest_failed = Some(e.clone()))
         },
     );
+    if installed.is_err() {
+        // Nothing moved: reads may promote records of these tables again.
+        for f in pick.inputs.iter().flat_map(|(_, fs)| fs.iter()) {
+            f.set_compacting(false);
+        }
+    }
     // Release the inputs' references before the job counts as finished, so that waiting for
     // idleness also waits for obsolete inputs to reach the reaper; count it before too.
     drop(pick);
@@ -330,6 +459,12 @@ pub(crate) fn run_pick(
                 lc.write_bytes.fetch_add(r.write_bytes, Ordering::Relaxed);
                 lc.micros
                     .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+                if let Some(hot) = &inner.hot {
+                    let c = &hot.counters;
+                    c.retained_records
+                        .fetch_add(r.routed_records, Ordering::Relaxed);
+                    c.retained_bytes.fetch_add(r.routed_bytes, Ordering::Relaxed);
+                }
             }
         }
     }
@@ -337,6 +472,7 @@ pub(crate) fn run_pick(
         st.busy.remove(id);
     }
     st.running_compactions -= 1;
+    st.running_fast_bytes -= fast_reserved;
     inner.bg_cv.notify_all();
     drop(st);
     if let Some(e) = manifest_failed {
@@ -344,6 +480,48 @@ pub(crate) fn run_pick(
     }
     reap(inner);
     installed.map(|_| ())
+}
+
+/// Turns HotRAP's set-up into the job's route (with RALT's hot keys of its range, read
+/// without the database lock) and its promoted records (the hot ones of those taken).
+fn hot_job_parts(inner: &DbInner, s: HotSetup) -> (Option<HotRoute>, Vec<PromotedRecord>) {
+    let Some(hot) = &inner.hot else {
+        return (None, Vec::new());
+    };
+    let c = &hot.counters;
+    c.compaction_taken
+        .fetch_add(s.taken.len() as u64, Ordering::Relaxed);
+    let route = s.route.and_then(|(level, lo, hi)| {
+        match hot.tracker.hot_keys_in_range(&lo, &hi) {
+            Ok(hot_keys) => Some(HotRoute {
+                level,
+                lo,
+                hi,
+                hot_keys,
+            }),
+            Err(e) => {
+                // Hotness is advisory: without it the job just compacts everything down.
+                tracing::warn!(error = %e, "RALT scan failed; compacting without retention");
+                None
+            }
+        }
+    });
+    let promoted: Vec<PromotedRecord> = match &route {
+        Some(r) => s
+            .taken
+            .into_iter()
+            .filter(|(k, _)| r.is_hot(k))
+            .map(|(key, rec)| PromotedRecord {
+                key,
+                seq: rec.seq,
+                value: rec.value.to_vec(),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    c.promoted_by_compaction
+        .fetch_add(promoted.len() as u64, Ordering::Relaxed);
+    (route, promoted)
 }
 
 /// Seals the memtable (if it holds anything) and waits until it and every older sealed
@@ -419,6 +597,7 @@ pub(crate) fn compact_range(
         let pick = compaction::picker::pick_for(
             &v,
             &st.busy,
+            tier_now(inner, &st, output),
             level,
             inputs,
             output,
@@ -461,6 +640,7 @@ pub(crate) fn compact_range(
         let pick = compaction::picker::pick_for(
             &v,
             &st.busy,
+            tier_now(inner, &st, last),
             last,
             inputs,
             last,
@@ -482,8 +662,8 @@ pub(crate) fn compact_range(
 
 /// Waits until no flush or compaction is pending or running.
 pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
-    let popts = picker_options(&inner.opts);
     let mut st = inner.state.lock();
+    let none = HashSet::new();
     loop {
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
@@ -493,7 +673,7 @@ pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
         }
         let idle = st.imms.is_empty()
             && st.running_compactions == 0
-            && pick_compaction(&st.versions.current(), &HashSet::new(), &popts).is_none();
+            && pick_next(inner, &st, Some(&none)).is_none();
         if idle {
             drop(st);
             reap(inner);

@@ -10,6 +10,7 @@
 
 mod background;
 mod open;
+mod promote;
 mod properties;
 mod read;
 mod snapshot;
@@ -57,6 +58,8 @@ pub(crate) struct DbState {
     /// Tables being compacted.
     pub busy: HashSet<u64>,
     pub running_compactions: usize,
+    /// Input bytes of running compactions whose outputs go to the fast tier.
+    pub running_fast_bytes: u64,
     pub bg_error: Option<crate::Error>,
 }
 
@@ -80,6 +83,12 @@ pub(crate) struct DbInner {
     pub rate_limiter: Option<Arc<RateLimiter>>,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     pub next_job_id: AtomicU64,
+    /// Picks compactions (leveled today; split forest and LogStore plug in here).
+    pub policy: Box<dyn crate::compaction::CompactionPolicy>,
+    /// Runs compaction jobs (locally today; remote compaction plugs in here).
+    pub runner: Box<dyn crate::compaction::CompactionRunner>,
+    /// HotRAP, when on and a capacity tier is configured.
+    pub hot: Option<Arc<crate::tier::hot::HotRap>>,
     pub _lock: Box<dyn DirLock>,
 }
 

@@ -217,6 +217,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         wal_number,
         opts.memtable_bloom_bytes(),
     ));
+    let hot = super::promote::open_hotrap(dir, &storage, &opts)?;
     let sv = SuperVersion {
         mem: mem.clone(),
         imms: Vec::new(),
@@ -236,6 +237,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             imms: Vec::new(),
             busy: Default::default(),
             running_compactions: 0,
+            running_fast_bytes: 0,
             bg_error: None,
         }),
         bg_cv: Condvar::new(),
@@ -247,10 +249,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         shutting_down: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
         next_job_id: AtomicU64::new(1),
+        policy: Box::new(crate::compaction::LeveledPolicy),
+        runner: Box::new(crate::compaction::LocalRunner),
+        hot,
         opts,
         _lock: lock,
     });
     start_threads(&inner);
+    super::promote::start_hot_thread(&inner);
     Ok(inner)
 }
 

@@ -4,6 +4,11 @@
 //! A lookup stops at the first source (memtable, L0 table, level) holding a version of the key
 //! visible at the snapshot, or holding a visible range tombstone covering it: sources are
 //! ordered so that every version in an older source is older than every version in a newer one.
+//!
+//! HotRAP: the promotion cache sits between the fast tier and the capacity tier. It is
+//! consulted just before the first capacity-tier table that could hold the key; a record found
+//! on the capacity tier by a read of the latest state is offered to the cache, with the
+//! capacity tables consulted for the §3.3 check; every found record is reported to RALT.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,7 +20,10 @@ use crate::error::{ErrorRepr, Result};
 use crate::iter::{DbIterator, InternalIterator, MergingIterator, RunIterator};
 use crate::options::ReadOptions;
 use crate::range_del::Fragments;
+use crate::tier::hot::{HotRap, InsertOutcome};
+use crate::tier::Tier;
 use crate::types::{self, SeqNo, ValueKind};
+use crate::version::TableFile;
 
 enum Probe {
     Found(Option<Bytes>),
@@ -68,20 +76,91 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
         }
     }
     let lookup = types::lookup_key(key, snapshot);
+    let Some(hot) = &inner.hot else {
+        for level in &sv.version.levels {
+            for run in &level.runs {
+                let Some(f) = run.find(key) else { continue };
+                if f.smallest_seq > snapshot {
+                    continue;
+                }
+                let table = inner.tables.get(f)?;
+                let t = table.max_covering_tombstone(key, snapshot);
+                if let Probe::Found(v) = resolve(table.get(&lookup, key)?, t) {
+                    return Ok(v);
+                }
+            }
+        }
+        return Ok(None);
+    };
+    // With HotRAP: the same walk, with the promotion cache before the capacity tier.
+    let c = &hot.counters;
+    let mut sources: Vec<Arc<TableFile>> = Vec::new();
     for level in &sv.version.levels {
         for run in &level.runs {
             let Some(f) = run.find(key) else { continue };
+            if f.tier == Tier::Capacity {
+                if sources.is_empty() {
+                    if let Some(v) = hot.cache.get(key, snapshot) {
+                        c.cache_hits.fetch_add(1, Ordering::Relaxed);
+                        c.reads_fast.fetch_add(1, Ordering::Relaxed);
+                        hot.tracker.record_access(key, v.len() as u32);
+                        return Ok(Some(v));
+                    }
+                }
+                sources.push(f.clone());
+            }
             if f.smallest_seq > snapshot {
                 continue;
             }
             let table = inner.tables.get(f)?;
             let t = table.max_covering_tombstone(key, snapshot);
-            if let Probe::Found(v) = resolve(table.get(&lookup, key)?, t) {
+            let point = table.get(&lookup, key)?;
+            let seq = point.as_ref().map(|p| p.0);
+            if let Probe::Found(v) = resolve(point, t) {
+                let on_capacity = f.tier == Tier::Capacity;
+                let counter = if on_capacity {
+                    &c.reads_capacity
+                } else {
+                    &c.reads_fast
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                if let (Some(v), Some(seq)) = (&v, seq) {
+                    hot.tracker.record_access(key, v.len() as u32);
+                    // Only the newest version may be cached: reads at an explicit snapshot
+                    // may have found an older one.
+                    if on_capacity && opts.snapshot.is_none() {
+                        promote(inner, hot, key, seq, v.clone(), &sources);
+                    }
+                }
                 return Ok(v);
             }
         }
     }
     Ok(None)
+}
+
+/// Offers a record read from the capacity tier to the promotion cache (HotRAP §3.3).
+fn promote(
+    inner: &DbInner,
+    hot: &HotRap,
+    key: &[u8],
+    seq: SeqNo,
+    value: Bytes,
+    sources: &[Arc<TableFile>],
+) {
+    let c = &hot.counters;
+    match hot.cache.try_insert(key, seq, value, sources) {
+        (InsertOutcome::Inserted, sealed) => {
+            c.cache_inserts.fetch_add(1, Ordering::Relaxed);
+            if sealed.is_some() {
+                // Wake the Checker.
+                inner.bg_cv.notify_all();
+            }
+        }
+        (InsertOutcome::Aborted, _) => {
+            c.cache_aborts.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterator> {

@@ -71,6 +71,10 @@ impl Reaper {
 pub struct TableFile {
     pub meta: FileMeta,
     obsolete: AtomicBool,
+    /// Set while the table is an input of a compaction (HotRAP §3.3: a read that found a
+    /// record in this table must not promote it once a compaction may have moved a newer
+    /// version below the promotion cache). Cleared if the compaction fails.
+    compacting: AtomicBool,
     reaper: Arc<Reaper>,
 }
 
@@ -79,11 +83,24 @@ impl TableFile {
         Arc::new(TableFile {
             meta,
             obsolete: AtomicBool::new(false),
+            compacting: AtomicBool::new(false),
             reaper,
         })
     }
     pub fn mark_obsolete(&self) {
         self.obsolete.store(true, Ordering::Release);
+    }
+    /// Whether a version edit removed this table.
+    pub fn is_obsolete(&self) -> bool {
+        self.obsolete.load(Ordering::Acquire)
+    }
+    pub fn set_compacting(&self, on: bool) {
+        self.compacting.store(on, Ordering::Release);
+    }
+    /// Whether the table is, or was, the input of a compaction (and not since released by
+    /// its failure).
+    pub fn is_compacting(&self) -> bool {
+        self.compacting.load(Ordering::Acquire) || self.is_obsolete()
     }
 }
 

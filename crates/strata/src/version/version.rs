@@ -69,17 +69,34 @@ impl Level {
 #[derive(Clone)]
 pub struct Version {
     pub levels: Vec<Level>,
+    /// Bytes of this version's tables on the fast tier (kept as the version is built, so the
+    /// placement budget check does not sum every table per job).
+    fast_bytes: u64,
 }
 
 impl Version {
     pub fn new(num_levels: usize) -> Self {
         Version {
             levels: vec![Level::default(); num_levels],
+            fast_bytes: 0,
         }
     }
 
     pub fn num_levels(&self) -> usize {
         self.levels.len()
+    }
+
+    /// Bytes of tables on the fast tier.
+    pub fn fast_bytes(&self) -> u64 {
+        self.fast_bytes
+    }
+
+    /// The deepest level below L0 that holds a table (0 if none does).
+    pub fn deepest_non_empty(&self) -> usize {
+        (1..self.levels.len())
+            .rev()
+            .find(|&l| !self.levels[l].is_empty())
+            .unwrap_or(0)
     }
 
     pub fn all_files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
@@ -136,6 +153,11 @@ impl Version {
                 v.levels[l].runs = vec![SortedRun { files }];
             }
         }
+        v.fast_bytes = v
+            .all_files()
+            .filter(|f| f.tier == crate::tier::Tier::Fast)
+            .map(|f| f.size)
+            .sum();
         v.check_invariants()?;
         Ok((v, removed.into_values().collect()))
     }

@@ -1,0 +1,85 @@
+//! The seam every compaction policy plugs into (DESIGN.md, "One seam for the policies").
+//!
+//! - [`PickerInput`]: a read-only snapshot of what a picker may look at — the version (levels of
+//!   sorted runs), the tables already being compacted, the level-sizing options, placement, the
+//!   bytes running jobs are about to write to the fast tier, and per-table statistics (HotRAP's
+//!   hot bytes today; LogStore's access counts later).
+//! - [`CompactionPolicy`]: a pure `pick` over that input. Leveled picking (with HotRAP's
+//!   hot-aware scoring when hot bytes are present) is [`LeveledPolicy`]; split-forest and
+//!   temperature policies implement the same trait.
+//! - What a job does with its outputs (the tier, HotRAP's per-key routing of hot records to a
+//!   fast-tier output, promoted records merged in) is data in the [`super::CompactionJob`],
+//!   which any [`super::CompactionRunner`] executes the same way.
+//!
+//! Depends on `version`, `tier::placement`; never on `db`.
+
+use std::collections::{HashMap, HashSet};
+
+use super::picker::{pick_compaction, Pick, PickerOptions};
+use crate::tier::{tier_for_level, Placement, Tier};
+use crate::version::Version;
+
+/// Everything a picker may read. Built under the database lock, read without it.
+pub struct PickerInput<'a> {
+    pub version: &'a Version,
+    /// Ids of tables in running compactions.
+    pub busy: &'a HashSet<u64>,
+    pub options: &'a PickerOptions,
+    pub placement: &'a Placement,
+    /// Input bytes of running jobs whose outputs go to the fast tier (counted against the
+    /// fast-tier budget before they land).
+    pub running_fast_bytes: u64,
+    /// HotRAP: estimated hot bytes of each table of the last fast level (empty when off).
+    pub hot_bytes: &'a HashMap<u64, u64>,
+    /// HotRAP is on: the last fast level is scored and picked hot-aware.
+    pub hot_aware: bool,
+}
+
+impl PickerInput<'_> {
+    /// Where tables written into `level` go now, fast-tier budget included.
+    pub fn tier_for(&self, level: usize) -> Tier {
+        tier_for_level(
+            self.placement,
+            level,
+            self.version.deepest_non_empty(),
+            self.version.fast_bytes() + self.running_fast_bytes,
+        )
+    }
+
+    /// Where `level` belongs, ignoring the budget.
+    pub fn level_tier(&self, level: usize) -> Tier {
+        tier_for_level(self.placement, level, self.version.deepest_non_empty(), 0)
+    }
+
+    /// The level whose compactions go from the fast tier into the capacity tier, when HotRAP
+    /// scores it hot-aware.
+    pub fn hot_aware_level(&self) -> Option<usize> {
+        if !self.hot_aware || !self.placement.has_capacity {
+            return None;
+        }
+        let l = self
+            .placement
+            .last_fast_level(self.version.deepest_non_empty(), 0);
+        (l >= 1 && l + 1 < self.version.num_levels()).then_some(l)
+    }
+}
+
+/// A compaction policy: picks the next compaction from a read-only snapshot.
+pub trait CompactionPolicy: Send + Sync {
+    /// The most urgent compaction, or `None` when the tree is in shape.
+    fn pick(&self, input: &PickerInput<'_>) -> Option<Pick>;
+    fn name(&self) -> &'static str;
+}
+
+/// RocksDB-style leveled compaction with dynamic level sizing and HotRAP's hot-aware scoring.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeveledPolicy;
+
+impl CompactionPolicy for LeveledPolicy {
+    fn pick(&self, input: &PickerInput<'_>) -> Option<Pick> {
+        pick_compaction(input)
+    }
+    fn name(&self) -> &'static str {
+        "leveled"
+    }
+}

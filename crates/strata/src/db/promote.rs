@@ -1,0 +1,253 @@
+//! HotRAP's background side: opening it, RALT upkeep, and the Checker that performs promotion
+//! by flush (§3.4).
+//!
+//! The Checker takes a sealed promotion cache, keeps its hot records, drops those with a newer
+//! version (or the same copy) on the fast tier, and either writes the survivors as one L0
+//! table or folds them back into the mutable cache when they are fewer than half a table.
+//!
+//! Why no `updated` field (§3.4): our L0 is ordered by sequence number and a promoted table
+//! keeps its records' sequence numbers. Every record in a memtable not yet flushed when the
+//! Checker looks is newer than every record it promotes, so such memtables shadow the promoted
+//! table both in memory and, once flushed, as newer L0 tables. The danger is only a newer
+//! version already on the fast tier (in a table the check did not see). So the Checker checks
+//! the fast tables of the current version, and at install, under the database lock, checks
+//! again every fast table added since; it installs only when none was added since its last
+//! look and no compaction took a record out of the sealed cache meanwhile (compaction set-up
+//! holds the same lock). Depends on `tier::hot`, `compaction`, `version`.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::background::{env, table_options};
+use super::DbInner;
+use crate::compaction::write_tables;
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::memtable::MemTable;
+use crate::storage::Storage;
+use crate::tier::hot::{CachedRecord, HotRap, SealedPromotion};
+use crate::tier::Tier;
+use crate::types::{self, SeqNo, ValueKind};
+use crate::version::{FileMeta, Version, VersionEdit};
+
+/// Opens HotRAP's state when it is on and a capacity tier is configured.
+pub(crate) fn open_hotrap(
+    dir: &Path,
+    storage: &Arc<dyn Storage>,
+    opts: &crate::Options,
+) -> Result<Option<Arc<HotRap>>> {
+    let h = &opts.hotrap;
+    if !h.enabled || opts.capacity.is_none() {
+        return Ok(None);
+    }
+    let cache_bytes = h
+        .promotion_cache_bytes
+        .unwrap_or(opts.target_file_size_base as usize);
+    let tracker: Arc<dyn crate::tier::hot::HotTracker> = match &h.tracker {
+        Some(t) => t.clone(),
+        None => {
+            let _ = (dir, storage);
+            return Ok(None);
+        }
+    };
+    Ok(Some(Arc::new(HotRap::new(tracker, cache_bytes))))
+}
+
+/// The fast-tier size RALT's limits derive from.
+#[allow(dead_code)]
+pub(crate) fn fast_tier_bytes(opts: &crate::Options) -> u64 {
+    opts.hotrap
+        .fast_tier_bytes
+        .or(opts.fast_tier_budget)
+        .unwrap_or(opts.max_bytes_for_level_base)
+}
+
+pub(crate) fn start_hot_thread(inner: &Arc<DbInner>) {
+    let Some(hot) = inner.hot.clone() else { return };
+    let i = inner.clone();
+    inner.threads.lock().push(
+        std::thread::Builder::new()
+            .name("strata-hotrap".into())
+            .spawn(move || hot_loop(&i, &hot))
+            .expect("spawn hotrap thread"),
+    );
+}
+
+fn hot_loop(inner: &Arc<DbInner>, hot: &Arc<HotRap>) {
+    loop {
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        if hot.tracker.needs_maintenance() {
+            if let Err(e) = hot.tracker.maintain() {
+                tracing::warn!(error = %e, "RALT maintenance failed");
+            }
+        }
+        for sealed in hot.cache.sealed() {
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            if let Err(e) = check_sealed(inner, hot, &sealed) {
+                tracing::warn!(error = %e, "promotion by flush failed; records dropped");
+                let _st = inner.state.lock();
+                hot.cache.retire(&sealed, Vec::new());
+            }
+        }
+        let mut st = inner.state.lock();
+        if hot.cache.sealed().is_empty() && !hot.tracker.needs_maintenance() {
+            inner.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+        }
+    }
+}
+
+/// Whether a fast table of `v` not in `checked` holds `key` at `seq` or newer (a version, or a
+/// range tombstone covering it).
+fn newer_on_fast_tier(
+    inner: &DbInner,
+    v: &Version,
+    checked: &HashSet<u64>,
+    key: &[u8],
+    seq: SeqNo,
+) -> Result<bool> {
+    let lookup = types::lookup_key(key, types::MAX_SEQ);
+    for level in &v.levels {
+        for run in &level.runs {
+            let Some(f) = run.find(key) else { continue };
+            if f.tier != Tier::Fast || checked.contains(&f.id) || f.largest_seq < seq {
+                continue;
+            }
+            let t = inner.tables.get(f)?;
+            if t.max_covering_tombstone(key, types::MAX_SEQ) >= seq {
+                return Ok(true);
+            }
+            if t.get(&lookup, key)?.is_some_and(|(s, _, _)| s >= seq) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+fn fast_ids(v: &Version) -> HashSet<u64> {
+    v.all_files()
+        .filter(|f| f.tier == Tier::Fast)
+        .map(|f| f.id)
+        .collect()
+}
+
+/// Keeps the records with no newer version in the fast tables of `v` outside `checked`.
+fn keep_unshadowed(
+    inner: &DbInner,
+    v: &Version,
+    checked: &HashSet<u64>,
+    records: Vec<(Vec<u8>, CachedRecord)>,
+) -> Result<Vec<(Vec<u8>, CachedRecord)>> {
+    let mut out = Vec::with_capacity(records.len());
+    for (k, r) in records {
+        if !newer_on_fast_tier(inner, v, checked, &k, r.seq)? {
+            out.push((k, r));
+        }
+    }
+    Ok(out)
+}
+
+fn bytes_of(records: &[(Vec<u8>, CachedRecord)]) -> usize {
+    records.iter().map(|(k, r)| k.len() + r.value.len()).sum()
+}
+
+/// Writes `records` into one fast-tier table (not installed).
+fn write_promoted(inner: &DbInner, records: &[(Vec<u8>, CachedRecord)]) -> Result<FileMeta> {
+    let mem = Arc::new(MemTable::new(0));
+    for (k, r) in records {
+        mem.add(r.seq, ValueKind::Put, k, &r.value);
+    }
+    let numbers = inner.state.lock().versions.file_numbers();
+    let mut it = mem.iter();
+    it.seek_to_first();
+    let res = write_tables(
+        &mut it,
+        Vec::new(),
+        &[],
+        false,
+        u64::MAX,
+        &table_options(&inner.opts, 0),
+        None,
+        &env(inner, numbers, Tier::Fast),
+    )?;
+    inner.storage.sync_dir(&inner.dir)?;
+    res.outputs
+        .into_iter()
+        .next()
+        .ok_or_else(|| crate::Error::corruption("promotion produced no table"))
+}
+
+/// Promotion by flush for one sealed cache.
+fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion>) -> Result<()> {
+    let c = &hot.counters;
+    let all = sealed.entries();
+    let total = all.len() as u64;
+    let hot_records: Vec<_> = all
+        .into_iter()
+        .filter(|(k, _)| hot.tracker.is_hot(k))
+        .collect();
+    let mut checked = HashSet::new();
+    let v = inner.super_version().version.clone();
+    let mut survivors = keep_unshadowed(inner, &v, &checked, hot_records)?;
+    checked = fast_ids(&v);
+    let target = hot.cache.target_bytes();
+    'attempt: for _ in 0..4 {
+        if survivors.is_empty() || bytes_of(&survivors) * 2 < target {
+            let n = survivors.len() as u64;
+            let _st = inner.state.lock();
+            hot.cache.retire(sealed, survivors);
+            c.flush_reinserted.fetch_add(n, Ordering::Relaxed);
+            c.flush_dropped.fetch_add(total - n, Ordering::Relaxed);
+            return Ok(());
+        }
+        let meta = write_promoted(inner, &survivors)?;
+        for _ in 0..64 {
+            let mut st = inner.state.lock();
+            let v = st.versions.current();
+            let now = fast_ids(&v);
+            if now.is_subset(&checked) {
+                if !survivors.iter().all(|(k, r)| sealed.still_holds(k, r.seq)) {
+                    // A compaction took some records meanwhile: rewrite without them.
+                    drop(st);
+                    let _ = inner.tables.store().remove(meta.id, Tier::Fast);
+                    survivors.retain(|(k, r)| sealed.still_holds(k, r.seq));
+                    continue 'attempt;
+                }
+                let n = survivors.len() as u64;
+                st.versions.log_and_apply(VersionEdit {
+                    added: vec![(0, meta)],
+                    ..Default::default()
+                })?;
+                inner.install_super_version(&st);
+                hot.cache.retire(sealed, Vec::new());
+                c.flush_tables.fetch_add(1, Ordering::Relaxed);
+                c.promoted_by_flush.fetch_add(n, Ordering::Relaxed);
+                c.flush_dropped.fetch_add(total - n, Ordering::Relaxed);
+                inner.bg_cv.notify_all();
+                return Ok(());
+            }
+            drop(st);
+            let before = survivors.len();
+            survivors = keep_unshadowed(inner, &v, &checked, survivors)?;
+            checked.extend(now);
+            if survivors.len() != before {
+                let _ = inner.tables.store().remove(meta.id, Tier::Fast);
+                continue 'attempt;
+            }
+        }
+        let _ = inner.tables.store().remove(meta.id, Tier::Fast);
+        break;
+    }
+    // The fast tier kept changing under the Checker: give the records up (they are copies).
+    let _st = inner.state.lock();
+    hot.cache.retire(sealed, Vec::new());
+    c.flush_dropped.fetch_add(total, Ordering::Relaxed);
+    Ok(())
+}

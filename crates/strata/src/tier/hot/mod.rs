@@ -1,0 +1,232 @@
+//! HotRAP (hot record retention and promotion, `papers/hotrap.txt`): hot records read from the
+//! capacity tier come back to the fast tier, and hot records about to be compacted down stay.
+//!
+//! Owns the [`HotTracker`] seam (record-level hotness: RALT in `ralt`, or a test double), the
+//! [`PromotionCache`] between the last fast level and the first capacity level, and the
+//! counters of every pathway ([`HotRapStats`]). The engine (`db`) drives them: the read path
+//! inserts into the cache and reports accesses, compaction set-up takes cached records and hot
+//! keys into the job (retention and promotion by compaction), and a background Checker turns
+//! sealed caches into L0 tables (promotion by flush). Depends on `version`, `types`, `storage`;
+//! never on `db`.
+
+pub mod promotion;
+// pub mod ralt; (merged from the RALT branch)
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub use promotion::{CachedRecord, InsertOutcome, PromotionCache, SealedPromotion};
+
+use crate::error::Result;
+
+/// Record-level hotness tracking, as HotRAP's RALT provides it. Implementations are internally
+/// synchronized; `record_access`, `is_hot` and `hot_bytes_in_range` never do I/O.
+pub trait HotTracker: Send + Sync {
+    /// Logs one access to a record of `value_size` bytes.
+    fn record_access(&self, key: &[u8], value_size: u32);
+    /// Whether `key` is hot now.
+    fn is_hot(&self, key: &[u8]) -> bool;
+    /// Estimated bytes (key + value) of hot records in the inclusive range `[lo, hi]`.
+    fn hot_bytes_in_range(&self, lo: &[u8], hi: &[u8]) -> u64;
+    /// The hot keys in `[lo, hi]`, sorted and deduplicated (may read the tracker's files).
+    fn hot_keys_in_range(&self, lo: &[u8], hi: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// Whether `maintain` has work (a full buffer, an eviction due).
+    fn needs_maintenance(&self) -> bool;
+    /// Background upkeep: flushing, merging, eviction, limit tuning.
+    fn maintain(&self) -> Result<()>;
+    /// The tracker's figures.
+    fn stats(&self) -> TrackerStats;
+}
+
+/// What a tracker reports (RALT's sizes and limits).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct TrackerStats {
+    /// Bytes of the tracker's own files on the fast tier.
+    pub physical_bytes: u64,
+    /// Bytes (key + value) of the records it considers hot.
+    pub hot_set_bytes: u64,
+    pub hot_set_limit: u64,
+    pub physical_limit: u64,
+    pub accesses: u64,
+    pub evictions: u64,
+}
+
+/// HotRAP's switches (`Options::hotrap`).
+#[derive(Clone)]
+pub struct HotRapOptions {
+    /// On by default; it acts only when a capacity tier is configured.
+    pub enabled: bool,
+    /// Size at which the mutable promotion cache is sealed and handed to the Checker (HotRAP:
+    /// the target table size). `None`: `Options::target_file_size_base`.
+    pub promotion_cache_bytes: Option<usize>,
+    /// The fast tier's size, from which RALT's limits derive. `None`: the fast-tier budget if
+    /// set, else `Options::max_bytes_for_level_base`.
+    pub fast_tier_bytes: Option<u64>,
+    /// Replaces RALT (tests inject a known hot set this way).
+    pub tracker: Option<Arc<dyn HotTracker>>,
+}
+
+impl Default for HotRapOptions {
+    fn default() -> Self {
+        HotRapOptions {
+            enabled: true,
+            promotion_cache_bytes: None,
+            fast_tier_bytes: None,
+            tracker: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for HotRapOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HotRapOptions")
+            .field("enabled", &self.enabled)
+            .field("promotion_cache_bytes", &self.promotion_cache_bytes)
+            .field("fast_tier_bytes", &self.fast_tier_bytes)
+            .field("tracker", &self.tracker.as_ref().map(|_| "custom"))
+            .finish()
+    }
+}
+
+/// Counters of HotRAP's pathways.
+#[derive(Default)]
+pub struct HotCounters {
+    pub cache_inserts: AtomicU64,
+    /// Inserts aborted by the §3.3 check.
+    pub cache_aborts: AtomicU64,
+    pub cache_hits: AtomicU64,
+    /// Records taken from the cache by compactions into the capacity tier, and how many of
+    /// them were hot (written to the fast tier: promotion by compaction).
+    pub compaction_taken: AtomicU64,
+    pub promoted_by_compaction: AtomicU64,
+    /// Records and bytes routed to fast-tier outputs by compactions into the capacity tier
+    /// (retention plus promotion by compaction).
+    pub retained_records: AtomicU64,
+    pub retained_bytes: AtomicU64,
+    /// Promotion by flush: tables and records written to L0, records folded back into the
+    /// mutable cache, and records dropped (cold, newer version found, or taken meanwhile).
+    pub flush_tables: AtomicU64,
+    pub promoted_by_flush: AtomicU64,
+    pub flush_reinserted: AtomicU64,
+    pub flush_dropped: AtomicU64,
+    /// Point reads answered by the memtables or the fast tier (promotion cache included), and
+    /// by the capacity tier.
+    pub reads_fast: AtomicU64,
+    pub reads_capacity: AtomicU64,
+}
+
+/// HotRAP's state in an open database.
+pub struct HotRap {
+    pub tracker: Arc<dyn HotTracker>,
+    pub cache: PromotionCache,
+    pub counters: HotCounters,
+}
+
+impl HotRap {
+    pub fn new(tracker: Arc<dyn HotTracker>, cache_bytes: usize) -> Self {
+        HotRap {
+            tracker,
+            cache: PromotionCache::new(cache_bytes),
+            counters: HotCounters::default(),
+        }
+    }
+
+    /// A snapshot of every figure.
+    pub fn stats(&self) -> HotRapStats {
+        let c = &self.counters;
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let (mutable, sealed) = self.cache.bytes();
+        let (fast, cap) = (g(&c.reads_fast), g(&c.reads_capacity));
+        HotRapStats {
+            tracker: self.tracker.stats(),
+            promotion_cache_bytes: mutable as u64,
+            sealed_cache_bytes: sealed as u64,
+            cache_inserts: g(&c.cache_inserts),
+            cache_aborts: g(&c.cache_aborts),
+            cache_hits: g(&c.cache_hits),
+            compaction_taken: g(&c.compaction_taken),
+            promoted_by_compaction: g(&c.promoted_by_compaction),
+            retained_records: g(&c.retained_records),
+            retained_bytes: g(&c.retained_bytes),
+            flush_tables: g(&c.flush_tables),
+            promoted_by_flush: g(&c.promoted_by_flush),
+            flush_reinserted: g(&c.flush_reinserted),
+            flush_dropped: g(&c.flush_dropped),
+            reads_fast: fast,
+            reads_capacity: cap,
+            fast_hit_rate: if fast + cap == 0 {
+                0.0
+            } else {
+                fast as f64 / (fast + cap) as f64
+            },
+        }
+    }
+}
+
+/// HotRAP's figures, in `DbStats::hotrap`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct HotRapStats {
+    pub tracker: TrackerStats,
+    pub promotion_cache_bytes: u64,
+    pub sealed_cache_bytes: u64,
+    pub cache_inserts: u64,
+    pub cache_aborts: u64,
+    pub cache_hits: u64,
+    pub compaction_taken: u64,
+    pub promoted_by_compaction: u64,
+    pub retained_records: u64,
+    pub retained_bytes: u64,
+    pub flush_tables: u64,
+    pub promoted_by_flush: u64,
+    pub flush_reinserted: u64,
+    pub flush_dropped: u64,
+    pub reads_fast: u64,
+    pub reads_capacity: u64,
+    /// Share of point reads that found their record without the capacity tier.
+    pub fast_hit_rate: f64,
+}
+
+impl std::fmt::Display for HotRapStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = &self.tracker;
+        writeln!(
+            f,
+            "hotrap: fast hit rate {:.1}% ({} fast, {} capacity reads)",
+            self.fast_hit_rate * 100.0,
+            self.reads_fast,
+            self.reads_capacity
+        )?;
+        writeln!(
+            f,
+            "  ralt: {} B on disk (limit {}), hot set {} B (limit {}), {} accesses, {} evictions",
+            t.physical_bytes,
+            t.physical_limit,
+            t.hot_set_bytes,
+            t.hot_set_limit,
+            t.accesses,
+            t.evictions
+        )?;
+        writeln!(
+            f,
+            "  promotion cache: {} B mutable, {} B sealed; {} inserts, {} aborted, {} hits",
+            self.promotion_cache_bytes,
+            self.sealed_cache_bytes,
+            self.cache_inserts,
+            self.cache_aborts,
+            self.cache_hits
+        )?;
+        write!(
+            f,
+            "  retained {} records ({} B); promoted {} by compaction (of {} taken), {} by flush \
+             ({} tables), {} folded back, {} dropped",
+            self.retained_records,
+            self.retained_bytes,
+            self.promoted_by_compaction,
+            self.compaction_taken,
+            self.promoted_by_flush,
+            self.flush_tables,
+            self.flush_reinserted,
+            self.flush_dropped
+        )
+    }
+}
