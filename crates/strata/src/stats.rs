@@ -106,6 +106,8 @@ pub struct DbStats {
     pub live_snapshots: usize,
     pub total_sst_bytes: u64,
     pub tier: TierSnapshot,
+    /// HotRAP's figures, when it is on.
+    pub hotrap: Option<crate::tier::hot::HotRapStats>,
 }
 
 impl EngineStats {
@@ -236,7 +238,11 @@ impl fmt::Display for DbStats {
             self.live_snapshots,
             human(self.total_sst_bytes)
         )?;
-        write!(f, "\n{}", self.tier)
+        write!(f, "\n{}", self.tier)?;
+        if let Some(h) = &self.hotrap {
+            write!(f, "\n{h}")?;
+        }
+        Ok(())
     }
 }
 

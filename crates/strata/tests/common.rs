@@ -57,3 +57,65 @@ pub fn with_seed(name: &str, seed: u64, f: impl FnOnce() + std::panic::UnwindSaf
 pub fn key(i: u64) -> Vec<u8> {
     format!("k{i:05}").into_bytes()
 }
+
+/// A deterministic stand-in for RALT in engine tests: a key is hot once it has been read
+/// `min_reads` times and `pred` holds for it. Keeps exact per-key sizes, so range sums and
+/// hot-key scans are exact.
+pub struct OracleTracker {
+    pub min_reads: u32,
+    pub pred: fn(&[u8]) -> bool,
+    seen: parking_lot::Mutex<std::collections::BTreeMap<Vec<u8>, (u32, u32)>>,
+}
+
+impl OracleTracker {
+    pub fn new(min_reads: u32, pred: fn(&[u8]) -> bool) -> Self {
+        OracleTracker {
+            min_reads,
+            pred,
+            seen: Default::default(),
+        }
+    }
+}
+
+impl strata::tier::hot::HotTracker for OracleTracker {
+    fn record_access(&self, key: &[u8], value_size: u32) {
+        let mut m = self.seen.lock();
+        let e = m.entry(key.to_vec()).or_insert((0, 0));
+        e.0 += 1;
+        e.1 = value_size;
+    }
+    fn is_hot(&self, key: &[u8]) -> bool {
+        (self.pred)(key)
+            && self
+                .seen
+                .lock()
+                .get(key)
+                .is_some_and(|e| e.0 >= self.min_reads)
+    }
+    fn hot_bytes_in_range(&self, lo: &[u8], hi: &[u8]) -> u64 {
+        self.seen
+            .lock()
+            .range(lo.to_vec()..=hi.to_vec())
+            .filter(|(k, e)| (self.pred)(k) && e.0 >= self.min_reads)
+            .map(|(k, e)| (k.len() + e.1 as usize) as u64)
+            .sum()
+    }
+    fn hot_keys_in_range(&self, lo: &[u8], hi: &[u8]) -> strata::Result<Vec<Vec<u8>>> {
+        Ok(self
+            .seen
+            .lock()
+            .range(lo.to_vec()..=hi.to_vec())
+            .filter(|(k, e)| (self.pred)(k) && e.0 >= self.min_reads)
+            .map(|(k, _)| k.clone())
+            .collect())
+    }
+    fn needs_maintenance(&self) -> bool {
+        false
+    }
+    fn maintain(&self) -> strata::Result<()> {
+        Ok(())
+    }
+    fn stats(&self) -> strata::tier::hot::TrackerStats {
+        Default::default()
+    }
+}

@@ -161,6 +161,9 @@ enum Tiering {
     FileWithFaults,
     /// Most data on the S3-compatible server named by `STRATA_S3_URL` (e.g. a local moto).
     S3,
+    /// In-memory capacity tier, relative placement and HotRAP on with a tiny promotion cache
+    /// (sealed every few reads) and a deterministic hot set: every pathway and its races run.
+    HotRap,
 }
 
 fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, seed: u64) {
@@ -168,7 +171,7 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
     use strata::storage::object::{CapacityOptions, Emulation};
     let url = match t {
         Tiering::Local => return,
-        Tiering::Memory => format!("memory://model-{seed}"),
+        Tiering::Memory | Tiering::HotRap => format!("memory://model-{seed}"),
         Tiering::FileWithFaults => format!("file://{}/capacity", dir.display()),
         Tiering::S3 => format!(
             "{}/model-{seed}",
@@ -191,6 +194,19 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
     }
     o.capacity = Some(c);
     o.fast_levels = Some(rng.below(2) as usize);
+    if let Tiering::HotRap = t {
+        o.fast_levels = None;
+        o.capacity_levels = 1 + rng.below(2) as usize;
+        o.hotrap = strata::tier::hot::HotRapOptions {
+            enabled: true,
+            promotion_cache_bytes: Some(256 + rng.below(2048) as usize),
+            fast_tier_bytes: None,
+            // Keys whose number ends in 0-4 are hot once read twice.
+            tracker: Some(std::sync::Arc::new(common::OracleTracker::new(2, |k| {
+                k.last().is_some_and(|b| (b'0'..=b'4').contains(b))
+            }))),
+        };
+    }
     o.persistent_cache = PersistentCacheOptions {
         kind: [
             PersistentCacheKind::None,
@@ -319,6 +335,10 @@ fn run_tiered(seed: u64, steps: usize, tiering: Tiering) {
                 || s.tier.capacity_puts > 0,
             "seed {seed}: the capacity tier was never used:\n{s}"
         );
+        if let Tiering::HotRap = tiering {
+            let h = s.hotrap.expect("HotRAP is on");
+            eprintln!("seed {seed}: {h}");
+        }
         if let Tiering::FileWithFaults = tiering {
             let em = db.capacity_tier().unwrap();
             let injected = em
@@ -370,6 +390,13 @@ fn model_tiered_memory() {
         with_seed("model", seed, move || {
             run_tiered(seed, 1200, Tiering::Memory)
         });
+    }
+}
+
+#[test]
+fn model_hotrap() {
+    for seed in seeds(model_seeds(12) / 2) {
+        with_seed("model", seed, move || run_tiered(seed, 2000, Tiering::HotRap));
     }
 }
 

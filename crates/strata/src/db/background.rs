@@ -328,7 +328,8 @@ fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup {
         fast_range.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
     );
     // Retention: the first input level keeps its hot records if it is a fast level below L0
-    // and the fast tier has room.
+    // and the fast tier has room. A manual compaction pushes everything down (it would
+    // otherwise find its retained tables again and again).
     let (level, files) = &pick.inputs[0];
     let pl = placement(&inner.opts);
     let v = st.versions.current();
@@ -336,6 +337,7 @@ fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup {
         .fast_budget
         .is_none_or(|b| v.fast_bytes() + st.running_fast_bytes < b);
     let route = (into_capacity
+        && pick.reason != CompactionReason::Manual
         && *level >= 1
         && *level != pick.output_level
         && room

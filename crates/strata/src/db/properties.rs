@@ -42,6 +42,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         as u64;
     s.immutable_memtables = sv.imms.len();
     s.live_snapshots = inner.snapshots.count();
+    s.hotrap = inner.hot.as_ref().map(|h| h.stats());
     if let Some(c) = &inner.block_cache {
         s.block_cache_usage = c.usage();
         s.block_cache_capacity = c.capacity();
