@@ -7,6 +7,7 @@
 //! (`tier/temperature`) will live here too. Depends on `storage`, `cache::persistent`,
 //! `stats`; never on `db`.
 
+pub mod hot;
 pub mod placement;
 mod tables;
 
