@@ -50,7 +50,7 @@ mod tests {
 
     #[test]
     fn pick_merge_table() {
-        let cases: [(&[u64], Option<usize>); 8] = [
+        let cases: [(&[u64], Option<usize>); 9] = [
             (&[], None),
             (&[100], None),
             (&[100, 100, 100], None),
@@ -58,7 +58,8 @@ mod tests {
             (&[100, 100, 100, 1000, 1000, 1000], None),
             (&[1000, 1000, 1000, 1000, 5000], Some(4)),
             (&[100, 90, 120, 80, 100_000], Some(4)),
-            (&[1000, 100, 100, 100], None), // a larger newest run only gathers its class
+            (&[1000, 100, 100, 100], Some(4)), // smaller runs behind join a larger newest one
+            (&[100, 1000, 100, 100], None),
         ];
         for (runs, want) in cases {
             assert_eq!(pick_merge(runs, 100), want, "{runs:?}");

@@ -203,7 +203,7 @@ mod tests {
         let sorted_by_score: Vec<(u64, f64)> = (0..n).map(|i| (100, i as f64)).collect();
         let cases: [(&str, &Vec<(u64, f64)>, f64, f64); 7] = [
             ("uniform 90%", &uniform, 0.9, 0.03),
-            ("uniform 50%", &uniform, 0.5, 0.03),
+            ("uniform 50%", &uniform, 0.5, 0.05),
             ("varying sizes 90%", &sized, 0.9, 0.03),
             ("all equal scores 90%", &equal, 0.9, 0.03),
             ("5% hot, keep 90%", &two_level, 0.9, 0.03),
