@@ -88,7 +88,11 @@ mod tests {
     fn merges_duplicates_across_runs_in_key_order() {
         let dir = tempfile::tempdir().unwrap();
         let mut runs = Vec::new();
-        for (id, keys) in [(1u64, vec![1u32, 3, 5, 7]), (2, vec![2, 3, 7, 8]), (3, vec![3])] {
+        for (id, keys) in [
+            (1u64, vec![1u32, 3, 5, 7]),
+            (2, vec![2, 3, 7, 8]),
+            (3, vec![3]),
+        ] {
             let path = dir.path().join(format!("{id}.ralt"));
             let mut w = RunWriter::create(&LocalFs, &path, id, 64).unwrap();
             for k in keys {
@@ -110,7 +114,10 @@ mod tests {
             ("k7", 2, 2),
             ("k8", 1, 2),
         ];
-        let want: Vec<_> = want.iter().map(|(k, c, t)| (k.to_string(), *c, *t)).collect();
+        let want: Vec<_> = want
+            .iter()
+            .map(|(k, c, t)| (k.to_string(), *c, *t))
+            .collect();
         assert_eq!(got, want);
     }
 

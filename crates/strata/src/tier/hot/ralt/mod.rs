@@ -401,9 +401,8 @@ impl Ralt {
         let candidate: u64 = w.runs.iter().map(|r| r.totals.candidate).sum();
         let physical: u64 = w.runs.iter().map(|r| r.size).sum();
         let epoch = self.decay.epoch(now);
-        let refresh = self.opts.auto_tune
-            && !w.runs.is_empty()
-            && epoch > self.refreshed_epoch.load(Relaxed);
+        let refresh =
+            self.opts.auto_tune && !w.runs.is_empty() && epoch > self.refreshed_epoch.load(Relaxed);
         if candidate > w.limits.hot_set || physical > w.limits.physical || refresh {
             self.rewrite_all(next_id, w, now)?;
             self.refreshed_epoch.store(epoch, Relaxed);
@@ -430,7 +429,14 @@ impl Ralt {
         let mut wr = RunWriter::create(&*self.storage, &path, id, self.opts.block_bytes)?;
         for r in records {
             let mut r = r?;
-            r.flags = classify(&r, now, &self.decay, w.threshold_tick, w.hot, self.opts.auto_tune);
+            r.flags = classify(
+                &r,
+                now,
+                &self.decay,
+                w.threshold_tick,
+                w.hot,
+                self.opts.auto_tune,
+            );
             wr.add(&r)?;
         }
         let run = wr.finish(&*self.storage)?;
@@ -480,7 +486,8 @@ impl Ralt {
             let mut hot_thr = Threshold::NONE;
             if hot_target.is_some() || phys_target.is_some() {
                 let seed = now ^ 0x5241_4c54;
-                let mut hs = Sampler::new(sample_positions(t.survivor_hotrap, THRESHOLD_SAMPLES, seed));
+                let mut hs =
+                    Sampler::new(sample_positions(t.survivor_hotrap, THRESHOLD_SAMPLES, seed));
                 let mut ps = Sampler::new(sample_positions(
                     t.survivor_record_bytes,
                     THRESHOLD_SAMPLES,
@@ -525,7 +532,6 @@ impl Ralt {
             }
         });
         let out = self.write_run(next_id, w, now, &mut it)?;
-        drop(it);
         w.runs = out.into_iter().collect();
         w.obsolete.extend(inputs);
         w.changed = true;
@@ -534,9 +540,10 @@ impl Ralt {
             self.counters.evictions.fetch_add(1, Relaxed);
             self.counters.evicted_records.fetch_add(dropped, Relaxed);
             if auto {
-                let (stable, hotrap, physical) = w.runs.first().map_or((0, 0, 0), |r| {
-                    (r.totals.hotrap, r.totals.hotrap, r.size)
-                });
+                let (stable, hotrap, physical) = w
+                    .runs
+                    .first()
+                    .map_or((0, 0, 0), |r| (r.totals.hotrap, r.totals.hotrap, r.size));
                 let p = TuningParams {
                     min_hot_set: self.opts.min_hot_set_limit,
                     max_hot_set: self.opts.max_hot_set_limit,

@@ -224,7 +224,10 @@ mod tests {
         ];
         for (s, t, now, want) in cases {
             let got = D.score_at(s, t, now);
-            assert!((got - want).abs() < 1e-12, "{s}@{t} at {now}: {got} != {want}");
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{s}@{t} at {now}: {got} != {want}"
+            );
         }
     }
 
@@ -253,8 +256,22 @@ mod tests {
             (rec(2, 1.0, 1, 0), rec(0, 1.0, 1, 0), 2, 1.25, 2, true),
             // counter capped; older counter decayed by one epoch first
             (rec(5, 8.0, 3, 1), rec(12, 1.0, 1, 0), 12, 1.0625, 3, true),
-            (rec(0, 8.0, 3, 1), rec(30, 2.0, 1, 0), 30, 2.0 + 8.0 / (1u64 << 30) as f64, 1, true),
-            (rec(0, 8.0, 1, 1), rec(10, 1.0, 1, 0), 10, 1.0 + 8.0 / 1024.0, 1, true),
+            (
+                rec(0, 8.0, 3, 1),
+                rec(30, 2.0, 1, 0),
+                30,
+                2.0 + 8.0 / (1u64 << 30) as f64,
+                1,
+                true,
+            ),
+            (
+                rec(0, 8.0, 1, 1),
+                rec(10, 1.0, 1, 0),
+                10,
+                1.0 + 8.0 / 1024.0,
+                1,
+                true,
+            ),
         ];
         for (i, (a, b, tick, score, counter, stable)) in cases.into_iter().enumerate() {
             let mut m = a.clone();
@@ -265,7 +282,11 @@ mod tests {
             assert_eq!(m.tagged_stable(), stable, "case {i}");
             let mut r = b.clone();
             r.merge(&a, &D);
-            assert_eq!((r.tick, r.counter), (m.tick, m.counter), "case {i} commutes");
+            assert_eq!(
+                (r.tick, r.counter),
+                (m.tick, m.counter),
+                "case {i} commutes"
+            );
             assert!((r.score - m.score).abs() < 1e-12, "case {i} commutes");
         }
     }
@@ -303,7 +324,9 @@ mod tests {
         let n = buf.len();
         let mut bad = buf.clone();
         bad[n - 1] = 0x80;
-        assert!(Record::decode(&mut Decoder::new(&bad)).unwrap_err().is_corruption());
+        assert!(Record::decode(&mut Decoder::new(&bad))
+            .unwrap_err()
+            .is_corruption());
         let mut bad = buf.clone();
         bad[n - 2] = MAX_COUNTER + 1;
         assert!(Record::decode(&mut Decoder::new(&bad)).is_err());

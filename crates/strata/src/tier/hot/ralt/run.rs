@@ -241,7 +241,8 @@ pub fn encode_block(payload: &[u8], count: u32) -> Vec<u8> {
 
 /// The whole length of the block starting at `buf[0]`, from its header (`None` if short).
 fn block_len(buf: &[u8]) -> Result<usize> {
-    let len = decode_fixed32(buf).ok_or_else(|| Error::corruption("RALT block: truncated header"))?;
+    let len =
+        decode_fixed32(buf).ok_or_else(|| Error::corruption("RALT block: truncated header"))?;
     if len > MAX_BLOCK_PAYLOAD {
         return Err(Error::corruption("RALT block: absurd length"));
     }
@@ -359,7 +360,11 @@ impl Run {
         let b = &self.blocks[i];
         let data = self.file.read_at(b.offset, b.len as usize)?;
         decode_block(&data).map_err(|e| {
-            Error::corruption(format!("{} at offset {}: {e}", self.path.display(), b.offset))
+            Error::corruption(format!(
+                "{} at offset {}: {e}",
+                self.path.display(),
+                b.offset
+            ))
         })
     }
 
@@ -472,7 +477,14 @@ mod tests {
         let mut keys = Vec::new();
         run.hot_keys_in_range(b"key000010", b"key000020", &mut keys)
             .unwrap();
-        assert_eq!(keys, vec![b"key000012".to_vec(), b"key000015".to_vec(), b"key000018".to_vec()]);
+        assert_eq!(
+            keys,
+            vec![
+                b"key000012".to_vec(),
+                b"key000015".to_vec(),
+                b"key000018".to_vec()
+            ]
+        );
         assert_eq!(run.hot_bytes_in_range(b"a", b"b"), 0);
         assert_eq!(run.hot_bytes_in_range(b"z", b"zz"), 0);
         assert_eq!(run.hot_bytes_in_range(b"a", b"z"), run.totals.hot);

@@ -84,6 +84,10 @@ mod tests {
         }
         let total: u64 = runs.iter().sum();
         assert_eq!(total, 100_000);
-        assert!(written <= total * 7, "write amplification {}", written / total);
+        assert!(
+            written <= total * 7,
+            "write amplification {}",
+            written / total
+        );
     }
 }

@@ -168,7 +168,13 @@ fn eviction_drops_about_ten_percent_and_keeps_the_highest_scores() {
     assert_eq!(survivors.len() as u64, after.records);
     let min_kept = survivors
         .iter()
-        .map(|k| std::str::from_utf8(&k[1..]).unwrap().parse::<u64>().unwrap() % 50)
+        .map(|k| {
+            std::str::from_utf8(&k[1..])
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+                % 50
+        })
         .min()
         .unwrap();
     assert!(min_kept >= 3, "a low-score key survived: {min_kept}");
@@ -206,7 +212,10 @@ fn auto_tune_skewed_converges_to_the_hot_data() {
     let s = r.stats();
     let hot_bytes = hot * HOTRAP;
     let lim = s.hot_set_limit as f64 / hot_bytes as f64;
-    assert!((0.9..=1.5).contains(&lim), "limit {lim:.2}× the hot data: {s:?}");
+    assert!(
+        (0.9..=1.5).contains(&lim),
+        "limit {lim:.2}× the hot data: {s:?}"
+    );
     let hot_hit = hot_share(&r, 0..hot);
     let cold_hit = hot_share(&r, hot..n);
     assert!(hot_hit > 0.9, "hot keys hot: {hot_hit}");
@@ -270,7 +279,10 @@ fn hot_bytes_in_range_agrees_with_brute_force() {
                 .map(|x| x.1)
                 .sum();
             let est = run.hot_bytes_in_range(&lo, &hi);
-            assert!(est >= e && est <= e + 2 * run.max_block_hot_bytes(), "{est} vs {e}");
+            assert!(
+                est >= e && est <= e + 2 * run.max_block_hot_bytes(),
+                "{est} vs {e}"
+            );
             exact += e;
             slack += 2 * run.max_block_hot_bytes();
         }
@@ -297,8 +309,18 @@ fn reopen_keeps_the_state() {
     let after = r.stats();
     assert_eq!(after.damaged_opens, 0);
     assert_eq!(
-        (after.physical_bytes, after.records, after.runs, after.hot_set_bytes),
-        (before.physical_bytes, before.records, before.runs, before.hot_set_bytes)
+        (
+            after.physical_bytes,
+            after.records,
+            after.runs,
+            after.hot_set_bytes
+        ),
+        (
+            before.physical_bytes,
+            before.records,
+            before.runs,
+            before.hot_set_bytes
+        )
     );
     assert_eq!(
         (after.hot_set_limit, after.physical_limit),
@@ -331,7 +353,9 @@ fn damaged_files_start_empty_without_error() {
         drop(r);
         let names = files(dir.path());
         let run = names.iter().find(|n| n.ends_with(RUN_SUFFIX)).unwrap();
-        let victim = dir.path().join(if target == "state" { STATE_FILE } else { run });
+        let victim = dir
+            .path()
+            .join(if target == "state" { STATE_FILE } else { run });
         if target == "missing run" {
             LocalFs.remove(&victim).unwrap();
         } else {
@@ -343,7 +367,11 @@ fn damaged_files_start_empty_without_error() {
         let r = Ralt::open(Arc::new(LocalFs), o.clone()).unwrap();
         let s = r.stats();
         assert_eq!((s.damaged_opens, s.records, s.runs), (1, 0, 0), "{target}");
-        assert!(files(dir.path()).is_empty(), "{target}: {:?}", files(dir.path()));
+        assert!(
+            files(dir.path()).is_empty(),
+            "{target}: {:?}",
+            files(dir.path())
+        );
         fill(&r); // usable afterwards
         assert_eq!(r.stats().records, 3_000);
         drop(r);
@@ -407,7 +435,10 @@ fn physical_size_stays_bounded_under_a_long_stream() {
             }
         }
         let s = r.stats();
-        assert!(s.evictions > 5 && max_seen <= limit, "auto {auto}: {s:?} max {max_seen}");
+        assert!(
+            s.evictions > 5 && max_seen <= limit,
+            "auto {auto}: {s:?} max {max_seen}"
+        );
         let on_disk: u64 = LocalFs
             .list(dir.path())
             .unwrap()

@@ -201,7 +201,8 @@ mod tests {
             .map(|i| (64, if i % 20 == 0 { 30.0 } else { 0.5 }))
             .collect();
         let sorted_by_score: Vec<(u64, f64)> = (0..n).map(|i| (100, i as f64)).collect();
-        let cases: [(&str, &Vec<(u64, f64)>, f64, f64); 7] = [
+        type Case<'a> = (&'a str, &'a Vec<(u64, f64)>, f64, f64);
+        let cases: [Case; 7] = [
             ("uniform 90%", &uniform, 0.9, 0.03),
             ("uniform 50%", &uniform, 0.5, 0.05),
             ("varying sizes 90%", &sized, 0.9, 0.03),
@@ -213,7 +214,10 @@ mod tests {
         for (name, recs, share, tol) in cases {
             let t = threshold_for(recs, share, 42);
             let got = kept_share(recs, t);
-            assert!((got - share).abs() <= tol, "{name}: kept {got:.3}, wanted {share} ({t:?})");
+            assert!(
+                (got - share).abs() <= tol,
+                "{name}: kept {got:.3}, wanted {share} ({t:?})"
+            );
         }
         // The kept records are the highest-scored ones.
         let t = threshold_for(&sorted_by_score, 0.9, 1);

@@ -95,11 +95,11 @@ mod tests {
     fn tune_table() {
         // (stable, hotrap, physical, want hot, want physical)
         let cases = [
-            (0, 0, 0, 100, 30),          // uniform: nothing stable → minimum, previous R (0.3)
-            (0, 1000, 100, 100, 20),     // R = 0.1 → 10, floored at 20
-            (400, 1000, 200, 450, 90),   // stable + D, R = 0.2
+            (0, 0, 0, 100, 30),        // uniform: nothing stable → minimum, previous R (0.3)
+            (0, 1000, 100, 100, 20),   // R = 0.1 → 10, floored at 20
+            (400, 1000, 200, 450, 90), // stable + D, R = 0.2
             (2000, 4000, 400, 1000, 100), // capped at the maximum
-            (60, 120, 120, 110, 110),    // R = 1
+            (60, 120, 120, 110, 110),  // R = 1
         ];
         for (stable, hotrap, phys, hot, physical) in cases {
             let got = tune(stable, hotrap, phys, PREV, &P);
