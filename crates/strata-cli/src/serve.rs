@@ -235,10 +235,7 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set("engine.capacity", args.capacity.as_ref().map(s))?;
     set("engine.fast-levels", args.fast_levels.map(i))?;
     set("engine.capacity-levels", args.capacity_levels.map(i))?;
-    set(
-        "engine.hotrap",
-        args.hotrap.map(Value::Boolean),
-    )?;
+    set("engine.hotrap", args.hotrap.map(Value::Boolean))?;
     set(
         "engine.persistent-cache",
         args.persistent_cache.as_ref().map(s),

@@ -411,7 +411,8 @@ impl EngineConfig {
         p("capacity-levels", self.capacity_levels.to_string());
         p(
             "fast-levels",
-            self.fast_levels.map_or("relative".into(), |k| k.to_string()),
+            self.fast_levels
+                .map_or("relative".into(), |k| k.to_string()),
         );
         p("hotrap", self.hotrap.to_string());
         p("fast-tier-budget", self.fast_tier_budget.to_string());

@@ -197,14 +197,24 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
     if let Tiering::HotRap = t {
         o.fast_levels = None;
         o.capacity_levels = 1 + rng.below(2) as usize;
+        o.max_bytes_for_level_base = 2048 + rng.below(4096);
+        // Half the runs use RALT itself (tiny buffer and limits), half a deterministic hot set:
+        // keys whose number ends in 0 or 5 are hot once read twice. Hot sets stay small
+        // beside the fast levels, so compactions into the capacity tier (and retention) run.
+        let real = rng.chance(50);
+        let mut ralt =
+            strata::tier::hot::ralt::RaltOptions::for_fast_tier(dir.join("unused"), 8 << 10);
+        ralt.buffer_bytes = 512 + rng.below(2048) as usize;
         o.hotrap = strata::tier::hot::HotRapOptions {
             enabled: true,
             promotion_cache_bytes: Some(256 + rng.below(2048) as usize),
             fast_tier_bytes: None,
-            // Keys whose number ends in 0-4 are hot once read twice.
-            tracker: Some(std::sync::Arc::new(common::OracleTracker::new(2, |k| {
-                k.last().is_some_and(|b| (b'0'..=b'4').contains(b))
-            }))),
+            ralt: Some(ralt),
+            tracker: (!real).then(|| {
+                std::sync::Arc::new(common::OracleTracker::new(2, |k| {
+                    k.last().is_some_and(|b| *b == b'0' || *b == b'5')
+                })) as std::sync::Arc<dyn strata::tier::hot::HotTracker>
+            }),
         };
     }
     o.persistent_cache = PersistentCacheOptions {
@@ -396,7 +406,9 @@ fn model_tiered_memory() {
 #[test]
 fn model_hotrap() {
     for seed in seeds(model_seeds(12) / 2) {
-        with_seed("model", seed, move || run_tiered(seed, 2000, Tiering::HotRap));
+        with_seed("model", seed, move || {
+            run_tiered(seed, 2000, Tiering::HotRap)
+        });
     }
 }
 

@@ -24,5 +24,5 @@ pub use filter::{CompactionFilter, FilterDecision};
 pub use job::{CompactionInput, CompactionJob, CompactionReason, HotRoute, PromotedRecord};
 pub use picker::{level_targets, pick_compaction, LevelTargets, Pick, PickerOptions};
 pub use policy::{CompactionPolicy, LeveledPolicy, PickerInput};
-pub use runner::{CompactionRunner, LocalRunner};
 pub use rate_limiter::RateLimiter;
+pub use runner::{CompactionRunner, LocalRunner};

@@ -314,7 +314,10 @@ fn pick_hot_aware(input: &PickerInput<'_>, level: usize) -> Option<Arc<TableFile
         if next.iter().any(|g| busy.contains(&g.id)) {
             continue;
         }
-        if oldest.as_ref().is_none_or(|o| f.largest_seq < o.largest_seq) {
+        if oldest
+            .as_ref()
+            .is_none_or(|o| f.largest_seq < o.largest_seq)
+        {
             oldest = Some(f.clone());
         }
         let benefit = f.size - hot_of(input, f);
@@ -392,7 +395,12 @@ mod tests {
         }
     }
 
-    fn pick(v: &Version, busy: &HashSet<u64>, pl: &Placement, hot: &HashMap<u64, u64>) -> Option<Pick> {
+    fn pick(
+        v: &Version,
+        busy: &HashSet<u64>,
+        pl: &Placement,
+        hot: &HashMap<u64, u64>,
+    ) -> Option<Pick> {
         let o = PickerOptions {
             max_base_level: pl.max_base_level(),
             ..opts()

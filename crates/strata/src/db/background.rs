@@ -325,7 +325,9 @@ fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup {
     };
     let taken = hot.cache.begin_compaction(
         &all,
-        fast_range.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())),
+        fast_range
+            .as_ref()
+            .map(|(a, b)| (a.as_slice(), b.as_slice())),
     );
     // Retention: the first input level keeps its hot records if it is a fast level below L0
     // and the fast tier has room. A manual compaction pushes everything down (it would
@@ -419,7 +421,10 @@ pub(crate) fn run_pick(
     let mut st = inner.state.lock();
     let mut manifest_failed = None;
     let installed = result.and_then(
-        |(outputs, r): (Vec<FileMeta>, Option<(compaction::CompactionResult, Option<usize>)>)| {
+        |(outputs, r): (
+            Vec<FileMeta>,
+            Option<(compaction::CompactionResult, Option<usize>)>,
+        )| {
             let mut edit = VersionEdit::default();
             for (l, fs) in &pick.inputs {
                 for f in fs {
@@ -465,7 +470,8 @@ pub(crate) fn run_pick(
                     let c = &hot.counters;
                     c.retained_records
                         .fetch_add(r.routed_records, Ordering::Relaxed);
-                    c.retained_bytes.fetch_add(r.routed_bytes, Ordering::Relaxed);
+                    c.retained_bytes
+                        .fetch_add(r.routed_bytes, Ordering::Relaxed);
                 }
             }
         }

@@ -49,15 +49,22 @@ pub(crate) fn open_hotrap(
     let tracker: Arc<dyn crate::tier::hot::HotTracker> = match &h.tracker {
         Some(t) => t.clone(),
         None => {
-            let _ = (dir, storage);
-            return Ok(None);
+            use crate::tier::hot::ralt::{Ralt, RaltOptions};
+            let ralt_dir = dir.join("ralt");
+            let ro = match &h.ralt {
+                Some(o) => RaltOptions {
+                    dir: ralt_dir,
+                    ..o.clone()
+                },
+                None => RaltOptions::for_fast_tier(ralt_dir, fast_tier_bytes(opts)),
+            };
+            Arc::new(Ralt::open(storage.clone(), ro)?)
         }
     };
     Ok(Some(Arc::new(HotRap::new(tracker, cache_bytes))))
 }
 
 /// The fast-tier size RALT's limits derive from.
-#[allow(dead_code)]
 pub(crate) fn fast_tier_bytes(opts: &crate::Options) -> u64 {
     opts.hotrap
         .fast_tier_bytes

@@ -10,7 +10,7 @@
 //! never on `db`.
 
 pub mod promotion;
-// pub mod ralt; (merged from the RALT branch)
+pub mod ralt;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,17 +38,31 @@ pub trait HotTracker: Send + Sync {
     fn stats(&self) -> TrackerStats;
 }
 
-/// What a tracker reports (RALT's sizes and limits).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct TrackerStats {
-    /// Bytes of the tracker's own files on the fast tier.
-    pub physical_bytes: u64,
-    /// Bytes (key + value) of the records it considers hot.
-    pub hot_set_bytes: u64,
-    pub hot_set_limit: u64,
-    pub physical_limit: u64,
-    pub accesses: u64,
-    pub evictions: u64,
+/// What a tracker reports: RALT's sizes, limits and counters.
+pub type TrackerStats = ralt::RaltStats;
+
+impl HotTracker for ralt::Ralt {
+    fn record_access(&self, key: &[u8], value_size: u32) {
+        ralt::Ralt::record_access(self, key, value_size)
+    }
+    fn is_hot(&self, key: &[u8]) -> bool {
+        ralt::Ralt::is_hot(self, key)
+    }
+    fn hot_bytes_in_range(&self, lo: &[u8], hi: &[u8]) -> u64 {
+        ralt::Ralt::hot_bytes_in_range(self, lo, hi)
+    }
+    fn hot_keys_in_range(&self, lo: &[u8], hi: &[u8]) -> Result<Vec<Vec<u8>>> {
+        ralt::Ralt::hot_keys_in_range(self, lo, hi)
+    }
+    fn needs_maintenance(&self) -> bool {
+        ralt::Ralt::needs_maintenance(self)
+    }
+    fn maintain(&self) -> Result<()> {
+        ralt::Ralt::maintain(self)
+    }
+    fn stats(&self) -> TrackerStats {
+        ralt::Ralt::stats(self)
+    }
 }
 
 /// HotRAP's switches (`Options::hotrap`).
@@ -62,6 +76,9 @@ pub struct HotRapOptions {
     /// The fast tier's size, from which RALT's limits derive. `None`: the fast-tier budget if
     /// set, else `Options::max_bytes_for_level_base`.
     pub fast_tier_bytes: Option<u64>,
+    /// RALT's options (`None`: derived from the fast-tier size with
+    /// [`ralt::RaltOptions::for_fast_tier`]); `dir` is always the database's `ralt/`.
+    pub ralt: Option<ralt::RaltOptions>,
     /// Replaces RALT (tests inject a known hot set this way).
     pub tracker: Option<Arc<dyn HotTracker>>,
 }
@@ -72,6 +89,7 @@ impl Default for HotRapOptions {
             enabled: true,
             promotion_cache_bytes: None,
             fast_tier_bytes: None,
+            ralt: None,
             tracker: None,
         }
     }
@@ -83,6 +101,7 @@ impl std::fmt::Debug for HotRapOptions {
             .field("enabled", &self.enabled)
             .field("promotion_cache_bytes", &self.promotion_cache_bytes)
             .field("fast_tier_bytes", &self.fast_tier_bytes)
+            .field("ralt", &self.ralt)
             .field("tracker", &self.tracker.as_ref().map(|_| "custom"))
             .finish()
     }

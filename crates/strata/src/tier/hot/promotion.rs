@@ -92,7 +92,11 @@ impl SealedPromotion {
 
     /// Whether `key` still holds exactly this version (no compaction took it out).
     pub fn still_holds(&self, key: &[u8], seq: SeqNo) -> bool {
-        self.map.read().entries.get(key).is_some_and(|r| r.seq == seq)
+        self.map
+            .read()
+            .entries
+            .get(key)
+            .is_some_and(|r| r.seq == seq)
     }
 
     pub fn bytes(&self) -> usize {
@@ -282,7 +286,11 @@ mod tests {
         let (o, s) = c.try_insert(b"k", 10, Bytes::from_static(b"v"), &[t.clone()]);
         assert_eq!((o, s.is_none()), (InsertOutcome::Inserted, true));
         assert_eq!(c.get(b"k", 10).as_deref(), Some(&b"v"[..]));
-        assert_eq!(c.get(b"k", 9), None, "an older snapshot must not see the copy");
+        assert_eq!(
+            c.get(b"k", 9),
+            None,
+            "an older snapshot must not see the copy"
+        );
         // An older copy never replaces a newer one.
         c.try_insert(b"k", 5, Bytes::from_static(b"old"), &[t]);
         assert_eq!(c.get(b"k", 100).as_deref(), Some(&b"v"[..]));
@@ -320,7 +328,10 @@ mod tests {
         }
         let s = sealed.expect("200 bytes fill after seven inserts");
         assert_eq!(c.sealed().len(), 1);
-        assert!(c.get(&[b'k', 0], 5).is_some(), "sealed entries are still read");
+        assert!(
+            c.get(&[b'k', 0], 5).is_some(),
+            "sealed entries are still read"
+        );
         let taken = c.begin_compaction(&[], Some((&[b'k', 0], &[b'k', 1])));
         assert_eq!(taken.len(), 2);
         assert!(!s.still_holds(&[b'k', 0], 1));

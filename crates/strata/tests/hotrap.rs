@@ -1,0 +1,134 @@
+//! HotRAP end to end: promotion by flush, retention and promotion by compaction, the §3.3 and
+//! §3.4 races, and a shifting hot set, on an in-memory capacity tier.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{key, OracleTracker};
+use strata::storage::object::CapacityOptions;
+use strata::tier::hot::{HotRapOptions, HotTracker};
+use strata::tier::Tier;
+use strata::{Db, Options};
+
+/// A 200-byte value that does not compress, naming its key and version.
+fn value(k: u64, version: u64) -> Vec<u8> {
+    let mut v = format!("value-{k}-{version}-").into_bytes();
+    let mut x = k.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ version;
+    while v.len() < 200 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.push(b'a' + (x % 26) as u8);
+    }
+    v
+}
+
+fn options(name: &str, tracker: Arc<dyn HotTracker>, cache_bytes: usize) -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        max_bytes_for_level_multiplier: 10.0,
+        target_file_size_base: 64 << 10,
+        level0_file_num_compaction_trigger: 2,
+        num_levels: 4,
+        capacity: Some(CapacityOptions::new(format!("memory://hotrap-{name}"))),
+        hotrap: HotRapOptions {
+            enabled: true,
+            promotion_cache_bytes: Some(cache_bytes),
+            tracker: Some(tracker),
+            ..Default::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn fast_keys(db: &Db) -> u64 {
+    db.live_tables()
+        .iter()
+        .filter(|(_, f)| f.tier == Tier::Fast)
+        .map(|(_, f)| f.num_entries)
+        .sum()
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    for _ in 0..400 {
+        if f() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn hot_reads_are_promoted_by_flush_and_then_served_from_the_fast_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    // Keys ending in 0 are hot once read.
+    let tracker = Arc::new(OracleTracker::new(1, |k| k.ends_with(b"0")));
+    let db = Db::open(dir.path(), options("flush", tracker, 16 << 10)).unwrap();
+    for k in 0..2000 {
+        db.put(key(k), value(k, 0)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(
+        fast_keys(&db),
+        0,
+        "a full compaction leaves everything on capacity"
+    );
+    for k in 0..2000 {
+        assert_eq!(db.get(key(k)).unwrap().unwrap(), value(k, 0));
+    }
+    wait_for("promotion by flush", || {
+        db.stats()
+            .hotrap
+            .is_some_and(|h| h.promoted_by_flush > 0 && h.sealed_cache_bytes == 0)
+    });
+    let h = db.stats().hotrap.unwrap();
+    assert!(h.cache_inserts >= 2000 - h.cache_aborts, "{h}");
+    // Read the hot keys again: they come from the fast tier (L0 tables or the cache).
+    let before = db.stats().hotrap.unwrap();
+    for k in (0..2000).step_by(10) {
+        assert_eq!(db.get(key(k)).unwrap().unwrap(), value(k, 0));
+    }
+    let after = db.stats().hotrap.unwrap();
+    let fast = after.reads_fast - before.reads_fast;
+    assert!(
+        fast >= 190,
+        "only {fast} of 200 hot reads were fast: {after}"
+    );
+    assert!(
+        fast_keys(&db) > 0,
+        "no hot key was written to the fast tier"
+    );
+    db.close().unwrap();
+}
+
+#[test]
+fn compactions_into_the_capacity_tier_retain_hot_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracker = Arc::new(OracleTracker::new(1, |k| k.ends_with(b"7")));
+    let db = Db::open(dir.path(), options("retain", tracker.clone(), 1 << 30)).unwrap();
+    // Mark every key ending in 7 hot before it is ever written.
+    for k in 0..6000u64 {
+        tracker.record_access(&key(k), 200);
+    }
+    for round in 0..3 {
+        for k in 0..6000 {
+            db.put(key(k), value(k, round)).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    }
+    let h = db.stats().hotrap.unwrap();
+    assert!(
+        h.retained_records > 0,
+        "nothing was retained: {h}\n{}",
+        db.stats()
+    );
+    // Every hot key's newest version is on the fast tier; reads agree with the writes.
+    for k in 0..6000 {
+        assert_eq!(db.get(key(k)).unwrap().unwrap(), value(k, 2), "key {k}");
+    }
+    db.close().unwrap();
+}
