@@ -283,7 +283,7 @@ mod tests {
     fn inserts_lookups_and_snapshots() {
         let c = PromotionCache::new(1 << 20);
         let t = table(1);
-        let (o, s) = c.try_insert(b"k", 10, Bytes::from_static(b"v"), &[t.clone()]);
+        let (o, s) = c.try_insert(b"k", 10, Bytes::from_static(b"v"), std::slice::from_ref(&t));
         assert_eq!((o, s.is_none()), (InsertOutcome::Inserted, true));
         assert_eq!(c.get(b"k", 10).as_deref(), Some(&b"v"[..]));
         assert_eq!(
@@ -301,7 +301,7 @@ mod tests {
         let c = PromotionCache::new(1 << 20);
         let (t1, t2) = (table(1), table(2));
         for k in [b"a", b"c", b"e", b"g"] {
-            c.try_insert(k, 1, Bytes::from_static(b"v"), &[t1.clone()]);
+            c.try_insert(k, 1, Bytes::from_static(b"v"), std::slice::from_ref(&t1));
         }
         let taken = c.begin_compaction(&[&t1], Some((b"b", b"e")));
         let keys: Vec<&[u8]> = taken.iter().map(|(k, _)| k.as_slice()).collect();
@@ -323,7 +323,12 @@ mod tests {
         let t = table(1);
         let mut sealed = None;
         for i in 0..10u8 {
-            let (_, s) = c.try_insert(&[b'k', i], 1, Bytes::from(vec![i; 20]), &[t.clone()]);
+            let (_, s) = c.try_insert(
+                &[b'k', i],
+                1,
+                Bytes::from(vec![i; 20]),
+                std::slice::from_ref(&t),
+            );
             sealed = sealed.or(s);
         }
         let s = sealed.expect("200 bytes fill after seven inserts");
