@@ -106,6 +106,7 @@ mod tests {
                     max_us: 30.0,
                 }],
                 settle_secs: None,
+                hotrap: Some(serde_json::json!({"fast_hit_rate": 0.95})),
                 tier: TierReport {
                     fast_hit_rate: Some(0.9),
                     block_cache_hit_rate: None,
@@ -170,6 +171,7 @@ mod tests {
             "latency",
             "settle_secs",
             "tier",
+            "hotrap",
             "cost",
             "stages",
             "timeseries",

@@ -361,6 +361,7 @@ mod tests {
             settle_secs: None,
             cost: cost(&t, 2.5, &Prices::default()),
             tier: t,
+            hotrap: None,
             stages: vec![],
             timeseries: vec![],
         }

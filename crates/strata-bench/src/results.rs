@@ -73,6 +73,10 @@ pub struct PhaseResult {
     /// Seconds spent flushing and waiting for compactions after a load phase.
     pub settle_secs: Option<f64>,
     pub tier: TierReport,
+    /// HotRAP's figures at the end of the phase (cumulative since the database was opened);
+    /// absent when HotRAP is off or the engine has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hotrap: Option<serde_json::Value>,
     pub cost: CostReport,
     /// Distribution stages of the run phase: (seconds into the phase, distribution).
     pub stages: Vec<(f64, String)>,

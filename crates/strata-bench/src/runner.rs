@@ -161,6 +161,7 @@ fn result(
         latency: seg.hists.summaries(),
         settle_secs,
         tier,
+        hotrap: ctx.engine.hotrap(),
         cost,
         stages: spec
             .schedule()

@@ -154,6 +154,12 @@ pub trait KvEngine: Send + Sync {
     fn counters(&self) -> EngineCounters;
     /// The engine's own statistics text, for the report.
     fn stats_text(&self) -> String;
+    /// HotRAP's figures (RALT sizes and limits, promotions per pathway, aborts, retained
+    /// bytes, fast-tier hit rate of point reads), cumulative since open; `None` for engines
+    /// without it or with it off.
+    fn hotrap(&self) -> Option<serde_json::Value> {
+        None
+    }
     /// The engine's effective settings, `(name, value)`, for the report and docs.
     fn settings(&self) -> Vec<(String, String)>;
     fn close(&self) -> anyhow::Result<()>;

@@ -169,6 +169,11 @@ impl KvEngine for StrataEngine {
         self.db.stats().to_string()
     }
 
+    fn hotrap(&self) -> Option<serde_json::Value> {
+        let h = self.db.stats().hotrap?;
+        serde_json::to_value(h).ok()
+    }
+
     fn settings(&self) -> Vec<(String, String)> {
         let o = self.db.options();
         let mut v = vec![
