@@ -34,6 +34,7 @@ pub fn counters_delta(before: &EngineCounters, after: &EngineCounters) -> Engine
         block_cache_misses: sub(after.block_cache_misses, before.block_cache_misses),
         fast_block_reads: sub(after.fast_block_reads, before.fast_block_reads),
         pcache_hits: sub(after.pcache_hits, before.pcache_hits),
+        promotion_hits: sub(after.promotion_hits, before.promotion_hits),
         pcache_misses: sub(after.pcache_misses, before.pcache_misses),
         capacity_gets: sub(after.capacity_gets, before.capacity_gets),
         capacity_get_bytes: sub(after.capacity_get_bytes, before.capacity_get_bytes),
@@ -51,7 +52,7 @@ pub fn counters_delta(before: &EngineCounters, after: &EngineCounters) -> Engine
 /// persistent cache) rather than by the capacity tier. Capacity reads are the persistent
 /// cache's misses when it saw any traffic, else the capacity-tier GETs.
 pub fn fast_hit_rate(d: &EngineCounters) -> Option<f64> {
-    let fast = d.fast_block_reads? + d.pcache_hits.unwrap_or(0);
+    let fast = d.fast_block_reads? + d.pcache_hits.unwrap_or(0) + d.promotion_hits.unwrap_or(0);
     let pcache_traffic = d.pcache_hits.unwrap_or(0) + d.pcache_misses.unwrap_or(0);
     let capacity = if pcache_traffic > 0 {
         d.pcache_misses.unwrap_or(0)
@@ -197,10 +198,11 @@ pub fn tier_lines(t: &TierReport, c: &CostReport) -> Vec<String> {
     let d = &t.delta;
     let pad = format!("{:<12} : ", "");
     let mut v = vec![format!(
-        "{pad}fast-tier hit rate {} (fast-tier blocks {}, persistent cache hits {}, capacity reads {}); block cache hit rate {}; persistent cache hit rate {}; write-amp {}",
+        "{pad}fast-tier hit rate {} (fast-tier blocks {}, persistent cache hits {}, promotion cache hits {}, capacity reads {}); block cache hit rate {}; persistent cache hit rate {}; write-amp {}",
         pct(t.fast_hit_rate),
         num(d.fast_block_reads),
         num(d.pcache_hits),
+        num(d.promotion_hits),
         num(if d.pcache_hits.unwrap_or(0) + d.pcache_misses.unwrap_or(0) > 0 {
             d.pcache_misses
         } else {

@@ -125,6 +125,10 @@ pub struct EngineCounters {
     pub fast_block_reads: Option<u64>,
     pub pcache_hits: Option<u64>,
     pub pcache_misses: Option<u64>,
+    /// Point reads answered by HotRAP's in-memory promotion cache (each saves the capacity
+    /// block read it would have needed).
+    #[serde(default)]
+    pub promotion_hits: Option<u64>,
     pub capacity_gets: Option<u64>,
     pub capacity_get_bytes: Option<u64>,
     pub capacity_puts: Option<u64>,

@@ -153,6 +153,7 @@ impl KvEngine for StrataEngine {
             fast_block_reads: Some(t.fast_reads),
             pcache_hits: Some(t.pcache_hits),
             pcache_misses: Some(t.pcache_misses),
+            promotion_hits: s.hotrap.map(|h| h.cache_hits),
             capacity_gets: Some(t.capacity_gets),
             capacity_get_bytes: Some(t.capacity_get_bytes),
             capacity_puts: Some(t.capacity_puts),
