@@ -218,19 +218,30 @@ fn reader(s: &Shared, r: u64) {
         };
         let his: Vec<usize> = (a..b).map(|i| s.history.high(i)).collect();
         let mut seen: Vec<Option<Vec<u8>>> = vec![None; (b - a) as usize];
+        // Keys `from..to` are the ones the scan covers: the whole range, or from a seek
+        // (forward) / up to a seek_for_prev (backward) inside it.
         let backward = rng.chance(40);
-        if backward {
-            it.seek_to_last();
-        } else {
-            it.seek_to_first();
+        let (mut from, mut to) = (a, b);
+        let mid = a + rng.below(b - a);
+        match (backward, rng.chance(30)) {
+            (false, false) => it.seek_to_first(),
+            (false, true) => {
+                from = mid;
+                it.seek(&keys::key(mid));
+            }
+            (true, false) => it.seek_to_last(),
+            (true, true) => {
+                to = mid + 1;
+                it.seek_for_prev(&keys::key(mid));
+            }
         }
         let mut last: Option<u64> = None;
         while it.valid() {
-            let Some(i) = keys::key_index(it.key()).filter(|i| (a..b).contains(i)) else {
+            let Some(i) = keys::key_index(it.key()).filter(|i| (from..to).contains(i)) else {
                 s.violation(Violation {
                     kind: ViolationKind::Phantom,
                     message: format!(
-                        "scan of keys {a}..{b} returned key {:?}",
+                        "scan of keys {from}..{to} returned key {:?}",
                         String::from_utf8_lossy(it.key())
                     ),
                 });
@@ -254,13 +265,13 @@ fn reader(s: &Shared, r: u64) {
             continue;
         }
         drop(it);
-        for i in a..b {
+        for i in from..to {
             let j = (i - a) as usize;
             s.check(i, los[j], his[j], seen[j].as_deref());
         }
         // With a snapshot, point gets later must agree with the scan exactly.
         if snapshot.is_some() {
-            for i in a..b {
+            for i in from..to {
                 if !rng.chance(30) {
                     continue;
                 }

@@ -26,7 +26,7 @@ fn mix(mut z: u64) -> u64 {
 /// The value of key `i` written with sequence `seq`: mostly short, one in ten up to ~4 KiB.
 pub fn value(i: u64, seq: u64) -> Vec<u8> {
     let h = mix(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ mix(seq));
-    let len = if h % 10 == 0 {
+    let len = if h.is_multiple_of(10) {
         100 + (h >> 8) % 3900
     } else {
         (h >> 8) % 100
