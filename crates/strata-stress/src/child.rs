@@ -101,12 +101,18 @@ pub fn child_main(dir: &Path, round: u64, seconds: Option<f64>) -> anyhow::Resul
         handles.push(std::thread::spawn(move || reader(&s, r)));
     }
     let deadline = seconds.map(|s| Instant::now() + Duration::from_secs_f64(s));
+    let mut last_stats = Instant::now();
     loop {
         std::thread::sleep(Duration::from_millis(20));
+        if last_stats.elapsed() >= Duration::from_millis(250) {
+            log_fault_stats(&shared);
+            last_stats = Instant::now();
+        }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
     }
+    log_fault_stats(&shared);
     shared.stop.store(true, Ordering::Release);
     for h in handles {
         let _ = h.join();
@@ -115,6 +121,19 @@ pub fn child_main(dir: &Path, round: u64, seconds: Option<f64>) -> anyhow::Resul
     shared.db.clone().close().context("closing the database")?;
     shared.log("C".into());
     Ok(())
+}
+
+/// `S errors timeouts`: faults the capacity-tier emulation injected so far (the parent keeps
+/// the last such line of a round, to show the faults were really exercised).
+fn log_fault_stats(s: &Shared) {
+    if let Some(em) = s.db.capacity_tier().and_then(|c| c.emulation().cloned()) {
+        let st = em.stats();
+        s.log(format!(
+            "S {} {}",
+            st.injected_errors.load(Ordering::Relaxed),
+            st.injected_timeouts.load(Ordering::Relaxed)
+        ));
+    }
 }
 
 fn writer(s: &Shared, t: u64, lo: u64, hi: u64) {

@@ -7,7 +7,7 @@
 //! `a..b`), `A t seq` (acknowledged), `E t seq msg` (the write failed: outcome unknown, the
 //! thread stops), `F lost|phantom msg` (a read during the run returned a value its history does
 //! not allow), `W msg` (another engine error: flush, compaction or read; reported, not fatal), `C`
-//! (closed cleanly). The intent line is written before the write is issued, so nothing can reach
+//! (closed cleanly), `S errors timeouts` (faults injected so far). The intent line is written before the write is issued, so nothing can reach
 //! the database that the log does not name; an acknowledgement may be cut off by the kill, which
 //! only leaves that batch in flight.
 //!
@@ -115,6 +115,9 @@ pub struct RoundLog {
     pub write_errors: Vec<String>,
     pub read_failures: Vec<(ViolationKind, String)>,
     pub warnings: Vec<String>,
+    /// Faults the capacity-tier emulation injected (as of the child's last `S` line).
+    pub injected_errors: u64,
+    pub injected_timeouts: u64,
 }
 
 /// Parses the event log; a last line without its newline (cut by the kill) is ignored.
@@ -153,6 +156,10 @@ pub fn parse_log(text: &str) -> anyhow::Result<RoundLog> {
                 log.read_failures.push((kind, line.to_string()));
             }
             Some("W") => log.warnings.push(line.to_string()),
+            Some("S") => {
+                log.injected_errors = f.next().context("S errors")?.parse()?;
+                log.injected_timeouts = f.next().context("S timeouts")?.parse()?;
+            }
             _ => bail!("bad event log line {line:?}"),
         }
     }

@@ -52,6 +52,10 @@ pub struct Summary {
     pub in_flight_dropped: u64,
     pub write_errors: u64,
     pub engine_warnings: u64,
+    pub injected_errors: u64,
+    pub injected_timeouts: u64,
+    /// Capacity-tier tables found live at the reopens (summed over rounds).
+    pub capacity_tables: u64,
 }
 
 impl Summary {
@@ -69,12 +73,15 @@ impl Summary {
 
     pub fn details(&self) -> String {
         format!(
-            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} write errors, {} other engine errors (flush/compaction/read, injected faults){}",
+            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
             self.seed,
             self.databases,
             self.acked_batches,
             self.in_flight_applied,
             self.in_flight_dropped,
+            self.capacity_tables,
+            self.injected_errors,
+            self.injected_timeouts,
             self.write_errors,
             self.engine_warnings,
             if self.failures > 0 { format!("; {} failed rounds", self.failures) } else { String::new() }
@@ -245,11 +252,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
         sum.write_errors += log.write_errors.len() as u64;
         sum.engine_warnings += log.warnings.len() as u64;
         sum.acked_batches += log.acked.len() as u64;
+        sum.injected_errors += log.injected_errors;
+        sum.injected_timeouts += log.injected_timeouts;
         for b in &log.acked {
             expected.apply_acked(round, b);
         }
         match Db::open(dir.join("db"), cfg.to_options(dir, false)) {
             Ok(db) => {
+                sum.capacity_tables += db
+                    .live_tables()
+                    .iter()
+                    .filter(|(_, f)| f.tier == strata::tier::Tier::Capacity)
+                    .count() as u64;
                 let v = verify(&db, round, &mut expected, &log.in_flight);
                 let closed = db.close();
                 match v {
