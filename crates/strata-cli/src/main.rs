@@ -9,6 +9,7 @@
 
 mod logging;
 mod serve;
+mod stress;
 
 use std::process::ExitCode;
 
@@ -34,6 +35,12 @@ enum Command {
     /// Benchmark Strata (and, with the `rocksdb`/`slatedb` features, its peers): db_bench and
     /// YCSB workloads with tier-aware reports, JSON, CSV and plots.
     Bench(strata_bench::BenchArgs),
+    /// Randomized crash stress test: a child runs a random workload under random options and
+    /// is SIGKILLed at random moments; every reopen is checked against acknowledged writes.
+    Stress(stress::StressArgs),
+    /// The child process of `strata stress` (internal).
+    #[command(hide = true)]
+    StressChild(stress::ChildArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +48,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => strata_bench::run(args),
+        Command::Stress(args) => return stress::run(args),
+        Command::StressChild(args) => stress::run_child(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

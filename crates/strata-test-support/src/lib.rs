@@ -1,6 +1,8 @@
 //! Test-only helpers shared by the test suites of every crate in the workspace: a small seeded
 //! PRNG and the seed convention (`STRATA_SEED=<n>` replays a run; otherwise a clock-derived seed
-//! is printed so a failure can be replayed). Used only as a dev-dependency; depends on nothing.
+//! is printed so a failure can be replayed). A dev-dependency of the test suites, and a normal
+//! dependency of `strata-stress` (the `strata stress` harness draws its choices from [`Rng`]);
+//! depends on nothing.
 
 /// SplitMix64: tiny, seedable, good enough for test workloads.
 pub struct Rng(u64);

@@ -1,0 +1,79 @@
+//! `strata stress`: the randomized SIGKILL stress harness of `crates/strata-stress`, and its
+//! hidden child subcommand `stress-child` (this same binary, re-invoked by the parent).
+//!
+//! Exit status 0 only when every round verified (nothing lost, no phantoms, no failed round);
+//! the last line printed is always `N rounds, K kills, L lost, P phantoms`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct StressArgs {
+    /// Working directory: the database (`db`), its capacity tier (`cap`), the child's event
+    /// log; failed rounds are copied to `failed-SEED-ROUND` inside it.
+    #[arg(long, default_value = "./strata-stress")]
+    pub dir: PathBuf,
+    /// Rounds (each one child process, killed or closed, then verified).
+    #[arg(long, default_value_t = 20)]
+    pub rounds: u64,
+    /// Longest life of a child in seconds (kills land at random moments within it).
+    #[arg(long, default_value_t = 3.0)]
+    pub seconds_per_round: f64,
+    /// Seed of every random choice (printed at start; pass it to replay a run).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ChildArgs {
+    #[arg(long)]
+    pub dir: PathBuf,
+    #[arg(long)]
+    pub round: u64,
+    /// Close cleanly after this many seconds (default: run until killed).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+}
+
+pub fn run(args: StressArgs) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("strata stress: cannot find this executable: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = strata_stress::run(strata_stress::RunArgs {
+        dir: args.dir,
+        rounds: args.rounds,
+        seconds_per_round: args.seconds_per_round,
+        seed: args.seed,
+        progress: !args.no_progress,
+        child_exe: exe,
+        child_args: vec!["stress-child".into()],
+    });
+    match result {
+        Ok(sum) => {
+            println!("{}", sum.details());
+            println!("{}", sum.line());
+            if sum.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("strata stress: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub fn run_child(args: ChildArgs) -> anyhow::Result<()> {
+    strata_stress::child_main(&args.dir, args.round, args.seconds)
+}

@@ -1,0 +1,299 @@
+//! The options a stress round runs with, drawn at random from every combination the engine
+//! supports today. [`draw_options`] is the one place that knows them: a feature that adds an
+//! engine switch (HotRAP on/off, remote compaction, extended WAL, split-forest compaction, ...)
+//! adds its field to [`StressConfig`], its draw to `draw_options` and its mapping to
+//! [`StressConfig::to_options`] — nothing else in the harness needs to change.
+//!
+//! Fields are split in two: *database* fields (key count, number of levels, capacity tier kind,
+//! persistent cache kind) are drawn when the harness starts a new database and kept for all of
+//! its rounds ([`StressConfig::keep_database`]); every other field is redrawn each round, so one
+//! database is reopened under many option sets.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use strata::cache::persistent::{PersistentCacheKind, PersistentCacheOptions};
+use strata::storage::object::{CapacityOptions, Emulation};
+use strata::{Compression, Options};
+use strata_test_support::Rng;
+
+/// Where levels below the fast ones go. `memory://` is not drawn: it lives only as long as the
+/// process, and every round kills its process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CapacityKind {
+    /// One tier: every table in the database directory.
+    None,
+    /// `file://DIR/cap`, with the round's emulation (latency, injected errors and timeouts).
+    File,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CacheKind {
+    None,
+    Lap,
+    Naive,
+}
+
+/// One round's configuration (database fields + round fields). Serialized as JSON for the child.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StressConfig {
+    // ---- database fields (kept for the database's lifetime) ----
+    /// Keys `0..num_keys`; writer threads own contiguous slices of them.
+    pub num_keys: u64,
+    pub num_levels: usize,
+    pub capacity: CapacityKind,
+    pub persistent_cache: CacheKind,
+
+    // ---- round fields ----
+    /// Seed of the child's workload threads.
+    pub workload_seed: u64,
+    pub writer_threads: u64,
+    pub reader_threads: u64,
+    /// Operations per write batch: 1..=max_batch_ops.
+    pub max_batch_ops: u64,
+    /// Per-mille of write-batch operations that are deletes / range deletes.
+    pub delete_permille: u64,
+    pub range_delete_permille: u64,
+    /// Per-mille of writer iterations that also call `flush` / `compact_range`.
+    pub flush_permille: u64,
+    pub compact_permille: u64,
+    /// Percent of writes made with `WriteOptions::sync`.
+    pub sync_percent: u64,
+    pub wal_sync_interval_ms: Option<u64>,
+    pub write_buffer_size: usize,
+    pub max_write_buffer_number: usize,
+    pub memtable_bloom_ratio: f64,
+    pub concurrent_memtable_writes: bool,
+    pub level0_file_num_compaction_trigger: usize,
+    pub level0_slowdown_writes_trigger: usize,
+    pub level0_stop_writes_trigger: usize,
+    pub max_bytes_for_level_base: u64,
+    pub max_bytes_for_level_multiplier: f64,
+    pub level_compaction_dynamic_level_bytes: bool,
+    pub target_file_size_base: u64,
+    pub block_size: usize,
+    pub block_restart_interval: usize,
+    pub max_open_files: usize,
+    pub compaction_rate_limit: u64,
+    pub bloom_bits_per_key: f64,
+    pub compression_per_level: Vec<Compression>,
+    pub block_cache_capacity: usize,
+    pub max_background_compactions: usize,
+    pub fast_levels: usize,
+    pub fast_tier_budget: Option<u64>,
+    /// Capacity-tier emulation (only with `CapacityKind::File`).
+    pub capacity_latency_ms: u64,
+    pub capacity_error_rate: f64,
+    pub capacity_timeout_rate: f64,
+    pub capacity_timeout_ms: u64,
+    pub persistent_cache_bytes: u64,
+}
+
+fn pick<T: Clone>(rng: &mut Rng, xs: &[T]) -> T {
+    xs[rng.below(xs.len() as u64) as usize].clone()
+}
+
+fn unit(rng: &mut Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Draws a complete configuration. New engine features add their switch here (and to
+/// [`StressConfig::to_options`]); e.g. the HotRAP engineer adds `hotrap: bool` after merging.
+pub fn draw_options(rng: &mut Rng) -> StressConfig {
+    let num_levels = 3 + rng.below(5) as usize; // 3..=7
+    let capacity = if rng.chance(60) {
+        CapacityKind::File
+    } else {
+        CapacityKind::None
+    };
+    let persistent_cache = match capacity {
+        CapacityKind::None => CacheKind::None,
+        CapacityKind::File => pick(rng, &[CacheKind::None, CacheKind::Lap, CacheKind::Naive]),
+    };
+    let compression_choices = [
+        Compression::None,
+        Compression::Lz4,
+        Compression::Zstd(1),
+        Compression::Zstd(3),
+    ];
+    let compression_per_level = (0..1 + rng.below(3))
+        .map(|_| pick(rng, &compression_choices))
+        .collect();
+    let faults = capacity == CapacityKind::File && rng.chance(50);
+    let level0 = 2 + rng.below(4) as usize;
+    StressConfig {
+        num_keys: pick(rng, &[200, 1000, 4000, 10_000]),
+        num_levels,
+        capacity,
+        persistent_cache,
+        workload_seed: rng.next_u64(),
+        writer_threads: 1 + rng.below(4),
+        reader_threads: 1 + rng.below(3),
+        max_batch_ops: pick(rng, &[1, 4, 16]),
+        delete_permille: pick(rng, &[0, 50, 150, 300]),
+        range_delete_permille: pick(rng, &[0, 5, 20, 60]),
+        flush_permille: pick(rng, &[0, 1, 5]),
+        compact_permille: pick(rng, &[0, 1, 3]),
+        sync_percent: pick(rng, &[0, 10, 50, 100]),
+        wal_sync_interval_ms: if rng.chance(30) {
+            Some(pick(rng, &[1, 20, 200]))
+        } else {
+            None
+        },
+        write_buffer_size: pick(rng, &[8 << 10, 32 << 10, 256 << 10, 4 << 20]),
+        max_write_buffer_number: 2 + rng.below(3) as usize,
+        memtable_bloom_ratio: pick(rng, &[0.0, 0.02, 0.1]),
+        concurrent_memtable_writes: rng.chance(50),
+        level0_file_num_compaction_trigger: level0,
+        // Low triggers make writes slow down and stop behind L0 compactions.
+        level0_slowdown_writes_trigger: level0 + pick(rng, &[2, 8, 20]),
+        level0_stop_writes_trigger: level0 + pick(rng, &[20, 40]),
+        max_bytes_for_level_base: pick(rng, &[32 << 10, 128 << 10, 1 << 20, 8 << 20]),
+        max_bytes_for_level_multiplier: pick(rng, &[2.0, 4.0, 10.0]),
+        level_compaction_dynamic_level_bytes: rng.chance(70),
+        target_file_size_base: pick(rng, &[8 << 10, 32 << 10, 256 << 10, 2 << 20]),
+        block_size: pick(rng, &[256, 1024, 4096, 16384]),
+        block_restart_interval: pick(rng, &[1, 4, 16]),
+        max_open_files: pick(rng, &[8, 64, 1000]),
+        compaction_rate_limit: pick(rng, &[0, 0, 0, 1 << 20]),
+        bloom_bits_per_key: pick(rng, &[0.0, 3.0, 10.0]),
+        compression_per_level,
+        block_cache_capacity: pick(rng, &[0, 64 << 10, 8 << 20]),
+        max_background_compactions: 1 + rng.below(3) as usize,
+        fast_levels: rng.below(num_levels as u64 - 1) as usize,
+        fast_tier_budget: if capacity == CapacityKind::File && rng.chance(25) {
+            Some(pick(rng, &[64 << 10, 512 << 10, 4 << 20]))
+        } else {
+            None
+        },
+        capacity_latency_ms: if capacity == CapacityKind::File {
+            pick(rng, &[0, 0, 1, 5])
+        } else {
+            0
+        },
+        capacity_error_rate: if faults {
+            pick(rng, &[0.01, 0.05, 0.1])
+        } else {
+            0.0
+        },
+        capacity_timeout_rate: if faults && rng.chance(50) {
+            0.01 + unit(rng) * 0.04
+        } else {
+            0.0
+        },
+        capacity_timeout_ms: pick(rng, &[5, 50]),
+        persistent_cache_bytes: pick(rng, &[256 << 10, 1 << 20, 8 << 20]),
+    }
+}
+
+impl StressConfig {
+    /// Keeps the database fields of `db` (the configuration the database was created with).
+    pub fn keep_database(&mut self, db: &StressConfig) {
+        self.num_keys = db.num_keys;
+        self.num_levels = db.num_levels;
+        self.capacity = db.capacity;
+        self.persistent_cache = db.persistent_cache;
+        if self.fast_levels >= self.num_levels {
+            self.fast_levels = self.num_levels - 1;
+        }
+        if self.capacity == CapacityKind::None {
+            self.fast_tier_budget = None;
+            self.capacity_latency_ms = 0;
+            self.capacity_error_rate = 0.0;
+            self.capacity_timeout_rate = 0.0;
+        }
+    }
+
+    /// Engine options for the database in `dir` (`dir/db`, capacity tier in `dir/cap`).
+    /// `faults: false` leaves out latency and injected errors (the parent's verification opens).
+    pub fn to_options(&self, dir: &Path, faults: bool) -> Options {
+        let mut o = Options {
+            write_buffer_size: self.write_buffer_size,
+            max_write_buffer_number: self.max_write_buffer_number,
+            memtable_bloom_ratio: self.memtable_bloom_ratio,
+            concurrent_memtable_writes: self.concurrent_memtable_writes,
+            level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger: self.level0_stop_writes_trigger,
+            num_levels: self.num_levels,
+            max_bytes_for_level_base: self.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
+            target_file_size_base: self.target_file_size_base,
+            block_size: self.block_size,
+            block_restart_interval: self.block_restart_interval,
+            max_open_files: self.max_open_files,
+            compaction_rate_limit: self.compaction_rate_limit,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression_per_level: self.compression_per_level.clone(),
+            block_cache_capacity: self.block_cache_capacity,
+            max_background_compactions: self.max_background_compactions,
+            wal_sync_interval: self.wal_sync_interval_ms.map(Duration::from_millis),
+            fast_levels: self.fast_levels,
+            ..Options::default()
+        };
+        if self.capacity == CapacityKind::File {
+            let mut c = CapacityOptions::new(format!("file://{}", dir.join("cap").display()));
+            let emulation = Emulation {
+                latency: Duration::from_millis(self.capacity_latency_ms),
+                error_rate: self.capacity_error_rate,
+                timeout_rate: self.capacity_timeout_rate,
+                timeout_delay: Duration::from_millis(self.capacity_timeout_ms),
+                seed: self.workload_seed | 1,
+                ..Default::default()
+            };
+            if faults
+                && emulation
+                    != (Emulation {
+                        seed: emulation.seed,
+                        ..Default::default()
+                    })
+            {
+                c.emulation = Some(emulation);
+            }
+            o.capacity = Some(c);
+            o.fast_tier_budget = self.fast_tier_budget;
+            let kind = match self.persistent_cache {
+                CacheKind::None => PersistentCacheKind::None,
+                CacheKind::Lap => PersistentCacheKind::Lap,
+                CacheKind::Naive => PersistentCacheKind::Naive,
+            };
+            if kind != PersistentCacheKind::None {
+                o.persistent_cache = PersistentCacheOptions {
+                    kind,
+                    capacity: self.persistent_cache_bytes,
+                    bucket_size: 256 << 10,
+                    unit_size: 256,
+                    file_size: 64 << 10,
+                };
+            }
+        }
+        o
+    }
+
+    /// One line for reports.
+    pub fn describe(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_draw_validates_and_round_trips() {
+        let mut rng = Rng::new(42);
+        let first = draw_options(&mut rng);
+        for _ in 0..2000 {
+            let mut c = draw_options(&mut rng);
+            for db in [&first, &c.clone()] {
+                c.keep_database(db);
+                c.to_options(Path::new("/tmp/x"), true).validate().unwrap();
+                let back: StressConfig = serde_json::from_str(&c.describe()).unwrap();
+                assert_eq!(back, c);
+            }
+        }
+    }
+}

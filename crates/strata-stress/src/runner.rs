@@ -1,0 +1,332 @@
+//! The parent: rounds, kills, verification, progress and the summary.
+//!
+//! A database lives for a random number of rounds (5..=44), then a fresh one is started with new
+//! database fields. Each round: draw the options, write `config.json` and `state`, start the
+//! child, SIGKILL it at a random moment (one round in ten early, while it opens and recovers;
+//! one in ten is not killed but told to close cleanly), read its event log, reopen the database
+//! in this process and [`verify`] it, close it. The first round that finds anything wrong stops
+//! the run: the seed, the options and the first wrong key with its history are printed and the
+//! directory is copied to `DIR/failed-SEED-ROUND`.
+//!
+//! Reproducibility: every choice of the parent (options, kill moments, clean rounds) and of the
+//! child's threads (operations, keys) derives from the seed; thread interleavings and so what a
+//! kill cuts off do not.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use strata::Db;
+use strata_test_support::Rng;
+
+use crate::config::{draw_options, StressConfig};
+use crate::history::ViolationKind;
+use crate::oracle::{parse_log, verify, Expected};
+
+pub struct RunArgs {
+    pub dir: PathBuf,
+    pub rounds: u64,
+    pub seconds_per_round: f64,
+    pub seed: Option<u64>,
+    pub progress: bool,
+    /// How to start a child: this program and the arguments before `--dir ...` (e.g. the
+    /// `strata` binary and `["stress-child"]`).
+    pub child_exe: PathBuf,
+    pub child_args: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub seed: u64,
+    pub rounds: u64,
+    pub kills: u64,
+    pub lost: u64,
+    pub phantoms: u64,
+    /// A round failed for another reason (child crashed or hung, reopen failed).
+    pub failures: u64,
+    pub databases: u64,
+    pub acked_batches: u64,
+    pub in_flight_applied: u64,
+    pub in_flight_dropped: u64,
+    pub write_errors: u64,
+    pub engine_warnings: u64,
+    pub injected_errors: u64,
+    pub injected_timeouts: u64,
+    /// Capacity-tier tables found live at the reopens (summed over rounds).
+    pub capacity_tables: u64,
+}
+
+impl Summary {
+    /// The last line `strata stress` prints.
+    pub fn line(&self) -> String {
+        format!(
+            "{} rounds, {} kills, {} lost, {} phantoms",
+            self.rounds, self.kills, self.lost, self.phantoms
+        )
+    }
+
+    pub fn ok(&self) -> bool {
+        self.lost == 0 && self.phantoms == 0 && self.failures == 0
+    }
+
+    pub fn details(&self) -> String {
+        format!(
+            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
+            self.seed,
+            self.databases,
+            self.acked_batches,
+            self.in_flight_applied,
+            self.in_flight_dropped,
+            self.capacity_tables,
+            self.injected_errors,
+            self.injected_timeouts,
+            self.write_errors,
+            self.engine_warnings,
+            if self.failures > 0 { format!("; {} failed rounds", self.failures) } else { String::new() }
+        )
+    }
+}
+
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+}
+
+fn remove(path: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(_) => Ok(()),
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    if from.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for e in std::fs::read_dir(from)? {
+            let e = e?;
+            copy_tree(&e.path(), &to.join(e.file_name()))?;
+        }
+    } else if from.exists() {
+        std::fs::copy(from, to)?;
+    }
+    Ok(())
+}
+
+/// How the child ended.
+enum Ending {
+    Killed,
+    Exited(ExitStatus),
+    Hung,
+}
+
+fn wait_or_kill(child: &mut Child, kill_after: Option<Duration>, limit: Duration) -> Ending {
+    let start = Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Ending::Exited(status);
+        }
+        let elapsed = start.elapsed();
+        if kill_after.is_some_and(|k| elapsed >= k) || elapsed >= limit {
+            let _ = child.kill(); // SIGKILL
+            let _ = child.wait();
+            return if kill_after.is_some() {
+                Ending::Killed
+            } else {
+                Ending::Hung
+            };
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs the stress test; the caller prints [`Summary::line`] last and exits 0 only if `ok()`.
+pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
+    let seed = args.seed.unwrap_or_else(clock_seed);
+    let dir = &args.dir;
+    std::fs::create_dir_all(dir)?;
+    let dir = &dir.canonicalize()?;
+    println!(
+        "strata stress: seed {seed} (replay with --seed {seed}), {} rounds of {} s in {}",
+        args.rounds,
+        args.seconds_per_round,
+        dir.display()
+    );
+    let bar = if args.progress {
+        let b = ProgressBar::new(args.rounds);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} rounds [{elapsed_precise} < {eta_precise}] {msg}",
+        ) {
+            b.set_style(style);
+        }
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut rng = Rng::new(seed);
+    let mut sum = Summary {
+        seed,
+        ..Default::default()
+    };
+    let round_ms = (args.seconds_per_round * 1000.0).max(100.0) as u64;
+    let mut db_cfg: Option<StressConfig> = None;
+    let mut expected = Expected::new(0);
+    let mut db_rounds_left = 0u64;
+    for round in 0..args.rounds {
+        if db_rounds_left == 0 {
+            for p in ["db", "cap", "state", "events.log", "config.json"] {
+                remove(&dir.join(p))?;
+            }
+            db_cfg = None;
+            db_rounds_left = 5 + rng.below(40);
+            sum.databases += 1;
+        }
+        db_rounds_left -= 1;
+        let mut cfg = draw_options(&mut rng);
+        match &db_cfg {
+            Some(d) => cfg.keep_database(d),
+            None => {
+                expected = Expected::new(cfg.num_keys);
+                db_cfg = Some(cfg.clone());
+            }
+        }
+        let clean = rng.chance(10);
+        let kill_after = if clean {
+            None
+        } else if rng.chance(10) {
+            Some(Duration::from_millis(rng.below(300)))
+        } else {
+            Some(Duration::from_millis(
+                300.min(round_ms / 2) + rng.below(round_ms - 300.min(round_ms / 2)),
+            ))
+        };
+        std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&cfg)?)?;
+        expected.save(&dir.join("state"))?;
+        remove(&dir.join("events.log"))?;
+        let stderr = std::fs::File::create(dir.join("child.stderr"))?;
+        let mut cmd = Command::new(&args.child_exe);
+        cmd.args(&args.child_args)
+            .arg("--dir")
+            .arg(dir)
+            .arg("--round")
+            .arg(round.to_string());
+        if clean {
+            cmd.arg("--seconds").arg(args.seconds_per_round.to_string());
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .with_context(|| format!("starting {}", args.child_exe.display()))?;
+        let limit = Duration::from_millis(round_ms) + Duration::from_secs(120);
+        let ending = wait_or_kill(&mut child, kill_after, limit);
+
+        let text = std::fs::read_to_string(dir.join("events.log")).unwrap_or_default();
+        let log = parse_log(&text).context("parsing the child's event log")?;
+        let mut problems: Vec<String> = Vec::new();
+        match ending {
+            Ending::Killed => sum.kills += 1,
+            Ending::Exited(status) => {
+                let fine = clean && status.success() && log.closed;
+                if !fine && log.read_failures.is_empty() {
+                    problems.push(format!("the child exited on its own with {status}"));
+                }
+            }
+            Ending::Hung => problems.push(format!(
+                "the child did not finish within {} s",
+                limit.as_secs()
+            )),
+        }
+        for (kind, line) in &log.read_failures {
+            match kind {
+                ViolationKind::Lost => sum.lost += 1,
+                ViolationKind::Phantom => sum.phantoms += 1,
+            }
+            problems.push(format!("a read during the run was wrong: {line}"));
+        }
+        sum.write_errors += log.write_errors.len() as u64;
+        sum.engine_warnings += log.warnings.len() as u64;
+        sum.acked_batches += log.acked.len() as u64;
+        sum.injected_errors += log.injected_errors;
+        sum.injected_timeouts += log.injected_timeouts;
+        for b in &log.acked {
+            expected.apply_acked(round, b);
+        }
+        match Db::open(dir.join("db"), cfg.to_options(dir, false)) {
+            Ok(db) => {
+                sum.capacity_tables += db
+                    .live_tables()
+                    .iter()
+                    .filter(|(_, f)| f.tier == strata::tier::Tier::Capacity)
+                    .count() as u64;
+                let v = verify(&db, round, &mut expected, &log.in_flight);
+                let closed = db.close();
+                match v {
+                    Ok(v) => {
+                        sum.lost += v.lost;
+                        sum.phantoms += v.phantoms;
+                        sum.in_flight_applied += v.in_flight_applied;
+                        sum.in_flight_dropped += v.in_flight_dropped;
+                        if let Some(first) = v.first {
+                            problems.push(format!(
+                                "after the kill: {} lost, {} phantoms; first wrong key: {first}",
+                                v.lost, v.phantoms
+                            ));
+                        }
+                    }
+                    Err(e) => problems.push(format!("reading the reopened database failed: {e:#}")),
+                }
+                if let Err(e) = closed {
+                    problems.push(format!("closing the reopened database failed: {e}"));
+                }
+            }
+            Err(e) => problems.push(format!("reopening the database failed: {e}")),
+        }
+        sum.rounds += 1;
+        bar.inc(1);
+        bar.set_message(format!(
+            "{} kills, {} lost, {} phantoms",
+            sum.kills, sum.lost, sum.phantoms
+        ));
+        if !problems.is_empty() {
+            sum.failures += 1;
+            bar.abandon();
+            let keep = dir.join(format!("failed-{seed}-{round}"));
+            let _ = remove(&keep);
+            for p in [
+                "db",
+                "cap",
+                "state",
+                "events.log",
+                "config.json",
+                "child.stderr",
+            ] {
+                let _ = copy_tree(&dir.join(p), &keep.join(p));
+            }
+            let child_err = std::fs::read_to_string(dir.join("child.stderr")).unwrap_or_default();
+            let tail: Vec<&str> = child_err.lines().rev().take(20).collect();
+            eprintln!(
+                "strata stress: FAILED in round {round} (seed {seed}, replay with --seed {seed})"
+            );
+            for p in &problems {
+                eprintln!("  {p}");
+            }
+            eprintln!("  options: {}", cfg.describe());
+            if !tail.is_empty() {
+                eprintln!("  child stderr (last lines):");
+                for l in tail.iter().rev() {
+                    eprintln!("    {l}");
+                }
+            }
+            eprintln!("  database copy kept in {}", keep.display());
+            return Ok(sum);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(sum)
+}
