@@ -284,6 +284,7 @@ mod tests {
             fast_block_reads: Some(6 * scale),
             pcache_hits: Some(2 * scale),
             pcache_misses: Some(2 * scale),
+            promotion_hits: None,
             capacity_gets: Some(3 * scale),
             capacity_get_bytes: Some(3000 * scale),
             capacity_puts: Some(scale),

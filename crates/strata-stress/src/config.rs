@@ -15,6 +15,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use strata::cache::persistent::{PersistentCacheKind, PersistentCacheOptions};
 use strata::storage::object::{CapacityOptions, Emulation};
+use strata::tier::hot::ralt::RaltOptions;
+use strata::tier::hot::HotRapOptions;
 use strata::{Compression, Options};
 use strata_test_support::Rng;
 
@@ -80,8 +82,16 @@ pub struct StressConfig {
     pub compression_per_level: Vec<Compression>,
     pub block_cache_capacity: usize,
     pub max_background_compactions: usize,
-    pub fast_levels: usize,
+    /// Absolute placement (levels `0..=k` fast) or, `None`, relative to the bottom with
+    /// `capacity_levels`.
+    pub fast_levels: Option<usize>,
+    pub capacity_levels: usize,
     pub fast_tier_budget: Option<u64>,
+    /// HotRAP (promotion cache, retention, promotion by compaction and by flush), with a
+    /// small RALT buffer and promotion cache so every pathway runs within a round.
+    pub hotrap: bool,
+    pub ralt_buffer_bytes: usize,
+    pub promotion_cache_bytes: usize,
     /// Capacity-tier emulation (only with `CapacityKind::File`).
     pub capacity_latency_ms: u64,
     pub capacity_error_rate: f64,
@@ -161,7 +171,13 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         compression_per_level,
         block_cache_capacity: pick(rng, &[0, 64 << 10, 8 << 20]),
         max_background_compactions: 1 + rng.below(3) as usize,
-        fast_levels: rng.below(num_levels as u64 - 1) as usize,
+        fast_levels: rng
+            .chance(30)
+            .then(|| rng.below(num_levels as u64 - 1) as usize),
+        capacity_levels: 1 + rng.below(2) as usize,
+        hotrap: rng.chance(70),
+        ralt_buffer_bytes: pick(rng, &[4 << 10, 64 << 10, 1 << 20]),
+        promotion_cache_bytes: pick(rng, &[4 << 10, 64 << 10, 1 << 20]),
         fast_tier_budget: if capacity == CapacityKind::File && rng.chance(25) {
             Some(pick(rng, &[64 << 10, 512 << 10, 4 << 20]))
         } else {
@@ -194,9 +210,10 @@ impl StressConfig {
         self.num_levels = db.num_levels;
         self.capacity = db.capacity;
         self.persistent_cache = db.persistent_cache;
-        if self.fast_levels >= self.num_levels {
-            self.fast_levels = self.num_levels - 1;
+        if let Some(k) = self.fast_levels {
+            self.fast_levels = Some(k.min(self.num_levels - 1));
         }
+        self.capacity_levels = self.capacity_levels.min(self.num_levels - 1);
         if self.capacity == CapacityKind::None {
             self.fast_tier_budget = None;
             self.capacity_latency_ms = 0;
@@ -231,7 +248,17 @@ impl StressConfig {
             max_background_compactions: self.max_background_compactions,
             wal_sync_interval: self.wal_sync_interval_ms.map(Duration::from_millis),
             fast_levels: self.fast_levels,
+            capacity_levels: self.capacity_levels,
             ..Options::default()
+        };
+        let mut ralt =
+            RaltOptions::for_fast_tier(dir.join("unused"), 4 * self.max_bytes_for_level_base);
+        ralt.buffer_bytes = self.ralt_buffer_bytes;
+        o.hotrap = HotRapOptions {
+            enabled: self.hotrap,
+            promotion_cache_bytes: Some(self.promotion_cache_bytes),
+            ralt: Some(ralt),
+            ..Default::default()
         };
         if self.capacity == CapacityKind::File {
             let mut c = CapacityOptions::new(format!("file://{}", dir.join("cap").display()));
