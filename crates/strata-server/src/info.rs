@@ -271,6 +271,26 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
     s.kv("data_cache_hit_rate", format!("{:.4}", t.pcache_hit_rate));
     s.kv("data_cache_usage", t.pcache_usage);
     s.kv("data_cache_capacity", t.pcache_capacity);
+    s.kv("hotrap_enabled", u8::from(st.hotrap.is_some()));
+    if let Some(h) = &st.hotrap {
+        let r = &h.tracker;
+        s.kv("hotrap_fast_hit_rate", format!("{:.4}", h.fast_hit_rate));
+        s.kv("hotrap_reads_fast", h.reads_fast);
+        s.kv("hotrap_reads_capacity", h.reads_capacity);
+        s.kv("hotrap_ralt_physical_bytes", r.physical_bytes);
+        s.kv("hotrap_ralt_physical_limit", r.physical_limit);
+        s.kv("hotrap_hot_set_bytes", r.hot_set_bytes);
+        s.kv("hotrap_hot_set_limit", r.hot_set_limit);
+        s.kv("hotrap_promotion_cache_bytes", h.promotion_cache_bytes);
+        s.kv("hotrap_promotion_cache_sealed_bytes", h.sealed_cache_bytes);
+        s.kv("hotrap_cache_inserts", h.cache_inserts);
+        s.kv("hotrap_cache_aborts", h.cache_aborts);
+        s.kv("hotrap_cache_hits", h.cache_hits);
+        s.kv("hotrap_retained_records", h.retained_records);
+        s.kv("hotrap_retained_bytes", h.retained_bytes);
+        s.kv("hotrap_promoted_by_compaction", h.promoted_by_compaction);
+        s.kv("hotrap_promoted_by_flush", h.promoted_by_flush);
+    }
     s.kv("user_bytes_written", st.user_bytes_written);
     s.kv("keys_written", st.keys_written);
     s.kv("write_amp", format!("{:.2}", st.write_amp));
