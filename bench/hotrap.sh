@@ -4,7 +4,7 @@
 #
 #   bash bench/hotrap.sh [--num N] [--threads T] [--secs S] [--repeats R]
 #                        [--workloads ro,rw,wh,uh] [--dists hotspot-5%,zipfian,uniform]
-#                        [--dynamic] [--out DIR]
+#                        [--configs on,off,fast] [--warmup S] [--dynamic] [--out DIR]
 #
 # Every run: 1 KiB incompressible values (so bytes on disk are bytes of data), 16-byte keys in
 # hashed order, the capacity tier on file:// emulated at --latency-ms (5) per request, the
@@ -13,7 +13,9 @@
 # direct I/O) and 8 MiB memtables, 8 MiB tables, no persistent block cache (HotRAP's setup:
 # promotion is the only way back to the fast tier). Each configuration loads once into a
 # golden copy; every run starts from it. Runs are interleaved (on off fast, on off fast, ...)
-# and repeated --repeats times: quote the median and the range.
+# and repeated --repeats times: quote the median and the range. --warmup runs the workload
+# unmeasured first (HotRAP needs each hot record read from the capacity tier before it can
+# promote it: about hot records × capacity latency / threads).
 #
 # Output: DIR/<workload>-<dist>-<config>-<repeat>.{json,txt}, DIR/summary.md (also printed).
 set -euo pipefail
@@ -27,6 +29,8 @@ WORKLOADS=ro
 DISTS="hotspot-5%,uniform"
 LATENCY=5
 DYNAMIC=0
+CONFIGS=on,off,fast
+WARMUP=0
 OUT=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,6 +42,8 @@ while [ $# -gt 0 ]; do
     --dists) DISTS="$2"; shift 2 ;;
     --latency-ms) LATENCY="$2"; shift 2 ;;
     --dynamic) DYNAMIC=1; shift ;;
+    --configs) CONFIGS="$2"; shift 2 ;;
+    --warmup) WARMUP="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -73,18 +79,19 @@ run() { # workload dist config repeat
   if [ "$d" = dynamic ]; then sched=(--hotspot-schedule hotrap); fi
   echo "== $name ($(head -1 /proc/pressure/cpu))" >&2
   "$BIN" --workload "$w" "${common[@]}" "${flags[@]}" "${sched[@]}" --db "$db" \
-    --golden "$WORK/golden-$c" --duration "$SECS" \
+    --golden "$WORK/golden-$c" --duration "$SECS" --warmup "$WARMUP" \
     --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1
   rm -rf "$WORK/$c"
 }
 
 IFS=, read -ra WS <<<"$WORKLOADS"
 IFS=, read -ra DS <<<"$DISTS"
+IFS=, read -ra CS <<<"$CONFIGS"
 if [ "$DYNAMIC" = 1 ]; then DS=(dynamic); fi
 for w in "${WS[@]}"; do
   for d in "${DS[@]}"; do
     for r in $(seq 1 "$REPEATS"); do
-      for c in on off fast; do
+      for c in "${CS[@]}"; do
         run "$w" "$d" "$c" "$r"
       done
     done

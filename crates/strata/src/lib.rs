@@ -4,7 +4,8 @@
 //! [`Db`] on a directory and use `put`, `get`, `delete`, `delete_range`, atomic
 //! [`WriteBatch`]es, [`Snapshot`]s and bidirectional [`DbIterator`]s.
 //!
-//! Module map (see the team's design document, `DESIGN.md`, and `docs/`): `wal` (log format), `memtable`, `sst` (table format), `cache`
+//! Module map (see the team's design document, `shared/DESIGN.md` beside this repository, and
+//! `docs/`): `wal` (log format), `memtable`, `sst` (table format), `cache`
 //! (block and table caches), `version` (levels, sorted runs, manifest), `compaction` (pickers,
 //! job description, executor), `iter` (merging and user iterators), `storage` (all file I/O,
 //! fault injection), `db` (the handle, write and read paths, background work).

@@ -46,12 +46,6 @@ pub struct EngineStats {
     pub tier: std::sync::Arc<TierStats>,
 }
 
-impl EngineStats {
-    pub fn add(c: &AtomicU64, n: u64) {
-        c.fetch_add(n, Relaxed);
-    }
-}
-
 /// Figures for one level in a [`DbStats`] snapshot.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LevelStats {

@@ -61,6 +61,11 @@ pub fn run_compaction(job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<Co
     let scratch_reaper: Arc<Reaper> = Arc::default();
     for input in &job.inputs {
         for f in &input.files {
+            // Deeper levels are read through one run iterator: a table is opened here only
+            // for its range tombstones.
+            if input.level > 0 && f.num_range_deletions == 0 {
+                continue;
+            }
             let t = env.tables.get(f)?;
             tombstones.extend_from_slice(t.range_tombstones());
             if input.level == 0 {
@@ -138,7 +143,25 @@ struct Outputs<'a, 'b> {
     created: Vec<u64>,
 }
 
-impl Outputs<'_, '_> {
+impl<'a, 'b> Outputs<'a, 'b> {
+    fn new(
+        env: &'a CompactionEnv<'b>,
+        tier: Tier,
+        opts: &'a TableBuilderOptions,
+        tombstones: Vec<RangeTombstone>,
+    ) -> Self {
+        Outputs {
+            env,
+            tier,
+            opts,
+            tombstones,
+            current: None,
+            lo: None,
+            done: Vec::new(),
+            created: Vec::new(),
+        }
+    }
+
     fn open(&mut self) -> Result<&mut TableBuilder> {
         if self.current.is_none() {
             let id = self.env.file_numbers.fetch_add(1, Ordering::SeqCst);
@@ -301,27 +324,9 @@ pub fn write_tables_routed(
         .filter(|t| !t.is_empty())
         .filter(|t| !(bottommost && stripe(snapshots, t.seq) == 0))
         .collect();
-    let mut out = Outputs {
-        env,
-        tier: env.output_tier,
-        opts: table,
-        tombstones: kept,
-        current: None,
-        lo: None,
-        done: Vec::new(),
-        created: Vec::new(),
-    };
+    let mut out = Outputs::new(env, env.output_tier, table, kept);
     // The fast stream holds no range tombstones (keys a tombstone covers are never routed).
-    let mut fast = Outputs {
-        env,
-        tier: Tier::Fast,
-        opts: table,
-        tombstones: Vec::new(),
-        current: None,
-        lo: None,
-        done: Vec::new(),
-        created: Vec::new(),
-    };
+    let mut fast = Outputs::new(env, Tier::Fast, table, Vec::new());
     let r = (|| -> Result<CompactionResult> {
         let mut res = CompactionResult::default();
         let mut cur_key: Vec<u8> = Vec::new();

@@ -95,6 +95,28 @@ pub(crate) fn table_options(o: &crate::Options, level: usize) -> TableBuilderOpt
     }
 }
 
+/// Writes a memtable's entries into one fast-tier table for L0 (not installed): memtable
+/// flushes, WAL replay at open, and promotion by flush all write L0 this way.
+pub(crate) fn write_l0(
+    mem: &Arc<crate::memtable::MemTable>,
+    snapshots: &[crate::types::SeqNo],
+    opts: &crate::Options,
+    env: &CompactionEnv<'_>,
+) -> Result<compaction::CompactionResult> {
+    let mut it = mem.iter();
+    it.seek_to_first();
+    write_tables(
+        &mut it,
+        mem.range_tombstones(),
+        snapshots,
+        false,
+        u64::MAX,
+        &table_options(opts, 0),
+        None,
+        env,
+    )
+}
+
 pub(crate) fn env(
     inner: &DbInner,
     file_numbers: Arc<std::sync::atomic::AtomicU64>,
@@ -206,16 +228,10 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
     drop(st);
     let start = Instant::now();
     let snapshots = inner.snapshots.sequences();
-    let mut it = mem.iter();
-    it.seek_to_first();
-    let res = write_tables(
-        &mut it,
-        mem.range_tombstones(),
+    let res = write_l0(
+        &mem,
         &snapshots,
-        false,
-        u64::MAX,
-        &table_options(&inner.opts, 0),
-        None,
+        &inner.opts,
         &env(inner, numbers, Tier::Fast),
     )?;
     // New tables' directory entries must be durable before the manifest names them.
@@ -415,7 +431,16 @@ pub(crate) fn run_pick(
         inner
             .runner
             .run(&job, &env(inner, numbers, tier))
-            .and_then(|r| inner.storage.sync_dir(&inner.dir).map(|_| r))
+            .and_then(|r| match inner.storage.sync_dir(&inner.dir) {
+                Ok(()) => Ok(r),
+                Err(e) => {
+                    // Not installed: remove the outputs now rather than at the next open.
+                    for f in r.outputs.iter().chain(&r.fast_outputs) {
+                        let _ = inner.tables.store().remove(f.id, f.tier);
+                    }
+                    Err(e)
+                }
+            })
             .map(|r| (r.outputs.clone(), Some((r, route_level))))
     };
     let mut st = inner.state.lock();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::background::{start_threads, table_options};
+use super::background::start_threads;
 use super::snapshot::SnapshotList;
 use super::write::{apply_to_memtable, wal_path};
 use super::{DbInner, DbState, SuperVersion};
@@ -18,9 +18,8 @@ use crate::cache::persistent::{
     LapCache, MetaCache, NaiveCache, PersistentCache, PersistentCacheKind,
 };
 use crate::cache::{BlockCache, TableCache};
-use crate::compaction::{write_tables, RateLimiter};
+use crate::compaction::RateLimiter;
 use crate::error::{Error, ErrorRepr, Result};
-use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::EngineStats;
@@ -141,18 +140,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             cancel: &cancel,
             filter: None,
         };
-        let mut it = mem.iter();
-        it.seek_to_first();
-        let r = write_tables(
-            &mut it,
-            mem.range_tombstones(),
-            &[],
-            false,
-            u64::MAX,
-            &table_options(&opts, 0),
-            None,
-            &e,
-        )?;
+        let r = super::background::write_l0(mem, &[], &opts, &e)?;
         added.extend(r.outputs);
         Ok(())
     };

@@ -21,11 +21,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::background::{env, table_options};
+use super::background::{env, write_l0};
 use super::DbInner;
-use crate::compaction::write_tables;
 use crate::error::Result;
-use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
 use crate::storage::Storage;
 use crate::tier::hot::{CachedRecord, HotRap, SealedPromotion};
@@ -172,18 +170,7 @@ fn write_promoted(inner: &DbInner, records: &[(Vec<u8>, CachedRecord)]) -> Resul
         mem.add(r.seq, ValueKind::Put, k, &r.value);
     }
     let numbers = inner.state.lock().versions.file_numbers();
-    let mut it = mem.iter();
-    it.seek_to_first();
-    let res = write_tables(
-        &mut it,
-        Vec::new(),
-        &[],
-        false,
-        u64::MAX,
-        &table_options(&inner.opts, 0),
-        None,
-        &env(inner, numbers, Tier::Fast),
-    )?;
+    let res = write_l0(&mem, &[], &inner.opts, &env(inner, numbers, Tier::Fast))?;
     inner.storage.sync_dir(&inner.dir)?;
     res.outputs
         .into_iter()

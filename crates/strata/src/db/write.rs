@@ -291,7 +291,7 @@ pub(crate) fn apply_to_memtable(mem: &MemTable, batch: &WriteBatch, first: u64) 
 
 pub(crate) fn set_bg_error(inner: &DbInner, e: crate::Error) {
     let mut st = inner.state.lock();
-    drop_bg_error_locked(inner, &mut st, e);
+    set_bg_error_locked(inner, &mut st, e);
 }
 
 /// Ensures the memtable has room, stalling or switching memtables as needed. Called by the
@@ -302,6 +302,7 @@ fn make_room_for_write(
 ) -> Result<()> {
     let o = &inner.opts;
     let mut delayed = false;
+    let mut stopped = false;
     loop {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(ErrorRepr::Closed.into());
@@ -328,7 +329,11 @@ fn make_room_for_write(
         }
         if st.imms.len() + 1 >= o.max_write_buffer_number || l0 >= o.level0_stop_writes_trigger {
             let t = Instant::now();
-            inner.stats.stops.fetch_add(1, Ordering::Relaxed);
+            // One stop per stall, however many waits it takes.
+            if !stopped {
+                inner.stats.stops.fetch_add(1, Ordering::Relaxed);
+                stopped = true;
+            }
             inner.bg_cv.notify_all();
             inner
                 .bg_cv
@@ -355,7 +360,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
     };
     if let Err(e) = synced.and_then(|_| inner.storage.sync_dir(&inner.dir)) {
         // A failed fsync may have dropped data (Linux clears the error): writes must stop.
-        drop_bg_error_locked(inner, st, e.clone());
+        set_bg_error_locked(inner, st, e.clone());
         return Err(e);
     }
     let bloom = inner.opts.memtable_bloom_bytes();
@@ -367,7 +372,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
 }
 
 /// `set_bg_error` for callers that already hold `state`.
-pub(crate) fn drop_bg_error_locked(inner: &DbInner, st: &mut DbState, e: crate::Error) {
+pub(crate) fn set_bg_error_locked(inner: &DbInner, st: &mut DbState, e: crate::Error) {
     if st.bg_error.is_none() {
         tracing::error!(error = %e, "background error: the database is now read-only");
         st.bg_error = Some(ErrorRepr::Background(e).into());

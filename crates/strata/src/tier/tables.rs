@@ -54,10 +54,6 @@ impl TableStore {
         &self.c.dir
     }
 
-    pub fn fast(&self) -> &Arc<dyn Storage> {
-        &self.c.fast
-    }
-
     pub fn capacity(&self) -> Option<&Arc<CapacityTier>> {
         self.c.capacity.as_ref()
     }
