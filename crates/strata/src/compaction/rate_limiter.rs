@@ -52,6 +52,10 @@ mod tests {
         let t = Instant::now();
         r.request(1 << 20);
         r.request(1 << 20);
-        assert!(t.elapsed() >= std::time::Duration::from_millis(80), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() >= std::time::Duration::from_millis(80),
+            "{:?}",
+            t.elapsed()
+        );
     }
 }
