@@ -28,6 +28,10 @@ pub struct HotRoute {
     pub level: usize,
     pub lo: Vec<u8>,
     pub hi: Vec<u8>,
+    /// `hi` itself is outside the range (the inputs end with a range tombstone's exclusive
+    /// end, and the next table of `level` may start at `hi`).
+    #[serde(default)]
+    pub hi_exclusive: bool,
     /// Sorted, deduplicated.
     pub hot_keys: Vec<Vec<u8>>,
 }
@@ -36,7 +40,7 @@ impl HotRoute {
     /// Whether `user_key` goes to the fast output.
     pub fn is_hot(&self, user_key: &[u8]) -> bool {
         user_key >= self.lo.as_slice()
-            && user_key <= self.hi.as_slice()
+            && (user_key < self.hi.as_slice() || (!self.hi_exclusive && user_key == self.hi))
             && self
                 .hot_keys
                 .binary_search_by(|k| k.as_slice().cmp(user_key))
@@ -98,5 +102,35 @@ impl CompactionJob {
         self.inputs
             .iter()
             .flat_map(|i| i.files.iter().map(|f| f.id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hot_route_bounds() {
+        let mut r = HotRoute {
+            level: 5,
+            lo: b"b".to_vec(),
+            hi: b"m".to_vec(),
+            hi_exclusive: false,
+            hot_keys: vec![b"a".to_vec(), b"b".to_vec(), b"g".to_vec(), b"m".to_vec()],
+        };
+        // (key, routed with an inclusive end, routed with an exclusive end)
+        let cases: [(&[u8], bool, bool); 5] = [
+            (b"a", false, false), // hot, but before the range
+            (b"b", true, true),
+            (b"c", false, false), // in range, not hot
+            (b"g", true, true),
+            (b"m", true, false), // the next table of the level may start at an exclusive end
+        ];
+        for (k, inclusive, exclusive) in cases {
+            r.hi_exclusive = false;
+            assert_eq!(r.is_hot(k), inclusive, "{k:?} inclusive");
+            r.hi_exclusive = true;
+            assert_eq!(r.is_hot(k), exclusive, "{k:?} exclusive");
+        }
     }
 }

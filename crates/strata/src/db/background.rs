@@ -322,8 +322,9 @@ struct HotSetup {
     /// Promotion-cache records taken out of the cache (the job moves data over their keys into
     /// the capacity tier).
     taken: Vec<(Vec<u8>, super::super::tier::hot::CachedRecord)>,
-    /// `(level, lo, hi)`: hot keys in this range stay on (or come to) the fast tier.
-    route: Option<(usize, Vec<u8>, Vec<u8>)>,
+    /// `(level, lo, hi, hi exclusive)`: hot keys in this range stay on (or come to) the fast
+    /// tier.
+    route: Option<(usize, Vec<u8>, Vec<u8>, bool)>,
 }
 
 /// Marks the job's tables for the promotion cache and takes its records (HotRAP §3.1, §3.3).
@@ -362,7 +363,15 @@ fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup {
         && tier_for_level(&pl, *level, v.deepest_non_empty(), 0) == Tier::Fast)
         .then(|| range_of(files.iter()))
         .flatten()
-        .map(|(lo, hi)| (*level, lo, hi));
+        .map(|(lo, hi)| {
+            // The range ends where the inputs end: exclusively if every input ending at `hi`
+            // ends with a range tombstone's exclusive end.
+            let hi_exclusive = files
+                .iter()
+                .filter(|f| f.largest == hi)
+                .all(|f| f.largest_exclusive);
+            (*level, lo, hi, hi_exclusive)
+        });
     HotSetup { taken, route }
 }
 
@@ -524,12 +533,13 @@ fn hot_job_parts(inner: &DbInner, s: HotSetup) -> (Option<HotRoute>, Vec<Promote
     let c = &hot.counters;
     c.compaction_taken
         .fetch_add(s.taken.len() as u64, Ordering::Relaxed);
-    let route = s.route.and_then(|(level, lo, hi)| {
+    let route = s.route.and_then(|(level, lo, hi, hi_exclusive)| {
         match hot.tracker.hot_keys_in_range(&lo, &hi) {
             Ok(hot_keys) => Some(HotRoute {
                 level,
                 lo,
                 hi,
+                hi_exclusive,
                 hot_keys,
             }),
             Err(e) => {

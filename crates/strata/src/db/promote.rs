@@ -215,10 +215,16 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
                     continue 'attempt;
                 }
                 let n = survivors.len() as u64;
-                st.versions.log_and_apply(VersionEdit {
+                if let Err(e) = st.versions.log_and_apply(VersionEdit {
                     added: vec![(0, meta)],
                     ..Default::default()
-                })?;
+                }) {
+                    // As after a failed flush: the edit may have reached the disk (the table
+                    // stays; an orphan is removed at the next open) and writes must stop.
+                    super::write::set_bg_error_locked(inner, &mut st, e.clone());
+                    hot.cache.retire(sealed, Vec::new());
+                    return Err(e);
+                }
                 inner.install_super_version(&st);
                 hot.cache.retire(sealed, Vec::new());
                 c.flush_tables.fetch_add(1, Ordering::Relaxed);

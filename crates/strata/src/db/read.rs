@@ -65,6 +65,9 @@ pub(crate) fn get(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Resul
 }
 
 fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Option<Bytes>> {
+    // HotRAP: the promotion cache's epoch is taken before the version is pinned, so a
+    // compaction into the capacity tier set up after the pin is seen by the insert (§3.3).
+    let since = inner.hot.as_ref().map_or(0, |h| h.cache.epoch());
     // Pin the data before reading the sequence number: the pinned memtables and tables still
     // hold every version a sequence number read afterwards can see.
     let sv = inner.super_version();
@@ -129,7 +132,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
                     // Only the newest version may be cached: reads at an explicit snapshot
                     // may have found an older one.
                     if on_capacity && opts.snapshot.is_none() {
-                        promote(inner, hot, key, seq, v.clone(), &sources);
+                        promote(inner, hot, key, seq, v.clone(), &sources, since);
                     }
                 }
                 return Ok(v);
@@ -147,9 +150,10 @@ fn promote(
     seq: SeqNo,
     value: Bytes,
     sources: &[Arc<TableFile>],
+    since: u64,
 ) {
     let c = &hot.counters;
-    match hot.cache.try_insert(key, seq, value, sources) {
+    match hot.cache.try_insert(key, seq, value, sources, since) {
         (InsertOutcome::Inserted, sealed) => {
             c.cache_inserts.fetch_add(1, Ordering::Relaxed);
             if sealed.is_some() {

@@ -10,19 +10,22 @@
 //!   which marks its input tables and takes every entry in its fast inputs' range out of the
 //!   cache (promotion by compaction), all under the write side of `guard`.
 //! - An insert holds the read side of `guard` (taken with `try_read`: a read never waits) and
-//!   aborts if any capacity table the read consulted for the key is marked: a newer version may
-//!   already be below the cache (§3.3).
+//!   aborts if any capacity table the read consulted for the key is marked (§3.3), or if a
+//!   compaction into the capacity tier over the key was set up since the read began (the read
+//!   takes [`PromotionCache::epoch`] before it pins its version): such a compaction may write a
+//!   newer version into a gap of a capacity level, where no table the read consulted covers
+//!   the key, so table marks alone cannot see it.
 //! - Entries carry their sequence number; a read at an older snapshot skips them.
 //!
 //! Depends on `version` (table flags) and `types`; never on `db`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::types::SeqNo;
 use crate::version::TableFile;
@@ -112,9 +115,17 @@ pub enum InsertOutcome {
     Aborted,
 }
 
+/// Compactions into the capacity tier remembered for inserts in flight (more than this many
+/// during one read abort its insert).
+const RECENT_RANGES: usize = 64;
+
 /// The promotion cache: one mutable map and the sealed ones, newest first.
 pub struct PromotionCache {
     guard: RwLock<()>,
+    /// Bumped by every compaction set-up that moves data into the capacity tier.
+    epoch: AtomicU64,
+    /// `(epoch, lo, hi)` of the latest such set-ups, oldest first.
+    recent: Mutex<VecDeque<(u64, Vec<u8>, Vec<u8>)>>,
     mutable: RwLock<Map>,
     sealed: RwLock<Vec<Arc<SealedPromotion>>>,
     target_bytes: usize,
@@ -126,6 +137,8 @@ impl PromotionCache {
     pub fn new(target_bytes: usize) -> Self {
         PromotionCache {
             guard: RwLock::new(()),
+            epoch: AtomicU64::new(0),
+            recent: Mutex::new(VecDeque::new()),
             mutable: RwLock::new(Map::default()),
             sealed: RwLock::new(Vec::new()),
             target_bytes: target_bytes.max(1),
@@ -135,6 +148,28 @@ impl PromotionCache {
 
     pub fn target_bytes(&self) -> usize {
         self.target_bytes
+    }
+
+    /// The current epoch: a read takes it before pinning its version and hands it to
+    /// [`PromotionCache::try_insert`].
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Whether a compaction into the capacity tier over `key` was set up after `since`
+    /// (or too many were to tell).
+    fn moved_since(&self, key: &[u8], since: u64) -> bool {
+        if self.epoch.load(Ordering::Acquire) == since {
+            return false;
+        }
+        let r = self.recent.lock();
+        match r.front() {
+            Some((oldest, _, _)) if *oldest <= since + 1 => r
+                .iter()
+                .filter(|(e, _, _)| *e > since)
+                .any(|(_, lo, hi)| lo.as_slice() <= key && key <= hi.as_slice()),
+            _ => true,
+        }
     }
 
     /// The cached value of `key` visible at `snapshot`, if any.
@@ -155,19 +190,21 @@ impl PromotionCache {
     }
 
     /// Inserts a copy of `key`'s newest version, read from the capacity tier after consulting
-    /// `sources` (every capacity table whose range holds the key). Returns whether it was
-    /// inserted and, when the insert filled the mutable map, the newly sealed map.
+    /// `sources` (every capacity table whose range holds the key) by a read that took epoch
+    /// `since` before pinning its version. Returns whether it was inserted and, when the insert
+    /// filled the mutable map, the newly sealed map.
     pub fn try_insert(
         &self,
         key: &[u8],
         seq: SeqNo,
         value: Bytes,
         sources: &[Arc<TableFile>],
+        since: u64,
     ) -> (InsertOutcome, Option<Arc<SealedPromotion>>) {
         let Some(_g) = self.guard.try_read() else {
             return (InsertOutcome::Aborted, None);
         };
-        if sources.iter().any(|t| t.is_compacting()) {
+        if sources.iter().any(|t| t.is_compacting()) || self.moved_since(key, since) {
             return (InsertOutcome::Aborted, None);
         }
         let mut m = self.mutable.write();
@@ -201,6 +238,13 @@ impl PromotionCache {
         }
         let mut out = Vec::new();
         if let Some((lo, hi)) = range {
+            let e = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+            let mut r = self.recent.lock();
+            r.push_back((e, lo.to_vec(), hi.to_vec()));
+            if r.len() > RECENT_RANGES {
+                r.pop_front();
+            }
+            drop(r);
             self.mutable.write().take_range(lo, hi, &mut out);
             for s in self.sealed.read().iter() {
                 s.map.write().take_range(lo, hi, &mut out);
@@ -283,7 +327,13 @@ mod tests {
     fn inserts_lookups_and_snapshots() {
         let c = PromotionCache::new(1 << 20);
         let t = table(1);
-        let (o, s) = c.try_insert(b"k", 10, Bytes::from_static(b"v"), std::slice::from_ref(&t));
+        let (o, s) = c.try_insert(
+            b"k",
+            10,
+            Bytes::from_static(b"v"),
+            std::slice::from_ref(&t),
+            0,
+        );
         assert_eq!((o, s.is_none()), (InsertOutcome::Inserted, true));
         assert_eq!(c.get(b"k", 10).as_deref(), Some(&b"v"[..]));
         assert_eq!(
@@ -292,7 +342,7 @@ mod tests {
             "an older snapshot must not see the copy"
         );
         // An older copy never replaces a newer one.
-        c.try_insert(b"k", 5, Bytes::from_static(b"old"), &[t]);
+        c.try_insert(b"k", 5, Bytes::from_static(b"old"), &[t], 0);
         assert_eq!(c.get(b"k", 100).as_deref(), Some(&b"v"[..]));
     }
 
@@ -301,20 +351,44 @@ mod tests {
         let c = PromotionCache::new(1 << 20);
         let (t1, t2) = (table(1), table(2));
         for k in [b"a", b"c", b"e", b"g"] {
-            c.try_insert(k, 1, Bytes::from_static(b"v"), std::slice::from_ref(&t1));
+            c.try_insert(k, 1, Bytes::from_static(b"v"), std::slice::from_ref(&t1), 0);
         }
+        let since = c.epoch();
         let taken = c.begin_compaction(&[&t1], Some((b"b", b"e")));
         let keys: Vec<&[u8]> = taken.iter().map(|(k, _)| k.as_slice()).collect();
         assert_eq!(keys, vec![&b"c"[..], &b"e"[..]]);
         assert_eq!(c.get(b"c", 9), None);
         assert!(c.get(b"a", 9).is_some() && c.get(b"g", 9).is_some());
         // §3.3: a read that consulted a compacting table cannot insert.
-        let (o, _) = c.try_insert(b"x", 1, Bytes::from_static(b"v"), &[t2.clone(), t1.clone()]);
+        let (o, _) = c.try_insert(
+            b"x",
+            1,
+            Bytes::from_static(b"v"),
+            &[t2.clone(), t1.clone()],
+            c.epoch(),
+        );
         assert_eq!(o, InsertOutcome::Aborted);
         assert_eq!(c.get(b"x", 9), None);
         t1.set_compacting(false);
-        let (o, _) = c.try_insert(b"x", 1, Bytes::from_static(b"v"), &[t2, t1]);
+        let (o, _) = c.try_insert(b"x", 1, Bytes::from_static(b"v"), &[t2.clone(), t1], since);
+        assert_eq!(
+            o,
+            InsertOutcome::Inserted,
+            "x is outside the compaction's range"
+        );
+        // A read that began before a compaction into the capacity tier over its key was set
+        // up cannot insert, even if no table it consulted is marked (the compaction may write
+        // the newer version into a gap of the capacity level).
+        let (o, _) = c.try_insert(b"d", 1, Bytes::from_static(b"v"), &[t2.clone()], since);
+        assert_eq!(o, InsertOutcome::Aborted);
+        let (o, _) = c.try_insert(b"d", 1, Bytes::from_static(b"v"), &[t2.clone()], c.epoch());
         assert_eq!(o, InsertOutcome::Inserted);
+        // More set-ups than are remembered: every older read aborts.
+        for _ in 0..=RECENT_RANGES {
+            c.begin_compaction(&[], Some((b"q", b"r")));
+        }
+        let (o, _) = c.try_insert(b"z", 1, Bytes::from_static(b"v"), &[t2], since);
+        assert_eq!(o, InsertOutcome::Aborted);
     }
 
     #[test]
@@ -328,6 +402,7 @@ mod tests {
                 1,
                 Bytes::from(vec![i; 20]),
                 std::slice::from_ref(&t),
+                0,
             );
             sealed = sealed.or(s);
         }
