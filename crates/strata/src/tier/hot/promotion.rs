@@ -119,13 +119,16 @@ pub enum InsertOutcome {
 /// during one read abort its insert).
 const RECENT_RANGES: usize = 64;
 
+/// `(epoch, lo, hi)` of a compaction set-up into the capacity tier.
+type MovedRange = (u64, Vec<u8>, Vec<u8>);
+
 /// The promotion cache: one mutable map and the sealed ones, newest first.
 pub struct PromotionCache {
     guard: RwLock<()>,
     /// Bumped by every compaction set-up that moves data into the capacity tier.
     epoch: AtomicU64,
     /// `(epoch, lo, hi)` of the latest such set-ups, oldest first.
-    recent: Mutex<VecDeque<(u64, Vec<u8>, Vec<u8>)>>,
+    recent: Mutex<VecDeque<MovedRange>>,
     mutable: RwLock<Map>,
     sealed: RwLock<Vec<Arc<SealedPromotion>>>,
     target_bytes: usize,
@@ -379,9 +382,21 @@ mod tests {
         // A read that began before a compaction into the capacity tier over its key was set
         // up cannot insert, even if no table it consulted is marked (the compaction may write
         // the newer version into a gap of the capacity level).
-        let (o, _) = c.try_insert(b"d", 1, Bytes::from_static(b"v"), &[t2.clone()], since);
+        let (o, _) = c.try_insert(
+            b"d",
+            1,
+            Bytes::from_static(b"v"),
+            std::slice::from_ref(&t2),
+            since,
+        );
         assert_eq!(o, InsertOutcome::Aborted);
-        let (o, _) = c.try_insert(b"d", 1, Bytes::from_static(b"v"), &[t2.clone()], c.epoch());
+        let (o, _) = c.try_insert(
+            b"d",
+            1,
+            Bytes::from_static(b"v"),
+            std::slice::from_ref(&t2),
+            c.epoch(),
+        );
         assert_eq!(o, InsertOutcome::Inserted);
         // More set-ups than are remembered: every older read aborts.
         for _ in 0..=RECENT_RANGES {
