@@ -218,7 +218,10 @@ fn run(seed: u64, rounds: u64, tiered: bool) {
         let db = Db::open(dir.path().join("db"), crash_options(dir.path(), tiered))
             .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
         if tiered {
-            // No object outlives a crash unless the manifest names it.
+            // No object outlives a crash unless the manifest names it. Uploads the reopened
+            // database starts itself are finished first (a staged upload is not an orphan).
+            db.wait_for_compactions()
+                .unwrap_or_else(|e| panic!("round {round}: background work failed: {e}"));
             let mut live: Vec<String> = db
                 .live_tables()
                 .into_iter()

@@ -316,3 +316,37 @@ fn compactions_into_the_capacity_tier_are_counted() {
     assert!(s.compaction_write_bytes > 0, "{s}");
     assert!(s.levels.iter().skip(1).any(|l| l.compactions > 0), "{s}");
 }
+
+/// A crash during an upload to a `file://` capacity tier leaves a staged `NNNNNN.sst#N` file
+/// that object_store's listing never shows; the next open removes it (and nothing else).
+#[test]
+fn staged_uploads_a_crash_left_on_a_file_tier_are_removed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap");
+    let opts = || strata::Options {
+        capacity: Some(strata::storage::object::CapacityOptions::new(format!(
+            "file://{}",
+            cap.display()
+        ))),
+        ..strata::Options::default()
+    };
+    let db = strata::Db::open(dir.path().join("db"), opts()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    let tables = cap.join("tables");
+    std::fs::create_dir_all(&tables).unwrap();
+    std::fs::write(tables.join("000999.sst#17"), b"partial upload").unwrap();
+    std::fs::write(tables.join("notes#1"), b"not ours").unwrap();
+    let db = strata::Db::open(dir.path().join("db"), opts()).unwrap();
+    assert!(
+        !tables.join("000999.sst#17").exists(),
+        "staged upload left behind"
+    );
+    assert!(
+        tables.join("notes#1").exists(),
+        "only staged tables are removed"
+    );
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    db.close().unwrap();
+}

@@ -200,6 +200,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .map(|f| f.id)
         .collect();
     store.remove_capacity_orphans(&live_capacity)?;
+    remove_local_staging_files(&storage, &opts)?;
 
     let mem = Arc::new(MemTable::with_bloom(
         wal_number,
@@ -337,6 +338,42 @@ fn remove_orphans(
         };
         if orphan {
             tracing::info!(file = %name, "removing orphaned file");
+            storage.remove(&dir.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+/// A `file://` capacity tier stages every upload as `tables/<name>#<n>` and renames it when
+/// complete; object_store's listing hides such names, so a crash during an upload leaves a
+/// file that orphan collection by listing never sees (the local analogue of an incomplete S3
+/// multipart upload). They are removed here, at open, before this process uploads anything.
+fn remove_local_staging_files(storage: &Arc<dyn Storage>, opts: &Options) -> Result<()> {
+    let Some(c) = &opts.capacity else {
+        return Ok(());
+    };
+    if opts.capacity_store.is_some() {
+        return Ok(());
+    }
+    let Ok(u) = url::Url::parse(&c.url) else {
+        return Ok(());
+    };
+    if u.scheme() != "file" {
+        return Ok(());
+    }
+    let Ok(root) = u.to_file_path() else {
+        return Ok(());
+    };
+    let dir = root.join("tables");
+    if !storage.exists(&dir)? {
+        return Ok(());
+    }
+    for name in storage.list(&dir)? {
+        let staged = name.split_once('#').is_some_and(|(stem, n)| {
+            stem.ends_with(".sst") && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+        });
+        if staged {
+            tracing::info!(file = %name, "removing a capacity-tier upload a crash left staged");
             storage.remove(&dir.join(&name))?;
         }
     }
