@@ -76,16 +76,21 @@ fn hot_reads_are_promoted_by_flush_and_then_served_from_the_fast_tier() {
         0,
         "a full compaction leaves everything on capacity"
     );
-    for k in 0..2000 {
-        assert_eq!(db.get(key(k)).unwrap().unwrap(), value(k, 0));
+    // A few passes: an insert aborts when a compaction into the capacity tier over its key
+    // was set up during the read (promoted tables compact down while this runs), and the
+    // next pass offers it again.
+    for _ in 0..3 {
+        for k in 0..2000 {
+            assert_eq!(db.get(key(k)).unwrap().unwrap(), value(k, 0));
+        }
+        wait_for("the Checker", || {
+            db.stats().hotrap.is_some_and(|h| h.sealed_cache_bytes == 0)
+        });
+        db.wait_for_compactions().unwrap();
     }
-    wait_for("promotion by flush", || {
-        db.stats()
-            .hotrap
-            .is_some_and(|h| h.promoted_by_flush > 0 && h.sealed_cache_bytes == 0)
-    });
+    assert!(db.stats().hotrap.unwrap().promoted_by_flush > 0);
     let h = db.stats().hotrap.unwrap();
-    assert!(h.cache_inserts >= 2000 - h.cache_aborts, "{h}");
+    assert!(h.cache_inserts + h.cache_aborts >= 2000, "{h}");
     // Read the hot keys again: they come from the fast tier (L0 tables or the cache).
     let before = db.stats().hotrap.unwrap();
     for k in (0..2000).step_by(10) {
