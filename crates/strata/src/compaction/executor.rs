@@ -91,7 +91,7 @@ pub fn run_compaction(job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<Co
     let mut iter = MergingIterator::new(children);
     iter.seek_to_first();
     let filter = env.filter.as_deref().map(|f| (f, job.output_level));
-    let mut r = write_tables_routed(
+    let mut r = write_tables(
         &mut iter,
         tombstones,
         &job.snapshots,
@@ -277,35 +277,10 @@ impl<'a, 'b> Outputs<'a, 'b> {
 
 /// Writes the entries of `iter` (positioned at its first entry) into new tables, applying the
 /// drop rules of the module docs and, if given, a compaction filter with the output level.
-/// Used by both compaction and flush.
+/// With a `route` (HotRAP), hot keys of its range go to fast-tier tables (the result's
+/// `fast_outputs`), the rest to `env.output_tier`. Used by compactions and L0 writes.
 #[allow(clippy::too_many_arguments)]
 pub fn write_tables(
-    iter: &mut dyn InternalIterator,
-    tombstones: Vec<RangeTombstone>,
-    snapshots: &[SeqNo],
-    bottommost: bool,
-    target_file_size: u64,
-    table: &TableBuilderOptions,
-    filter: Option<(&dyn CompactionFilter, usize)>,
-    env: &CompactionEnv<'_>,
-) -> Result<CompactionResult> {
-    write_tables_routed(
-        iter,
-        tombstones,
-        snapshots,
-        bottommost,
-        target_file_size,
-        table,
-        filter,
-        None,
-        env,
-    )
-}
-
-/// [`write_tables`] with HotRAP routing: hot keys of `route` go to fast-tier tables (the
-/// result's `fast_outputs`), the rest to `env.output_tier`.
-#[allow(clippy::too_many_arguments)]
-pub fn write_tables_routed(
     iter: &mut dyn InternalIterator,
     tombstones: Vec<RangeTombstone>,
     snapshots: &[SeqNo],
@@ -376,27 +351,29 @@ pub fn write_tables_routed(
                     _ => FilterDecision::Keep,
                 };
                 let stream = if to_fast { &mut fast } else { &mut out };
-                let before = res.routed_bytes;
-                match decision {
+                let written = match decision {
                     FilterDecision::Keep => {
                         let v = iter.value();
                         stream.open()?.add(ik, v)?;
-                        res.routed_bytes += (ik.len() + v.len()) as u64;
+                        ik.len() + v.len()
                     }
                     FilterDecision::ChangeValue(v) => {
                         stream.open()?.add(ik, &v)?;
-                        res.routed_bytes += (ik.len() + v.len()) as u64;
+                        ik.len() + v.len()
                     }
-                    FilterDecision::Remove if bottommost && st == 0 => res.records_dropped += 1,
+                    FilterDecision::Remove if bottommost && st == 0 => {
+                        res.records_dropped += 1;
+                        0
+                    }
                     FilterDecision::Remove => {
                         let del = types::internal_key(p.user_key, p.seq, ValueKind::Delete as u8);
                         stream.open()?.add(&del, &[])?;
+                        del.len()
                     }
-                }
+                };
                 if to_fast {
                     res.routed_records += 1;
-                } else {
-                    res.routed_bytes = before;
+                    res.routed_bytes += written as u64;
                 }
             }
             iter.next();

@@ -17,9 +17,7 @@ pub mod policy;
 pub mod rate_limiter;
 pub mod runner;
 
-pub use executor::{
-    run_compaction, write_tables, write_tables_routed, CompactionEnv, CompactionResult,
-};
+pub use executor::{run_compaction, write_tables, CompactionEnv, CompactionResult};
 pub use filter::{CompactionFilter, FilterDecision};
 pub use job::{CompactionInput, CompactionJob, CompactionReason, HotRoute, PromotedRecord};
 pub use picker::{level_targets, pick_compaction, LevelTargets, Pick, PickerOptions};

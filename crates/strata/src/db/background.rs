@@ -113,6 +113,7 @@ pub(crate) fn write_l0(
         u64::MAX,
         &table_options(opts, 0),
         None,
+        None,
         env,
     )
 }
