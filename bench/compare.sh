@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # The standard comparison of Strata with its peers, in one go: builds strata-bench with the
-# peers' cargo features, runs each suite for each engine on the same machine, one engine at a
-# time, and writes a Markdown table of absolute figures and ratios (Strata / peer) with the
-# machine and the commit.
+# peers' cargo features, runs each suite for each engine on the same machine, interleaved
+# (A B A B ... with --repeat), and writes a table of median ratios (Strata / peer) with their
+# range, the machine and the commit.
 #
-#   bash bench/compare.sh [--num N] [--threads T] [--engines strata,rocksdb,slatedb]
-#                         [--suites onetier,tiered] [--tiered-threads T] [--tiered-secs S]
+#   bash bench/compare.sh [--num N] [--threads T[,T...]] [--repeat N]
+#                         [--engines strata,rocksdb,slatedb] [--suites onetier,sync,tiered]
+#                         [--sync-num N] [--sync-threads T[,T...]]
+#                         [--tiered-threads T] [--tiered-secs S]
 #                         [--out DIR] [-- EXTRA STRATA-BENCH FLAGS]
 #
 # Suites (docs/bench-peers.md says how each engine is configured):
 #   onetier  db_bench fillrandom, readrandom, overwrite, readwhilewriting on one database;
-#            16-byte keys, 100-byte values, everything on the local disk.
+#            16-byte keys, 100-byte values, everything on the local disk. With a thread list
+#            (--threads 1,2,4,8) each thread count is a run of its own and a row of its own.
+#   sync     fillrandom with every write fsynced (--sync; RocksDB's sync=true), --sync-num
+#            (20000) records at each of --sync-threads (1,4,16): group commit at work.
 #   tiered   YCSB-C (100% reads) with zipfian and with uniform keys for --tiered-secs (60) with
 #            --tiered-threads (16) threads (reads wait on the capacity tier); the capacity tier
 #            on file:// emulated at 5 ms per request; a fast-tier cache of 10% of the data;
@@ -19,8 +24,15 @@
 #            RocksDB is skipped here: its
 #            second db_path cannot be slowed down.
 #
-# Output: DIR/<suite>-<engine>[-<distribution>].{json,log} and DIR/compare.md (also printed).
-# Defaults: --num 1000000 --threads 2 --engines strata,rocksdb --suites onetier
+# --repeat N runs every (suite, threads) N times per engine, interleaved: strata, peer, strata,
+# peer, ... Ratios pair run k of Strata with run k of the peer; the table shows their median
+# and [min–max], and the median p99 of each engine (write p99 for write benchmarks, read p99
+# for readwhilewriting).
+#
+# Output: DIR/<suite>-<engine>[-<variant>][-t<T>]-r<k>.{json,log}, DIR/compare.md (also
+# printed) and DIR/compare.json: a list of rows {"suite", "benchmark", "threads", "peer",
+# "ratio_median", "ratio_min", "ratio_max", "strata_p99_us", "peer_p99_us", "runs"}.
+# Defaults: --num 1000000 --threads 2 --repeat 1 --engines strata,rocksdb --suites onetier
 #           --out bench/results/<date>-<commit>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +41,9 @@ NUM=1000000
 THREADS=2
 ENGINES=strata,rocksdb
 SUITES=onetier
+REPEAT=1
+SYNC_NUM=20000
+SYNC_THREADS=1,4,16
 TIERED_THREADS=16
 TIERED_SECS=60
 OUT=""
@@ -37,13 +52,16 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --num) NUM="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
+    --repeat) REPEAT="$2"; shift 2 ;;
+    --sync-num) SYNC_NUM="$2"; shift 2 ;;
+    --sync-threads) SYNC_THREADS="$2"; shift 2 ;;
     --engines) ENGINES="$2"; shift 2 ;;
     --suites) SUITES="$2"; shift 2 ;;
     --tiered-threads) TIERED_THREADS="$2"; shift 2 ;;
     --tiered-secs) TIERED_SECS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -80,85 +98,65 @@ run() { # run NAME ENGINE ARGS...
 }
 
 IFS=, read -r -a SUITE_LIST <<<"$SUITES"
+IFS=, read -r -a THREAD_LIST <<<"$THREADS"
+IFS=, read -r -a SYNC_THREAD_LIST <<<"$SYNC_THREADS"
 for suite in "${SUITE_LIST[@]}"; do
-  for e in "${ENGINE_LIST[@]}"; do
-    case "$suite" in
-      onetier)
-        run "onetier-$e" "$e" --benchmarks fillrandom,readrandom,overwrite,readwhilewriting \
-          --num "$NUM" --threads "$THREADS" --key-size 16 --value-size 100
-        ;;
-      tiered)
-        if [ "$e" = rocksdb ]; then
-          echo "== tiered: skipping rocksdb (its second db_path cannot be emulated)" >&2
-          continue
+  case "$suite" in onetier|sync|tiered) ;; *) echo "unknown suite $suite" >&2; exit 2 ;; esac
+done
+
+# One repeat of one suite for one engine.
+run_suite() { # run_suite SUITE ENGINE REPEAT
+  local suite="$1" e="$2" r="$3"
+  case "$suite" in
+    onetier)
+      for t in "${THREAD_LIST[@]}"; do
+        local tag=""
+        [ ${#THREAD_LIST[@]} -gt 1 ] && tag="-t$t"
+        run "onetier-$e$tag-r$r" "$e" --benchmarks fillrandom,readrandom,overwrite,readwhilewriting \
+          --num "$NUM" --threads "$t" --key-size 16 --value-size 100
+      done
+      ;;
+    sync)
+      for t in "${SYNC_THREAD_LIST[@]}"; do
+        run "sync-$e-t$t-r$r" "$e" --benchmarks fillrandom --sync \
+          --num "$SYNC_NUM" --threads "$t" --key-size 16 --value-size 100
+      done
+      ;;
+    tiered)
+      if [ "$e" = rocksdb ]; then
+        echo "== tiered: skipping rocksdb (its second db_path cannot be emulated)" >&2
+        return
+      fi
+      # 10% of the data (16 + 100 bytes a record) as the fast-tier cache.
+      local cache=$(( NUM * 116 / 10 )) dist local_cache fast
+      for dist in zipfian uniform; do
+        local_cache=$cache
+        if [ "$e" = slatedb ] && [ -f "$OUT/tiered-strata-$dist-r$r.json" ]; then
+          # Equal local disk: SlateDB keeps everything in the object store, so its disk
+          # cache also gets the bytes Strata's fast-tier tables took in the same repeat.
+          fast=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(max(p["tier"]["delta"]["fast_table_bytes"] for p in r["phases"] if p.get("tier")))' "$OUT/tiered-strata-$dist-r$r.json")
+          local_cache=$(( cache + fast ))
         fi
-        # 10% of the data (16 + 100 bytes a record) as the fast-tier cache.
-        cache=$(( NUM * 116 / 10 ))
-        for dist in zipfian uniform; do
-          local_cache=$cache
-          if [ "$e" = slatedb ] && [ -f "$OUT/tiered-strata-$dist.json" ]; then
-            # Equal local disk: SlateDB keeps everything in the object store, so its disk
-            # cache also gets the bytes Strata's fast-tier tables took in the same suite.
-            fast=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(max(p["tier"]["delta"]["fast_table_bytes"] for p in r["phases"] if p.get("tier")))' "$OUT/tiered-strata-$dist.json")
-            local_cache=$(( cache + fast ))
-          fi
-          run "tiered-$e-$dist" "$e" --workload c --distribution "$dist" \
-            --num "$NUM" --threads "$TIERED_THREADS" --duration "$TIERED_SECS" \
-            --key-size 16 --value-size 100 --cache-size 8MiB --write-buffer-size 8MiB \
-            --capacity "file://$DATA/capacity" --capacity-latency-ms 5 \
-            --persistent-cache-size "$local_cache" --fast-levels 1
-        done
-        ;;
-      *) echo "unknown suite $suite" >&2; exit 2 ;;
-    esac
+        run "tiered-$e-$dist-r$r" "$e" --workload c --distribution "$dist" \
+          --num "$NUM" --threads "$TIERED_THREADS" --duration "$TIERED_SECS" \
+          --key-size 16 --value-size 100 --cache-size 8MiB --write-buffer-size 8MiB \
+          --capacity "file://$DATA/capacity" --capacity-latency-ms 5 \
+          --persistent-cache-size "$local_cache" --fast-levels 1
+      done
+      ;;
+  esac
+}
+
+# Interleaved: every engine runs repeat r of a suite before any engine runs repeat r+1.
+for suite in "${SUITE_LIST[@]}"; do
+  for r in $(seq 1 "$REPEAT"); do
+    for e in "${ENGINE_LIST[@]}"; do
+      run_suite "$suite" "$e" "$r"
+    done
   done
 done
 
 rm -rf "$DATA"
 
-python3 - "$OUT" "$COMMIT" <<'EOF' | tee "$OUT/compare.md"
-import json, os, sys, glob
-out, commit = sys.argv[1], sys.argv[2]
-reports = {}
-for p in sorted(glob.glob(os.path.join(out, "*.json"))):
-    name = os.path.basename(p)[:-5]
-    with open(p) as f:
-        r = json.load(f)
-    if r.get("schema") != "strata-bench/1":
-        sys.exit(f"{p}: unknown schema {r.get('schema')!r}")
-    suite, engine = name.split("-")[0], r["engine"]
-    variant = name.split("-", 2)[2] if name.count("-") >= 2 else ""
-    for ph in r["phases"]:
-        if ph["role"] == "load":
-            continue
-        row = f"{suite}: {ph['name']}" + (f" ({variant})" if variant else "")
-        p99 = max((l["p99_us"] for l in ph["latency"] if ph["name"] != "readwhilewriting" or l["op"] == "read"), default=0)
-        reports.setdefault(row, {})[engine] = (ph["ops_per_sec"], p99)
-    machine = r["machine"]
-    args = r["args"]
-engines = []
-for row in reports.values():
-    for e in row:
-        if e not in engines:
-            engines.append(e)
-engines.sort(key=lambda e: (e != "strata", e))
-peers = [e for e in engines if e != "strata"]
-print(f"### strata-bench comparison, commit `{commit}`\n")
-print(f"Machine: {machine['cpus']} cpus {machine.get('cpu_model') or ''}, "
-      f"{(machine.get('memory_bytes') or 0) / 2**30:.1f} GiB, {machine['os']}; "
-      f"{args['num']} records of {args['key_size']}+{args['value_size']['min']} B, {args['threads']} threads.\n")
-head = ["benchmark"] + [f"{e} ops/s" for e in engines] + [f"strata / {p}" for p in peers] + [f"{e} p99 µs" for e in engines]
-print("| " + " | ".join(head) + " |")
-print("|" + "---|" * len(head))
-for row, by in reports.items():
-    cells = [row]
-    cells += [f"{by[e][0]:,.0f}" if e in by else "" for e in engines]
-    for p in peers:
-        if "strata" in by and p in by and by[p][0] > 0:
-            cells.append(f"**{by['strata'][0] / by[p][0]:.2f}×**")
-        else:
-            cells.append("")
-    cells += [f"{by[e][1]:,.1f}" if e in by else "" for e in engines]
-    print("| " + " | ".join(cells) + " |")
-EOF
+python3 bench/compare_summary.py "$OUT" "$COMMIT" | tee "$OUT/compare.md"
 echo "results in $OUT" >&2

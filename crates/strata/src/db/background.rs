@@ -261,6 +261,8 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
     inner.install_super_version(&st);
     inner.bg_cv.notify_all();
     drop(st);
+    // The log's records are in a synced table now: it owes no fsync any more.
+    inner.wal.lock().retire(mem.wal_number());
     let _ = inner
         .storage
         .remove(&wal_path(&inner.dir, mem.wal_number()));
@@ -728,20 +730,6 @@ pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     }
 }
 
-/// Like `write::exclusive`, for shutdown, which holds only `&DbInner`.
-fn wait_for_writers<T>(inner: &DbInner, f: impl FnOnce() -> T) -> T {
-    // Writers that see `shutting_down` fail before committing; a leader already past that check
-    // keeps its group at the front of the queue until it has committed.
-    loop {
-        let q = inner.writers.lock();
-        if q.is_empty() {
-            return f();
-        }
-        drop(q);
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 impl DbInner {
     /// Stops background threads, syncs the WAL and deletes obsolete files. Idempotent.
     pub(crate) fn shutdown(&self) -> Result<()> {
@@ -757,7 +745,7 @@ impl DbInner {
             let _ = t.join();
         }
         // New write groups fail (shutting down); wait for one in flight, then sync.
-        let r = wait_for_writers(self, || self.wal.lock().sync());
+        let r = super::write::after_writers(self, || self.wal.lock().sync());
         reap(self);
         r
     }

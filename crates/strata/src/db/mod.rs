@@ -18,7 +18,7 @@ mod write;
 
 pub use snapshot::Snapshot;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -37,9 +37,8 @@ use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::stats::{DbStats, EngineStats};
 use crate::storage::{DirLock, Storage};
 use crate::version::{Version, VersionSet};
-use crate::wal::LogWriter;
+use crate::wal::LogSet;
 use snapshot::SnapshotList;
-use write::Writer;
 
 /// What a read sees: the memtables and the version, pinned together.
 pub(crate) struct SuperVersion {
@@ -74,9 +73,10 @@ pub(crate) struct DbInner {
     /// Signalled when background work finishes or is needed; paired with `state`.
     pub bg_cv: Condvar,
     pub sv: RwLock<Arc<SuperVersion>>,
-    pub writers: Mutex<VecDeque<Arc<Writer>>>,
-    pub wal: Mutex<LogWriter>,
-    /// The last sequence number visible to reads.
+    /// Writer queue and the ordering state of the commit pipeline (`write`).
+    pub commit: write::CommitPipeline,
+    pub wal: Mutex<LogSet>,
+    /// The last sequence number visible to reads: every write up to it is in the memtable.
     pub last_seq: AtomicU64,
     pub snapshots: Arc<SnapshotList>,
     pub shutting_down: AtomicBool,

@@ -27,7 +27,7 @@ use crate::storage::object::CapacityTier;
 use crate::storage::{default_storage, Storage};
 use crate::tier::{TableStore, TablesConfig, Tier};
 use crate::version::{current_path, FileMeta, VersionEdit, VersionSet};
-use crate::wal::{LogReader, LogWriter, ReadOutcome};
+use crate::wal::{LogReader, LogSet, LogWriter, ReadOutcome};
 
 fn parse_number(name: &str, suffix: &str) -> Option<u64> {
     let stem = name.strip_suffix(suffix)?;
@@ -183,6 +183,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let wal_number = versions.new_file_number();
     let wal = LogWriter::new(storage.create(&wal_path(dir, wal_number))?, wal_number);
     storage.sync_dir(dir)?;
+    let wal = LogSet::new(wal, storage.clone(), dir);
     versions.log_and_apply(VersionEdit {
         log_number: Some(wal_number),
         last_sequence: Some(last_seq),
@@ -231,7 +232,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }),
         bg_cv: Condvar::new(),
         sv: RwLock::new(Arc::new(sv)),
-        writers: Mutex::new(Default::default()),
+        commit: super::write::CommitPipeline::new(last_seq),
         wal: Mutex::new(wal),
         last_seq: AtomicU64::new(last_seq),
         snapshots: Arc::new(SnapshotList::default()),

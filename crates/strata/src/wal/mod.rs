@@ -1,17 +1,19 @@
 //! The log format shared by the write-ahead log and the manifest: records fragmented across
 //! 32 KiB blocks, each fragment with a CRC32C. See `docs/format.md` ("Log files").
 //!
-//! Owns: [`LogWriter`] (append, flush, sync) and [`LogReader`] (replay with torn-tail
-//! tolerance). Invariants: a record is acknowledged only after it is flushed to the OS (and
+//! Owns: [`LogWriter`] (append, flush, sync), [`LogReader`] (replay with torn-tail
+//! tolerance) and [`LogSet`] (the live WALs and the fsyncs they still owe). Invariants: a record is acknowledged only after it is flushed to the OS (and
 //! synced if asked); on replay, a damaged suffix of the *last* log with nothing valid after it is
 //! a torn tail and is dropped, any other damage is corruption. Depends on `storage`, `error`.
 
 mod format;
 mod reader;
+mod set;
 mod writer;
 
 pub use format::{BLOCK_SIZE, HEADER_SIZE};
 pub use reader::{LogReader, ReadOutcome};
+pub use set::LogSet;
 pub use writer::LogWriter;
 
 /// Masks a CRC so that CRCs of data that embeds CRCs are not themselves likely CRCs.

@@ -1,0 +1,115 @@
+//! The live write-ahead logs: the one writes append to, and the sealed ones whose memtables are
+//! not flushed yet and that have not been fsynced since they were sealed.
+//!
+//! Sealing a log at a memtable switch does not fsync it, and creating the next log does not
+//! fsync the directory: both would put a disk flush of up to a whole memtable's worth of log on
+//! the write path at every switch (RocksDB defers them the same way). Instead the debt is kept
+//! here and paid by the next [`LogSet::sync`] — a sync write, `Db::sync_wal`, the periodic WAL
+//! sync or shutdown — before it syncs the current log, so that a synced write is never durable
+//! while an older acknowledged write is not. A sealed log whose memtable is flushed leaves the
+//! set unsynced ([`LogSet::retire`]): its contents are in a synced table by then.
+//!
+//! Invariant: after `sync` returns `Ok`, every record appended to any live log is durable and
+//! so is every live log's directory entry. Depends on `storage`, `wal::writer`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::LogWriter;
+use crate::error::Result;
+use crate::storage::Storage;
+
+pub struct LogSet {
+    current: LogWriter,
+    /// Sealed logs written since their last fsync, oldest first.
+    sealed: Vec<LogWriter>,
+    /// Whether the directory entries of every live log are durable.
+    dir_synced: bool,
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+}
+
+impl LogSet {
+    /// `current` is a freshly created log whose directory entry is already durable.
+    pub fn new(current: LogWriter, storage: Arc<dyn Storage>, dir: &Path) -> Self {
+        LogSet {
+            current,
+            sealed: Vec::new(),
+            dir_synced: true,
+            storage,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// The log writes append to.
+    pub fn current(&mut self) -> &mut LogWriter {
+        &mut self.current
+    }
+
+    /// Seals the current log and makes `next` (a freshly created file) the current one. Neither
+    /// is fsynced here.
+    pub fn rotate(&mut self, next: LogWriter) {
+        let old = std::mem::replace(&mut self.current, next);
+        self.sealed.push(old);
+        self.dir_synced = false;
+    }
+
+    /// Forgets the sealed log `number` (its memtable is flushed, the file is about to go).
+    pub fn retire(&mut self, number: u64) {
+        self.sealed.retain(|l| l.number() != number);
+    }
+
+    /// Sealed logs still owing an fsync (for tests and statistics).
+    pub fn unsynced_sealed(&self) -> usize {
+        self.sealed.len()
+    }
+
+    /// Makes every record appended to a live log durable: sealed logs first, then the directory
+    /// (new logs' entries), then the current log. A sealed log leaves the debt list only once
+    /// its fsync succeeded.
+    pub fn sync(&mut self) -> Result<()> {
+        while let Some(first) = self.sealed.first_mut() {
+            first.sync()?;
+            self.sealed.remove(0);
+        }
+        if !self.dir_synced {
+            self.storage.sync_dir(&self.dir)?;
+            self.dir_synced = true;
+        }
+        self.current.sync()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{FaultFs, FaultPlan, LocalFs};
+
+    #[test]
+    fn sync_pays_the_sealed_logs_and_directory_debt_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new(Arc::new(LocalFs));
+        let storage: Arc<dyn Storage> = Arc::new(fs.clone());
+        let path = |n: u64| dir.path().join(format!("{n:06}.log"));
+        let w1 = LogWriter::new(storage.create(&path(1)).unwrap(), 1);
+        let mut set = LogSet::new(w1, storage.clone(), dir.path());
+        set.current().add_record(b"one").unwrap();
+        set.rotate(LogWriter::new(storage.create(&path(2)).unwrap(), 2));
+        set.current().add_record(b"two").unwrap();
+        set.rotate(LogWriter::new(storage.create(&path(3)).unwrap(), 3));
+        assert_eq!(set.unsynced_sealed(), 2);
+        // A failing fsync keeps the debt: the next sync tries again.
+        fs.set_plan(FaultPlan {
+            fail_syncs: true,
+            ..Default::default()
+        });
+        assert!(set.sync().is_err());
+        assert_eq!(set.unsynced_sealed(), 2);
+        fs.heal();
+        set.retire(1);
+        assert_eq!(set.unsynced_sealed(), 1);
+        set.sync().unwrap();
+        assert_eq!(set.unsynced_sealed(), 0);
+        assert!(set.dir_synced);
+    }
+}
