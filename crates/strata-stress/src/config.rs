@@ -67,6 +67,8 @@ pub struct StressConfig {
     pub max_write_buffer_number: usize,
     pub memtable_bloom_ratio: f64,
     pub concurrent_memtable_writes: bool,
+    #[serde(default)]
+    pub pipelined_write: bool,
     pub level0_file_num_compaction_trigger: usize,
     pub level0_slowdown_writes_trigger: usize,
     pub level0_stop_writes_trigger: usize,
@@ -155,6 +157,7 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         max_write_buffer_number: 2 + rng.below(3) as usize,
         memtable_bloom_ratio: pick(rng, &[0.0, 0.02, 0.1]),
         concurrent_memtable_writes: rng.chance(50),
+        pipelined_write: rng.chance(50),
         level0_file_num_compaction_trigger: level0,
         // Low triggers make writes slow down and stop behind L0 compactions.
         level0_slowdown_writes_trigger: level0 + pick(rng, &[2, 8, 20]),
@@ -230,6 +233,7 @@ impl StressConfig {
             max_write_buffer_number: self.max_write_buffer_number,
             memtable_bloom_ratio: self.memtable_bloom_ratio,
             concurrent_memtable_writes: self.concurrent_memtable_writes,
+            pipelined_write: self.pipelined_write,
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
             level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
             level0_stop_writes_trigger: self.level0_stop_writes_trigger,

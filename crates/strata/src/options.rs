@@ -129,6 +129,11 @@ pub struct Options {
     /// (RocksDB's `allow_concurrent_memtable_write`); otherwise the group's leader inserts them
     /// all. Parallel inserts pay off with many cores; default `false` (measured faster on 2).
     pub concurrent_memtable_writes: bool,
+    /// A write group leaves the front of the writer queue as soon as its WAL record is written,
+    /// so the next group appends while it inserts into the memtable (RocksDB's
+    /// `enable_pipelined_write`); groups still become visible in order. Default `false`: on 2
+    /// cores it made groups smaller and 4 writers ran at 0.56x the unpipelined path.
+    pub pipelined_write: bool,
     /// The storage the database lives on. `None` means the local file system; tests pass
     /// fault-injecting wrappers here.
     pub storage: Option<Arc<dyn Storage>>,
@@ -163,6 +168,7 @@ impl Default for Options {
             max_manifest_file_size: 64 << 20,
             compaction_filter: None,
             concurrent_memtable_writes: false,
+            pipelined_write: false,
             capacity: None,
             capacity_store: None,
             capacity_levels: 1,

@@ -198,8 +198,8 @@ fn run(concurrent: bool) {
     }
 }
 
-/// Large batches make memtable inserts slow, so later write groups (which append to the WAL
-/// while earlier ones insert) often finish first: they must not become visible before every
+/// With `pipelined_write`, large batches make memtable inserts slow, so later write groups
+/// (which append to the WAL while earlier ones insert) often finish first: they must not become visible before every
 /// earlier group is wholly in the memtable. Readers check that a snapshot sees each writer's
 /// 300-key batch all or nothing.
 #[test]
@@ -214,6 +214,7 @@ fn pipelined_groups(concurrent: bool) {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
         concurrent_memtable_writes: concurrent,
+        pipelined_write: true,
         write_buffer_size: 4 << 20,
         ..Options::default()
     };

@@ -208,6 +208,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         opts.memtable_bloom_bytes(),
     ));
     let hot = super::promote::open_hotrap(dir, &storage, &opts)?;
+    let l0_files = versions.current().levels[0].num_files();
     let sv = SuperVersion {
         mem: mem.clone(),
         imms: Vec::new(),
@@ -231,8 +232,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             bg_error: None,
         }),
         bg_cv: Condvar::new(),
+        commit: super::write::CommitPipeline::new(last_seq, sv.mem.clone(), l0_files),
         sv: RwLock::new(Arc::new(sv)),
-        commit: super::write::CommitPipeline::new(last_seq),
         wal: Mutex::new(wal),
         last_seq: AtomicU64::new(last_seq),
         snapshots: Arc::new(SnapshotList::default()),

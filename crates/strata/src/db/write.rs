@@ -3,9 +3,10 @@
 //! A writer enqueues itself; the writer at the front of the queue is the leader. The leader
 //! makes room (stalling if flushes or L0 fall behind, switching memtables when full), takes the
 //! queued batches behind it into one group, appends the group as one WAL record (one fsync if a
-//! member asked), and only then leaves the front: the next leader writes its group's WAL record
-//! while this group is still inserting into the memtable (RocksDB's pipelined write, Pebble's
-//! commit pipeline). The leader inserts every member's batch (or, with
+//! member asked). With `Options::pipelined_write` it then leaves the front: the next leader
+//! writes its group's WAL record while this group is still inserting into the memtable
+//! (RocksDB's `enable_pipelined_write`, Pebble's commit pipeline); by default it leaves the front
+//! once its group is published. The leader inserts every member's batch (or, with
 //! `concurrent_memtable_writes`, each member inserts its own in parallel), waits until every
 //! earlier group is published, publishes its group's last sequence number and wakes its members.
 //!
@@ -24,7 +25,7 @@
 //! Lock order: writer queue, then `state`, then `wal`. Depends on `wal`, `memtable`, `batch`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -46,6 +47,21 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// 66k ops/s with a 100 µs yield phase.
 const SPIN_ITERATIONS: u32 = 200;
 
+/// Waiters spinning right now, in the whole process. Only one fewer than the cores may spin at
+/// once: a spinner beyond that holds a core the thread it waits for may need (four writers on 2
+/// cores spinning at will ran at 0.58x RocksDB with a p99 of 584 µs).
+static SPINNING: AtomicUsize = AtomicUsize::new(0);
+
+fn max_spinners() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .saturating_sub(1)
+            .max(1)
+    })
+}
+
 /// Writer states.
 const QUEUED: u8 = 0;
 /// At the front of the queue: lead a group.
@@ -65,15 +81,22 @@ pub(crate) struct CommitPipeline {
     published: Gate,
     /// Mirrors `DbState::bg_error.is_some()`, so a leader needs no `state` lock to see it.
     failed: AtomicBool,
+    /// The active memtable, for leaders (readers use the super-version): changed only by the
+    /// front of the queue in `switch_memtable`, read without touching what readers share.
+    active: Mutex<Arc<MemTable>>,
+    /// L0 table count of the current version, kept by `install_super_version`.
+    pub l0_files: AtomicUsize,
 }
 
 impl CommitPipeline {
-    pub fn new(last_seq: u64) -> Self {
+    pub fn new(last_seq: u64, mem: Arc<MemTable>, l0_files: usize) -> Self {
         CommitPipeline {
             queue: Mutex::new(VecDeque::new()),
             allocated: AtomicU64::new(last_seq),
             published: Gate::default(),
             failed: AtomicBool::new(false),
+            active: Mutex::new(mem),
+            l0_files: AtomicUsize::new(l0_files),
         }
     }
 
@@ -128,12 +151,16 @@ struct Gate {
 
 impl Gate {
     fn wait(&self, cond: impl Fn() -> bool) {
-        for _ in 0..SPIN_ITERATIONS {
-            if cond() {
-                return;
+        if SPINNING.fetch_add(1, Ordering::Relaxed) < max_spinners() {
+            for _ in 0..SPIN_ITERATIONS {
+                if cond() {
+                    SPINNING.fetch_sub(1, Ordering::Relaxed);
+                    return;
+                }
+                std::hint::spin_loop();
             }
-            std::hint::spin_loop();
         }
+        SPINNING.fetch_sub(1, Ordering::Relaxed);
         let mut g = self.mu.lock();
         while !cond() {
             self.cv.wait(&mut g);
@@ -290,8 +317,13 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
             .allocated
             .store(first + count - 1, Ordering::Release);
     }
-    // The WAL record is out: the next group may start while this one inserts.
-    leave_front(inner, group.len());
+    // With `pipelined_write`, the next group may start once the WAL record is out, while this
+    // one inserts. Without it (the default) the group holds the front until it is published:
+    // on few cores the overlap gains little, and the next group, formed later, is larger.
+    let pipelined = inner.opts.pipelined_write;
+    if pipelined || result.is_err() {
+        leave_front(inner, group.len());
+    }
     if let Err(e) = result {
         for m in group.iter().filter(|m| !Arc::ptr_eq(m, &w)) {
             m.finish(Err(e.clone()));
@@ -306,6 +338,9 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         .wait(|| inner.last_seq.load(Ordering::Acquire) >= first - 1);
     inner.last_seq.store(first + count - 1, Ordering::Release);
     c.published.notify();
+    if !pipelined {
+        leave_front(inner, group.len());
+    }
 
     let st = &inner.stats;
     st.user_bytes_written
@@ -435,15 +470,15 @@ pub(crate) fn set_bg_error(inner: &DbInner, e: crate::Error) {
 /// other writer back), without the queue lock: writers keep joining the queue meanwhile.
 fn make_room_for_write(inner: &Arc<DbInner>) -> Result<Arc<MemTable>> {
     let o = &inner.opts;
-    // Fast path, without `state`: the super-version's memtable is the active one (only the front
-    // of the queue switches memtables), and its L0 is at most one install behind.
-    if !inner.commit.failed.load(Ordering::Acquire) && !inner.shutting_down.load(Ordering::Acquire)
-    {
-        let sv = inner.super_version();
-        if sv.version.levels[0].num_files() < o.level0_slowdown_writes_trigger
-            && sv.mem.approximate_size() < o.write_buffer_size
+    // Fast path, without `state` and without touching what readers share (the super-version):
+    // the active memtable has room and L0 is below the slowdown trigger.
+    let c = &inner.commit;
+    if !c.failed.load(Ordering::Acquire) && !inner.shutting_down.load(Ordering::Acquire) {
+        let mem = c.active.lock().clone();
+        if c.l0_files.load(Ordering::Acquire) < o.level0_slowdown_writes_trigger
+            && mem.approximate_size() < o.write_buffer_size
         {
-            return Ok(sv.mem.clone());
+            return Ok(mem);
         }
     }
     let mut delayed = false;
@@ -504,7 +539,9 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
     let file = inner.storage.create(&wal_path(&inner.dir, number))?;
     inner.wal.lock().rotate(LogWriter::new(file, number));
     let bloom = inner.opts.memtable_bloom_bytes();
-    let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::with_bloom(number, bloom)));
+    let mem = Arc::new(MemTable::with_bloom(number, bloom));
+    *inner.commit.active.lock() = mem.clone();
+    let old = std::mem::replace(&mut st.mem, mem);
     st.imms.push(old);
     inner.install_super_version(st);
     inner.bg_cv.notify_all();
