@@ -48,6 +48,8 @@ targets!(
     sst_table,
     ralt_block,
     ralt_state,
+    ralt_run,
+    meta_sidecar,
     compaction_job,
     server_value,
     resp,

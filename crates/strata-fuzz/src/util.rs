@@ -273,6 +273,18 @@ pub fn real_db() -> &'static RealDb {
     })
 }
 
+/// A temporary directory in memory (`/dev/shm` when present) for the targets that must go
+/// through the file system: no disk I/O, so a busy disk cannot stall an execution.
+pub fn scratch_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(d) = tempfile::tempdir_in(shm) {
+            return d;
+        }
+    }
+    tempfile::tempdir().expect("temporary directory")
+}
+
 /// Log records of `file` (as many as read cleanly).
 pub fn log_records(file: &[u8]) -> Vec<Vec<u8>> {
     let mut r = strata::wal::LogReader::new(file, "seed", true);

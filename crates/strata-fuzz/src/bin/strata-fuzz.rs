@@ -104,7 +104,9 @@ fn run(t: &'static Target, execs: u64, seed: u64, out: PathBuf) -> ExitCode {
         std::thread::spawn(move || loop {
             std::thread::sleep(Duration::from_millis(500));
             let s = started.load(Relaxed);
-            if s != 0 && epoch.elapsed().as_millis() as u64 - s > HANG.as_millis() as u64 {
+            if s != 0
+                && (epoch.elapsed().as_millis() as u64).saturating_sub(s) > HANG.as_millis() as u64
+            {
                 let input = current.lock().map(|c| c.clone()).unwrap_or_default();
                 let p = save(&out, name, "timeout", &input);
                 eprintln!(

@@ -46,7 +46,7 @@ mod tests;
 pub mod codec {
     pub use super::manifest::{RunEntry, StateFile};
     pub use super::record::Record;
-    pub use super::run::{decode_block, encode_block};
+    pub use super::run::{decode_block, encode_block, Run, RunIter, RunWriter};
     pub use super::threshold::Threshold;
     pub use super::tuning::Limits;
 }
