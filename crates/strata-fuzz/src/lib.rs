@@ -50,6 +50,7 @@ targets!(
     ralt_state,
     ralt_run,
     meta_sidecar,
+    lap_cache,
     compaction_job,
     server_value,
     resp,
