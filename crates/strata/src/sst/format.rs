@@ -152,6 +152,22 @@ pub fn write_block(
     Ok((handle, used))
 }
 
+/// Bytes one compressed LZ4 byte can expand to: a match's extra length bytes add 255 each.
+const LZ4_MAX_RATIO: u64 = 255;
+/// Bytes one compressed zstd byte can expand to: an RLE block, 3 header bytes and 1 byte of
+/// content, yields at most 128 KiB.
+const ZSTD_MAX_RATIO: u64 = (128 << 10) / 3;
+
+/// The largest length a compressed block body of `compressed` bytes can decompress to, capped at
+/// 2 GiB. The declared length is checked against it before anything is allocated, so a damaged
+/// length field cannot make a read allocate memory its block could never fill.
+fn max_decompressed_len(ratio: u64, compressed: usize) -> u64 {
+    (compressed as u64)
+        .saturating_mul(ratio)
+        .saturating_add(1 << 10)
+        .min(1 << 31)
+}
+
 /// Reads a block, verifies its checksum and decompresses it.
 pub fn read_block(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Result<Bytes> {
     read_block_cached(file, h, what, true)
@@ -188,7 +204,9 @@ pub fn read_block_cached(
     let bad = |m: &str| Error::corruption(format!("{what} block at offset {}: {m}", h.offset));
     match ty {
         0 => Ok(raw.slice(..len)),
-        1 if crate::coding::decode_fixed32(body).is_none_or(|n| n > 1 << 31) => {
+        1 if crate::coding::decode_fixed32(body)
+            .is_none_or(|n| n as u64 > max_decompressed_len(LZ4_MAX_RATIO, body.len())) =>
+        {
             Err(bad("lz4 length missing or implausible"))
         }
         1 => lz4_flex::decompress_size_prepended(body)
@@ -196,14 +214,76 @@ pub fn read_block_cached(
             .map_err(|e| bad(&format!("lz4: {e}"))),
         2 => {
             let mut d = Decoder::new(body);
-            let n = d.varint64().ok_or_else(|| bad("zstd length"))? as usize;
-            if n > 1 << 31 {
+            let n = d.varint64().ok_or_else(|| bad("zstd length"))?;
+            if n > max_decompressed_len(ZSTD_MAX_RATIO, d.buf.len()) {
                 return Err(bad("zstd length implausible"));
             }
-            zstd::bulk::decompress(d.buf, n)
+            // A frame that declares its size (ours always do) must declare the same one.
+            match zstd::zstd_safe::get_frame_content_size(d.buf) {
+                Ok(None) => {}
+                Ok(Some(c)) if c == n => {}
+                _ => return Err(bad("zstd frame size disagrees with the block length")),
+            }
+            zstd::bulk::decompress(d.buf, n as usize)
                 .map(Bytes::from)
                 .map_err(|e| bad(&format!("zstd: {e}")))
         }
         t => Err(bad(&format!("unknown compression type {t}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{LocalFs, Storage};
+
+    /// Writes `body` with a valid trailer of compression type `ty` and reads it back.
+    fn read_raw(ty: u8, body: &[u8]) -> Result<Bytes> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t");
+        let mut f = LocalFs.create(&p).unwrap();
+        let crc = wal_mask(crc32c::crc32c_append(crc32c::crc32c(body), &[ty]));
+        f.append(body).unwrap();
+        f.append(&[ty]).unwrap();
+        f.append(&crc.to_le_bytes()).unwrap();
+        f.sync().unwrap();
+        let h = BlockHandle {
+            offset: 0,
+            size: body.len() as u64,
+        };
+        read_block(LocalFs.open(&p).unwrap().as_ref(), h, "data")
+    }
+
+    /// Found by the `sst_table` fuzz target: a zstd block whose length varint claimed 895 MB
+    /// made the read allocate that much before decompressing a few hundred bytes (and a length
+    /// larger than the frame's was accepted).
+    #[test]
+    fn fuzz_sst_zstd_huge_length_field() {
+        let frame = zstd::bulk::compress(b"hello hello hello hello", 3).unwrap();
+        let good = |n: u64| {
+            let mut b = Vec::new();
+            put_varint64(&mut b, n);
+            b.extend_from_slice(&frame);
+            b
+        };
+        assert_eq!(
+            &read_raw(2, &good(23)).unwrap()[..],
+            b"hello hello hello hello"
+        );
+        for n in [24, 1 << 20, 895_484_314, 1 << 31] {
+            let e = read_raw(2, &good(n)).unwrap_err();
+            assert!(e.is_corruption(), "{e}");
+        }
+    }
+
+    /// The LZ4 twin: a prepended size far beyond what the body can expand to is rejected before
+    /// allocating.
+    #[test]
+    fn fuzz_sst_lz4_huge_length_field() {
+        let mut body = lz4_flex::compress_prepend_size(b"abcabcabcabcabcabc");
+        assert_eq!(&read_raw(1, &body).unwrap()[..], b"abcabcabcabcabcabc");
+        body[..4].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        let e = read_raw(1, &body).unwrap_err();
+        assert!(e.to_string().contains("implausible"), "{e}");
     }
 }

@@ -133,8 +133,16 @@ impl VersionSet {
                 "dropped torn manifest tail"
             );
         }
+        // Ids at the top of the number space would make the next file number wrap around to
+        // numbers of live files; no real database gets there, so it is damage.
         let max_id = version.all_files().map(|f| f.id).max().unwrap_or(0);
-        let next = next_file.max(max_id + 1).max(number + 1);
+        let next = max_id
+            .checked_add(1)
+            .zip(number.checked_add(1))
+            .map(|(a, b)| next_file.max(a).max(b))
+            .ok_or_else(|| {
+                Error::corruption(format!("{name}: table or manifest number out of range"))
+            })?;
         let vs = VersionSet {
             dir: dir.to_path_buf(),
             storage,
@@ -260,5 +268,77 @@ impl VersionSet {
             f.mark_obsolete();
         }
         Ok(self.current.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::LocalFs;
+    use crate::tier::Tier;
+    use crate::version::FileMeta;
+    use crate::wal::LogWriter;
+
+    fn meta(id: u64, size: u64, key: &[u8]) -> FileMeta {
+        FileMeta {
+            id,
+            size,
+            smallest: key.to_vec(),
+            largest: key.to_vec(),
+            largest_exclusive: false,
+            smallest_seq: 1,
+            largest_seq: 1,
+            num_entries: 1,
+            num_deletions: 0,
+            num_range_deletions: 0,
+            tier: Tier::Fast,
+        }
+    }
+
+    /// Writes `CURRENT` naming manifest `number` holding one snapshot edit adding `files` to L1.
+    fn recover_with(number: u64, files: Vec<FileMeta>) -> Result<VersionSet> {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("MANIFEST-{number:06}");
+        let mut w = LogWriter::new(LocalFs.create(&dir.path().join(&name)).unwrap(), number);
+        let e = VersionEdit {
+            format: Some(MANIFEST_FORMAT.into()),
+            num_levels: Some(7),
+            next_file_number: Some(2),
+            added: files.into_iter().map(|f| (1, f)).collect(),
+            ..Default::default()
+        };
+        w.add_record(&e.encode()).unwrap();
+        w.sync().unwrap();
+        std::fs::write(current_path(dir.path()), format!("{name}\n")).unwrap();
+        VersionSet::recover(dir.path(), Arc::new(LocalFs), 7, 64 << 20)
+    }
+
+    /// Found while writing the `manifest` fuzz target (which now reaches recovery): a table id
+    /// of u64::MAX overflowed `max_id + 1`
+    /// (a panic with overflow checks; in release the next file number wrapped below live ids).
+    #[test]
+    fn fuzz_manifest_table_id_at_u64_max() {
+        let vs = recover_with(1, vec![meta(7, 10, b"a")]).unwrap();
+        assert_eq!(vs.new_file_number(), 8);
+        let e = recover_with(1, vec![meta(u64::MAX, 10, b"a")])
+            .err()
+            .unwrap();
+        assert!(e.is_corruption(), "{e}");
+        let e = recover_with(u64::MAX, vec![meta(7, 10, b"a")])
+            .err()
+            .unwrap();
+        assert!(e.is_corruption(), "{e}");
+    }
+
+    /// Found while writing the `manifest` fuzz target: table sizes summing past u64::MAX overflowed the
+    /// fast-tier byte count (a panic with overflow checks).
+    #[test]
+    fn fuzz_manifest_sizes_overflow() {
+        let files = vec![
+            meta(3, u64::MAX / 2 + 1, b"a"),
+            meta(4, u64::MAX / 2 + 1, b"b"),
+        ];
+        let vs = recover_with(1, files).unwrap();
+        assert_eq!(vs.current().all_files().count(), 2);
     }
 }

@@ -153,11 +153,11 @@ impl Version {
                 v.levels[l].runs = vec![SortedRun { files }];
             }
         }
+        // Saturating: sizes come from the manifest, and damaged ones must not overflow.
         v.fast_bytes = v
             .all_files()
             .filter(|f| f.tier == crate::tier::Tier::Fast)
-            .map(|f| f.size)
-            .sum();
+            .fold(0u64, |acc, f| acc.saturating_add(f.size));
         v.check_invariants()?;
         Ok((v, removed.into_values().collect()))
     }

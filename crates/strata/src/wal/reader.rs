@@ -73,13 +73,15 @@ impl<'a> LogReader<'a> {
         let Some(payload) = self.data.get(pos + HEADER_SIZE..pos + HEADER_SIZE + len) else {
             return (Frag::Bad("truncated fragment payload"), pos);
         };
+        // The type is checked before the checksum: `valid_record_after` tries every byte
+        // offset, and most of them fail here without hashing up to a block of payload.
+        let Some(t) = FragmentType::from_u8(ty) else {
+            return (Frag::Bad("unknown fragment type"), pos);
+        };
         if fragment_crc(ty, payload) != crc {
             return (Frag::Bad("fragment checksum mismatch"), pos);
         }
-        match FragmentType::from_u8(ty) {
-            Some(t) => (Frag::Ok(t, payload), pos + HEADER_SIZE + len),
-            None => (Frag::Bad("unknown fragment type"), pos),
-        }
+        (Frag::Ok(t, payload), pos + HEADER_SIZE + len)
     }
 
     /// Whether a valid record start (a Full or First fragment with a matching checksum) exists

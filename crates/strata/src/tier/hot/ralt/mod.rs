@@ -39,6 +39,18 @@ mod tuning;
 #[cfg(test)]
 mod tests;
 
+/// RALT's on-disk codecs (run blocks, records, the state file), reachable from outside the
+/// crate only so the fuzz targets (`crates/strata-fuzz`) can call the real decoders and
+/// encoders. Not a stable API.
+#[doc(hidden)]
+pub mod codec {
+    pub use super::manifest::{RunEntry, StateFile};
+    pub use super::record::Record;
+    pub use super::run::{decode_block, encode_block, Run, RunIter, RunWriter};
+    pub use super::threshold::Threshold;
+    pub use super::tuning::Limits;
+}
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
