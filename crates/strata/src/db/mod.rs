@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
@@ -72,7 +72,9 @@ pub(crate) struct DbInner {
     pub state: Mutex<DbState>,
     /// Signalled when background work finishes or is needed; paired with `state`.
     pub bg_cv: Condvar,
-    pub sv: RwLock<Arc<SuperVersion>>,
+    /// The current super-version. `ArcSwap`: a read pins it without a lock and, in the common
+    /// case, without touching a shared reference count (thread-local debt slots).
+    pub sv: arc_swap::ArcSwap<SuperVersion>,
     /// Writer queue and the ordering state of the commit pipeline (`write`).
     pub commit: write::CommitPipeline,
     pub wal: Mutex<LogSet>,
@@ -104,11 +106,17 @@ impl DbInner {
             imms: st.imms.iter().rev().cloned().collect(),
             version: st.versions.current(),
         };
-        *self.sv.write() = Arc::new(sv);
+        self.sv.store(Arc::new(sv));
     }
 
     pub fn super_version(&self) -> Arc<SuperVersion> {
-        self.sv.read().clone()
+        self.sv.load_full()
+    }
+
+    /// The current super-version for a short read (a point lookup): cheaper than
+    /// [`DbInner::super_version`], but a thread should not hold many of these at once.
+    pub fn super_version_guard(&self) -> arc_swap::Guard<Arc<SuperVersion>> {
+        self.sv.load()
     }
 }
 

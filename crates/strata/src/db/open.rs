@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 use super::background::start_threads;
 use super::snapshot::SnapshotList;
@@ -233,7 +233,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }),
         bg_cv: Condvar::new(),
         commit: super::write::CommitPipeline::new(last_seq, sv.mem.clone(), l0_files),
-        sv: RwLock::new(Arc::new(sv)),
+        sv: arc_swap::ArcSwap::from_pointee(sv),
         wal: Mutex::new(wal),
         last_seq: AtomicU64::new(last_seq),
         snapshots: Arc::new(SnapshotList::default()),

@@ -70,7 +70,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     let since = inner.hot.as_ref().map_or(0, |h| h.cache.epoch());
     // Pin the data before reading the sequence number: the pinned memtables and tables still
     // hold every version a sequence number read afterwards can see.
-    let sv = inner.super_version();
+    let sv = inner.super_version_guard();
     let snapshot = snapshot_seq(inner, opts);
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         let t = mem.max_covering_tombstone(key, snapshot);
