@@ -3,7 +3,7 @@
 # prints one summary line per target (the figures in the README). Build first with
 #   cargo +nightly fuzz build -O -a -s none
 # Corpora start from the real encoders' seeds (`strata-fuzz seeds TARGET fuzz/corpus/TARGET`).
-# Usage: fuzz/run-all.sh [RUNS] [TARGET...]
+# Usage: [MAX_TIME=seconds] fuzz/run-all.sh [RUNS] [TARGET...]
 set -u
 cd "$(dirname "$0")"
 RUNS=${1:-10000000}
@@ -16,7 +16,7 @@ fi
 mkdir -p logs artifacts
 for t in "${TARGETS[@]}"; do
   mkdir -p "corpus/$t" "artifacts/$t"
-  nice -n 15 "$BIN/$t" "corpus/$t" -runs="$RUNS" -timeout=10 -rss_limit_mb=2048 \
+  nice -n 15 "$BIN/$t" "corpus/$t" -runs="$RUNS" ${MAX_TIME:+-max_total_time=$MAX_TIME} -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=256 -print_final_stats=1 -artifact_prefix="artifacts/$t/" \
     > "logs/$t.log" 2>&1
   rc=$?

@@ -47,6 +47,28 @@ fn seeds_and_mutations_pass_every_target() {
     }
 }
 
+/// Inputs that once failed (`regressions/TARGET-what`), replayed through their target.
+#[test]
+fn regression_inputs_pass() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("regressions directory") {
+        let path = entry.expect("directory entry").path();
+        let file = path
+            .file_name()
+            .and_then(|f| f.to_str())
+            .unwrap_or_default();
+        let (name, run, _) = TARGETS
+            .iter()
+            .filter(|t| file.starts_with(t.0))
+            .max_by_key(|t| t.0.len())
+            .unwrap_or_else(|| panic!("{file} names no target"));
+        check(name, *run, &std::fs::read(&path).expect("regression input"));
+        n += 1;
+    }
+    assert!(n > 0, "no regression inputs found");
+}
+
 #[test]
 fn every_target_has_a_cargo_fuzz_wrapper() {
     let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");

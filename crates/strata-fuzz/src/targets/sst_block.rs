@@ -2,7 +2,8 @@
 //! blocks share this format).
 //!
 //! Flag byte: bit 0 = internal-key comparator (else bytewise). Properties: iteration in both
-//! directions terminates within a bound set by the block size and never panics; when an
+//! directions terminates within a bound set by the block size and never panics; when neither
+//! direction reports corruption, backward iteration yields forward's entries reversed; when an
 //! independent parser written from the format (entries from offset 0 to the restart array,
 //! restart offsets strictly increasing entry starts with `shared = 0`, the first one 0, keys
 //! strictly increasing) accepts the block, forward iteration yields exactly its entries,
@@ -115,6 +116,13 @@ pub fn run(data: &[u8]) {
     for t in [&b""[..], b"\x00", b"key", b"\xff\xff\xff\xff\xff\xff\xff\xff\xff"] {
         it.seek(t);
         let _ = it.valid() && it.key().is_empty();
+    }
+    if fwd_ok && back_ok {
+        // Whatever the keys, both directions decode the same entries when neither reports
+        // corruption.
+        let mut rev = back.clone();
+        rev.reverse();
+        assert_eq!(rev, fwd, "backward iteration is not forward reversed");
     }
     let Some(want) = reference(rest, cmp) else {
         return;

@@ -106,7 +106,8 @@ impl MetaCache {
                 || tid != id
                 || size != table_size
                 || head_crc != mask_crc(crc32c::crc32c(&data[..48]))
-                || data.len() as u64 != HEADER as u64 + len
+                // `len` is untrusted: compare without adding to it.
+                || (data.len() - HEADER) as u64 != len
                 || off.checked_add(len)? != size
             {
                 return None;
@@ -139,5 +140,31 @@ impl MetaCache {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::LocalFs;
+
+    /// Found by the `meta_sidecar` cargo-fuzz run: a tail length near `u64::MAX` in a sidecar
+    /// header overflowed `HEADER + len` (a panic with overflow checks).
+    #[test]
+    fn fuzz_meta_sidecar_tail_length_overflow() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = HashSet::from([1u64]);
+        let mc = MetaCache::open(dir.path(), Arc::new(LocalFs), &live, Arc::default()).unwrap();
+        mc.insert(1, 110, 100, b"0123456789").unwrap();
+        assert_eq!(mc.get(1, 110).unwrap().1.as_ref(), b"0123456789");
+        let path = mc.path(1);
+        let mut data = std::fs::read(&path).unwrap();
+        let len = u64::MAX - 10;
+        data[36..44].copy_from_slice(&len.to_le_bytes());
+        let hc = mask_crc(crc32c::crc32c(&data[..48]));
+        data[48..52].copy_from_slice(&hc.to_le_bytes());
+        std::fs::write(&path, &data).unwrap();
+        let mc = MetaCache::open(dir.path(), Arc::new(LocalFs), &live, Arc::default()).unwrap();
+        assert!(mc.get(1, 110).is_none());
     }
 }
