@@ -8,29 +8,8 @@
 /// Longest input the mutator produces.
 pub const MAX_LEN: usize = 256 * 1024;
 
-/// SplitMix64: tiny, fast and good enough to drive mutations.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x5eed_f00d_cafe_b0ba)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-    pub fn chance(&mut self, one_in: usize) -> bool {
-        self.below(one_in) == 0
-    }
-}
+/// The workspace's seeded PRNG (SplitMix64) drives mutations.
+pub use strata_test_support::Rng;
 
 const INTERESTING8: [u8; 10] = [0, 1, 2, 0x7f, 0x80, 0x81, 0xfe, 0xff, 0x10, 0x40];
 const INTERESTING: [u64; 14] = [
@@ -61,7 +40,7 @@ fn varint(mut v: u64, out: &mut Vec<u8>) {
 /// Applies one to five mutations to `input`, possibly splicing with `other`.
 pub fn mutate(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
     let mut d = input.to_vec();
-    let rounds = 1 + rng.below(5);
+    let rounds = 1 + rng.index(5);
     for _ in 0..rounds {
         mutate_once(rng, &mut d, other);
     }
@@ -71,26 +50,26 @@ pub fn mutate(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
 
 fn mutate_once(rng: &mut Rng, d: &mut Vec<u8>, other: &[u8]) {
     let len = d.len();
-    match rng.below(12) {
+    match rng.index(12) {
         // Bit flip.
         0 | 1 if len > 0 => {
-            let i = rng.below(len);
-            d[i] ^= 1 << rng.below(8);
+            let i = rng.index(len);
+            d[i] ^= 1 << rng.index(8);
         }
         // Byte set to a random or an interesting value.
         2 if len > 0 => {
-            let i = rng.below(len);
-            d[i] = if rng.chance(2) {
+            let i = rng.index(len);
+            d[i] = if rng.one_in(2) {
                 rng.next_u64() as u8
             } else {
-                INTERESTING8[rng.below(INTERESTING8.len())]
+                INTERESTING8[rng.index(INTERESTING8.len())]
             };
         }
         // Fixed-width interesting value (2, 4 or 8 bytes, little-endian).
         3 if len > 0 => {
-            let w = [2usize, 4, 8][rng.below(3)];
-            let v = INTERESTING[rng.below(INTERESTING.len())].wrapping_add(rng.below(3) as u64);
-            let at = rng.below(len);
+            let w = [2usize, 4, 8][rng.index(3)];
+            let v = INTERESTING[rng.index(INTERESTING.len())].wrapping_add(rng.index(3) as u64);
+            let at = rng.index(len);
             for (k, b) in v.to_le_bytes()[..w].iter().enumerate() {
                 if let Some(x) = d.get_mut(at + k) {
                     *x = *b;
@@ -98,36 +77,36 @@ fn mutate_once(rng: &mut Rng, d: &mut Vec<u8>, other: &[u8]) {
             }
         }
         // Truncate.
-        4 if len > 0 => d.truncate(rng.below(len)),
+        4 if len > 0 => d.truncate(rng.index(len)),
         // Insert random bytes.
         5 => {
-            let at = rng.below(len + 1);
-            let max = if rng.chance(8) { 256 } else { 8 };
-            let n = 1 + rng.below(max);
+            let at = rng.index(len + 1);
+            let max = if rng.one_in(8) { 256 } else { 8 };
+            let n = 1 + rng.index(max);
             let bytes: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
             d.splice(at..at, bytes);
         }
         // Delete a range.
         6 if len > 0 => {
-            let at = rng.below(len);
-            let n = 1 + rng.below((len - at).min(64));
+            let at = rng.index(len);
+            let n = 1 + rng.index((len - at).min(64));
             d.drain(at..at + n);
         }
         // Duplicate a range.
         7 if len > 0 => {
-            let at = rng.below(len);
-            let n = 1 + rng.below((len - at).min(128));
+            let at = rng.index(len);
+            let n = 1 + rng.index((len - at).min(128));
             let chunk = d[at..at + n].to_vec();
-            let to = rng.below(len + 1);
+            let to = rng.index(len + 1);
             d.splice(to..to, chunk);
         }
         // Splice: a piece of the other input replaces or is inserted into this one.
         8 if !other.is_empty() => {
-            let from = rng.below(other.len());
-            let n = 1 + rng.below(other.len() - from);
+            let from = rng.index(other.len());
+            let n = 1 + rng.index(other.len() - from);
             let piece = other[from..from + n].to_vec();
-            let at = rng.below(len + 1);
-            if rng.chance(2) {
+            let at = rng.index(len + 1);
+            if rng.one_in(2) {
                 let end = (at + n).min(len);
                 d.splice(at..end, piece);
             } else {
@@ -136,19 +115,19 @@ fn mutate_once(rng: &mut Rng, d: &mut Vec<u8>, other: &[u8]) {
         }
         // Crossover: a prefix of this one, the rest of the other.
         9 if !other.is_empty() => {
-            let a = rng.below(len + 1);
-            let b = rng.below(other.len());
+            let a = rng.index(len + 1);
+            let b = rng.index(other.len());
             d.truncate(a);
             d.extend_from_slice(&other[b..]);
         }
         // Varint rewrite: replace 1..=3 bytes with a varint of an interesting magnitude.
         10 if len > 0 => {
-            let at = rng.below(len);
-            let n = (1 + rng.below(3)).min(len - at);
-            let v = match rng.below(3) {
-                0 => rng.below(300) as u64,
-                1 => INTERESTING[rng.below(INTERESTING.len())],
-                _ => rng.next_u64() >> rng.below(64),
+            let at = rng.index(len);
+            let n = (1 + rng.index(3)).min(len - at);
+            let v = match rng.index(3) {
+                0 => rng.index(300) as u64,
+                1 => INTERESTING[rng.index(INTERESTING.len())],
+                _ => rng.next_u64() >> rng.index(64),
             };
             let mut enc = Vec::new();
             varint(v, &mut enc);
@@ -156,9 +135,9 @@ fn mutate_once(rng: &mut Rng, d: &mut Vec<u8>, other: &[u8]) {
         }
         // Arithmetic on a byte.
         _ if len > 0 => {
-            let i = rng.below(len);
-            let delta = 1 + rng.below(16) as u8;
-            d[i] = if rng.chance(2) {
+            let i = rng.index(len);
+            let delta = 1 + rng.index(16) as u8;
+            d[i] = if rng.one_in(2) {
                 d[i].wrapping_add(delta)
             } else {
                 d[i].wrapping_sub(delta)

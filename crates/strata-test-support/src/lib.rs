@@ -4,7 +4,8 @@
 //! dependency of `strata-stress` (the `strata stress` harness draws its choices from [`Rng`]);
 //! depends on nothing.
 
-/// SplitMix64: tiny, seedable, good enough for test workloads.
+/// SplitMix64: tiny, seedable, good enough for test workloads and fuzz mutations.
+#[derive(Clone, Debug)]
 pub struct Rng(u64);
 
 impl Rng {
@@ -28,6 +29,16 @@ impl Rng {
     /// True with probability `percent`%.
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
+    }
+
+    /// Uniform index in `0..n` (0 when `n` is 0).
+    pub fn index(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
+    }
+
+    /// True with probability `1/n`.
+    pub fn one_in(&mut self, n: u64) -> bool {
+        self.below(n) == 0
     }
 }
 

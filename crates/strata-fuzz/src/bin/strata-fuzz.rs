@@ -122,8 +122,8 @@ fn run(t: &'static Target, execs: u64, seed: u64, out: PathBuf) -> ExitCode {
     let begin = Instant::now();
     let mut last_report = Instant::now();
     for i in 0..execs {
-        let a = rng.below(corpus.len());
-        let b = rng.below(corpus.len());
+        let a = rng.index(corpus.len());
+        let b = rng.index(corpus.len());
         let input = mutate(&mut rng, &corpus[a], &corpus[b]);
         if let Ok(mut c) = current.lock() {
             c.clear();
@@ -143,10 +143,10 @@ fn run(t: &'static Target, execs: u64, seed: u64, out: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
         // Keep some mutants as parents so mutations stack over generations.
-        if corpus.len() < MAX_CORPUS && rng.chance(64) {
+        if corpus.len() < MAX_CORPUS && rng.one_in(64) {
             corpus.push(input);
-        } else if rng.chance(256) {
-            let k = rng.below(corpus.len());
+        } else if rng.one_in(256) {
+            let k = rng.index(corpus.len());
             corpus[k] = input;
         }
         if last_report.elapsed() >= Duration::from_secs(10) {
