@@ -34,7 +34,8 @@ pub use db::{Db, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use iter::DbIterator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
-pub use stats::{DbStats, LevelStats};
+pub use stats::{DbStats, ForestStats, LevelStats};
+pub use version::CompactionStyle;
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../../../README.md")]

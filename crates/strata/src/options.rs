@@ -134,6 +134,12 @@ pub struct Options {
     /// `enable_pipelined_write`); groups still become visible in order. Default `false`: on 2
     /// cores it made groups smaller and 4 writers ran at 0.56x the unpipelined path.
     pub pipelined_write: bool,
+    /// How the database compacts: leveled (default) or SifrDB's split forest, chosen when the
+    /// database is created. An existing database keeps the style it was created with (the
+    /// manifest records it); this field is then ignored.
+    pub compaction_style: crate::version::CompactionStyle,
+    /// Split-forest tuning (trees per level, early-cleaning threshold, parallel search).
+    pub forest: crate::compaction::ForestOptions,
     /// The storage the database lives on. `None` means the local file system; tests pass
     /// fault-injecting wrappers here.
     pub storage: Option<Arc<dyn Storage>>,
@@ -176,6 +182,8 @@ impl Default for Options {
             fast_tier_budget: None,
             hotrap: Default::default(),
             persistent_cache: Default::default(),
+            compaction_style: Default::default(),
+            forest: Default::default(),
             storage: None,
         }
     }
@@ -200,6 +208,8 @@ impl std::fmt::Debug for Options {
             .field("hotrap", &self.hotrap)
             .field("fast_tier_budget", &self.fast_tier_budget)
             .field("persistent_cache", &self.persistent_cache)
+            .field("compaction_style", &self.compaction_style)
+            .field("forest", &self.forest)
             .finish_non_exhaustive()
     }
 }
@@ -227,6 +237,12 @@ impl Options {
         }
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size must be at least 4096");
+        }
+        if !(2..=64).contains(&self.forest.trees_per_level) {
+            return bad("forest.trees_per_level must be in 2..=64");
+        }
+        if self.forest.search_threads > 256 {
+            return bad("forest.search_threads must be at most 256");
         }
         if !(0.0..=0.25).contains(&self.memtable_bloom_ratio) {
             return bad("memtable_bloom_ratio must be in 0.0..=0.25");

@@ -83,7 +83,42 @@ pub struct EngineStats {
     pub slowdowns: Counter,
     pub stops: Counter,
     pub background_errors: Counter,
+    /// Tables probed by point lookups (split forest: trees probed per lookup = this / gets).
+    pub table_probes: Counter,
+    pub forest: ForestCounters,
     pub tier: std::sync::Arc<TierStats>,
+}
+
+/// Split-forest compaction counters (SifrDB).
+#[derive(Default)]
+pub struct ForestCounters {
+    pub merges: AtomicU64,
+    /// Tables moved into a merge's output tree by metadata alone, and their bytes.
+    pub moved_tables: AtomicU64,
+    pub moved_bytes: AtomicU64,
+    /// Checkpoints installed (compaction journal records).
+    pub checkpoints: AtomicU64,
+    /// Input bytes deleted by early cleaning while their merge ran.
+    pub early_cleaned_bytes: AtomicU64,
+    /// Merges resumed from the journal after a restart.
+    pub resumes: AtomicU64,
+    /// Point lookups that probed candidate tables in parallel.
+    pub parallel_searches: AtomicU64,
+    /// The most bytes any one compaction had written and not yet offset by deleted inputs.
+    pub peak_extra_bytes: AtomicU64,
+}
+
+/// A snapshot of [`ForestCounters`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ForestStats {
+    pub merges: u64,
+    pub moved_tables: u64,
+    pub moved_bytes: u64,
+    pub checkpoints: u64,
+    pub early_cleaned_bytes: u64,
+    pub resumes: u64,
+    pub parallel_searches: u64,
+    pub peak_extra_bytes: u64,
 }
 
 /// Figures for one level in a [`DbStats`] snapshot.
@@ -140,6 +175,10 @@ pub struct DbStats {
     pub live_snapshots: usize,
     pub total_sst_bytes: u64,
     pub tier: TierSnapshot,
+    /// Tables probed by point lookups (per lookup: `table_probes / gets`).
+    pub table_probes: u64,
+    /// Split-forest figures (zero under leveled compaction, except `peak_extra_bytes`).
+    pub forest: ForestStats,
     /// HotRAP's figures, when it is on.
     pub hotrap: Option<crate::tier::hot::HotRapStats>,
 }
@@ -169,6 +208,20 @@ impl EngineStats {
             slowdowns: g(&self.slowdowns),
             stops: g(&self.stops),
             background_errors: g(&self.background_errors),
+            table_probes: g(&self.table_probes),
+            forest: {
+                let f = &self.forest;
+                ForestStats {
+                    merges: f.merges.load(Relaxed),
+                    moved_tables: f.moved_tables.load(Relaxed),
+                    moved_bytes: f.moved_bytes.load(Relaxed),
+                    checkpoints: f.checkpoints.load(Relaxed),
+                    early_cleaned_bytes: f.early_cleaned_bytes.load(Relaxed),
+                    resumes: f.resumes.load(Relaxed),
+                    parallel_searches: f.parallel_searches.load(Relaxed),
+                    peak_extra_bytes: f.peak_extra_bytes.load(Relaxed),
+                }
+            },
             tier: self.tier.snapshot(),
             ..Default::default()
         };
@@ -273,6 +326,22 @@ impl fmt::Display for DbStats {
             human(self.total_sst_bytes)
         )?;
         write!(f, "\n{}", self.tier)?;
+        let fo = &self.forest;
+        if fo.merges > 0 || fo.checkpoints > 0 || fo.resumes > 0 {
+            write!(
+                f,
+                "\nsplit forest: merges {} moved {} tables ({})  checkpoints {} early-cleaned {}  resumed {}  peak extra {}  tables probed per get {:.2}  parallel searches {}",
+                fo.merges,
+                fo.moved_tables,
+                human(fo.moved_bytes),
+                fo.checkpoints,
+                human(fo.early_cleaned_bytes),
+                fo.resumes,
+                human(fo.peak_extra_bytes),
+                self.table_probes as f64 / self.gets.max(1) as f64,
+                fo.parallel_searches
+            )?;
+        }
         if let Some(h) = &self.hotrap {
             write!(f, "\n{h}")?;
         }

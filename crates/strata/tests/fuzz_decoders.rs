@@ -234,6 +234,9 @@ fn run(seed: u64) {
                 tier: strata::tier::Tier::Capacity,
             },
         )],
+        run_cuts: vec![(3, 12, b"k".to_vec())],
+        style: Some(strata::CompactionStyle::SplitForest),
+        ..Default::default()
     }
     .encode();
     for _ in 0..n {

@@ -235,14 +235,38 @@ fn run(seed: u64, steps: usize) {
 }
 
 fn run_tiered(seed: u64, steps: usize, tiering: Tiering) {
+    run_with(seed, steps, tiering, false)
+}
+
+/// Split-forest options: few trees per level and early cleaning after every table or few, so
+/// merges, moves, checkpoints and cut trees all happen with little data.
+fn split_forest(rng: &mut Rng, o: &mut Options) {
+    o.compaction_style = strata::CompactionStyle::SplitForest;
+    o.forest = strata::compaction::ForestOptions {
+        trees_per_level: 2 + rng.below(3) as usize,
+        cleaning_threshold: rng.below(4) as usize,
+        search_threads: [0, 2, 8][rng.below(3) as usize],
+    };
+    // Small, uncompressed tables (the values compress well): merges seal many outputs, so
+    // checkpoints and cut trees are frequent.
+    o.target_file_size_base = 4096;
+    o.compression_per_level = vec![strata::Compression::None];
+}
+
+fn run_with(seed: u64, steps: usize, tiering: Tiering, forest: bool) {
     let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().unwrap();
     let mut opts: Options = small_options(&mut rng);
     tiered(&mut rng, &mut opts, dir.path(), tiering, seed);
+    if forest {
+        split_forest(&mut rng, &mut opts);
+    }
     let mut db = Db::open(dir.path(), opts.clone()).unwrap();
     let mut model = Model::new();
     let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
     let mut seq = 0u64;
+    // Split-forest merges over all opens (statistics restart at each open).
+    let mut merges = 0;
     for step in 0..steps {
         let ctx = format!("seed {seed} step {step}");
         seq += 1;
@@ -325,6 +349,7 @@ fn run_tiered(seed: u64, steps: usize, tiering: Tiering) {
             95..=96 => db.wait_for_compactions().unwrap(),
             _ => {
                 snaps.clear();
+                merges += db.stats().forest.merges;
                 db.close().unwrap();
                 db = Db::open(dir.path(), opts.clone()).unwrap();
             }
@@ -362,6 +387,12 @@ fn run_tiered(seed: u64, steps: usize, tiering: Tiering) {
                 "faults were not retried"
             );
         }
+    }
+    if forest {
+        let f = db.stats().forest;
+        eprintln!("seed {seed}: split forest (this open) {f:?}");
+        merges += f.merges;
+        assert!(merges > 0, "seed {seed}: no split-forest merge ran");
     }
     db.close().unwrap();
     let db = Db::open(dir.path(), opts).unwrap();
@@ -417,6 +448,33 @@ fn model_tiered_file_with_faults() {
     for seed in seeds(model_seeds(12) / 4) {
         with_seed("model", seed, move || {
             run_tiered(seed, 1000, Tiering::FileWithFaults)
+        });
+    }
+}
+
+#[test]
+fn model_split_forest() {
+    for seed in seeds(model_seeds(12) / 2) {
+        with_seed("model", seed, move || {
+            run_with(seed, 2000, Tiering::Local, true)
+        });
+    }
+}
+
+#[test]
+fn model_split_forest_tiered() {
+    for seed in seeds(model_seeds(12) / 4) {
+        with_seed("model", seed, move || {
+            run_with(seed, 1500, Tiering::Memory, true)
+        });
+    }
+}
+
+#[test]
+fn model_split_forest_hotrap() {
+    for seed in seeds(model_seeds(12) / 4) {
+        with_seed("model", seed, move || {
+            run_with(seed, 1500, Tiering::HotRap, true)
         });
     }
 }

@@ -64,10 +64,12 @@ pub fn seeds() -> Vec<Vec<u8>> {
             CompactionInput {
                 level: 0,
                 files: vec![meta(7), meta(8)],
+                run: 0,
             },
             CompactionInput {
                 level: 1,
                 files: vec![meta(3)],
+                run: 12,
             },
         ],
         output_level: 1,
@@ -84,6 +86,10 @@ pub fn seeds() -> Vec<Vec<u8>> {
             seq: 5,
             value: b"v".to_vec(),
         }],
+        forest: Some(strata::compaction::ForestMerge {
+            resume_from: Some(b"c".to_vec()),
+            cleaning_threshold: 10,
+        }),
         snapshots: vec![10, 20],
         bottommost: true,
         target_file_size: 64 << 20,
@@ -103,6 +109,10 @@ pub fn seeds() -> Vec<Vec<u8>> {
         write_bytes: 1 << 20,
         records_in: 2000,
         records_dropped: 5,
+        moved_tables: 3,
+        moved_bytes: 3 << 20,
+        checkpoints: 2,
+        peak_extra_bytes: 1 << 20,
     };
     vec![
         [&[0u8][..], &serde_json::to_vec(&job).expect("json")].concat(),

@@ -47,6 +47,25 @@ pub fn seeds() -> Vec<Vec<u8>> {
                 tier: Tier::Capacity,
             },
         )],
+        style: Some(strata::CompactionStyle::SplitForest),
+        added_to_run: vec![(
+            5,
+            77,
+            FileMeta {
+                id: 10,
+                size: 100,
+                smallest: b"b".to_vec(),
+                largest: b"c".to_vec(),
+                largest_exclusive: false,
+                smallest_seq: 2,
+                largest_seq: 3,
+                num_entries: 2,
+                num_deletions: 0,
+                num_range_deletions: 0,
+                tier: Tier::Fast,
+            },
+        )],
+        run_cuts: vec![(5, 70, b"bb".to_vec())],
     };
     out.push(e.encode());
     out

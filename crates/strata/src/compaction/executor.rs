@@ -36,6 +36,11 @@ pub struct CompactionEnv<'a> {
     pub cancel: &'a AtomicBool,
     /// Applied by compactions (not flushes) to records no snapshot can see.
     pub filter: Option<Arc<dyn CompactionFilter>>,
+    /// Installs a split-forest merge's progress (its compaction journal and early cleaning);
+    /// `None` runs the merge without early cleaning.
+    #[allow(clippy::type_complexity)]
+    pub checkpoint:
+        Option<&'a (dyn Fn(crate::compaction::forest::Checkpoint) -> Result<()> + Sync)>,
 }
 
 /// What a job produced: what the engine verifies and installs with one manifest edit.
@@ -52,10 +57,24 @@ pub struct CompactionResult {
     pub write_bytes: u64,
     pub records_in: u64,
     pub records_dropped: u64,
+    /// Split forest: tables moved into the output tree by metadata alone (among `outputs`).
+    #[serde(default)]
+    pub moved_tables: u64,
+    #[serde(default)]
+    pub moved_bytes: u64,
+    /// Split forest: checkpoints handed to the engine (their outputs are not in `outputs`).
+    #[serde(default)]
+    pub checkpoints: u64,
+    /// Split forest: the most bytes written and not yet offset by early-cleaned inputs.
+    #[serde(default)]
+    pub peak_extra_bytes: u64,
 }
 
 /// Runs a compaction job. Output tables are written and synced but not installed.
 pub fn run_compaction(job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<CompactionResult> {
+    if job.forest.is_some() {
+        return super::forest::run_forest_merge(job, env);
+    }
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut tombstones = Vec::new();
     let scratch_reaper: Arc<Reaper> = Arc::default();
@@ -264,6 +283,16 @@ impl<'a, 'b> Outputs<'a, 'b> {
         }
     }
 
+    /// Stops tracking tables a hook took out of `done`: they are the caller's now, and a
+    /// later failure must not remove them. (Every created table is in `done`, handed over, or
+    /// the current one: a table is only created to receive an entry.)
+    fn forget_handed_over(&mut self) {
+        let kept: std::collections::HashSet<u64> = self.done.iter().map(|f| f.id).collect();
+        let current = self.current.as_ref().map(|(id, _)| *id);
+        self.created
+            .retain(|id| kept.contains(id) || Some(*id) == current);
+    }
+
     /// Removes files created for tables that turned out empty.
     fn remove_unused(&self) {
         let kept: std::collections::HashSet<u64> = self.done.iter().map(|f| f.id).collect();
@@ -273,6 +302,20 @@ impl<'a, 'b> Outputs<'a, 'b> {
             }
         }
     }
+}
+
+/// Optional behaviour of [`write_tables_with`] used by split-forest merges.
+#[derive(Default)]
+pub struct WriteHooks<'h> {
+    /// Output tables start at this user key (a resumed merge): range tombstones are clipped
+    /// to it.
+    pub lower: Option<Vec<u8>>,
+    /// Called each time a main-stream table is sealed because it reached the target size,
+    /// with the sealed tables not yet handed over and the user key the next table starts
+    /// at. Tables it drains from the vector are handed over (installed by the caller) and are
+    /// no longer removed if the job fails later.
+    #[allow(clippy::type_complexity)]
+    pub on_sealed: Option<&'h mut dyn FnMut(&mut Vec<FileMeta>, &[u8]) -> Result<()>>,
 }
 
 /// Writes the entries of `iter` (positioned at its first entry) into new tables, applying the
@@ -291,6 +334,34 @@ pub fn write_tables(
     route: Option<&HotRoute>,
     env: &CompactionEnv<'_>,
 ) -> Result<CompactionResult> {
+    write_tables_with(
+        iter,
+        tombstones,
+        snapshots,
+        bottommost,
+        target_file_size,
+        table,
+        filter,
+        route,
+        env,
+        WriteHooks::default(),
+    )
+}
+
+/// [`write_tables`] with [`WriteHooks`].
+#[allow(clippy::too_many_arguments)]
+pub fn write_tables_with(
+    iter: &mut dyn InternalIterator,
+    tombstones: Vec<RangeTombstone>,
+    snapshots: &[SeqNo],
+    bottommost: bool,
+    target_file_size: u64,
+    table: &TableBuilderOptions,
+    filter: Option<(&dyn CompactionFilter, usize)>,
+    route: Option<&HotRoute>,
+    env: &CompactionEnv<'_>,
+    mut hooks: WriteHooks<'_>,
+) -> Result<CompactionResult> {
     let newest_stripe = snapshots.len();
     let any_tombstone = !tombstones.is_empty();
     let fragments = Fragments::new(&tombstones);
@@ -300,6 +371,7 @@ pub fn write_tables(
         .filter(|t| !(bottommost && stripe(snapshots, t.seq) == 0))
         .collect();
     let mut out = Outputs::new(env, env.output_tier, table, kept);
+    out.lo = hooks.lower.take();
     // The fast stream holds no range tombstones (keys a tombstone covers are never routed).
     let mut fast = Outputs::new(env, Tier::Fast, table, Vec::new());
     let r = (|| -> Result<CompactionResult> {
@@ -327,6 +399,10 @@ pub fn write_tables(
                     if b.estimated_size() >= target_file_size {
                         stream.finish(Some(p.user_key))?;
                         stream.lo = Some(p.user_key.to_vec());
+                        if let (false, Some(hook)) = (to_fast, hooks.on_sealed.as_mut()) {
+                            hook(&mut out.done, p.user_key)?;
+                            out.forget_handed_over();
+                        }
                     }
                 }
                 cur_key.clear();

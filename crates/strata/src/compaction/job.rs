@@ -16,6 +16,8 @@ pub enum CompactionReason {
     Manual,
     /// A table lies on the tier placement no longer wants for its level.
     TierChange,
+    /// A split-forest merge the compaction journal shows interrupted, resumed at its cut.
+    JournalResume,
 }
 
 /// HotRAP retention and promotion by compaction (§3.1): user keys in `[lo, hi]` that are in
@@ -63,6 +65,21 @@ pub struct PromotedRecord {
 pub struct CompactionInput {
     pub level: usize,
     pub files: Vec<FileMeta>,
+    /// The sorted run (split-forest tree) the files belong to; 0 for L0 and leveled runs.
+    #[serde(default)]
+    pub run: u64,
+}
+
+/// A split-forest merge (SifrDB §4.1–4.2): the inputs are whole trees (one
+/// [`CompactionInput`] per tree, newest first); only overlapping tables are rewritten, the rest
+/// move into the output tree, and every `cleaning_threshold` sealed outputs the runner hands a
+/// checkpoint to the engine (the compaction journal), which deletes the consumed inputs.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ForestMerge {
+    /// Resume a merge the journal shows interrupted: keys below this are already merged.
+    pub resume_from: Option<Vec<u8>>,
+    /// Sealed outputs (and moved tables) between checkpoints; 0 disables early cleaning.
+    pub cleaning_threshold: usize,
 }
 
 /// A self-contained compaction job.
@@ -81,6 +98,9 @@ pub struct CompactionJob {
     /// HotRAP: hot promotion-cache records in the job's range, merged with the inputs.
     #[serde(default)]
     pub promoted: Vec<PromotedRecord>,
+    /// A split-forest merge (inputs are whole trees), when set.
+    #[serde(default)]
+    pub forest: Option<ForestMerge>,
     /// Live snapshot sequence numbers, ascending.
     pub snapshots: Vec<SeqNo>,
     /// No level below the output level holds keys in the job's range.

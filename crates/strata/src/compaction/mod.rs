@@ -11,6 +11,7 @@
 
 pub mod executor;
 pub mod filter;
+pub mod forest;
 pub mod job;
 pub mod picker;
 pub mod policy;
@@ -19,8 +20,11 @@ pub mod runner;
 
 pub use executor::{run_compaction, write_tables, CompactionEnv, CompactionResult};
 pub use filter::{CompactionFilter, FilterDecision};
-pub use job::{CompactionInput, CompactionJob, CompactionReason, HotRoute, PromotedRecord};
-pub use picker::{level_targets, pick_compaction, LevelTargets, Pick, PickerOptions};
+pub use forest::{ForestOptions, SplitForestPolicy};
+pub use job::{
+    CompactionInput, CompactionJob, CompactionReason, ForestMerge, HotRoute, PromotedRecord,
+};
+pub use picker::{level_targets, pick_compaction, ForestPick, LevelTargets, Pick, PickerOptions};
 pub use policy::{CompactionPolicy, LeveledPolicy, PickerInput};
 pub use rate_limiter::RateLimiter;
 pub use runner::{CompactionRunner, LocalRunner};

@@ -92,6 +92,20 @@ pub struct Pick {
     /// One input table that overlaps nothing in the output level: move it, do not rewrite it.
     pub trivial_move: bool,
     pub bottommost: bool,
+    /// The sorted run of the output level the outputs join (0: L0 or a leveled level; a
+    /// split-forest tree's id when a table is rewritten in place).
+    pub output_run: u64,
+    /// A split-forest merge: `inputs` are whole trees, newest first.
+    pub forest: Option<ForestPick>,
+}
+
+/// The split-forest part of a [`Pick`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForestPick {
+    /// The run id of each entry of `Pick::inputs`.
+    pub runs: Vec<u64>,
+    /// The merge was interrupted (the inputs carry this cut): resume it here.
+    pub resume_from: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Pick {
@@ -109,6 +123,8 @@ impl std::fmt::Debug for Pick {
             .field("output_tier", &self.output_tier)
             .field("trivial_move", &self.trivial_move)
             .field("bottommost", &self.bottommost)
+            .field("output_run", &self.output_run)
+            .field("forest", &self.forest)
             .finish()
     }
 }
@@ -188,6 +204,8 @@ pub fn pick_for(
         output_tier,
         trivial_move,
         bottommost,
+        output_run: 0,
+        forest: None,
     })
 }
 
@@ -335,7 +353,7 @@ fn pick_hot_aware(input: &PickerInput<'_>, level: usize) -> Option<Arc<TableFile
 
 /// A table on the tier placement no longer wants for its level (after the bottom moved, or
 /// the options changed): rewritten in place, onto the right tier.
-fn pick_misplaced(input: &PickerInput<'_>) -> Option<Pick> {
+pub(crate) fn pick_misplaced(input: &PickerInput<'_>) -> Option<Pick> {
     let v = input.version;
     for l in 1..v.num_levels() {
         let want = input.level_tier(l);

@@ -130,6 +130,7 @@ pub(crate) fn env(
         rate_limiter: inner.rate_limiter.clone(),
         cancel: &inner.shutting_down,
         filter: inner.opts.compaction_filter.clone(),
+        checkpoint: None,
     }
 }
 
@@ -321,7 +322,7 @@ fn range_of<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> Option<(Vec<
 
 /// HotRAP's part of a job, decided under the database lock at set-up.
 #[derive(Default)]
-struct HotSetup {
+pub(crate) struct HotSetup {
     /// Promotion-cache records taken out of the cache (the job moves data over their keys into
     /// the capacity tier).
     taken: Vec<(Vec<u8>, super::super::tier::hot::CachedRecord)>,
@@ -331,7 +332,7 @@ struct HotSetup {
 }
 
 /// Marks the job's tables for the promotion cache and takes its records (HotRAP §3.1, §3.3).
-fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup {
+pub(crate) fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup {
     let Some(hot) = &inner.hot else {
         return HotSetup::default();
     };
@@ -359,6 +360,7 @@ fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup {
         .fast_budget
         .is_none_or(|b| v.fast_bytes() + st.running_fast_bytes < b);
     let route = (into_capacity
+        && pick.forest.is_none()
         && pick.reason != CompactionReason::Manual
         && *level >= 1
         && *level != pick.output_level
@@ -384,6 +386,9 @@ pub(crate) fn run_pick(
     mut st: MutexGuard<'_, DbState>,
     pick: Pick,
 ) -> Result<()> {
+    if pick.forest.is_some() {
+        return super::forest::run_forest_pick(inner, st, pick);
+    }
     let ids: Vec<u64> = pick
         .inputs
         .iter()
@@ -428,12 +433,14 @@ pub(crate) fn run_pick(
                 .map(|(l, fs)| CompactionInput {
                     level: *l,
                     files: fs.iter().map(|f| f.meta.clone()).collect(),
+                    run: 0,
                 })
                 .collect(),
             output_level: out,
             output_tier: tier,
             route,
             promoted,
+            forest: None,
             snapshots: inner.snapshots.sequences(),
             bottommost: pick.bottommost,
             target_file_size: inner.opts.target_file_size_base,
@@ -468,7 +475,15 @@ pub(crate) fn run_pick(
                     edit.deleted.push((*l as u32, f.id));
                 }
             }
-            edit.added = outputs.iter().map(|f| (out as u32, f.clone())).collect();
+            if pick.output_run == 0 {
+                edit.added = outputs.iter().map(|f| (out as u32, f.clone())).collect();
+            } else {
+                // A split-forest table rewritten in place stays in its tree.
+                edit.added_to_run = outputs
+                    .iter()
+                    .map(|f| (out as u32, pick.output_run, f.clone()))
+                    .collect();
+            }
             if let Some((r, Some(level))) = &r {
                 edit.added
                     .extend(r.fast_outputs.iter().map(|f| (*level as u32, f.clone())));
@@ -529,7 +544,10 @@ pub(crate) fn run_pick(
 
 /// Turns HotRAP's set-up into the job's route (with RALT's hot keys of its range, read
 /// without the database lock) and its promoted records (the hot ones of those taken).
-fn hot_job_parts(inner: &DbInner, s: HotSetup) -> (Option<HotRoute>, Vec<PromotedRecord>) {
+pub(crate) fn hot_job_parts(
+    inner: &DbInner,
+    s: HotSetup,
+) -> (Option<HotRoute>, Vec<PromotedRecord>) {
     let Some(hot) = &inner.hot else {
         return (None, Vec::new());
     };
@@ -606,6 +624,9 @@ pub(crate) fn compact_range(
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Result<()> {
+    if inner.opts.compaction_style == crate::version::CompactionStyle::SplitForest {
+        return super::forest::compact_all(inner);
+    }
     flush(inner)?;
     // Only data written before the call is pushed down, so a steady write load cannot keep the
     // call busy forever.

@@ -9,6 +9,7 @@
 //! Depends on every engine module; nothing in the engine depends on `db` except the public API.
 
 mod background;
+mod forest;
 mod open;
 mod promote;
 mod properties;

@@ -37,7 +37,7 @@ fn parse_number(name: &str, suffix: &str) -> Option<u64> {
     stem.parse().ok()
 }
 
-pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
     let storage = opts.storage.clone().unwrap_or_else(default_storage);
     if !storage.exists(dir)? {
@@ -90,8 +90,17 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             storage.clone(),
             opts.num_levels,
             opts.max_manifest_file_size,
+            opts.compaction_style,
         )?
     };
+    if versions.style() != opts.compaction_style {
+        tracing::info!(
+            created = versions.style().name(),
+            asked = opts.compaction_style.name(),
+            "the database keeps the compaction style it was created with"
+        );
+        opts.compaction_style = versions.style();
+    }
     // Numbers of files a crash left behind (WALs written after the last manifest record, half
     // written tables) must never be handed out again.
     for n in &names {
@@ -139,6 +148,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             rate_limiter: None,
             cancel: &cancel,
             filter: None,
+            checkpoint: None,
         };
         let r = super::background::write_l0(mem, &[], &opts, &e)?;
         added.extend(r.outputs);
@@ -240,7 +250,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         shutting_down: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
         next_job_id: AtomicU64::new(1),
-        policy: Box::new(crate::compaction::LeveledPolicy),
+        policy: match opts.compaction_style {
+            crate::version::CompactionStyle::Leveled => Box::new(crate::compaction::LeveledPolicy),
+            crate::version::CompactionStyle::SplitForest => {
+                Box::new(crate::compaction::SplitForestPolicy {
+                    trees_per_level: opts.forest.trees_per_level,
+                })
+            }
+        },
         runner: Box::new(crate::compaction::LocalRunner),
         hot,
         opts,

@@ -17,7 +17,7 @@ use bytes::Bytes;
 
 use super::DbInner;
 use crate::error::{ErrorRepr, Result};
-use crate::iter::{DbIterator, InternalIterator, MergingIterator, RunIterator};
+use crate::iter::{DbIterator, InternalIterator, LowerClamped, MergingIterator, RunIterator};
 use crate::options::ReadOptions;
 use crate::range_del::Fragments;
 use crate::tier::hot::{HotRap, InsertOutcome};
@@ -86,6 +86,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
                 if f.smallest_seq > snapshot {
                     continue;
                 }
+                inner.stats.table_probes.fetch_add(1, Ordering::Relaxed);
                 let table = inner.tables.get(f)?;
                 let t = table.max_covering_tombstone(key, snapshot);
                 if let Probe::Found(v) = resolve(table.get(&lookup, key)?, t) {
@@ -115,6 +116,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
             if f.smallest_seq > snapshot {
                 continue;
             }
+            inner.stats.table_probes.fetch_add(1, Ordering::Relaxed);
             let table = inner.tables.get(f)?;
             let t = table.max_covering_tombstone(key, snapshot);
             let point = table.get(&lookup, key)?;
@@ -195,11 +197,12 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
                     }
                 }
             } else if !run.files.is_empty() {
-                children.push(Box::new(RunIterator::new(
-                    run.files.clone(),
-                    inner.tables.clone(),
-                    fill,
-                )));
+                let it = RunIterator::new(run.files.clone(), inner.tables.clone(), fill);
+                match &run.cut {
+                    // Keys below a split-forest tree's cut are served by the merge's output.
+                    Some(cut) => children.push(Box::new(LowerClamped::new(it, cut.clone()))),
+                    None => children.push(Box::new(it)),
+                }
             }
         }
     }

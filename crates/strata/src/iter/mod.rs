@@ -5,10 +5,12 @@
 //! entries into the user's view at a snapshot (newest visible version, tombstones applied,
 //! bounds honoured). Depends on `types`, `range_del`, `error`; never on `db` internals.
 
+mod clamp;
 mod db_iter;
 mod merging;
 mod run;
 
+pub use clamp::LowerClamped;
 pub use db_iter::{DbIterator, Forward};
 pub use merging::MergingIterator;
 pub use run::RunIterator;

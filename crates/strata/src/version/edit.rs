@@ -15,6 +15,9 @@ const TAG_LAST_SEQ: u64 = 4;
 const TAG_DELETED: u64 = 5;
 const TAG_ADDED: u64 = 6;
 const TAG_NUM_LEVELS: u64 = 7;
+const TAG_STYLE: u64 = 8;
+const TAG_ADDED_TO_RUN: u64 = 9;
+const TAG_RUN_CUT: u64 = 10;
 
 /// The manifest format identifier written in the first record of every manifest.
 pub const MANIFEST_FORMAT: &str = "strata.manifest.v1";
@@ -29,8 +32,105 @@ pub struct VersionEdit {
     pub log_number: Option<u64>,
     pub next_file_number: Option<u64>,
     pub last_sequence: Option<u64>,
+    /// The compaction style the database was created with (snapshot records only; absent in
+    /// manifests written before split-forest compaction existed, which are leveled).
+    pub style: Option<CompactionStyle>,
     pub deleted: Vec<(u32, u64)>,
+    /// Tables added to run 0 of a level: L0 (where every table is its own run) and the single
+    /// run of a leveled level.
     pub added: Vec<(u32, FileMeta)>,
+    /// `(level, run, table)`: tables added to a numbered sorted run (split-forest trees).
+    pub added_to_run: Vec<(u32, u64, FileMeta)>,
+    /// `(level, run, key)`: the compaction journal of a split-forest merge with early cleaning
+    /// — run `run` of `level` no longer serves user keys below `key` (they were merged into
+    /// the merge's output run, and the input tables entirely below `key` deleted).
+    pub run_cuts: Vec<(u32, u64, Vec<u8>)>,
+}
+
+/// How a database compacts: chosen at creation and recorded in the manifest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum CompactionStyle {
+    /// One sorted run per level below L0 (RocksDB's leveled compaction).
+    #[default]
+    Leveled,
+    /// SifrDB's split MS-forest: several trees (sorted runs of fixed-size tables) per level,
+    /// merged tree-wise into the next level, only overlapping tables rewritten.
+    SplitForest,
+}
+
+impl CompactionStyle {
+    pub fn as_u64(self) -> u64 {
+        match self {
+            CompactionStyle::Leveled => 0,
+            CompactionStyle::SplitForest => 1,
+        }
+    }
+    pub fn from_u64(v: u64) -> Option<Self> {
+        match v {
+            0 => Some(CompactionStyle::Leveled),
+            1 => Some(CompactionStyle::SplitForest),
+            _ => None,
+        }
+    }
+    /// The name used by the CLI and configuration (`leveled`, `split-forest`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionStyle::Leveled => "leveled",
+            CompactionStyle::SplitForest => "split-forest",
+        }
+    }
+}
+
+impl std::str::FromStr for CompactionStyle {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "leveled" => Ok(CompactionStyle::Leveled),
+            "split-forest" | "split_forest" => Ok(CompactionStyle::SplitForest),
+            _ => Err(format!(
+                "unknown compaction style {s:?} (expected leveled or split-forest)"
+            )),
+        }
+    }
+}
+
+fn put_file(b: &mut Vec<u8>, f: &FileMeta) {
+    put_varint64(b, f.id);
+    put_varint64(b, f.size);
+    put_length_prefixed(b, &f.smallest);
+    put_length_prefixed(b, &f.largest);
+    b.push(f.largest_exclusive as u8);
+    put_varint64(b, f.smallest_seq);
+    put_varint64(b, f.largest_seq);
+    put_varint64(b, f.num_entries);
+    put_varint64(b, f.num_deletions);
+    put_varint64(b, f.num_range_deletions);
+    b.push(f.tier.as_u8());
+}
+
+fn get_file(d: &mut Decoder<'_>) -> Option<FileMeta> {
+    let id = d.varint64()?;
+    let size = d.varint64()?;
+    let smallest = d.length_prefixed()?.to_vec();
+    let largest = d.length_prefixed()?.to_vec();
+    let largest_exclusive = match d.u8()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    Some(FileMeta {
+        id,
+        size,
+        smallest,
+        largest,
+        largest_exclusive,
+        smallest_seq: d.varint64()?,
+        largest_seq: d.varint64()?,
+        num_entries: d.varint64()?,
+        num_deletions: d.varint64()?,
+        num_range_deletions: d.varint64()?,
+        tier: crate::tier::Tier::from_u8(d.u8()?)?,
+    })
 }
 
 impl VersionEdit {
@@ -45,6 +145,7 @@ impl VersionEdit {
             (TAG_NEXT_FILE, self.next_file_number),
             (TAG_LAST_SEQ, self.last_sequence),
             (TAG_NUM_LEVELS, self.num_levels),
+            (TAG_STYLE, self.style.map(CompactionStyle::as_u64)),
         ] {
             if let Some(v) = v {
                 put_varint64(&mut b, tag);
@@ -59,17 +160,19 @@ impl VersionEdit {
         for (level, f) in &self.added {
             put_varint64(&mut b, TAG_ADDED);
             put_varint64(&mut b, *level as u64);
-            put_varint64(&mut b, f.id);
-            put_varint64(&mut b, f.size);
-            put_length_prefixed(&mut b, &f.smallest);
-            put_length_prefixed(&mut b, &f.largest);
-            b.push(f.largest_exclusive as u8);
-            put_varint64(&mut b, f.smallest_seq);
-            put_varint64(&mut b, f.largest_seq);
-            put_varint64(&mut b, f.num_entries);
-            put_varint64(&mut b, f.num_deletions);
-            put_varint64(&mut b, f.num_range_deletions);
-            b.push(f.tier.as_u8());
+            put_file(&mut b, f);
+        }
+        for (level, run, f) in &self.added_to_run {
+            put_varint64(&mut b, TAG_ADDED_TO_RUN);
+            put_varint64(&mut b, *level as u64);
+            put_varint64(&mut b, *run);
+            put_file(&mut b, f);
+        }
+        for (level, run, key) in &self.run_cuts {
+            put_varint64(&mut b, TAG_RUN_CUT);
+            put_varint64(&mut b, *level as u64);
+            put_varint64(&mut b, *run);
+            put_length_prefixed(&mut b, key);
         }
         b
     }
@@ -102,36 +205,25 @@ impl VersionEdit {
                     e.deleted.push((level, id));
                 }
                 TAG_ADDED => {
-                    let f = (|| {
-                        let level = d.varint32()?;
-                        let id = d.varint64()?;
-                        let size = d.varint64()?;
-                        let smallest = d.length_prefixed()?.to_vec();
-                        let largest = d.length_prefixed()?.to_vec();
-                        let largest_exclusive = match d.u8()? {
-                            0 => false,
-                            1 => true,
-                            _ => return None,
-                        };
-                        Some((
-                            level,
-                            FileMeta {
-                                id,
-                                size,
-                                smallest,
-                                largest,
-                                largest_exclusive,
-                                smallest_seq: d.varint64()?,
-                                largest_seq: d.varint64()?,
-                                num_entries: d.varint64()?,
-                                num_deletions: d.varint64()?,
-                                num_range_deletions: d.varint64()?,
-                                tier: crate::tier::Tier::from_u8(d.u8()?)?,
-                            },
-                        ))
-                    })()
-                    .ok_or_else(|| bad("added table"))?;
+                    let f = (|| Some((d.varint32()?, get_file(&mut d)?)))()
+                        .ok_or_else(|| bad("added table"))?;
                     e.added.push(f);
+                }
+                TAG_ADDED_TO_RUN => {
+                    let f = (|| Some((d.varint32()?, d.varint64()?, get_file(&mut d)?)))()
+                        .ok_or_else(|| bad("added table"))?;
+                    e.added_to_run.push(f);
+                }
+                TAG_RUN_CUT => {
+                    let c =
+                        (|| Some((d.varint32()?, d.varint64()?, d.length_prefixed()?.to_vec())))()
+                            .ok_or_else(|| bad("run cut"))?;
+                    e.run_cuts.push(c);
+                }
+                TAG_STYLE => {
+                    let v = d.varint64().ok_or_else(|| bad("compaction style"))?;
+                    e.style =
+                        Some(CompactionStyle::from_u64(v).ok_or_else(|| bad("compaction style"))?);
                 }
                 t => {
                     return Err(Error::corruption(format!(
@@ -156,7 +248,26 @@ mod tests {
             next_file_number: Some(9),
             last_sequence: Some(100),
             num_levels: Some(7),
+            style: Some(CompactionStyle::SplitForest),
             deleted: vec![(1, 4)],
+            run_cuts: vec![(2, 40, b"m".to_vec())],
+            added_to_run: vec![(
+                3,
+                41,
+                FileMeta {
+                    id: 8,
+                    size: 10,
+                    smallest: b"b".to_vec(),
+                    largest: b"c".to_vec(),
+                    largest_exclusive: false,
+                    smallest_seq: 1,
+                    largest_seq: 2,
+                    num_entries: 2,
+                    num_deletions: 0,
+                    num_range_deletions: 0,
+                    tier: crate::tier::Tier::Fast,
+                },
+            )],
             added: vec![(
                 2,
                 FileMeta {

@@ -16,7 +16,7 @@ mod set;
 #[allow(clippy::module_inception)]
 mod version;
 
-pub use edit::VersionEdit;
+pub use edit::{CompactionStyle, VersionEdit};
 pub use file_meta::{FileMeta, Reaper, TableFile};
 pub use set::{current_path, manifest_path, VersionSet};
 pub use version::{Level, SortedRun, Version};

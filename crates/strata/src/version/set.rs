@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::edit::{VersionEdit, MANIFEST_FORMAT};
+use super::edit::{CompactionStyle, VersionEdit, MANIFEST_FORMAT};
 use super::file_meta::Reaper;
 use super::version::Version;
 use crate::error::{Error, ErrorRepr, Result};
@@ -38,6 +38,8 @@ pub struct VersionSet {
     manifest_number: u64,
     max_manifest_size: u64,
     reaper: Arc<Reaper>,
+    /// The compaction style recorded at creation (leveled for manifests that predate it).
+    style: CompactionStyle,
 }
 
 impl VersionSet {
@@ -47,8 +49,10 @@ impl VersionSet {
         storage: Arc<dyn Storage>,
         num_levels: usize,
         max_manifest_size: u64,
+        style: CompactionStyle,
     ) -> Result<VersionSet> {
         let mut vs = VersionSet {
+            style,
             dir: dir.to_path_buf(),
             storage,
             current: Arc::new(Version::new(num_levels)),
@@ -92,6 +96,7 @@ impl VersionSet {
         let mut reader = LogReader::new(&data, name, true);
         let (mut log_number, mut next_file, mut last_seq) = (0, 1, 0);
         let mut first = true;
+        let mut style = CompactionStyle::Leveled;
         while let Some(rec) = reader.next_record()? {
             let edit =
                 VersionEdit::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
@@ -115,6 +120,7 @@ impl VersionSet {
                         )));
                     }
                 }
+                style = edit.style.unwrap_or(CompactionStyle::Leveled);
                 first = false;
             }
             version = version.apply(&edit, &reaper)?.0;
@@ -154,6 +160,7 @@ impl VersionSet {
             manifest_number: number,
             max_manifest_size,
             reaper,
+            style,
         };
         // No manifest is written yet: the first `log_and_apply` starts a new one, so an open
         // that fails before then leaves every file as it was.
@@ -162,6 +169,11 @@ impl VersionSet {
 
     pub fn current(&self) -> Arc<Version> {
         self.current.clone()
+    }
+
+    /// The compaction style the database was created with.
+    pub fn style(&self) -> CompactionStyle {
+        self.style
     }
 
     pub fn reaper(&self) -> &Arc<Reaper> {
@@ -195,11 +207,21 @@ impl VersionSet {
             log_number: Some(self.log_number),
             next_file_number: Some(self.next_file_number.load(Ordering::SeqCst)),
             last_sequence: Some(self.last_sequence),
+            style: Some(self.style),
             ..Default::default()
         };
         for (l, level) in self.current.levels.iter().enumerate() {
-            for f in level.files() {
-                e.added.push((l as u32, f.meta.clone()));
+            for run in &level.runs {
+                for f in &run.files {
+                    if run.id == 0 {
+                        e.added.push((l as u32, f.meta.clone()));
+                    } else {
+                        e.added_to_run.push((l as u32, run.id, f.meta.clone()));
+                    }
+                }
+                if let Some(c) = &run.cut {
+                    e.run_cuts.push((l as u32, run.id, c.clone()));
+                }
             }
         }
         e

@@ -1,6 +1,6 @@
 //! [`Version`]: an immutable snapshot of which tables make up each level.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::edit::VersionEdit;
@@ -8,14 +8,30 @@ use super::file_meta::{Reaper, TableFile};
 use crate::error::{Error, Result};
 
 /// Files sorted by key, pairwise disjoint.
+///
+/// `id` orders the runs of a level (newest first by descending id): 0 for L0's one-table runs
+/// and a leveled level's single run; a file number for each split-forest tree. `cut` is set
+/// while (or after a crash in) a split-forest merge with early cleaning: keys below it are
+/// served by the merge's output run, not by this one (SifrDB's redirection map, §4.2).
 #[derive(Clone, Default)]
 pub struct SortedRun {
+    pub id: u64,
     pub files: Vec<Arc<TableFile>>,
+    pub cut: Option<Vec<u8>>,
 }
 
 impl SortedRun {
+    /// Whether this run serves `user_key` (it is not below the run's cut).
+    #[inline]
+    pub fn serves(&self, user_key: &[u8]) -> bool {
+        self.cut.as_deref().is_none_or(|c| user_key >= c)
+    }
+
     /// The file whose range contains `user_key`.
     pub fn find(&self, user_key: &[u8]) -> Option<&Arc<TableFile>> {
+        if !self.serves(user_key) {
+            return None;
+        }
         let i = self.files.partition_point(|f| f.ends_before(user_key));
         self.files
             .get(i)
@@ -112,45 +128,93 @@ impl Version {
         reaper: &Arc<Reaper>,
     ) -> Result<(Version, Vec<Arc<TableFile>>)> {
         let n = self.levels.len();
-        let mut by_level: Vec<Vec<Arc<TableFile>>> = self
+        // (run id → (files, cut)) per level; L0's tables all sit in run 0 here.
+        type Runs = BTreeMap<u64, (Vec<Arc<TableFile>>, Option<Vec<u8>>)>;
+        let mut by_level: Vec<Runs> = self
             .levels
             .iter()
-            .map(|l| l.files().cloned().collect())
+            .map(|l| {
+                let mut m = Runs::new();
+                for r in &l.runs {
+                    let e = m.entry(r.id).or_default();
+                    e.0.extend(r.files.iter().cloned());
+                    e.1 = r.cut.clone();
+                }
+                m
+            })
             .collect();
         let mut removed: HashMap<u64, Arc<TableFile>> = HashMap::new();
         for &(level, id) in &edit.deleted {
             let l = level as usize;
-            let files = by_level
+            let runs = by_level
                 .get_mut(l)
                 .ok_or_else(|| Error::corruption(format!("edit deletes from level {l} of {n}")))?;
-            let pos = files.iter().position(|f| f.id == id).ok_or_else(|| {
+            let found = runs.values_mut().find_map(|(files, _)| {
+                let pos = files.iter().position(|f| f.id == id)?;
+                Some(files.remove(pos))
+            });
+            let f = found.ok_or_else(|| {
                 Error::corruption(format!("edit deletes table {id} absent from level {l}"))
             })?;
-            removed.insert(id, files.remove(pos));
+            removed.insert(id, f);
         }
-        for (level, meta) in &edit.added {
-            let l = *level as usize;
+        let adds = edit
+            .added
+            .iter()
+            .map(|(l, m)| (*l, 0u64, m))
+            .chain(edit.added_to_run.iter().map(|(l, r, m)| (*l, *r, m)));
+        for (level, run, meta) in adds {
+            let l = level as usize;
             if l >= n {
                 return Err(Error::corruption(format!("edit adds to level {l} of {n}")));
+            }
+            if l == 0 && run != 0 {
+                return Err(Error::corruption("edit adds to a numbered run of L0"));
             }
             let f = match removed.remove(&meta.id) {
                 Some(f) => f,
                 None => TableFile::new(meta.clone(), reaper.clone()),
             };
-            by_level[l].push(f);
+            by_level[l].entry(run).or_default().0.push(f);
+        }
+        for (level, run, key) in &edit.run_cuts {
+            let l = *level as usize;
+            let entry = by_level
+                .get_mut(l)
+                .and_then(|runs| runs.get_mut(run))
+                .ok_or_else(|| {
+                    Error::corruption(format!("edit cuts run {run} absent from level {l}"))
+                })?;
+            if entry.1.as_ref().is_some_and(|c| c > key) {
+                return Err(Error::corruption(format!(
+                    "edit moves the cut of run {run} of level {l} backwards"
+                )));
+            }
+            entry.1 = Some(key.clone());
         }
         let mut v = Version::new(n);
-        for (l, mut files) in by_level.into_iter().enumerate() {
+        for (l, runs) in by_level.into_iter().enumerate() {
             if l == 0 {
                 // Newest first: by largest sequence number, then by id.
+                let mut files: Vec<_> = runs.into_values().flat_map(|(f, _)| f).collect();
                 files.sort_by_key(|f| std::cmp::Reverse((f.largest_seq, f.id)));
                 v.levels[0].runs = files
                     .into_iter()
-                    .map(|f| SortedRun { files: vec![f] })
+                    .map(|f| SortedRun {
+                        id: 0,
+                        files: vec![f],
+                        cut: None,
+                    })
                     .collect();
-            } else if !files.is_empty() {
+                continue;
+            }
+            // Newest run first; a run left without tables (merged away) disappears with its cut.
+            for (id, (mut files, cut)) in runs.into_iter().rev() {
+                if files.is_empty() {
+                    continue;
+                }
                 files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
-                v.levels[l].runs = vec![SortedRun { files }];
+                v.levels[l].runs.push(SortedRun { id, files, cut });
             }
         }
         // Saturating: sizes come from the manifest, and damaged ones must not overflow.
@@ -163,7 +227,8 @@ impl Version {
     }
 
     /// Checks that runs are sorted and disjoint (always on; cheap relative to an edit). With
-    /// the `invariants` feature it also checks L0 ordering and the one-run-per-level shape.
+    /// the `invariants` feature it also checks L0 ordering and that only numbered runs
+    /// (split-forest trees) share a level.
     pub fn check_invariants(&self) -> Result<()> {
         #[cfg(feature = "invariants")]
         {
@@ -174,8 +239,10 @@ impl Version {
                 }
             }
             for (l, level) in self.levels.iter().enumerate().skip(1) {
-                if level.runs.len() > 1 {
-                    return Err(Error::corruption(format!("level {l} holds several runs")));
+                if level.runs.len() > 1 && level.runs.iter().any(|r| r.id == 0) {
+                    return Err(Error::corruption(format!(
+                        "level {l} holds a leveled run beside others"
+                    )));
                 }
             }
         }

@@ -1,0 +1,324 @@
+//! [`SplitForestPolicy`]: what a split forest compacts next, as a pure function of the
+//! [`PickerInput`]. In order:
+//!
+//! 1. a merge the compaction journal shows interrupted (input trees carrying a cut), resumed
+//!    at the cut into a new output tree;
+//! 2. the most urgent of: L0 (all its tables, when there are `l0_trigger` of them) and each
+//!    level whose idle, uncut trees number at least `trees_per_level` (all of them, into the
+//!    next level; the last level merges into itself), by score = count / trigger;
+//! 3. a table placement wants on the other tier, rewritten in place within its tree.
+
+use std::sync::Arc;
+
+use crate::compaction::job::CompactionReason;
+use crate::compaction::picker::{pick_misplaced, ForestPick, Pick};
+use crate::compaction::policy::{CompactionPolicy, PickerInput};
+use crate::version::{SortedRun, TableFile, Version};
+
+/// Split-forest picking (SifrDB §4.1).
+#[derive(Clone, Copy, Debug)]
+pub struct SplitForestPolicy {
+    pub trees_per_level: usize,
+}
+
+impl CompactionPolicy for SplitForestPolicy {
+    fn pick(&self, input: &PickerInput<'_>) -> Option<Pick> {
+        pick_forest(input, self.trees_per_level.max(2))
+    }
+    fn name(&self) -> &'static str {
+        "split-forest"
+    }
+}
+
+fn idle(input: &PickerInput<'_>, run: &SortedRun) -> bool {
+    run.files.iter().all(|f| !input.busy.contains(&f.id))
+}
+
+/// Whether no table outside `inputs` at `output` or below overlaps `[lo, hi]`.
+fn bottommost(v: &Version, output: usize, inputs: &[(usize, u64)], lo: &[u8], hi: &[u8]) -> bool {
+    v.levels[output..].iter().enumerate().all(|(i, level)| {
+        level.runs.iter().all(|r| {
+            inputs.contains(&(output + i, r.id)) && output + i != 0
+                || r.overlapping(Some(lo), Some(hi)).is_empty()
+        })
+    })
+}
+
+/// Builds the merge of `runs` (of `level`, newest first) into a new tree of `output`.
+fn merge_pick(
+    input: &PickerInput<'_>,
+    level: usize,
+    runs: &[&SortedRun],
+    output: usize,
+    reason: CompactionReason,
+    score: f64,
+    resume_from: Option<Vec<u8>>,
+) -> Option<Pick> {
+    let files: Vec<&Arc<TableFile>> = runs.iter().flat_map(|r| r.files.iter()).collect();
+    let lo = files.iter().map(|f| f.smallest.clone()).min()?;
+    let hi = files.iter().map(|f| f.largest.clone()).max()?;
+    let ids: Vec<(usize, u64)> = runs.iter().map(|r| (level, r.id)).collect();
+    // L0's one-table runs all have id 0: the L0 check needs the tables themselves.
+    let bottom = if level == 0 {
+        let v = input.version;
+        (output..v.num_levels()).all(|l| {
+            v.levels[l]
+                .runs
+                .iter()
+                .all(|r| r.overlapping(Some(&lo), Some(&hi)).is_empty())
+        })
+    } else {
+        bottommost(input.version, output, &ids, &lo, &hi)
+    };
+    Some(Pick {
+        reason,
+        score,
+        inputs: runs.iter().map(|r| (level, r.files.clone())).collect(),
+        output_level: output,
+        output_tier: input.tier_for(output),
+        trivial_move: false,
+        bottommost: bottom,
+        output_run: 0,
+        forest: Some(ForestPick {
+            runs: runs.iter().map(|r| r.id).collect(),
+            resume_from,
+        }),
+    })
+}
+
+/// The merge of every tree of `level` (manual compaction): `None` while any of them is busy or
+/// carries a cut (the background resumes that merge first), or when `level` is empty.
+pub fn level_merge(input: &PickerInput<'_>, level: usize) -> Option<Pick> {
+    let v = input.version;
+    let runs: Vec<&SortedRun> = v.levels[level].runs.iter().collect();
+    if runs.iter().any(|r| r.cut.is_some() || !idle(input, r)) {
+        return None;
+    }
+    let n = v.num_levels();
+    let output = if level + 1 < n { level + 1 } else { level };
+    merge_pick(
+        input,
+        level,
+        &runs,
+        output,
+        CompactionReason::Manual,
+        f64::MAX,
+        None,
+    )
+}
+
+fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
+    let v = input.version;
+    let n = v.num_levels();
+    let out_of = |l: usize| if l + 1 < n { l + 1 } else { l };
+    // 1. Resume an interrupted merge.
+    for l in 1..n {
+        let cut: Vec<&SortedRun> = v.levels[l]
+            .runs
+            .iter()
+            .filter(|r| r.cut.is_some())
+            .collect();
+        if !cut.is_empty() && cut.iter().all(|r| idle(input, r)) {
+            let at = cut.iter().filter_map(|r| r.cut.clone()).min();
+            return merge_pick(
+                input,
+                l,
+                &cut,
+                out_of(l),
+                CompactionReason::JournalResume,
+                f64::MAX,
+                at,
+            );
+        }
+    }
+    // 2. The most urgent of L0 and the full levels.
+    let mut scored: Vec<(f64, usize)> = Vec::new();
+    let l0 = &v.levels[0];
+    if l0.runs.iter().all(|r| idle(input, r)) && !l0.is_empty() {
+        scored.push((
+            l0.runs.len() as f64 / input.options.l0_trigger.max(1) as f64,
+            0,
+        ));
+    }
+    for l in 1..n {
+        let ready = v.levels[l]
+            .runs
+            .iter()
+            .filter(|r| r.cut.is_none() && idle(input, r))
+            .count();
+        if ready > 0 {
+            scored.push((ready as f64 / fanout as f64, l));
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (score, l) in scored {
+        if score < 1.0 {
+            break;
+        }
+        let runs: Vec<&SortedRun> = v.levels[l]
+            .runs
+            .iter()
+            .filter(|r| r.cut.is_none() && idle(input, r))
+            .collect();
+        // The last level merges into itself only when that shrinks it.
+        if l + 1 == n && runs.len() < 2 {
+            continue;
+        }
+        let reason = if l == 0 {
+            CompactionReason::L0FileCount
+        } else {
+            CompactionReason::LevelSize
+        };
+        if let Some(p) = merge_pick(input, l, &runs, out_of(l), reason, score, None) {
+            return Some(p);
+        }
+    }
+    // 3. A table on the wrong tier, rewritten within its tree.
+    let mut p = pick_misplaced(input)?;
+    let (level, files) = &p.inputs[0];
+    let id = files.first()?.id;
+    p.output_run = v.levels[*level]
+        .runs
+        .iter()
+        .find(|r| r.files.iter().any(|f| f.id == id))
+        .map_or(0, |r| r.id);
+    Some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::picker::PickerOptions;
+    use crate::tier::{Placement, Tier};
+    use crate::version::{FileMeta, Reaper, VersionEdit};
+    use std::collections::{HashMap, HashSet};
+
+    /// A version from `level run id smallest largest` lines (`run` 0 in L0); `cut level run key`
+    /// lines set cuts.
+    fn version(fixture: &str) -> Version {
+        let mut e = VersionEdit::default();
+        for line in fixture.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if w[0] == "cut" {
+                e.run_cuts
+                    .push((w[1].parse().unwrap(), w[2].parse().unwrap(), w[3].into()));
+                continue;
+            }
+            let (level, run, id): (u32, u64, u64) = (
+                w[0].parse().unwrap(),
+                w[1].parse().unwrap(),
+                w[2].parse().unwrap(),
+            );
+            let m = FileMeta {
+                id,
+                size: 100,
+                smallest: w[3].into(),
+                largest: w[4].into(),
+                largest_exclusive: false,
+                smallest_seq: id,
+                largest_seq: id,
+                num_entries: 1,
+                num_deletions: 0,
+                num_range_deletions: 0,
+                tier: Tier::Fast,
+            };
+            if run == 0 {
+                e.added.push((level, m));
+            } else {
+                e.added_to_run.push((level, run, m));
+            }
+        }
+        Version::new(4)
+            .apply(&e, &Arc::new(Reaper::default()))
+            .unwrap()
+            .0
+    }
+
+    /// Renders a pick as `level:runs -> output (reason)`.
+    fn show(p: Option<Pick>) -> String {
+        let Some(p) = p else { return "none".into() };
+        let f = p.forest.clone().unwrap_or(ForestPick {
+            runs: vec![],
+            resume_from: None,
+        });
+        format!(
+            "L{}:{:?} -> L{}{}{} {:?}",
+            p.inputs[0].0,
+            f.runs,
+            p.output_level,
+            f.resume_from
+                .map(|c| format!(" from {}", String::from_utf8_lossy(&c)))
+                .unwrap_or_default(),
+            if p.bottommost { " bottom" } else { "" },
+            p.reason
+        )
+    }
+
+    #[test]
+    fn picks() {
+        let o = PickerOptions {
+            l0_trigger: 2,
+            base_bytes: 1000,
+            multiplier: 10.0,
+            dynamic: true,
+            max_base_level: 3,
+        };
+        let pl = Placement {
+            has_capacity: false,
+            fast_levels: None,
+            capacity_levels: 1,
+            num_levels: 4,
+            dynamic: true,
+            fast_budget: None,
+        };
+        // (fixture, busy table ids, expected pick)
+        let cases: Vec<(&str, Vec<u64>, &str)> = vec![
+            ("0 0 1 a b", vec![], "none"),
+            // L0 at its trigger merges into L1; nothing below: bottommost.
+            (
+                "0 0 1 a b\n0 0 2 a c",
+                vec![],
+                "L0:[0, 0] -> L1 bottom L0FileCount",
+            ),
+            // Three trees in L1 are not yet a full level (fanout 3 here).
+            ("1 10 1 a b\n1 11 2 a b\n2 5 3 a z", vec![], "none"),
+            // A full L1 merges into L2, newest tree first; L2 holds older data in range.
+            (
+                "1 10 1 a b\n1 11 2 a b\n1 12 3 a b\n2 5 4 a z",
+                vec![],
+                "L1:[12, 11, 10] -> L2 LevelSize",
+            ),
+            // A busy tree is left out; what remains is not full.
+            ("1 10 1 a b\n1 11 2 a b\n1 12 3 a b", vec![3], "none"),
+            // The last level merges into itself.
+            (
+                "3 10 1 a b\n3 11 2 a b\n3 12 3 c d",
+                vec![],
+                "L3:[12, 11, 10] -> L3 bottom LevelSize",
+            ),
+            // A cut tree resumes first, at its cut.
+            (
+                "1 10 1 a b\n1 11 2 a m\ncut 1 10 b\ncut 1 11 b\n0 0 5 a b\n0 0 6 a b",
+                vec![],
+                "L1:[11, 10] -> L2 from b bottom JournalResume",
+            ),
+            // ... unless it is being merged right now.
+            ("1 10 1 a b\ncut 1 10 b", vec![1], "none"),
+        ];
+        let empty = HashMap::new();
+        for (i, (fixture, busy, want)) in cases.into_iter().enumerate() {
+            let v = version(fixture);
+            let busy: HashSet<u64> = busy.into_iter().collect();
+            let got = SplitForestPolicy { trees_per_level: 3 }.pick(&PickerInput {
+                version: &v,
+                busy: &busy,
+                options: &o,
+                placement: &pl,
+                running_fast_bytes: 0,
+                hot_bytes: &empty,
+                hot_aware: false,
+            });
+            assert_eq!(show(got), want, "case {i}: {fixture}");
+        }
+    }
+}
