@@ -85,6 +85,10 @@ pub struct EngineStats {
     pub background_errors: Counter,
     /// Tables probed by point lookups (split forest: trees probed per lookup = this / gets).
     pub table_probes: Counter,
+    /// The most bytes one compaction had written and not yet offset by deleted inputs (the
+    /// operational space it held beyond the live data: all its outputs under leveled
+    /// compaction, which deletes inputs at the end; bounded by early cleaning in a forest).
+    pub compaction_peak_extra_bytes: AtomicU64,
     pub forest: ForestCounters,
     pub tier: std::sync::Arc<TierStats>,
 }
@@ -104,8 +108,6 @@ pub struct ForestCounters {
     pub resumes: AtomicU64,
     /// Point lookups that probed candidate tables in parallel.
     pub parallel_searches: AtomicU64,
-    /// The most bytes any one compaction had written and not yet offset by deleted inputs.
-    pub peak_extra_bytes: AtomicU64,
 }
 
 /// A snapshot of [`ForestCounters`].
@@ -118,7 +120,6 @@ pub struct ForestStats {
     pub early_cleaned_bytes: u64,
     pub resumes: u64,
     pub parallel_searches: u64,
-    pub peak_extra_bytes: u64,
 }
 
 /// Figures for one level in a [`DbStats`] snapshot.
@@ -177,7 +178,9 @@ pub struct DbStats {
     pub tier: TierSnapshot,
     /// Tables probed by point lookups (per lookup: `table_probes / gets`).
     pub table_probes: u64,
-    /// Split-forest figures (zero under leveled compaction, except `peak_extra_bytes`).
+    /// See [`EngineStats::compaction_peak_extra_bytes`].
+    pub compaction_peak_extra_bytes: u64,
+    /// Split-forest figures (zero under leveled compaction).
     pub forest: ForestStats,
     /// HotRAP's figures, when it is on.
     pub hotrap: Option<crate::tier::hot::HotRapStats>,
@@ -209,6 +212,7 @@ impl EngineStats {
             stops: g(&self.stops),
             background_errors: g(&self.background_errors),
             table_probes: g(&self.table_probes),
+            compaction_peak_extra_bytes: self.compaction_peak_extra_bytes.load(Relaxed),
             forest: {
                 let f = &self.forest;
                 ForestStats {
@@ -219,7 +223,6 @@ impl EngineStats {
                     early_cleaned_bytes: f.early_cleaned_bytes.load(Relaxed),
                     resumes: f.resumes.load(Relaxed),
                     parallel_searches: f.parallel_searches.load(Relaxed),
-                    peak_extra_bytes: f.peak_extra_bytes.load(Relaxed),
                 }
             },
             tier: self.tier.snapshot(),
@@ -337,7 +340,7 @@ impl fmt::Display for DbStats {
                 fo.checkpoints,
                 human(fo.early_cleaned_bytes),
                 fo.resumes,
-                human(fo.peak_extra_bytes),
+                human(self.compaction_peak_extra_bytes),
                 self.table_probes as f64 / self.gets.max(1) as f64,
                 fo.parallel_searches
             )?;

@@ -22,8 +22,22 @@ const KEYS: u64 = 400;
 
 /// Options of the crash workload; with `tiered`, levels below L0 go to a `file://` capacity
 /// tier beside the database, 2 ms away, so crashes land in the middle of uploads.
-fn crash_options(base: &std::path::Path, tiered: bool) -> Options {
+fn crash_options(base: &std::path::Path, tiered: bool, forest: bool) -> Options {
     let mut o = crash_options_local();
+    if forest {
+        // Split forest with early cleaning after every table: kills land inside merges, and
+        // reopens resume them from their journal.
+        o.compaction_style = strata::CompactionStyle::SplitForest;
+        o.forest = strata::compaction::ForestOptions {
+            trees_per_level: 2,
+            cleaning_threshold: 1,
+            search_threads: 4,
+        };
+        o.target_file_size_base = 4096;
+        o.compression_per_level = vec![strata::Compression::None];
+        // Slow merges, so that kills land inside them.
+        o.compaction_rate_limit = 1 << 20;
+    }
     if tiered {
         let mut c = strata::storage::object::CapacityOptions::new(format!(
             "file://{}",
@@ -74,8 +88,9 @@ fn crash_child() {
         .parse()
         .unwrap();
     let tiered = std::env::var("STRATA_CRASH_TIERED").is_ok();
+    let forest = std::env::var("STRATA_CRASH_FOREST").is_ok();
     let base = std::path::PathBuf::from(&dir);
-    let db = Db::open(base.join("db"), crash_options(&base, tiered)).unwrap();
+    let db = Db::open(base.join("db"), crash_options(&base, tiered, forest)).unwrap();
     // The harness printed "test crash_child ... " without a newline: end that line.
     println!();
     let handles: Vec<_> = (0..2u64)
@@ -103,7 +118,13 @@ fn crash_child() {
                         }
                     }
                     println!("I {id} {}", ops.join(","));
-                    let sync = !rng.chance(10);
+                    // The split forest needs volume for merges to run in the child: mostly
+                    // unsynced writes (still in the OS once acknowledged, so a kill keeps them).
+                    let sync = if forest {
+                        rng.chance(5)
+                    } else {
+                        !rng.chance(10)
+                    };
                     db.write_opt(batch, &WriteOptions { sync }).unwrap();
                     println!("A {id}");
                 }
@@ -130,18 +151,22 @@ fn parse_ops(s: &str) -> Ops {
         .collect()
 }
 
-fn run(seed: u64, rounds: u64, tiered: bool) {
+fn run(seed: u64, rounds: u64, tiered: bool, forest: bool) {
     let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut oracle: BTreeMap<String, String> = BTreeMap::new();
     let mut total_acked = 0usize;
     let mut capacity_tables = 0usize;
+    let mut reopened_mid_merge = 0usize;
     for round in 0..rounds {
         let mut cmd = Command::new(&exe);
         cmd.args(["--exact", "crash_child", "--nocapture", "--test-threads=1"]);
         if tiered {
             cmd.env("STRATA_CRASH_TIERED", "1");
+        }
+        if forest {
+            cmd.env("STRATA_CRASH_FOREST", "1");
         }
         let mut child = cmd
             .env("STRATA_CRASH_DIR", dir.path())
@@ -215,8 +240,21 @@ fn run(seed: u64, rounds: u64, tiered: bool) {
             "round {round}: at most one in-flight write per thread"
         );
 
-        let db = Db::open(dir.path().join("db"), crash_options(dir.path(), tiered))
-            .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
+        let db = Db::open(
+            dir.path().join("db"),
+            crash_options(dir.path(), tiered, forest),
+        )
+        .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
+        // A split-forest merge the kill interrupted is resumed from its journal.
+        if forest {
+            db.wait_for_compactions()
+                .unwrap_or_else(|e| panic!("round {round}: background work failed: {e}"));
+            reopened_mid_merge += db.stats().forest.resumes as usize;
+            assert!(
+                db.sorted_runs().iter().all(|r| r.cut.is_none()),
+                "round {round}: a cut survived the resumed merge"
+            );
+        }
         if tiered {
             // No object outlives a crash unless the manifest names it. Uploads the reopened
             // database starts itself are finished first (a staged upload is not an orphan).
@@ -318,10 +356,17 @@ fn run(seed: u64, rounds: u64, tiered: bool) {
         db.close().unwrap();
     }
     eprintln!(
-        "crash test (tiered: {tiered}): {rounds} rounds, {total_acked} acknowledged writes verified, {capacity_tables} capacity tables checked"
+        "crash test (tiered: {tiered}, split forest: {forest}): {rounds} rounds, {total_acked} acknowledged writes verified, {capacity_tables} capacity tables checked, {reopened_mid_merge} merges resumed from the journal"
     );
     if tiered {
         assert!(capacity_tables > 0, "the capacity tier was never used");
+    }
+    if forest && !tiered {
+        // Kills land in merges with early cleaning in about every round.
+        assert!(
+            reopened_mid_merge > 0,
+            "no kill landed inside a journaled merge"
+        );
     }
     assert!(
         total_acked > rounds as usize,
@@ -339,7 +384,24 @@ fn sigkill_loses_no_acknowledged_write() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(25);
     for seed in seeds(1) {
-        with_seed("crash", seed, move || run(seed, rounds, false));
+        with_seed("crash", seed, move || run(seed, rounds, false, false));
+    }
+}
+
+/// The split forest under SIGKILL, with and without a capacity tier: kills land in merges
+/// with early cleaning (the child and the checking parent share `STRATA_CRASH_FOREST`).
+#[test]
+fn sigkill_during_split_forest_merges_loses_nothing() {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    for seed in seeds(1) {
+        with_seed("crash", seed, move || run(seed, rounds, false, true));
+        with_seed("crash", seed, move || run(seed, rounds / 2, true, true));
     }
 }
 
@@ -353,6 +415,6 @@ fn sigkill_during_capacity_uploads_loses_nothing_and_leaves_no_orphan() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(25);
     for seed in seeds(1) {
-        with_seed("crash", seed, move || run(seed, rounds, true));
+        with_seed("crash", seed, move || run(seed, rounds, true, false));
     }
 }

@@ -513,6 +513,11 @@ pub(crate) fn run_pick(
                 lc.trivial_moves.fetch_add(1, Ordering::Relaxed);
             }
             Some(r) => {
+                // Inputs are deleted only when the job ends: all its outputs were extra space.
+                inner
+                    .stats
+                    .compaction_peak_extra_bytes
+                    .fetch_max(r.write_bytes, Ordering::Relaxed);
                 lc.compactions.fetch_add(1, Ordering::Relaxed);
                 lc.read_bytes.fetch_add(r.read_bytes, Ordering::Relaxed);
                 lc.write_bytes.fetch_add(r.write_bytes, Ordering::Relaxed);

@@ -212,7 +212,9 @@ pub(crate) fn run_forest_pick(
         fc.merges.fetch_add(1, Ordering::Relaxed);
         fc.moved_tables.fetch_add(r.moved_tables, Ordering::Relaxed);
         fc.moved_bytes.fetch_add(r.moved_bytes, Ordering::Relaxed);
-        fc.peak_extra_bytes
+        inner
+            .stats
+            .compaction_peak_extra_bytes
             .fetch_max(r.peak_extra_bytes, Ordering::Relaxed);
     }
     for id in ids.iter().chain(&j.installed) {

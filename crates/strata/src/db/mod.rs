@@ -19,6 +19,17 @@ mod write;
 
 pub use snapshot::Snapshot;
 
+/// One sorted run, as [`Db::sorted_runs`] reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunInfo {
+    pub level: usize,
+    /// 0 for L0 and leveled runs; the tree's id in a split forest.
+    pub id: u64,
+    /// Keys below this are served by the output of the merge that cut the tree.
+    pub cut: Option<Vec<u8>>,
+    pub tables: Vec<crate::version::FileMeta>,
+}
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -291,6 +302,26 @@ impl Db {
             .iter()
             .enumerate()
             .flat_map(|(l, level)| level.files().map(move |f| (l, f.meta.clone())))
+            .collect()
+    }
+
+    /// The sorted runs of the current version, newest first within each level (L0: one per
+    /// table; a leveled level: one; a split-forest level: one per tree, with its cut while a
+    /// merge with early cleaning is under way or was interrupted).
+    pub fn sorted_runs(&self) -> Vec<RunInfo> {
+        let sv = self.inner().super_version();
+        sv.version
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, level)| {
+                level.runs.iter().map(move |r| RunInfo {
+                    level: l,
+                    id: r.id,
+                    cut: r.cut.clone(),
+                    tables: r.files.iter().map(|f| f.meta.clone()).collect(),
+                })
+            })
             .collect()
     }
 

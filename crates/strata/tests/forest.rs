@@ -1,0 +1,211 @@
+//! Split-forest compaction (SifrDB) end to end: sequential writes move tables instead of
+//! rewriting them; a merge that fails part-way leaves its compaction journal (trees cut at the
+//! last checkpoint, the outputs so far installed) and is resumed at the cut, losing and
+//! duplicating nothing; the style is kept across reopens.
+//!
+//! Replay a randomized failure with `STRATA_SEED=<seed> cargo test --test forest`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{seeds, with_seed, Rng};
+use strata::compaction::ForestOptions;
+use strata::storage::{FaultFs, FaultPlan, LocalFs, Storage};
+use strata::{CompactionStyle, Compression, Db, Options, ReadOptions};
+
+fn forest_options() -> Options {
+    Options {
+        compaction_style: CompactionStyle::SplitForest,
+        forest: ForestOptions {
+            trees_per_level: 2,
+            cleaning_threshold: 1,
+            search_threads: 0,
+        },
+        write_buffer_size: 64 * 1024,
+        level0_file_num_compaction_trigger: 2,
+        target_file_size_base: 4096,
+        compression_per_level: vec![Compression::None],
+        ..Options::default()
+    }
+}
+
+fn check_all(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, ctx: &str) {
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut got = BTreeMap::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(got.len(), model.len(), "{ctx}: key count");
+    assert!(got == *model, "{ctx}: contents differ");
+    for (k, v) in model.iter().step_by(7) {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_slice()), "{ctx}");
+    }
+}
+
+#[test]
+fn sequential_writes_move_tables_instead_of_rewriting_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), forest_options()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..40_000u64 {
+        let (k, v) = (common::key(i), format!("value-{i:08}-{}", "x".repeat(60)));
+        db.put(&k, &v).unwrap();
+        model.insert(k, v.into_bytes());
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    assert!(s.forest.merges > 0, "{s}");
+    assert!(s.forest.moved_tables > 0, "{s}");
+    // Nothing overlaps: the merges rewrite (almost) nothing.
+    assert!(
+        s.compaction_write_bytes * 10 < s.flush_bytes,
+        "sequential writes were rewritten:\n{s}"
+    );
+    check_all(&db, &model, "fillseq");
+}
+
+/// Writes random keys until a merge with early cleaning has checkpointed, then makes table
+/// creation fail: the merge stops with trees cut at its last checkpoint. The cut trees must
+/// not serve keys below the cut, the new tree must hold exactly the keys below it, and after
+/// the fault heals (in the same process, and again after a reopen) the merge resumes there.
+fn interrupted_merge(seed: u64, reopen: bool) {
+    let mut rng = Rng::new(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let fault = Arc::new(FaultFs::new(Arc::new(LocalFs)));
+    let mut o = forest_options();
+    o.storage = Some(fault.clone() as Arc<dyn Storage>);
+    // Slow merges down so the fault lands in the middle of one.
+    o.compaction_rate_limit = 2 << 20;
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    let mut i = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Load until a merge has installed a checkpoint and is still running.
+    loop {
+        assert!(Instant::now() < deadline, "seed {seed}: no checkpoint");
+        for _ in 0..2000 {
+            let k = common::key(rng.below(200_000));
+            let v = format!("v{i}-{}", "y".repeat(rng.below(200) as usize)).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+            i += 1;
+        }
+        if db.sorted_runs().iter().any(|r| r.cut.is_some()) {
+            break;
+        }
+    }
+    db.flush().unwrap();
+    fault.set_plan(FaultPlan {
+        path_filter: Some(".sst".into()),
+        fail_creates: true,
+        ..Default::default()
+    });
+    // Wait for the merge to fail (its outputs can no longer be created).
+    let start = Instant::now();
+    while db.stats().background_errors == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "seed {seed}: merge never failed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let runs = db.sorted_runs();
+    let cut_runs: Vec<_> = runs.iter().filter(|r| r.cut.is_some()).collect();
+    if let Some(c) = cut_runs.first() {
+        let cut = c.cut.clone().unwrap();
+        // The journal's shape: every cut tree's remaining tables reach the cut or beyond...
+        for r in &cut_runs {
+            assert_eq!(r.cut.as_ref(), Some(&cut), "seed {seed}: cuts differ");
+            assert!(
+                r.tables.iter().all(|t| !t.ends_before(&cut)),
+                "seed {seed}: a cut tree keeps a table entirely below its cut"
+            );
+        }
+        // ... and the merge's output tree (the newest of the next level) ends below it.
+        let out_level = c.level + 1;
+        if let Some(out) = runs.iter().find(|r| r.level == out_level) {
+            assert!(
+                out.tables.iter().all(|t| t.ends_before(&cut)),
+                "seed {seed}: the output tree reaches past the cut"
+            );
+        }
+        // Reads are right while the merge is stopped.
+        check_all(&db, &model, &format!("seed {seed}: during the fault"));
+    }
+    let db = if reopen {
+        db.close().unwrap();
+        fault.heal();
+        Db::open(dir.path(), o.clone()).unwrap()
+    } else {
+        fault.heal();
+        db
+    };
+    db.wait_for_compactions().unwrap();
+    let s = db.stats();
+    if !cut_runs.is_empty() {
+        assert!(s.forest.resumes > 0, "seed {seed}: not resumed:\n{s}");
+    }
+    assert!(
+        db.sorted_runs().iter().all(|r| r.cut.is_none()),
+        "seed {seed}: a cut survived the resumed merge"
+    );
+    check_all(&db, &model, &format!("seed {seed}: after resuming"));
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    check_all(&db, &model, &format!("seed {seed}: after reopening"));
+    eprintln!(
+        "seed {seed}: {} cut trees at the fault; {}",
+        cut_runs.len(),
+        db.stats()
+    );
+}
+
+#[test]
+fn interrupted_merge_resumes_at_its_cut() {
+    for seed in seeds(1) {
+        with_seed("forest", seed, move || interrupted_merge(seed, false));
+    }
+}
+
+#[test]
+fn interrupted_merge_resumes_after_reopen() {
+    for seed in seeds(1) {
+        with_seed("forest", seed, move || interrupted_merge(seed, true));
+    }
+}
+
+#[test]
+fn the_style_is_kept_across_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), forest_options()).unwrap();
+    for i in 0..20_000u64 {
+        db.put(common::key(i * 7919 % 20_000), "v").unwrap();
+    }
+    db.close().unwrap();
+    // Reopened with default (leveled) options: still a forest.
+    let db = Db::open(
+        dir.path(),
+        Options {
+            write_buffer_size: 64 * 1024,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    for i in 20_000..60_000u64 {
+        db.put(common::key(i * 7919 % 60_000), "v").unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    assert!(db.stats().forest.merges > 0, "{}", db.stats());
+    assert!(
+        db.sorted_runs().iter().any(|r| r.level > 0 && r.id != 0),
+        "no split-forest tree"
+    );
+}
