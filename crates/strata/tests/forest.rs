@@ -209,3 +209,104 @@ fn the_style_is_kept_across_reopens() {
         "no split-forest tree"
     );
 }
+
+/// A forest whose trees sit on a slow capacity tier: point lookups with several candidate
+/// trees are searched in parallel, from several threads at once, and must return exactly what
+/// the sequential search (and the model) returns — newest version, deletions and range
+/// deletions included.
+fn parallel_search(seed: u64) {
+    let mut rng = Rng::new(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = strata::storage::object::CapacityOptions::new(format!("memory://forest-{seed}"));
+    c.emulation = Some(strata::storage::object::Emulation {
+        latency: Duration::from_micros(200 + rng.below(800)),
+        ..Default::default()
+    });
+    let mut o = forest_options();
+    o.capacity = Some(c);
+    o.fast_levels = Some(0);
+    o.hotrap.enabled = false;
+    o.block_cache_capacity = 0;
+    o.forest.trees_per_level = 8;
+    o.forest.search_threads = 1 + rng.below(8) as usize;
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        // Rounds of overwrites, deletes and range deletes, each flushed: many trees per level
+        // with overlapping versions.
+        for round in 0..12u64 {
+            for _ in 0..400 {
+                let k = common::key(rng.below(1000));
+                match rng.below(10) {
+                    0 => {
+                        db.delete(&k).unwrap();
+                        model.remove(&k);
+                    }
+                    1 => {
+                        let end = common::key(rng.below(1000));
+                        if k < end {
+                            db.delete_range(&k, &end).unwrap();
+                            let doomed: Vec<_> = model
+                                .range(k.clone()..end)
+                                .map(|(k, _)| k.clone())
+                                .collect();
+                            for d in doomed {
+                                model.remove(&d);
+                            }
+                        }
+                    }
+                    _ => {
+                        let v = format!("r{round}-{}", rng.below(1 << 20)).into_bytes();
+                        db.put(&k, &v).unwrap();
+                        model.insert(k, v);
+                    }
+                }
+            }
+            db.flush().unwrap();
+        }
+        db.wait_for_compactions().unwrap();
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), o).unwrap();
+    let runs = db.sorted_runs().iter().filter(|r| r.level > 0).count();
+    assert!(runs >= 3, "seed {seed}: only {runs} trees");
+    let model = Arc::new(model);
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let (db, model) = (db.clone(), model.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(seed ^ (t + 1));
+                for _ in 0..300 {
+                    let k = common::key(rng.below(1000));
+                    let got = db.get(&k).unwrap();
+                    assert_eq!(
+                        got.as_deref(),
+                        model.get(&k).map(|v| v.as_slice()),
+                        "seed {seed}: key {}",
+                        String::from_utf8_lossy(&k)
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = db.stats();
+    assert!(
+        s.forest.parallel_searches > 0,
+        "seed {seed}: no parallel search\n{s}"
+    );
+    eprintln!(
+        "seed {seed}: {runs} trees, {} parallel searches, {:.2} tables probed per get",
+        s.forest.parallel_searches,
+        s.table_probes as f64 / s.gets.max(1) as f64
+    );
+}
+
+#[test]
+fn parallel_search_returns_what_sequential_search_returns() {
+    for seed in seeds(2) {
+        with_seed("forest", seed, move || parallel_search(seed));
+    }
+}

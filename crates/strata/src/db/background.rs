@@ -770,6 +770,9 @@ impl DbInner {
         for t in threads {
             let _ = t.join();
         }
+        if let Some(pool) = &self.search {
+            pool.shutdown();
+        }
         // New write groups fail (shutting down); wait for one in flight, then sync.
         let r = super::write::after_writers(self, || self.wal.lock().sync());
         reap(self);

@@ -14,6 +14,7 @@ mod open;
 mod promote;
 mod properties;
 mod read;
+mod search;
 mod snapshot;
 mod write;
 
@@ -103,6 +104,8 @@ pub(crate) struct DbInner {
     pub runner: Box<dyn crate::compaction::CompactionRunner>,
     /// HotRAP, when on and a capacity tier is configured.
     pub hot: Option<Arc<crate::tier::hot::HotRap>>,
+    /// Parallel search of capacity-tier candidates (a capacity tier and `search_threads` ≥ 2).
+    pub search: Option<Arc<search::SearchPool>>,
     pub _lock: Box<dyn DirLock>,
 }
 

@@ -224,6 +224,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         imms: Vec::new(),
         version: versions.current(),
     };
+    let search = (opts.capacity.is_some() && opts.forest.search_threads >= 2).then(|| {
+        super::search::SearchPool::new(opts.forest.search_threads, tables.clone(), stats.clone())
+    });
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         rate_limiter: (opts.compaction_rate_limit > 0)
@@ -260,6 +263,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         },
         runner: Box::new(crate::compaction::LocalRunner),
         hot,
+        search,
         opts,
         _lock: lock,
     });

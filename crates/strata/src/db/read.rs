@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::search::{probe, Local};
 use super::DbInner;
 use crate::error::{ErrorRepr, Result};
 use crate::iter::{DbIterator, InternalIterator, LowerClamped, MergingIterator, RunIterator};
@@ -79,69 +80,100 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
         }
     }
     let lookup = types::lookup_key(key, snapshot);
-    let Some(hot) = &inner.hot else {
-        for level in &sv.version.levels {
-            for run in &level.runs {
-                let Some(f) = run.find(key) else { continue };
-                if f.smallest_seq > snapshot {
-                    continue;
-                }
-                inner.stats.table_probes.fetch_add(1, Ordering::Relaxed);
-                let table = inner.tables.get(f)?;
-                let t = table.max_covering_tombstone(key, snapshot);
-                if let Probe::Found(v) = resolve(table.get(&lookup, key)?, t) {
-                    return Ok(v);
-                }
-            }
-        }
-        return Ok(None);
-    };
-    // With HotRAP: the same walk, with the promotion cache before the capacity tier.
-    let c = &hot.counters;
-    let mut sources: Vec<Arc<TableFile>> = Vec::new();
+    // The tables that may hold the key, newest first: one per sorted run at most.
+    let mut candidates: Vec<&Arc<TableFile>> = Vec::with_capacity(8);
     for level in &sv.version.levels {
         for run in &level.runs {
-            let Some(f) = run.find(key) else { continue };
-            if f.tier == Tier::Capacity {
-                if sources.is_empty() {
-                    if let Some(v) = hot.cache.get(key, snapshot) {
-                        c.cache_hits.fetch_add(1, Ordering::Relaxed);
-                        c.reads_fast.fetch_add(1, Ordering::Relaxed);
-                        hot.tracker.record_access(key, v.len() as u32);
-                        return Ok(Some(v));
-                    }
-                }
-                sources.push(f.clone());
-            }
-            if f.smallest_seq > snapshot {
-                continue;
-            }
-            inner.stats.table_probes.fetch_add(1, Ordering::Relaxed);
-            let table = inner.tables.get(f)?;
-            let t = table.max_covering_tombstone(key, snapshot);
-            let point = table.get(&lookup, key)?;
-            let seq = point.as_ref().map(|p| p.0);
-            if let Probe::Found(v) = resolve(point, t) {
-                let on_capacity = f.tier == Tier::Capacity;
-                let counter = if on_capacity {
-                    &c.reads_capacity
-                } else {
-                    &c.reads_fast
-                };
-                counter.fetch_add(1, Ordering::Relaxed);
-                if let (Some(v), Some(seq)) = (&v, seq) {
-                    hot.tracker.record_access(key, v.len() as u32);
-                    // Only the newest version may be cached: reads at an explicit snapshot
-                    // may have found an older one.
-                    if on_capacity && opts.snapshot.is_none() {
-                        promote(inner, hot, key, seq, v.clone(), &sources, since);
-                    }
-                }
-                return Ok(v);
+            if let Some(f) = run.find(key) {
+                candidates.push(f);
             }
         }
     }
-    Ok(None)
+    let hot = inner.hot.as_deref();
+    let (tables, stats) = (&*inner.tables, &*inner.stats);
+    // The fast tier, in order.
+    let first_capacity = candidates
+        .iter()
+        .position(|f| f.tier == Tier::Capacity)
+        .unwrap_or(candidates.len());
+    for f in &candidates[..first_capacity] {
+        if let Local::Found(v, _) = probe(tables, stats, f, key, &lookup, snapshot)? {
+            if let Some(hot) = hot {
+                hot.counters.reads_fast.fetch_add(1, Ordering::Relaxed);
+                if let Some(v) = &v {
+                    hot.tracker.record_access(key, v.len() as u32);
+                }
+            }
+            return Ok(v);
+        }
+    }
+    let rest = &candidates[first_capacity..];
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    // HotRAP: the promotion cache sits between the fast tier and the capacity tier.
+    if let Some(hot) = hot {
+        if let Some(v) = hot.cache.get(key, snapshot) {
+            let c = &hot.counters;
+            c.cache_hits.fetch_add(1, Ordering::Relaxed);
+            c.reads_fast.fetch_add(1, Ordering::Relaxed);
+            hot.tracker.record_access(key, v.len() as u32);
+            return Ok(Some(v));
+        }
+    }
+    // The capacity tier: several candidates are probed in parallel (SifrDB §4.3), with the
+    // sequential search's result.
+    let (at, found) = match &inner.search {
+        Some(pool) if rest.len() >= 2 => {
+            stats
+                .forest
+                .parallel_searches
+                .fetch_add(1, Ordering::Relaxed);
+            pool.search(
+                rest.iter().map(|f| (*f).clone()).collect(),
+                key,
+                &lookup,
+                snapshot,
+            )
+        }
+        _ => sequential(tables, stats, rest, key, &lookup, snapshot),
+    };
+    let Local::Found(v, seq) = found? else {
+        return Ok(None);
+    };
+    if let Some(hot) = hot {
+        hot.counters.reads_capacity.fetch_add(1, Ordering::Relaxed);
+        if let (Some(v), Some(seq)) = (&v, seq) {
+            hot.tracker.record_access(key, v.len() as u32);
+            // Only the newest version may be cached: reads at an explicit snapshot may have
+            // found an older one. The capacity candidates down to the one that answered are
+            // the sources the §3.3 check watches.
+            if opts.snapshot.is_none() {
+                let sources: Vec<Arc<TableFile>> =
+                    rest[..=at].iter().map(|f| (*f).clone()).collect();
+                promote(inner, hot, key, seq, v.clone(), &sources, since);
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// Probes `candidates` one after another: the first that decides, or `candidates.len()`.
+fn sequential(
+    tables: &crate::cache::TableCache,
+    stats: &crate::stats::EngineStats,
+    candidates: &[&Arc<TableFile>],
+    key: &[u8],
+    lookup: &[u8],
+    snapshot: SeqNo,
+) -> (usize, Result<Local>) {
+    for (i, f) in candidates.iter().enumerate() {
+        match probe(tables, stats, f, key, lookup, snapshot) {
+            Ok(Local::Continue) => continue,
+            r => return (i, r),
+        }
+    }
+    (candidates.len(), Ok(Local::Continue))
 }
 
 /// Offers a record read from the capacity tier to the promotion cache (HotRAP §3.3).

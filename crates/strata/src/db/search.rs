@@ -1,0 +1,289 @@
+//! Parallel search of a point lookup's candidate tables (SifrDB §4.3).
+//!
+//! A lookup whose remaining candidates (tables that may hold the key, in priority order: newer
+//! first) include several on the capacity tier — each probe a network request — builds a
+//! [`Query`] and appends it to the pool's queue. Search threads, and the calling thread itself,
+//! repeatedly *select* the query's next unprobed candidate (its COUNTER), *search* it without
+//! any lock, and *update* the query: the candidate's local result (LOCALR), and the global
+//! result (GLOBALR) once it is determined — by the highest-priority candidate that decided
+//! (found a version, a covering tombstone, or failed) with every higher-priority one having
+//! found nothing. The caller returns as soon as GLOBALR is set; late probes of lower-priority
+//! candidates are discarded. The result is therefore exactly the sequential search's.
+//!
+//! Bounded: `threads` search threads plus the callers, no thread per lookup. Selection always
+//! takes the oldest unfinished query's highest-priority unprobed candidate, so early decisions
+//! come first. Depends on the table cache and version types; never on the write path.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+
+use crate::cache::TableCache;
+use crate::error::Result;
+use crate::stats::EngineStats;
+use crate::types::{SeqNo, ValueKind};
+use crate::version::TableFile;
+
+/// What one candidate says about the key.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Local {
+    /// Holds nothing visible for the key: the search continues below it.
+    Continue,
+    /// Decides the lookup: the newest visible version (`None`: deleted), and the point
+    /// entry's sequence number when a point entry (not a tombstone) decided.
+    Found(Option<Bytes>, Option<SeqNo>),
+}
+
+/// Probes one table for `key` at `snapshot`.
+pub(crate) fn probe(
+    tables: &TableCache,
+    stats: &EngineStats,
+    f: &TableFile,
+    key: &[u8],
+    lookup: &[u8],
+    snapshot: SeqNo,
+) -> Result<Local> {
+    if f.smallest_seq > snapshot {
+        return Ok(Local::Continue);
+    }
+    stats.table_probes.fetch_add(1, Ordering::Relaxed);
+    let table = tables.get(f)?;
+    let tombstone = table.max_covering_tombstone(key, snapshot);
+    Ok(match table.get(lookup, key)? {
+        Some((seq, kind, v)) => {
+            if tombstone > seq || kind != ValueKind::Put {
+                Local::Found(None, None)
+            } else {
+                Local::Found(Some(v), Some(seq))
+            }
+        }
+        None if tombstone > 0 => Local::Found(None, None),
+        None => Local::Continue,
+    })
+}
+
+/// The global result, if the local results so far determine it: the first candidate (in
+/// priority order) that did not continue, provided every one before it has answered.
+/// `Some((index, result))`; an index of `locals.len()` means nothing was found anywhere.
+pub(crate) fn decide(locals: &[Option<Result<Local>>]) -> Option<(usize, Result<Local>)> {
+    for (i, l) in locals.iter().enumerate() {
+        match l {
+            None => return None,
+            Some(Ok(Local::Continue)) => continue,
+            Some(r) => return Some((i, r.clone())),
+        }
+    }
+    Some((locals.len(), Ok(Local::Continue)))
+}
+
+struct QueryState {
+    /// Candidates selected so far (COUNTER).
+    counter: usize,
+    /// LOCALR.
+    locals: Vec<Option<Result<Local>>>,
+    /// GLOBALR.
+    global: Option<(usize, Result<Local>)>,
+}
+
+/// One lookup's search.
+struct Query {
+    key: Vec<u8>,
+    lookup: Vec<u8>,
+    snapshot: SeqNo,
+    candidates: Vec<Arc<TableFile>>,
+    state: Mutex<QueryState>,
+    done: Condvar,
+}
+
+impl Query {
+    /// Takes the next unprobed candidate, unless the result is already known.
+    fn select(&self) -> Option<usize> {
+        let mut s = self.state.lock();
+        if s.global.is_some() || s.counter >= self.candidates.len() {
+            return None;
+        }
+        s.counter += 1;
+        Some(s.counter - 1)
+    }
+
+    fn finished(&self) -> bool {
+        let s = self.state.lock();
+        s.global.is_some() || s.counter >= self.candidates.len()
+    }
+
+    fn search(&self, i: usize, tables: &TableCache, stats: &EngineStats) {
+        let r = probe(
+            tables,
+            stats,
+            &self.candidates[i],
+            &self.key,
+            &self.lookup,
+            self.snapshot,
+        );
+        let mut s = self.state.lock();
+        if s.global.is_some() {
+            return; // decided without this probe: discard it
+        }
+        s.locals[i] = Some(r);
+        if let Some(g) = decide(&s.locals) {
+            s.global = Some(g);
+            self.done.notify_all();
+        }
+    }
+}
+
+struct Shared {
+    queue: Mutex<VecDeque<Arc<Query>>>,
+    work: Condvar,
+    stop: AtomicBool,
+    tables: Arc<TableCache>,
+    stats: Arc<EngineStats>,
+}
+
+/// The search threads.
+pub(crate) struct SearchPool {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl SearchPool {
+    pub fn new(threads: usize, tables: Arc<TableCache>, stats: Arc<EngineStats>) -> Arc<Self> {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(VecDeque::new()),
+            work: Condvar::new(),
+            stop: AtomicBool::new(false),
+            tables,
+            stats,
+        });
+        let handles = (0..threads)
+            .map(|n| {
+                let s = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("strata-search-{n}"))
+                    .spawn(move || worker(&s))
+                    .expect("spawn search thread")
+            })
+            .collect();
+        Arc::new(SearchPool {
+            shared,
+            threads: Mutex::new(handles),
+        })
+    }
+
+    /// Searches `candidates` (priority order) in parallel; returns the index of the deciding
+    /// candidate (`candidates.len()`: none decided) and its result.
+    pub fn search(
+        &self,
+        candidates: Vec<Arc<TableFile>>,
+        key: &[u8],
+        lookup: &[u8],
+        snapshot: SeqNo,
+    ) -> (usize, Result<Local>) {
+        let n = candidates.len();
+        let q = Arc::new(Query {
+            key: key.to_vec(),
+            lookup: lookup.to_vec(),
+            snapshot,
+            candidates,
+            state: Mutex::new(QueryState {
+                counter: 0,
+                locals: vec![None; n],
+                global: None,
+            }),
+            done: Condvar::new(),
+        });
+        {
+            let mut queue = self.shared.queue.lock();
+            queue.push_back(q.clone());
+        }
+        // One candidate is the caller's: wake a thread for each of the others.
+        for _ in 1..n {
+            self.shared.work.notify_one();
+        }
+        let sh = &self.shared;
+        while let Some(i) = q.select() {
+            q.search(i, &sh.tables, &sh.stats);
+        }
+        let mut s = q.state.lock();
+        while s.global.is_none() {
+            q.done.wait(&mut s);
+        }
+        s.global.clone().expect("decided")
+    }
+
+    /// Stops the search threads (lookups still in flight finish on their callers).
+    pub fn shutdown(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        {
+            let _q = self.shared.queue.lock();
+            self.shared.work.notify_all();
+        }
+        for t in std::mem::take(&mut *self.threads.lock()) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn worker(s: &Shared) {
+    loop {
+        let (q, i) = {
+            let mut queue = s.queue.lock();
+            loop {
+                if s.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                // The oldest unfinished query's next candidate; finished ones leave the queue.
+                let mut picked = None;
+                while let Some(q) = queue.front() {
+                    match q.select() {
+                        Some(i) => {
+                            let q = q.clone();
+                            if q.finished() {
+                                queue.pop_front();
+                            }
+                            picked = Some((q, i));
+                            break;
+                        }
+                        None => {
+                            queue.pop_front();
+                        }
+                    }
+                }
+                match picked {
+                    Some(p) => break p,
+                    None => s.work.wait(&mut queue),
+                }
+            }
+        };
+        q.search(i, &s.tables, &s.stats);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_decided_candidate_wins_once_all_before_it_answered() {
+        let c = || Some(Ok(Local::Continue));
+        let f = |v: &'static str| Some(Ok(Local::Found(Some(Bytes::from(v)), Some(1))));
+        let err = || Some(Err(crate::Error::corruption("bad block")));
+        // (locals, expected decision index or None)
+        type Case = (Vec<Option<Result<Local>>>, Option<usize>);
+        let cases: Vec<Case> = vec![
+            (vec![None, f("b")], None),    // the newer candidate has not answered
+            (vec![c(), f("b")], Some(1)),  // it found nothing: the older one decides
+            (vec![f("a"), None], Some(0)), // the newest decides at once
+            (vec![c(), c()], Some(2)),     // nothing anywhere
+            (vec![c(), err(), f("c")], Some(1)), // an error where sequential search stops
+            (vec![c(), None, err()], None),
+            (vec![], Some(0)),
+        ];
+        for (i, (locals, want)) in cases.into_iter().enumerate() {
+            assert_eq!(decide(&locals).map(|d| d.0), want, "case {i}");
+        }
+    }
+}
