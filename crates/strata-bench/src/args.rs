@@ -14,7 +14,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::distributions::DistSpec;
-use crate::engine::{CompressionKind, EngineKind, PcacheKind};
+use crate::engine::{CompressionKind, EngineKind, PcacheKind, StyleArg};
 use crate::keys::{KeyOrder, ValueSize};
 use crate::workloads::Workload;
 
@@ -157,6 +157,24 @@ pub struct BenchArgs {
     /// HotRAP: promote hot records from the capacity tier and retain them on the fast tier.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub hotrap: bool,
+
+    /// Compaction style: `leveled`, or `split-forest` (SifrDB: several trees per level, only
+    /// overlapping tables rewritten; RocksDB runs universal compaction for it).
+    #[arg(long, alias = "compaction_style", value_enum, default_value_t = StyleArg::Leveled)]
+    pub compaction_style: StyleArg,
+
+    /// Split forest: trees a level collects before they merge into the next (default 4).
+    #[arg(long, alias = "trees_per_level")]
+    pub trees_per_level: Option<usize>,
+
+    /// Split forest: sealed outputs between early-cleaning checkpoints (default 10; 0: off).
+    #[arg(long, alias = "cleaning_threshold")]
+    pub cleaning_threshold: Option<usize>,
+
+    /// Threads searching capacity-tier candidates of a lookup in parallel (default 16; 0 or
+    /// 1: sequential).
+    #[arg(long, alias = "search_threads")]
+    pub search_threads: Option<usize>,
 
     /// Bytes of tables the fast tier may hold (beyond it the deepest fast level spills).
     #[arg(long, alias = "fast_tier_budget", value_parser = parse_bytes)]

@@ -77,6 +77,11 @@ pub struct PhaseResult {
     /// absent when HotRAP is off or the engine has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hotrap: Option<serde_json::Value>,
+    /// Compaction-structure figures at the end of the phase (cumulative since open): for
+    /// Strata, split-forest merges, moved and early-cleaned bytes, journal resumes, tables
+    /// probed per lookup, parallel searches, and the peak space a compaction held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<serde_json::Value>,
     pub cost: CostReport,
     /// Distribution stages of the run phase: (seconds into the phase, distribution).
     pub stages: Vec<(f64, String)>,

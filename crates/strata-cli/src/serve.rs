@@ -100,6 +100,9 @@ pub struct ServeArgs {
     /// HotRAP hot-record promotion and retention (default true).
     #[arg(long, value_name = "BOOL")]
     pub hotrap: Option<bool>,
+    /// Compaction style of a new database: leveled (default) or split-forest.
+    #[arg(long, value_name = "STYLE")]
+    pub compaction_style: Option<String>,
     /// Persistent cache of capacity-tier blocks: lap, naive or none.
     #[arg(long, value_name = "KIND")]
     pub persistent_cache: Option<String>,
@@ -236,6 +239,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set("engine.fast-levels", args.fast_levels.map(i))?;
     set("engine.capacity-levels", args.capacity_levels.map(i))?;
     set("engine.hotrap", args.hotrap.map(Value::Boolean))?;
+    set(
+        "engine.compaction-style",
+        args.compaction_style.as_ref().map(s),
+    )?;
     set(
         "engine.persistent-cache",
         args.persistent_cache.as_ref().map(s),

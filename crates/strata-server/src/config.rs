@@ -191,6 +191,9 @@ pub struct EngineConfig {
     /// HotRAP: promote hot records read from the capacity tier back to the fast tier and keep
     /// hot records there during compactions.
     pub hotrap: bool,
+    /// `leveled`, or `split-forest` (SifrDB: several trees per level, less rewriting for
+    /// write-heavy data). Used when the database is created; an existing one keeps its style.
+    pub compaction_style: String,
     /// Bytes of tables the fast tier may hold (0: unbounded).
     pub fast_tier_budget: ByteSize,
     /// Persistent cache of capacity-tier blocks: `lap`, `naive` or `none`.
@@ -235,6 +238,7 @@ impl Default for EngineConfig {
             capacity_levels: o.capacity_levels,
             fast_levels: o.fast_levels,
             hotrap: o.hotrap.enabled,
+            compaction_style: o.compaction_style.name().into(),
             fast_tier_budget: ByteSize(0),
             persistent_cache: "lap".into(),
             persistent_cache_size: ByteSize(256 << 20),
@@ -290,6 +294,10 @@ impl EngineConfig {
                 ..Default::default()
             },
             fast_tier_budget: (self.fast_tier_budget.0 > 0).then_some(self.fast_tier_budget.0),
+            compaction_style: self
+                .compaction_style
+                .parse()
+                .map_err(|e: String| ConfigError(format!("engine.compaction-style: {e}")))?,
             ..Options::default()
         };
         o.validate()
@@ -415,6 +423,7 @@ impl EngineConfig {
                 .map_or("relative".into(), |k| k.to_string()),
         );
         p("hotrap", self.hotrap.to_string());
+        p("compaction-style", self.compaction_style.clone());
         p("fast-tier-budget", self.fast_tier_budget.to_string());
         p("persistent-cache", self.persistent_cache.clone());
         p(

@@ -92,6 +92,12 @@ pub struct StressConfig {
     /// HotRAP (promotion cache, retention, promotion by compaction and by flush), with a
     /// small RALT buffer and promotion cache so every pathway runs within a round.
     pub hotrap: bool,
+    /// Split-forest compaction (SifrDB) instead of leveled, with its trees per level, early
+    /// cleaning threshold (checkpoints make kills land in journaled merges) and search threads.
+    pub split_forest: bool,
+    pub trees_per_level: usize,
+    pub cleaning_threshold: usize,
+    pub search_threads: usize,
     pub ralt_buffer_bytes: usize,
     pub promotion_cache_bytes: usize,
     /// Capacity-tier emulation (only with `CapacityKind::File`).
@@ -179,6 +185,10 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
             .then(|| rng.below(num_levels as u64 - 1) as usize),
         capacity_levels: 1 + rng.below(2) as usize,
         hotrap: rng.chance(70),
+        split_forest: rng.chance(40),
+        trees_per_level: 2 + rng.below(4) as usize,
+        cleaning_threshold: pick(rng, &[0, 1, 2, 10]),
+        search_threads: pick(rng, &[0, 2, 16]),
         ralt_buffer_bytes: pick(rng, &[4 << 10, 64 << 10, 1 << 20]),
         promotion_cache_bytes: pick(rng, &[4 << 10, 64 << 10, 1 << 20]),
         fast_tier_budget: if capacity == CapacityKind::File && rng.chance(25) {
@@ -255,6 +265,14 @@ impl StressConfig {
             capacity_levels: self.capacity_levels,
             ..Options::default()
         };
+        if self.split_forest {
+            o.compaction_style = strata::CompactionStyle::SplitForest;
+            o.forest = strata::compaction::ForestOptions {
+                trees_per_level: self.trees_per_level,
+                cleaning_threshold: self.cleaning_threshold,
+                search_threads: self.search_threads,
+            };
+        }
         let mut ralt =
             RaltOptions::for_fast_tier(dir.join("unused"), 4 * self.max_bytes_for_level_base);
         ralt.buffer_bytes = self.ralt_buffer_bytes;

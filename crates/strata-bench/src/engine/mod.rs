@@ -55,6 +55,16 @@ pub enum CompressionKind {
     Zstd,
 }
 
+/// How the engine compacts: leveled, or SifrDB's split forest (RocksDB runs universal
+/// compaction, its size-tiered style, for `split-forest`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum StyleArg {
+    #[default]
+    Leveled,
+    SplitForest,
+}
+
 /// Persistent (fast-tier) cache of capacity-tier blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -84,6 +94,16 @@ pub struct EngineConfig {
     pub capacity_levels: usize,
     pub fast_levels: Option<usize>,
     pub hotrap: bool,
+    #[serde(default)]
+    pub compaction_style: StyleArg,
+    /// Split forest: trees per level, early-cleaning threshold, search threads (engine
+    /// defaults when absent).
+    #[serde(default)]
+    pub trees_per_level: Option<usize>,
+    #[serde(default)]
+    pub cleaning_threshold: Option<usize>,
+    #[serde(default)]
+    pub search_threads: Option<usize>,
     pub fast_tier_budget: Option<u64>,
     pub block_cache_bytes: u64,
     pub write_buffer_bytes: u64,
@@ -162,6 +182,10 @@ pub trait KvEngine: Send + Sync {
     /// bytes, fast-tier hit rate of point reads), cumulative since open; `None` for engines
     /// without it or with it off.
     fn hotrap(&self) -> Option<serde_json::Value> {
+        None
+    }
+    /// Compaction-structure figures (see `PhaseReport::compaction`).
+    fn compaction(&self) -> Option<serde_json::Value> {
         None
     }
     /// The engine's effective settings, `(name, value)`, for the report and docs.

@@ -77,6 +77,13 @@ impl RocksDbEngine {
         o.set_target_file_size_base(file);
         set("target_file_size_base", file.to_string());
         o.set_level_compaction_dynamic_level_bytes(true);
+        if cfg.compaction_style == super::StyleArg::SplitForest {
+            // RocksDB's forest-like style: size-tiered (universal) compaction.
+            o.set_compaction_style(rocksdb::DBCompactionStyle::Universal);
+            set("compaction_style", "universal".into());
+        } else {
+            set("compaction_style", "level".into());
+        }
         // One flush thread plus the compaction threads, as Strata runs.
         let jobs = cfg.max_background_compactions + 1;
         o.set_max_background_jobs(jobs as i32);

@@ -7,7 +7,9 @@ use strata::cache::persistent::{PersistentCacheKind, PersistentCacheOptions};
 use strata::storage::object::{CapacityOptions, Emulation};
 use strata::{Compression, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
-use super::{CompressionKind, EngineConfig, EngineCounters, EngineKind, KvEngine, PcacheKind};
+use super::{
+    CompressionKind, EngineConfig, EngineCounters, EngineKind, KvEngine, PcacheKind, StyleArg,
+};
 
 /// See the module docs.
 pub struct StrataEngine {
@@ -36,6 +38,18 @@ pub fn options(cfg: &EngineConfig) -> Options {
     };
     if let Some(b) = cfg.max_bytes_for_level_base {
         o.max_bytes_for_level_base = b;
+    }
+    if cfg.compaction_style == StyleArg::SplitForest {
+        o.compaction_style = strata::CompactionStyle::SplitForest;
+    }
+    if let Some(t) = cfg.trees_per_level {
+        o.forest.trees_per_level = t;
+    }
+    if let Some(t) = cfg.cleaning_threshold {
+        o.forest.cleaning_threshold = t;
+    }
+    if let Some(t) = cfg.search_threads {
+        o.forest.search_threads = t;
     }
     if let Some(t) = cfg.target_file_size_base {
         o.target_file_size_base = t;
@@ -170,6 +184,26 @@ impl KvEngine for StrataEngine {
         self.db.stats().to_string()
     }
 
+    fn compaction(&self) -> Option<serde_json::Value> {
+        let s = self.db.stats();
+        let f = &s.forest;
+        let live = s.total_sst_bytes.max(1);
+        Some(serde_json::json!({
+            "style": self.db.options().compaction_style.name(),
+            "sorted_runs": s.levels.iter().map(|l| l.sorted_runs).sum::<usize>(),
+            "table_probes_per_get": s.table_probes as f64 / s.gets.max(1) as f64,
+            "peak_extra_bytes": s.compaction_peak_extra_bytes,
+            "space_amp_peak": (live + s.compaction_peak_extra_bytes) as f64 / live as f64,
+            "merges": f.merges,
+            "moved_tables": f.moved_tables,
+            "moved_bytes": f.moved_bytes,
+            "checkpoints": f.checkpoints,
+            "early_cleaned_bytes": f.early_cleaned_bytes,
+            "journal_resumes": f.resumes,
+            "parallel_searches": f.parallel_searches,
+        }))
+    }
+
     fn hotrap(&self) -> Option<serde_json::Value> {
         let h = self.db.stats().hotrap?;
         serde_json::to_value(h).ok()
@@ -231,6 +265,10 @@ impl KvEngine for StrataEngine {
                 o.level_compaction_dynamic_level_bytes.to_string(),
             ),
             ("max_open_files".into(), o.max_open_files.to_string()),
+            (
+                "compaction_style".into(),
+                o.compaction_style.name().to_string(),
+            ),
             ("wal".into(), "on".into()),
             ("sync".into(), self.write_opts.sync.to_string()),
         ];

@@ -34,6 +34,34 @@ fn idle(input: &PickerInput<'_>, run: &SortedRun) -> bool {
     run.files.iter().all(|f| !input.busy.contains(&f.id))
 }
 
+/// Whether a merge out of `level` is running or waits to be resumed.
+fn merging_out_of(input: &PickerInput<'_>, level: usize) -> bool {
+    input.version.levels[level]
+        .runs
+        .iter()
+        .any(|r| r.cut.is_some() || !idle(input, r))
+}
+
+/// Whether a merge may write into `output` from a level above it now. Trees are ordered by
+/// id, newest first: a tree the last level's self-merge creates must not get a larger id than
+/// a tree a concurrent merge from above is building there (whose data is newer), so the two
+/// never overlap in time — merges into the last level wait while it merges into itself, and
+/// the other way round.
+fn may_merge_into(input: &PickerInput<'_>, from: usize, output: usize) -> bool {
+    let last = input.version.num_levels() - 1;
+    if output != last {
+        return true;
+    }
+    if from == last {
+        !merging_out_of(input, last - 1)
+    } else {
+        input.version.levels[last]
+            .runs
+            .iter()
+            .all(|r| idle(input, r))
+    }
+}
+
 /// Whether no table outside `inputs` at `output` or below overlaps `[lo, hi]`.
 fn bottommost(v: &Version, output: usize, inputs: &[(usize, u64)], lo: &[u8], hi: &[u8]) -> bool {
     v.levels[output..].iter().enumerate().all(|(i, level)| {
@@ -96,6 +124,9 @@ pub fn level_merge(input: &PickerInput<'_>, level: usize) -> Option<Pick> {
     }
     let n = v.num_levels();
     let output = if level + 1 < n { level + 1 } else { level };
+    if !may_merge_into(input, level, output) {
+        return None;
+    }
     merge_pick(
         input,
         level,
@@ -161,7 +192,7 @@ fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
             .filter(|r| r.cut.is_none() && idle(input, r))
             .collect();
         // The last level merges into itself only when that shrinks it.
-        if l + 1 == n && runs.len() < 2 {
+        if l + 1 == n && runs.len() < 2 || !may_merge_into(input, l, out_of(l)) {
             continue;
         }
         let reason = if l == 0 {
@@ -176,12 +207,16 @@ fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
     // 3. A table on the wrong tier, rewritten within its tree.
     let mut p = pick_misplaced(input)?;
     let (level, files) = &p.inputs[0];
-    let id = files.first()?.id;
-    p.output_run = v.levels[*level]
+    let f = files.first()?.clone();
+    let level = *level;
+    p.output_run = v.levels[level]
         .runs
         .iter()
-        .find(|r| r.files.iter().any(|f| f.id == id))
+        .find(|r| r.files.iter().any(|g| g.id == f.id))
         .map_or(0, |r| r.id);
+    // The leveled picker only looks below the level; here the level's other (older) trees
+    // may hold older versions of the table's keys, which a dropped tombstone would uncover.
+    p.bottommost = bottommost(v, level, &[(level, p.output_run)], &f.smallest, &f.largest);
     Some(p)
 }
 
@@ -199,6 +234,15 @@ mod tests {
         let mut e = VersionEdit::default();
         for line in fixture.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let w: Vec<&str> = line.split_whitespace().collect();
+            if w[0] == "cap" {
+                let id: u64 = w[1].parse().unwrap();
+                for (_, _, m) in e.added_to_run.iter_mut() {
+                    if m.id == id {
+                        m.tier = Tier::Capacity;
+                    }
+                }
+                continue;
+            }
             if w[0] == "cut" {
                 e.run_cuts
                     .push((w[1].parse().unwrap(), w[2].parse().unwrap(), w[3].into()));
@@ -263,8 +307,8 @@ mod tests {
             dynamic: true,
             max_base_level: 3,
         };
-        let pl = Placement {
-            has_capacity: false,
+        let placement = |has_capacity| Placement {
+            has_capacity,
             fast_levels: None,
             capacity_levels: 1,
             num_levels: 4,
@@ -296,6 +340,19 @@ mod tests {
                 vec![],
                 "L3:[12, 11, 10] -> L3 bottom LevelSize",
             ),
+            // No self-merge of the last level while a merge into it runs (its new tree must
+            // stay the newest there)...
+            (
+                "3 10 1 a b\n3 11 2 a b\n3 12 3 c d\n2 20 4 a b",
+                vec![4],
+                "none",
+            ),
+            // ... nor a merge into it while it merges into itself.
+            (
+                "3 10 1 a b\n2 20 4 a b\n2 21 5 a b\n2 22 6 a b",
+                vec![1],
+                "none",
+            ),
             // A cut tree resumes first, at its cut.
             (
                 "1 10 1 a b\n1 11 2 a m\ncut 1 10 b\ncut 1 11 b\n0 0 5 a b\n0 0 6 a b",
@@ -304,11 +361,19 @@ mod tests {
             ),
             // ... unless it is being merged right now.
             ("1 10 1 a b\ncut 1 10 b", vec![1], "none"),
+            // A table of L1 on the capacity tier while L1 is not the bottom: rewritten in its
+            // tree onto the fast tier, and not bottommost (an older tree of L1 overlaps it).
+            (
+                "1 10 1 a b\n1 9 2 a c\n3 5 3 x z\ncap 1",
+                vec![],
+                "L1:[] -> L1 TierChange",
+            ),
         ];
         let empty = HashMap::new();
         for (i, (fixture, busy, want)) in cases.into_iter().enumerate() {
             let v = version(fixture);
             let busy: HashSet<u64> = busy.into_iter().collect();
+            let pl = placement(fixture.contains("cap"));
             let got = SplitForestPolicy { trees_per_level: 3 }.pick(&PickerInput {
                 version: &v,
                 busy: &busy,
