@@ -234,7 +234,7 @@ fn run(seed: u64) {
                 tier: strata::tier::Tier::Capacity,
             },
         )],
-        run_cuts: vec![(3, 12, b"k".to_vec())],
+        run_cuts: vec![(3, 12, b"k".to_vec(), 13)],
         style: Some(strata::CompactionStyle::SplitForest),
         ..Default::default()
     }

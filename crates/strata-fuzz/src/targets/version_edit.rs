@@ -65,7 +65,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
                 tier: Tier::Fast,
             },
         )],
-        run_cuts: vec![(5, 70, b"bb".to_vec())],
+        run_cuts: vec![(5, 70, b"bb".to_vec(), 71)],
     };
     out.push(e.encode());
     out

@@ -104,8 +104,11 @@ pub struct Pick {
 pub struct ForestPick {
     /// The run id of each entry of `Pick::inputs`.
     pub runs: Vec<u64>,
-    /// The merge was interrupted (the inputs carry this cut): resume it here.
+    /// The merge was interrupted (the inputs carry this cut): resume it here...
     pub resume_from: Option<Vec<u8>>,
+    /// ... writing into this run of the output level (the interrupted merge's); `None`: a
+    /// new tree.
+    pub output_run: Option<u64>,
 }
 
 impl std::fmt::Debug for Pick {

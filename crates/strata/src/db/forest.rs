@@ -59,7 +59,12 @@ pub(crate) fn run_forest_pick(
     let hot = hot_setup(inner, &st, &pick);
     // The new tree: a fresh number is larger than every run id of the output level, so it
     // sorts newest there (its data is newer than the level's other trees).
-    let out_run = st.versions.new_file_number();
+    let out_run = match fp.output_run {
+        // A resumed merge goes on writing into its tree: trees merged into the level since
+        // then hold newer data and must keep sorting before it.
+        Some(run) => run,
+        None => st.versions.new_file_number(),
+    };
     let numbers = st.versions.file_numbers();
     drop(st);
     let _ = hot_job_parts(inner, hot);
@@ -133,7 +138,8 @@ pub(crate) fn run_forest_pick(
             .collect();
         for ((l, run), rest) in &j.remaining {
             if *l > 0 && !rest.is_empty() {
-                edit.run_cuts.push((*l as u32, *run, c.cut.clone()));
+                edit.run_cuts
+                    .push((*l as u32, *run, c.cut.clone(), out_run));
             }
         }
         if let Err(e) = st.versions.log_and_apply(edit) {

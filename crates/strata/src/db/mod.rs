@@ -28,6 +28,8 @@ pub struct RunInfo {
     pub id: u64,
     /// Keys below this are served by the output of the merge that cut the tree.
     pub cut: Option<Vec<u8>>,
+    /// With a cut: the run the interrupted or running merge writes into.
+    pub cut_into: u64,
     pub tables: Vec<crate::version::FileMeta>,
 }
 
@@ -322,6 +324,7 @@ impl Db {
                     level: l,
                     id: r.id,
                     cut: r.cut.clone(),
+                    cut_into: r.cut_into,
                     tables: r.files.iter().map(|f| f.meta.clone()).collect(),
                 })
             })

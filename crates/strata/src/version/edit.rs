@@ -41,10 +41,11 @@ pub struct VersionEdit {
     pub added: Vec<(u32, FileMeta)>,
     /// `(level, run, table)`: tables added to a numbered sorted run (split-forest trees).
     pub added_to_run: Vec<(u32, u64, FileMeta)>,
-    /// `(level, run, key)`: the compaction journal of a split-forest merge with early cleaning
-    /// — run `run` of `level` no longer serves user keys below `key` (they were merged into
-    /// the merge's output run, and the input tables entirely below `key` deleted).
-    pub run_cuts: Vec<(u32, u64, Vec<u8>)>,
+    /// `(level, run, key, into)`: the compaction journal of a split-forest merge with early
+    /// cleaning — run `run` of `level` no longer serves user keys below `key` (they were merged
+    /// into run `into` of the next level, or of `level` itself for the last level, and the
+    /// input tables entirely below `key` deleted).
+    pub run_cuts: Vec<(u32, u64, Vec<u8>, u64)>,
 }
 
 /// How a database compacts: chosen at creation and recorded in the manifest.
@@ -168,11 +169,12 @@ impl VersionEdit {
             put_varint64(&mut b, *run);
             put_file(&mut b, f);
         }
-        for (level, run, key) in &self.run_cuts {
+        for (level, run, key, into) in &self.run_cuts {
             put_varint64(&mut b, TAG_RUN_CUT);
             put_varint64(&mut b, *level as u64);
             put_varint64(&mut b, *run);
             put_length_prefixed(&mut b, key);
+            put_varint64(&mut b, *into);
         }
         b
     }
@@ -215,9 +217,15 @@ impl VersionEdit {
                     e.added_to_run.push(f);
                 }
                 TAG_RUN_CUT => {
-                    let c =
-                        (|| Some((d.varint32()?, d.varint64()?, d.length_prefixed()?.to_vec())))()
-                            .ok_or_else(|| bad("run cut"))?;
+                    let c = (|| {
+                        Some((
+                            d.varint32()?,
+                            d.varint64()?,
+                            d.length_prefixed()?.to_vec(),
+                            d.varint64()?,
+                        ))
+                    })()
+                    .ok_or_else(|| bad("run cut"))?;
                     e.run_cuts.push(c);
                 }
                 TAG_STYLE => {
@@ -250,7 +258,7 @@ mod tests {
             num_levels: Some(7),
             style: Some(CompactionStyle::SplitForest),
             deleted: vec![(1, 4)],
-            run_cuts: vec![(2, 40, b"m".to_vec())],
+            run_cuts: vec![(2, 40, b"m".to_vec(), 44)],
             added_to_run: vec![(
                 3,
                 41,

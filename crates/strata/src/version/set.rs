@@ -220,7 +220,7 @@ impl VersionSet {
                     }
                 }
                 if let Some(c) = &run.cut {
-                    e.run_cuts.push((l as u32, run.id, c.clone()));
+                    e.run_cuts.push((l as u32, run.id, c.clone(), run.cut_into));
                 }
             }
         }

@@ -18,6 +18,9 @@ pub struct SortedRun {
     pub id: u64,
     pub files: Vec<Arc<TableFile>>,
     pub cut: Option<Vec<u8>>,
+    /// With a cut: the run (of the next level, or of this one at the last level) the merge
+    /// writes into — the merge this run belongs to.
+    pub cut_into: u64,
 }
 
 impl SortedRun {
@@ -129,7 +132,7 @@ impl Version {
     ) -> Result<(Version, Vec<Arc<TableFile>>)> {
         let n = self.levels.len();
         // (run id → (files, cut)) per level; L0's tables all sit in run 0 here.
-        type Runs = BTreeMap<u64, (Vec<Arc<TableFile>>, Option<Vec<u8>>)>;
+        type Runs = BTreeMap<u64, (Vec<Arc<TableFile>>, Option<(Vec<u8>, u64)>)>;
         let mut by_level: Vec<Runs> = self
             .levels
             .iter()
@@ -138,7 +141,7 @@ impl Version {
                 for r in &l.runs {
                     let e = m.entry(r.id).or_default();
                     e.0.extend(r.files.iter().cloned());
-                    e.1 = r.cut.clone();
+                    e.1 = r.cut.clone().map(|c| (c, r.cut_into));
                 }
                 m
             })
@@ -177,7 +180,7 @@ impl Version {
             };
             by_level[l].entry(run).or_default().0.push(f);
         }
-        for (level, run, key) in &edit.run_cuts {
+        for (level, run, key, into) in &edit.run_cuts {
             let l = *level as usize;
             let entry = by_level
                 .get_mut(l)
@@ -185,12 +188,12 @@ impl Version {
                 .ok_or_else(|| {
                     Error::corruption(format!("edit cuts run {run} absent from level {l}"))
                 })?;
-            if entry.1.as_ref().is_some_and(|c| c > key) {
+            if entry.1.as_ref().is_some_and(|(c, i)| c > key || i != into) {
                 return Err(Error::corruption(format!(
-                    "edit moves the cut of run {run} of level {l} backwards"
+                    "edit moves the cut of run {run} of level {l} backwards or to another merge"
                 )));
             }
-            entry.1 = Some(key.clone());
+            entry.1 = Some((key.clone(), *into));
         }
         let mut v = Version::new(n);
         for (l, runs) in by_level.into_iter().enumerate() {
@@ -204,6 +207,7 @@ impl Version {
                         id: 0,
                         files: vec![f],
                         cut: None,
+                        cut_into: 0,
                     })
                     .collect();
                 continue;
@@ -214,7 +218,16 @@ impl Version {
                     continue;
                 }
                 files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
-                v.levels[l].runs.push(SortedRun { id, files, cut });
+                let (cut, cut_into) = match cut {
+                    Some((c, i)) => (Some(c), i),
+                    None => (None, 0),
+                };
+                v.levels[l].runs.push(SortedRun {
+                    id,
+                    files,
+                    cut,
+                    cut_into,
+                });
             }
         }
         // Saturating: sizes come from the manifest, and damaged ones must not overflow.

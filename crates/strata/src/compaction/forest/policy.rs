@@ -110,6 +110,7 @@ fn merge_pick(
         forest: Some(ForestPick {
             runs: runs.iter().map(|r| r.id).collect(),
             resume_from,
+            output_run: None,
         }),
     })
 }
@@ -142,24 +143,38 @@ fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
     let v = input.version;
     let n = v.num_levels();
     let out_of = |l: usize| if l + 1 < n { l + 1 } else { l };
-    // 1. Resume an interrupted merge.
+    // 1. Resume an interrupted merge: the cut trees of one merge (they name its output run).
     for l in 1..n {
-        let cut: Vec<&SortedRun> = v.levels[l]
+        let mut merges: Vec<u64> = v.levels[l]
             .runs
             .iter()
             .filter(|r| r.cut.is_some())
+            .map(|r| r.cut_into)
             .collect();
-        if !cut.is_empty() && cut.iter().all(|r| idle(input, r)) {
-            let at = cut.iter().filter_map(|r| r.cut.clone()).min();
-            return merge_pick(
-                input,
-                l,
-                &cut,
-                out_of(l),
-                CompactionReason::JournalResume,
-                f64::MAX,
-                at,
-            );
+        merges.sort_unstable();
+        merges.dedup();
+        for into in merges {
+            let cut: Vec<&SortedRun> = v.levels[l]
+                .runs
+                .iter()
+                .filter(|r| r.cut.is_some() && r.cut_into == into)
+                .collect();
+            if cut.iter().all(|r| idle(input, r)) && may_merge_into(input, l, out_of(l)) {
+                let at = cut.iter().filter_map(|r| r.cut.clone()).min();
+                let mut p = merge_pick(
+                    input,
+                    l,
+                    &cut,
+                    out_of(l),
+                    CompactionReason::JournalResume,
+                    f64::MAX,
+                    at,
+                );
+                if let Some(f) = p.as_mut().and_then(|p| p.forest.as_mut()) {
+                    f.output_run = Some(into);
+                }
+                return p;
+            }
         }
     }
     // 2. The most urgent of L0 and the full levels.
@@ -244,8 +259,12 @@ mod tests {
                 continue;
             }
             if w[0] == "cut" {
-                e.run_cuts
-                    .push((w[1].parse().unwrap(), w[2].parse().unwrap(), w[3].into()));
+                e.run_cuts.push((
+                    w[1].parse().unwrap(),
+                    w[2].parse().unwrap(),
+                    w[3].into(),
+                    w[4].parse().unwrap(),
+                ));
                 continue;
             }
             let (level, run, id): (u32, u64, u64) = (
@@ -284,6 +303,7 @@ mod tests {
         let f = p.forest.clone().unwrap_or(ForestPick {
             runs: vec![],
             resume_from: None,
+            output_run: None,
         });
         format!(
             "L{}:{:?} -> L{}{}{} {:?}",
@@ -292,7 +312,10 @@ mod tests {
             p.output_level,
             f.resume_from
                 .map(|c| format!(" from {}", String::from_utf8_lossy(&c)))
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                + &f.output_run
+                    .map(|r| format!(" into {r}"))
+                    .unwrap_or_default(),
             if p.bottommost { " bottom" } else { "" },
             p.reason
         )
@@ -353,14 +376,25 @@ mod tests {
                 vec![1],
                 "none",
             ),
-            // A cut tree resumes first, at its cut.
+            // A cut tree resumes first, at its cut, into its merge's tree.
             (
-                "1 10 1 a b\n1 11 2 a m\ncut 1 10 b\ncut 1 11 b\n0 0 5 a b\n0 0 6 a b",
+                "1 10 1 a b\n1 11 2 a m\ncut 1 10 b 30\ncut 1 11 b 30\n0 0 5 a b\n0 0 6 a b",
                 vec![],
-                "L1:[11, 10] -> L2 from b bottom JournalResume",
+                "L1:[11, 10] -> L2 from b into 30 bottom JournalResume",
+            ),
+            // Two interrupted merges of one level resume separately, each at its own cut.
+            (
+                "1 10 1 a b\n1 11 2 a m\n1 12 3 a z\ncut 1 10 b 30\ncut 1 11 b 30\ncut 1 12 k 31",
+                vec![],
+                "L1:[11, 10] -> L2 from b into 30 bottom JournalResume",
+            ),
+            (
+                "1 10 1 a b\n1 11 2 a m\n1 12 3 a z\ncut 1 10 b 30\ncut 1 11 b 30\ncut 1 12 k 31",
+                vec![1],
+                "L1:[12] -> L2 from k into 31 bottom JournalResume",
             ),
             // ... unless it is being merged right now.
-            ("1 10 1 a b\ncut 1 10 b", vec![1], "none"),
+            ("1 10 1 a b\ncut 1 10 b 30", vec![1], "none"),
             // A table of L1 on the capacity tier while L1 is not the bottom: rewritten in its
             // tree onto the fast tier, and not bottommost (an older tree of L1 overlaps it).
             (
