@@ -34,7 +34,8 @@ fn idle(input: &PickerInput<'_>, run: &SortedRun) -> bool {
     run.files.iter().all(|f| !input.busy.contains(&f.id))
 }
 
-/// Whether a merge out of `level` is running or waits to be resumed.
+/// Whether a merge out of `level` is running or waits to be resumed (a merge takes every idle
+/// tree of its level, and checkpoints mark its output tables busy).
 fn merging_out_of(input: &PickerInput<'_>, level: usize) -> bool {
     input.version.levels[level]
         .runs
@@ -159,7 +160,8 @@ fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
                 .iter()
                 .filter(|r| r.cut.is_some() && r.cut_into == into)
                 .collect();
-            if cut.iter().all(|r| idle(input, r)) && may_merge_into(input, l, out_of(l)) {
+            let level_idle = v.levels[l].runs.iter().all(|r| idle(input, r));
+            if level_idle && may_merge_into(input, l, out_of(l)) {
                 let at = cut.iter().filter_map(|r| r.cut.clone()).min();
                 let mut p = merge_pick(
                     input,
@@ -206,8 +208,13 @@ fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
             .iter()
             .filter(|r| r.cut.is_none() && idle(input, r))
             .collect();
-        // The last level merges into itself only when that shrinks it.
-        if l + 1 == n && runs.len() < 2 || !may_merge_into(input, l, out_of(l)) {
+        // The last level merges into itself only when that shrinks it. One merge out of a
+        // level at a time: trees a level receives are numbered in the order their merges
+        // start, and two merges out of one level could finish in the other order.
+        if l + 1 == n && runs.len() < 2
+            || l > 0 && merging_out_of(input, l)
+            || !may_merge_into(input, l, out_of(l))
+        {
             continue;
         }
         let reason = if l == 0 {
@@ -339,7 +346,8 @@ mod tests {
             fast_budget: None,
         };
         // (fixture, busy table ids, expected pick)
-        let cases: Vec<(&str, Vec<u64>, &str)> = vec![
+        let cases: Vec<(&str, Vec<u64>, &str)> =
+            vec![
             ("0 0 1 a b", vec![], "none"),
             // L0 at its trigger merges into L1; nothing below: bottommost.
             (
@@ -355,8 +363,8 @@ mod tests {
                 vec![],
                 "L1:[12, 11, 10] -> L2 LevelSize",
             ),
-            // A busy tree is left out; what remains is not full.
-            ("1 10 1 a b\n1 11 2 a b\n1 12 3 a b", vec![3], "none"),
+            // While a merge out of L1 runs, no other starts there (even with enough idle trees).
+            ("1 10 1 a b\n1 11 2 a b\n1 12 3 a b\n1 13 4 a b", vec![4], "none"),
             // The last level merges into itself.
             (
                 "3 10 1 a b\n3 11 2 a b\n3 12 3 c d",
@@ -382,7 +390,8 @@ mod tests {
                 vec![],
                 "L1:[11, 10] -> L2 from b into 30 bottom JournalResume",
             ),
-            // Two interrupted merges of one level resume separately, each at its own cut.
+            // Two interrupted merges of one level (from before merges out of a level were
+            // serialized) resume separately, each at its own cut, one at a time.
             (
                 "1 10 1 a b\n1 11 2 a m\n1 12 3 a z\ncut 1 10 b 30\ncut 1 11 b 30\ncut 1 12 k 31",
                 vec![],
@@ -391,7 +400,8 @@ mod tests {
             (
                 "1 10 1 a b\n1 11 2 a m\n1 12 3 a z\ncut 1 10 b 30\ncut 1 11 b 30\ncut 1 12 k 31",
                 vec![1],
-                "L1:[12] -> L2 from k into 31 bottom JournalResume",
+                "none", // the other waits until the first is done
+
             ),
             // ... unless it is being merged right now.
             ("1 10 1 a b\ncut 1 10 b 30", vec![1], "none"),
