@@ -4,7 +4,7 @@
 # parallel search against sequential search.
 #
 #   bash bench/forest.sh [--num N] [--big-num N] [--repeat R] [--rocksdb] [--out DIR]
-#                        [--skip-tiered] [-- EXTRA STRATA-BENCH FLAGS]
+#                        [--skip-tiered] [--skip-onetier] [-- EXTRA STRATA-BENCH FLAGS]
 #
 # Suites (16-byte keys, 4 MiB memtables x 2, 8 MiB block cache, 2 compaction threads, local
 # disk; data >= 10x the memtable budget):
@@ -15,9 +15,10 @@
 # Each suite runs on Strata leveled and Strata split-forest (and, with --rocksdb, on RocksDB
 # level and universal compaction: the `rocksdb` feature and libclang are needed).
 #   tiered       split forest with every level below L0 on a file:// capacity tier at 5 ms per
-#                request (no fast-tier cache, 1 MiB block cache, HotRAP off): fillrandom of
-#                --tiered-num records with 16 trees per level, then readrandom with
-#                --search-threads 16 and with 0 (sequential), 8 threads.
+#                request (no fast-tier cache, 1 MiB block cache, HotRAP off, no Bloom filters,
+#                so every candidate tree costs a request: the capacity-tier miss path):
+#                fillrandom of --tiered-num records with 16 trees per level, then readrandom
+#                and readmissing with --search-threads 16 and with 0 (sequential), 8 threads.
 #
 # Output: DIR/<suite>-<engine>-<style>-r<k>.json and .log, DIR/forest.md (printed) with, per
 # suite and benchmark, the median ops/s of each style and their ratio [min-max], and the
@@ -34,6 +35,7 @@ TIERED_NUM=200000
 REPEAT=3
 ROCKSDB=0
 TIERED=1
+ONETIER=1
 OUT=""
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
     --repeat) REPEAT="$2"; shift 2 ;;
     --rocksdb) ROCKSDB=1; shift ;;
     --skip-tiered) TIERED=0; shift ;;
+    --skip-onetier) ONETIER=0; shift ;;
     --out) OUT="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
@@ -82,6 +85,7 @@ run() { # suite engine style json log args...
 }
 
 for r in $(seq 1 "$REPEAT"); do
+  [ "$ONETIER" = 1 ] || break
   for suite in random-100 seq-100 random-1k seq-1k; do
     case $suite in
       random-100) args=(--benchmarks fillrandom,overwrite,readrandom --num "$NUM" --value-size 100) ;;
@@ -107,7 +111,8 @@ if [ "$TIERED" = 1 ]; then
         --search-threads "$st" --capacity "file://$(realpath -m "$cap")" --fast-levels 0 \
         --capacity-latency-ms 5 --persistent-cache-size 0 --hotrap false --cache-size 1MiB \
         --key-size 16 --value-size 100 --write-buffer-size 1MiB --max-write-buffer-number 2 \
-        --benchmarks fillrandom,readrandom --num "$TIERED_NUM" --reads 4000 --threads 8 \
+        --bloom-bits 0 --benchmarks fillrandom,readrandom,readmissing --num "$TIERED_NUM" \
+        --reads 2000 --threads 8 \
         --json "$OUT/tiered-search$st-r$r.json" "${EXTRA[@]}" \
         > "$OUT/tiered-search$st-r$r.log" 2>&1
       rm -rf "$db" "$cap"

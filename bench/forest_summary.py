@@ -79,24 +79,26 @@ def main(out):
         m = re.match(r"tiered-search(\d+)-r(\d+)\.json$", os.path.basename(path))
         d = load(path)
         for p in d["phases"]:
-            if p["name"] == "readrandom":
+            if p["name"] in ("readrandom", "readmissing"):
                 read = next((l for l in p.get("latency") or [] if l.get("op") == "read"), {})
-                tiered.setdefault(int(m.group(1)), []).append(
+                tiered.setdefault((p["name"], int(m.group(1))), []).append(
                     (p["ops_per_sec"], read.get("p50_us"), read.get("p99_us"),
                      (p.get("compaction") or {}).get("sorted_runs"),
                      (p.get("compaction") or {}).get("parallel_searches")))
     if tiered:
-        print("\n| readrandom, tiered (5 ms) | ops/s | p50 us | p99 us | trees | parallel searches |")
-        print("|---|---|---|---|---|---|")
-        for st in sorted(tiered, reverse=True):
-            xs = tiered[st]
-            print("| search threads {} ({} runs) | {} | {} | {} | {} | {} |".format(
-                st, len(xs), fmt(med([x[0] for x in xs]), ".0f"), fmt(med([x[1] for x in xs]), ".0f"),
+        print("\n| tiered (5 ms, no Bloom filters) | search threads | ops/s | p50 us | p99 us | trees | parallel searches |")
+        print("|---|---|---|---|---|---|---|")
+        for (bench, st) in sorted(tiered, key=lambda k: (k[0], -k[1])):
+            xs = tiered[(bench, st)]
+            print("| {} ({} runs) | {} | {} | {} | {} | {} | {} |".format(
+                bench, len(xs), st, fmt(med([x[0] for x in xs]), ".0f"), fmt(med([x[1] for x in xs]), ".0f"),
                 fmt(med([x[2] for x in xs]), ".0f"), fmt(med([x[3] for x in xs]), ".0f"),
                 fmt(med([x[4] for x in xs]), ".0f")))
-        if 16 in tiered and 0 in tiered:
-            par, seq = med([x[0] for x in tiered[16]]), med([x[0] for x in tiered[0]])
-            print("\nparallel / sequential readrandom throughput: {}".format(fmt(par / seq if seq else None)))
+        for bench in ("readrandom", "readmissing"):
+            if (bench, 16) in tiered and (bench, 0) in tiered:
+                par = med([x[0] for x in tiered[(bench, 16)]])
+                seq = med([x[0] for x in tiered[(bench, 0)]])
+                print("\nparallel / sequential {} throughput: {}".format(bench, fmt(par / seq if seq else None)))
 
 
 if __name__ == "__main__":

@@ -380,6 +380,72 @@ pub(crate) fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup 
     HotSetup { taken, route }
 }
 
+/// What a running compaction holds in the database state: its input tables (busy, so no other
+/// job picks them) and the fast-tier bytes it reserved against the budget.
+pub(crate) struct JobSlot {
+    ids: Vec<u64>,
+    fast_reserved: u64,
+}
+
+impl JobSlot {
+    /// Takes the slot for `pick` (under the database lock).
+    pub(crate) fn take(st: &mut DbState, pick: &Pick) -> JobSlot {
+        let ids: Vec<u64> = pick
+            .inputs
+            .iter()
+            .flat_map(|(_, fs)| fs.iter().map(|f| f.id))
+            .collect();
+        st.busy.extend(ids.iter().copied());
+        st.running_compactions += 1;
+        let in_bytes: u64 = pick
+            .inputs
+            .iter()
+            .flat_map(|(_, fs)| fs.iter())
+            .map(|f| f.size)
+            .sum();
+        let fast_reserved = if pick.output_tier == Tier::Fast {
+            in_bytes
+        } else {
+            0
+        };
+        st.running_fast_bytes += fast_reserved;
+        JobSlot { ids, fast_reserved }
+    }
+
+    /// Gives the slot back (with `also`, tables the job made busy itself) and wakes waiters.
+    pub(crate) fn release(self, inner: &DbInner, st: &mut DbState, also: &[u64]) {
+        for id in self.ids.iter().chain(also) {
+            st.busy.remove(id);
+        }
+        st.running_compactions -= 1;
+        st.running_fast_bytes -= self.fast_reserved;
+        inner.bg_cv.notify_all();
+    }
+}
+
+/// A job that installed nothing moved no record: reads may promote its inputs' records again.
+pub(crate) fn release_compacting(pick: &Pick) {
+    for f in pick.inputs.iter().flat_map(|(_, fs)| fs.iter()) {
+        f.set_compacting(false);
+    }
+}
+
+/// Counts an installed compaction into `level`.
+pub(crate) fn count_compaction(
+    inner: &DbInner,
+    level: usize,
+    read: u64,
+    written: u64,
+    start: Instant,
+) {
+    let lc = &inner.stats.levels[level];
+    lc.compactions.fetch_add(1, Ordering::Relaxed);
+    lc.read_bytes.fetch_add(read, Ordering::Relaxed);
+    lc.write_bytes.fetch_add(written, Ordering::Relaxed);
+    lc.micros
+        .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+}
+
 /// Runs a picked compaction: marks its files busy, executes it without the lock, installs it.
 pub(crate) fn run_pick(
     inner: &Arc<DbInner>,
@@ -389,22 +455,8 @@ pub(crate) fn run_pick(
     if pick.forest.is_some() {
         return super::forest::run_forest_pick(inner, st, pick);
     }
-    let ids: Vec<u64> = pick
-        .inputs
-        .iter()
-        .flat_map(|(_, fs)| fs.iter().map(|f| f.id))
-        .collect();
-    st.busy.extend(ids.iter().copied());
-    st.running_compactions += 1;
+    let slot = JobSlot::take(&mut st, &pick);
     let tier = pick.output_tier;
-    let in_bytes: u64 = pick
-        .inputs
-        .iter()
-        .flat_map(|(_, fs)| fs.iter())
-        .map(|f| f.size)
-        .sum();
-    let fast_reserved = if tier == Tier::Fast { in_bytes } else { 0 };
-    st.running_fast_bytes += fast_reserved;
     // A table changes tiers only by being rewritten.
     let trivial = pick.trivial_move && pick.inputs[0].1.iter().all(|f| f.tier == tier);
     // A move within one tier puts no newer version below the promotion cache.
@@ -497,10 +549,7 @@ pub(crate) fn run_pick(
         },
     );
     if installed.is_err() {
-        // Nothing moved: reads may promote records of these tables again.
-        for f in pick.inputs.iter().flat_map(|(_, fs)| fs.iter()) {
-            f.set_compacting(false);
-        }
+        release_compacting(&pick);
     }
     // Release the inputs' references before the job counts as finished, so that waiting for
     // idleness also waits for obsolete inputs to reach the reaper; count it before too.
@@ -518,11 +567,7 @@ pub(crate) fn run_pick(
                     .stats
                     .compaction_peak_extra_bytes
                     .fetch_max(r.write_bytes, Ordering::Relaxed);
-                lc.compactions.fetch_add(1, Ordering::Relaxed);
-                lc.read_bytes.fetch_add(r.read_bytes, Ordering::Relaxed);
-                lc.write_bytes.fetch_add(r.write_bytes, Ordering::Relaxed);
-                lc.micros
-                    .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+                count_compaction(inner, out, r.read_bytes, r.write_bytes, start);
                 if let Some(hot) = &inner.hot {
                     let c = &hot.counters;
                     c.retained_records
@@ -533,12 +578,7 @@ pub(crate) fn run_pick(
             }
         }
     }
-    for id in &ids {
-        st.busy.remove(id);
-    }
-    st.running_compactions -= 1;
-    st.running_fast_bytes -= fast_reserved;
-    inner.bg_cv.notify_all();
+    slot.release(inner, &mut st, &[]);
     drop(st);
     if let Some(e) = manifest_failed {
         set_bg_error(inner, e);

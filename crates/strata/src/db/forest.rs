@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::background::{env, hot_job_parts, hot_setup, reap, table_options};
+use super::background::{
+    count_compaction, env, hot_job_parts, hot_setup, reap, release_compacting, table_options,
+    JobSlot,
+};
 use super::write::set_bg_error;
 use super::{DbInner, DbState};
 use crate::compaction::forest::{level_merge, Checkpoint};
@@ -20,7 +23,6 @@ use crate::compaction::{
     CompactionInput, CompactionJob, CompactionReason, ForestMerge, Pick, PickerInput,
 };
 use crate::error::{ErrorRepr, Result};
-use crate::tier::Tier;
 use crate::version::VersionEdit;
 
 /// What a running merge has installed so far.
@@ -41,21 +43,7 @@ pub(crate) fn run_forest_pick(
     let fp = pick.forest.clone().expect("a split-forest pick");
     let out = pick.output_level;
     let tier = pick.output_tier;
-    let ids: Vec<u64> = pick
-        .inputs
-        .iter()
-        .flat_map(|(_, fs)| fs.iter().map(|f| f.id))
-        .collect();
-    st.busy.extend(ids.iter().copied());
-    st.running_compactions += 1;
-    let in_bytes: u64 = pick
-        .inputs
-        .iter()
-        .flat_map(|(_, fs)| fs.iter())
-        .map(|f| f.size)
-        .sum();
-    let fast_reserved = if tier == Tier::Fast { in_bytes } else { 0 };
-    st.running_fast_bytes += fast_reserved;
+    let slot = JobSlot::take(&mut st, &pick);
     let hot = hot_setup(inner, &st, &pick);
     // The new tree: a fresh number is larger than every run id of the output level, so it
     // sorts newest there (its data is newer than the level's other trees).
@@ -199,21 +187,15 @@ pub(crate) fn run_forest_pick(
             .map(|_| r)
     });
     if installed.is_err() {
-        for f in pick.inputs.iter().flat_map(|(_, fs)| fs.iter()) {
-            f.set_compacting(false);
-        }
+        release_compacting(&pick);
     }
     drop(pick);
     if let Ok(r) = &installed {
         inner.install_super_version(&st);
-        let lc = &inner.stats.levels[out];
-        lc.compactions.fetch_add(1, Ordering::Relaxed);
-        lc.trivial_moves
+        count_compaction(inner, out, r.read_bytes, r.write_bytes, start);
+        inner.stats.levels[out]
+            .trivial_moves
             .fetch_add(r.moved_tables, Ordering::Relaxed);
-        lc.read_bytes.fetch_add(r.read_bytes, Ordering::Relaxed);
-        lc.write_bytes.fetch_add(r.write_bytes, Ordering::Relaxed);
-        lc.micros
-            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
         let fc = &inner.stats.forest;
         fc.merges.fetch_add(1, Ordering::Relaxed);
         fc.moved_tables.fetch_add(r.moved_tables, Ordering::Relaxed);
@@ -223,12 +205,7 @@ pub(crate) fn run_forest_pick(
             .compaction_peak_extra_bytes
             .fetch_max(r.peak_extra_bytes, Ordering::Relaxed);
     }
-    for id in ids.iter().chain(&j.installed) {
-        st.busy.remove(id);
-    }
-    st.running_compactions -= 1;
-    st.running_fast_bytes -= fast_reserved;
-    inner.bg_cv.notify_all();
+    slot.release(inner, &mut st, &j.installed);
     drop(st);
     if let Some(e) = manifest_failed.into_inner() {
         set_bg_error(inner, e);
