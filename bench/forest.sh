@@ -18,7 +18,8 @@
 #                request (no fast-tier cache, 1 MiB block cache, HotRAP off, no Bloom filters,
 #                so every candidate tree costs a request: the capacity-tier miss path):
 #                fillrandom of --tiered-num records with 16 trees per level, then readrandom
-#                and readmissing with --search-threads 16 and with 0 (sequential), 8 threads.
+#                readmissing and seekrandom (seeks prefetch every tree's block in parallel)
+#                with --search-threads 16 and with 0 (sequential), 8 threads.
 #
 # Output: DIR/<suite>-<engine>-<style>-r<k>.json and .log, DIR/forest.md (printed) with, per
 # suite and benchmark, the median ops/s of each style and their ratio [min-max], and the
@@ -111,7 +112,7 @@ if [ "$TIERED" = 1 ]; then
         --search-threads "$st" --capacity "file://$(realpath -m "$cap")" --fast-levels 0 \
         --capacity-latency-ms 5 --persistent-cache-size 0 --hotrap false --cache-size 1MiB \
         --key-size 16 --value-size 100 --write-buffer-size 1MiB --max-write-buffer-number 2 \
-        --bloom-bits 0 --benchmarks fillrandom,readrandom,readmissing --num "$TIERED_NUM" \
+        --bloom-bits 0 --benchmarks fillrandom,readrandom,readmissing,seekrandom --num "$TIERED_NUM" \
         --reads 2000 --threads 8 \
         --json "$OUT/tiered-search$st-r$r.json" "${EXTRA[@]}" \
         > "$OUT/tiered-search$st-r$r.log" 2>&1

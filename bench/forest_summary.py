@@ -79,7 +79,7 @@ def main(out):
         m = re.match(r"tiered-search(\d+)-r(\d+)\.json$", os.path.basename(path))
         d = load(path)
         for p in d["phases"]:
-            if p["name"] in ("readrandom", "readmissing"):
+            if p["name"] in ("readrandom", "readmissing", "seekrandom"):
                 read = next((l for l in p.get("latency") or [] if l.get("op") == "read"), {})
                 tiered.setdefault((p["name"], int(m.group(1))), []).append(
                     (p["ops_per_sec"], read.get("p50_us"), read.get("p99_us"),
@@ -94,7 +94,7 @@ def main(out):
                 bench, len(xs), st, fmt(med([x[0] for x in xs]), ".0f"), fmt(med([x[1] for x in xs]), ".0f"),
                 fmt(med([x[2] for x in xs]), ".0f"), fmt(med([x[3] for x in xs]), ".0f"),
                 fmt(med([x[4] for x in xs]), ".0f")))
-        for bench in ("readrandom", "readmissing"):
+        for bench in ("readrandom", "readmissing", "seekrandom"):
             if (bench, 16) in tiered and (bench, 0) in tiered:
                 par = med([x[0] for x in tiered[(bench, 16)]])
                 seq = med([x[0] for x in tiered[(bench, 0)]])

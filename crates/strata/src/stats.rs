@@ -108,6 +108,8 @@ pub struct ForestCounters {
     pub resumes: AtomicU64,
     /// Point lookups that probed candidate tables in parallel.
     pub parallel_searches: AtomicU64,
+    /// Iterator seeks that prefetched the capacity-tier trees' blocks in parallel.
+    pub scan_prefetches: AtomicU64,
 }
 
 /// A snapshot of [`ForestCounters`].
@@ -120,6 +122,7 @@ pub struct ForestStats {
     pub early_cleaned_bytes: u64,
     pub resumes: u64,
     pub parallel_searches: u64,
+    pub scan_prefetches: u64,
 }
 
 /// Figures for one level in a [`DbStats`] snapshot.
@@ -223,6 +226,7 @@ impl EngineStats {
                     early_cleaned_bytes: f.early_cleaned_bytes.load(Relaxed),
                     resumes: f.resumes.load(Relaxed),
                     parallel_searches: f.parallel_searches.load(Relaxed),
+                    scan_prefetches: f.scan_prefetches.load(Relaxed),
                 }
             },
             tier: self.tier.snapshot(),

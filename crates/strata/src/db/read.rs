@@ -176,6 +176,56 @@ fn sequential(
     (candidates.len(), Ok(Local::Continue))
 }
 
+/// SifrDB §4.3, range queries: with two or more trees on the capacity tier, a seek first loads
+/// the block each of them would be read from, in parallel on the search threads, into the
+/// block cache; the children's own seeks then find it there. Needs the block cache (and the
+/// iterator filling it).
+fn scan_prefetch(
+    inner: &Arc<DbInner>,
+    version: &crate::version::Version,
+    fill: bool,
+) -> Option<crate::iter::Prefetch> {
+    let pool = inner.search.clone()?;
+    if !fill || inner.block_cache.is_none() {
+        return None;
+    }
+    let runs: Vec<crate::version::SortedRun> = version
+        .levels
+        .iter()
+        .flat_map(|l| l.runs.iter())
+        .filter(|r| !r.files.is_empty() && r.files.iter().all(|f| f.tier == Tier::Capacity))
+        .cloned()
+        .collect();
+    if runs.len() < 2 {
+        return None;
+    }
+    let tables = inner.tables.clone();
+    let stats = inner.stats.clone();
+    Some(Box::new(move |target: &[u8]| {
+        let user = types::user_key(target);
+        let jobs: Vec<Box<dyn Fn() + Send + Sync>> = runs
+            .iter()
+            .filter(|r| r.serves(user))
+            .filter_map(|r| {
+                // The table holding `user`, else the first after it.
+                let i = r.files.partition_point(|f| f.ends_before(user));
+                let f = r.files.get(i)?.clone();
+                let (tables, target) = (tables.clone(), target.to_vec());
+                Some(Box::new(move || {
+                    if let Ok(t) = tables.get(&f) {
+                        let mut it = t.iter(true);
+                        it.seek(&target);
+                    }
+                }) as Box<dyn Fn() + Send + Sync>)
+            })
+            .collect();
+        if jobs.len() >= 2 {
+            stats.forest.scan_prefetches.fetch_add(1, Ordering::Relaxed);
+            pool.run_all(jobs);
+        }
+    }))
+}
+
 /// Offers a record read from the capacity tier to the promotion cache (HotRAP §3.3).
 fn promote(
     inner: &DbInner,
@@ -238,8 +288,12 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
             }
         }
     }
+    let mut merged = MergingIterator::new(children);
+    if let Some(p) = scan_prefetch(inner, &sv.version, fill) {
+        merged = merged.with_prefetch(p);
+    }
     Ok(DbIterator::new(
-        MergingIterator::new(children),
+        merged,
         snapshot,
         Fragments::new(&tombstones),
         opts.lower_bound.clone(),

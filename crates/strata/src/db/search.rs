@@ -10,6 +10,9 @@
 //! found nothing. The caller returns as soon as GLOBALR is set; late probes of lower-priority
 //! candidates are discarded. The result is therefore exactly the sequential search's.
 //!
+//! Range scans use the same threads to prefetch, at a seek, the block each candidate tree on
+//! the capacity tier would be read from (§4.3 "range query"): the seek then finds them cached.
+//!
 //! Bounded: `threads` search threads plus the callers, no thread per lookup. Selection always
 //! takes the oldest unfinished query's highest-priority unprobed candidate, so early decisions
 //! come first. Depends on the table cache and version types; never on the write path.
@@ -135,8 +138,41 @@ impl Query {
     }
 }
 
+/// Independent jobs run by the pool and the caller together (a range scan's prefetches).
+struct Batch {
+    jobs: Vec<Box<dyn Fn() + Send + Sync>>,
+    next: std::sync::atomic::AtomicUsize,
+    left: Mutex<usize>,
+    done: Condvar,
+}
+
+impl Batch {
+    fn select(&self) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::AcqRel);
+        (i < self.jobs.len()).then_some(i)
+    }
+
+    fn finished(&self) -> bool {
+        self.next.load(Ordering::Acquire) >= self.jobs.len()
+    }
+
+    fn run(&self, i: usize) {
+        (self.jobs[i])();
+        let mut left = self.left.lock();
+        *left -= 1;
+        if *left == 0 {
+            self.done.notify_all();
+        }
+    }
+}
+
+enum Work {
+    Query(Arc<Query>),
+    Batch(Arc<Batch>),
+}
+
 struct Shared {
-    queue: Mutex<VecDeque<Arc<Query>>>,
+    queue: Mutex<VecDeque<Work>>,
     work: Condvar,
     stop: AtomicBool,
     tables: Arc<TableCache>,
@@ -197,7 +233,7 @@ impl SearchPool {
         });
         {
             let mut queue = self.shared.queue.lock();
-            queue.push_back(q.clone());
+            queue.push_back(Work::Query(q.clone()));
         }
         // One candidate is the caller's: wake a thread for each of the others.
         for _ in 1..n {
@@ -212,6 +248,31 @@ impl SearchPool {
             q.done.wait(&mut s);
         }
         s.global.clone().expect("decided")
+    }
+
+    /// Runs `jobs` on the search threads and the calling thread; returns when all are done.
+    pub fn run_all(&self, jobs: Vec<Box<dyn Fn() + Send + Sync>>) {
+        let n = jobs.len();
+        if n == 0 {
+            return;
+        }
+        let b = Arc::new(Batch {
+            jobs,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            left: Mutex::new(n),
+            done: Condvar::new(),
+        });
+        self.shared.queue.lock().push_back(Work::Batch(b.clone()));
+        for _ in 1..n {
+            self.shared.work.notify_one();
+        }
+        while let Some(i) = b.select() {
+            b.run(i);
+        }
+        let mut left = b.left.lock();
+        while *left > 0 {
+            b.done.wait(&mut left);
+        }
     }
 
     /// Stops the search threads (lookups still in flight finish on their callers).
@@ -229,27 +290,31 @@ impl SearchPool {
 
 fn worker(s: &Shared) {
     loop {
-        let (q, i) = {
+        let job = {
             let mut queue = s.queue.lock();
             loop {
                 if s.stop.load(Ordering::Acquire) {
                     return;
                 }
-                // The oldest unfinished query's next candidate; finished ones leave the queue.
+                // The oldest unfinished work's next job; finished work leaves the queue.
                 let mut picked = None;
-                while let Some(q) = queue.front() {
-                    match q.select() {
-                        Some(i) => {
-                            let q = q.clone();
-                            if q.finished() {
-                                queue.pop_front();
-                            }
-                            picked = Some((q, i));
-                            break;
-                        }
-                        None => {
-                            queue.pop_front();
-                        }
+                while let Some(w) = queue.front() {
+                    let (sel, finished) = match w {
+                        Work::Query(q) => (
+                            q.select().map(|i| (Work::Query(q.clone()), i)),
+                            q.finished(),
+                        ),
+                        Work::Batch(b) => (
+                            b.select().map(|i| (Work::Batch(b.clone()), i)),
+                            b.finished(),
+                        ),
+                    };
+                    if finished || sel.is_none() {
+                        queue.pop_front();
+                    }
+                    if sel.is_some() {
+                        picked = sel;
+                        break;
                     }
                 }
                 match picked {
@@ -258,7 +323,10 @@ fn worker(s: &Shared) {
                 }
             }
         };
-        q.search(i, &s.tables, &s.stats);
+        match job {
+            (Work::Query(q), i) => q.search(i, &s.tables, &s.stats),
+            (Work::Batch(b), i) => b.run(i),
+        }
     }
 }
 

@@ -12,8 +12,12 @@ use super::InternalIterator;
 use crate::error::{Error, Result};
 use crate::types::compare_internal;
 
+/// Called with a seek's target before the children seek (e.g. to fetch their blocks at once).
+pub type Prefetch = Box<dyn Fn(&[u8]) + Send>;
+
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
+    prefetch: Option<Prefetch>,
     /// Indices of the valid children, a heap under `better`.
     heap: Vec<usize>,
     forward: bool,
@@ -25,9 +29,16 @@ impl MergingIterator {
         MergingIterator {
             heap: Vec::with_capacity(children.len()),
             children,
+            prefetch: None,
             forward: true,
             err: None,
         }
+    }
+
+    /// Runs `f` with every seek's target before the children seek.
+    pub fn with_prefetch(mut self, f: Prefetch) -> Self {
+        self.prefetch = Some(f);
+        self
     }
 
     /// Whether child `a` comes before child `b` in the current direction.
@@ -123,6 +134,9 @@ impl InternalIterator for MergingIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
+        if let Some(p) = &self.prefetch {
+            p(target);
+        }
         for c in &mut self.children {
             c.seek(target);
         }

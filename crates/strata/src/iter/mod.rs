@@ -12,7 +12,7 @@ mod run;
 
 pub use clamp::LowerClamped;
 pub use db_iter::{DbIterator, Forward};
-pub use merging::MergingIterator;
+pub use merging::{MergingIterator, Prefetch};
 pub use run::RunIterator;
 
 use crate::error::Result;
