@@ -16,6 +16,7 @@ mod coding;
 pub mod compaction;
 pub mod db;
 pub mod error;
+pub mod inspect;
 pub mod iter;
 pub mod memtable;
 pub mod options;
