@@ -30,6 +30,10 @@ pub struct ServeArgs {
     /// TOML configuration file (keys as in `CONFIG GET`; engine options in an `[engine]` table)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://BIND:PORT/metrics; 0 picks a free port (printed at
+    /// start) [default: off]
+    #[arg(long, value_name = "PORT")]
+    pub metrics_port: Option<u16>,
     /// Password of the `default` user (clients must AUTH)
     #[arg(long)]
     pub requirepass: Option<String>,
@@ -232,6 +236,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
         "engine.compaction-rate-limit",
         args.compaction_rate_limit.as_ref().map(s),
     )?;
+    set(
+        "metrics-port",
+        args.metrics_port.map(|p| Value::Integer(p.into())),
+    )?;
     set("engine.capacity", args.capacity.as_ref().map(s))?;
     set("engine.fast-levels", args.fast_levels.map(i))?;
     set("engine.capacity-levels", args.capacity_levels.map(i))?;
@@ -276,6 +284,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         let server = Server::bind(config, config_file).await?;
         // Printed whatever the log level: scripts and tests wait for this line (with
         // `--port 0` it is the only way to learn the port).
+        if let Some(m) = server.metrics_addr() {
+            eprintln!("strata serve: metrics on http://{m}/metrics");
+        }
         eprintln!("strata serve: listening on {}", server.local_addr());
         let stop = server.shutdown_handle();
         tokio::spawn(async move {

@@ -19,6 +19,7 @@ pub mod error;
 pub mod inspect;
 pub mod iter;
 pub mod memtable;
+pub mod metrics;
 pub mod options;
 pub mod range_del;
 pub mod sst;
