@@ -36,3 +36,10 @@ fi
 echo "capacity-tier tests use $STRATA_S3_URL at $AWS_ENDPOINT_URL"
 
 cargo test --workspace --features strata/invariants "$@"
+
+# The README's main job, smaller and in the test build: most data on the capacity tier,
+# skewed reads, every value found (the example asserts both).
+echo "== quickstart (300k keys)"
+QS_DIR="$(mktemp -d)"
+cargo run -p strata --features strata/invariants --example quickstart -- "$QS_DIR/quickstart" 300000
+rm -rf "$QS_DIR"

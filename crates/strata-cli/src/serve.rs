@@ -89,8 +89,6 @@ pub struct ServeArgs {
     /// Engine: compaction write rate limit per second; 0 unlimited [default: 0]
     #[arg(long, value_name = "SIZE")]
     pub compaction_rate_limit: Option<String>,
-    /// Any setting, as KEY=VALUE with TOML keys (`timeout=5`, `engine.num-levels=5`);
-    /// repeatable
     /// Capacity tier: `auto` (file://DIR/capacity), `none`, or a `file://`, `s3://` or
     /// `memory://` URL.
     #[arg(long, value_name = "URL")]
@@ -107,6 +105,7 @@ pub struct ServeArgs {
     /// Persistent cache of capacity-tier blocks: lap, naive or none.
     #[arg(long, value_name = "KIND")]
     pub persistent_cache: Option<String>,
+    /// Fast-tier bytes for the persistent cache of capacity-tier blocks [default: 256mb]
     #[arg(long, value_name = "SIZE")]
     pub persistent_cache_size: Option<String>,
     /// Emulated capacity-tier latency per request, in milliseconds.
@@ -118,6 +117,8 @@ pub struct ServeArgs {
     /// Probability of an injected transient capacity-tier error (retried by the engine).
     #[arg(long, value_name = "P")]
     pub capacity_error_rate: Option<f64>,
+    /// Any setting, as KEY=VALUE with TOML keys (`timeout=5`, `engine.num-levels=5`);
+    /// repeatable
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
 }
