@@ -256,5 +256,10 @@ fn existing_db_loaded_in_another_key_order_is_refused() {
     // replacement, so about 1 - 1/e of them exist); in hashed order nearly none would be.
     let report = run(&["--key-order", "sequential"]).unwrap();
     let r = report.phases.iter().find(|p| p.name == "run").unwrap();
-    assert!(r.reads_found * 2 > r.ops, "{} of {} found", r.reads_found, r.ops);
+    assert!(
+        r.reads_found * 2 > r.ops,
+        "{} of {} found",
+        r.reads_found,
+        r.ops
+    );
 }
