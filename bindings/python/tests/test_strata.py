@@ -130,3 +130,39 @@ def test_threads_run_concurrently(tmp_path):
             th.join()
         assert not errors
         assert len(list(db)) == 8000
+
+
+def test_gil_is_released_during_engine_calls(tmp_path):
+    """While one thread is inside a long engine call (one write of a 40 MB batch), another
+    Python thread keeps running: it sees the call in progress for most of its duration. Were
+    the GIL held, it could only observe the call's edges (a switch interval, ~5 ms)."""
+    import time
+
+    with strata.open(str(tmp_path / "db")) as db:
+        batch = strata.WriteBatch()
+        value = b"v" * 100
+        for i in range(400_000):
+            batch.put(b"k%07d" % i, value)
+        state = {"in_call": False, "done": False, "call": 0.0}
+
+        def write():
+            state["in_call"] = True
+            t = time.perf_counter()
+            db.write_batch(batch)
+            state["call"] = time.perf_counter() - t
+            state["in_call"] = False
+            state["done"] = True
+
+        th = threading.Thread(target=write)
+        first = last = None
+        th.start()
+        while not state["done"]:
+            if state["in_call"]:
+                now = time.perf_counter()
+                first = first if first is not None else now
+                last = now
+        th.join()
+        assert state["call"] > 0.05, "the call must take a while for this test to mean anything"
+        seen = (last - first) if first is not None else 0.0
+        assert seen > 0.5 * state["call"], (seen, state["call"])
+        assert db.get(b"k0399999") == value
