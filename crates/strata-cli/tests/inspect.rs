@@ -182,6 +182,17 @@ fn inspect_modes_and_verify() {
     let s = text(&o);
     assert!(o.status.success(), "{s}");
     assert!(s.contains("capacity:tables/"), "{s}");
+    let missing = format!("file://{}", root.join("no-such-capacity").display());
+    let o = strata(&["inspect", "--db", d, "--capacity", &missing]);
+    assert!(
+        !o.status.success() && text(&o).contains("no such directory"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !root.join("no-such-capacity").exists(),
+        "inspect must not create it"
+    );
     let o = strata(&["inspect", "table", &cid, "--db", d]);
     assert!(!o.status.success(), "no capacity URL: {}", text(&o));
     assert!(text(&o).contains("--capacity"), "{}", text(&o));

@@ -39,6 +39,14 @@ impl TableOpener {
     /// `capacity_url`: the capacity tier (`file://`, `s3://`, `memory://`), if the database has
     /// one. Without it capacity-tier tables cannot be opened.
     pub fn new(dir: &Path, capacity_url: Option<&str>) -> Result<Self> {
+        // Opening a `file://` store creates its directory; a tool that only reads must not.
+        if let Some(path) = capacity_url.and_then(|u| u.strip_prefix("file://")) {
+            if !Path::new(path).is_dir() {
+                return Err(Error::invalid(format!(
+                    "capacity tier {path}: no such directory"
+                )));
+            }
+        }
         let capacity = capacity_url
             .map(|url| {
                 CapacityTier::open(
