@@ -85,6 +85,31 @@ FEATURE_ARGS=()
 if [ ${#FEATURES[@]} -gt 0 ]; then
   FEATURE_ARGS=(--features "$(IFS=,; echo "${FEATURES[*]}")")
 fi
+# librocksdb-sys generates its bindings with bindgen, which needs libclang (and a C++ compiler
+# for RocksDB itself): check before a 15-minute build, install when we can, else say how.
+have_libclang() {
+  [ -n "${LIBCLANG_PATH:-}" ] && ls "$LIBCLANG_PATH"/libclang*.so* >/dev/null 2>&1 && return 0
+  ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' && return 0
+  ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*/libclang*.so* >/dev/null 2>&1
+}
+if [[ " ${FEATURES[*]:-} " == *" rocksdb "* ]]; then
+  if ! have_libclang || ! command -v c++ >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else SUDO="none"; fi
+    if [ "$SUDO" = none ] || ! command -v apt-get >/dev/null 2>&1; then
+      echo "the RocksDB peer needs libclang and a C++ compiler: install them first, e.g." >&2
+      echo "  apt-get install -y libclang-dev clang g++" >&2
+      echo "(or set LIBCLANG_PATH to the directory holding libclang.so)" >&2
+      exit 1
+    fi
+    echo "== installing libclang-dev, clang and g++ for the RocksDB build (apt-get)" >&2
+    $SUDO apt-get update >&2
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y libclang-dev clang g++ >&2
+    if ! have_libclang; then
+      echo "libclang is still missing after apt-get install -y libclang-dev; set LIBCLANG_PATH" >&2
+      exit 1
+    fi
+  fi
+fi
 echo "building strata-bench ${FEATURE_ARGS[*]:-} (the RocksDB build takes ~15 minutes cold)" >&2
 cargo build --release -p strata-bench "${FEATURE_ARGS[@]}" >&2
 BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/strata-bench"

@@ -36,3 +36,29 @@ fi
 echo "capacity-tier tests use $STRATA_S3_URL at $AWS_ENDPOINT_URL"
 
 cargo test --workspace --features strata/invariants "$@"
+
+# The Python binding (bindings/python, outside the cargo workspace): built and installed with
+# pip into a virtualenv under the target directory, then its pytest suite.
+PY="${PYTHON:-python3}"
+VENV="${CARGO_TARGET_DIR:-$PWD/target}/python-venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  if ! "$PY" -m venv "$VENV"; then
+    if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    echo "== installing python3-venv and python3-pip (apt-get)"
+    $SUDO apt-get update
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y python3 python3-venv python3-pip
+    rm -rf "$VENV"
+    "$PY" -m venv "$VENV"
+  fi
+fi
+echo "== python binding: pip install ./bindings/python, then pytest"
+"$VENV/bin/python" -m pip install -q --upgrade pip "maturin>=1.5,<2" pytest
+"$VENV/bin/python" -m pip install -q ./bindings/python
+(cd bindings/python && "$VENV/bin/python" -m pytest -q tests)
+
+# The README's main job, smaller and in the test build: most data on the capacity tier,
+# skewed reads, every value found (the example asserts both).
+echo "== quickstart (300k keys)"
+QS_DIR="$(mktemp -d)"
+cargo run -p strata --features strata/invariants --example quickstart -- "$QS_DIR/quickstart" 300000
+rm -rf "$QS_DIR"

@@ -19,6 +19,7 @@ pub mod golden;
 pub mod json;
 pub mod keys;
 pub mod latency;
+pub mod loadinfo;
 pub mod machine;
 pub mod plot;
 pub mod report;
@@ -74,12 +75,37 @@ pub fn run_report(args: BenchArgs) -> anyhow::Result<BenchReport> {
         );
     }
     let mut restored = false;
+    let want = loadinfo::LoadRecord {
+        key_order,
+        key_size: args.key_size,
+        value_size: args.value_size,
+        num: args.num,
+        seed: args.seed,
+    };
+    let mut loaded = None;
     if args.use_existing_db {
         anyhow::ensure!(
             setup::has_data(&cfg.fast_dir) || setup::has_data(&cfg.db_dir),
             "--use-existing-db: no database in {}",
             cfg.db_dir.display()
         );
+        match loadinfo::read(&cfg.db_dir)? {
+            Some(have) => {
+                for w in loadinfo::check(&have, &want)? {
+                    eprintln!("warning: {w}");
+                }
+                loaded = Some(have);
+            }
+            None => eprintln!(
+                "warning: --use-existing-db: {} has no {} (loaded by an older strata bench?): \
+                 cannot check that its keys match this run's ({} order, {}-byte keys, {} records)",
+                cfg.db_dir.display(),
+                loadinfo::FILE,
+                key_order,
+                args.key_size,
+                args.num
+            ),
+        }
     } else {
         setup::wipe(args.engine, &cfg)?;
         if let Some(g) = &golden {
@@ -134,6 +160,17 @@ pub fn run_report(args: BenchArgs) -> anyhow::Result<BenchReport> {
         let r = runner::run_phase(&ctx, spec, i as u64)?;
         print!("{}", report::phase_report(&r));
         results.push(r);
+        if spec.role == PhaseRole::Load || matches!(spec.kind, workloads::PhaseKind::Fill { .. }) {
+            // Keys of this run's order now fill 0..num (on top of what a matching load left).
+            let mut rec = want.clone();
+            if let Some(have) = &loaded {
+                if loadinfo::check(have, &want).is_ok() {
+                    rec.num = rec.num.max(have.num);
+                }
+            }
+            loadinfo::write(&cfg.db_dir, &rec)?;
+            loaded = Some(rec);
+        }
         if spec.role == PhaseRole::Load {
             if let (Some(g), false) = (&golden, restored) {
                 let t = Instant::now();

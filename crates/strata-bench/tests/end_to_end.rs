@@ -215,3 +215,51 @@ fn duration_schedule_and_warmup() {
     assert!(run.latency_of(OpType::Update).is_some());
     assert!(p.exists());
 }
+
+#[test]
+fn existing_db_loaded_in_another_key_order_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    // fillrandom writes sequential-order keys (db_bench's encoding) and records it.
+    strata_bench::run_report(args(&[
+        "--benchmarks",
+        "fillrandom",
+        "--num",
+        "2000",
+        "--db",
+        s(&db),
+    ]))
+    .unwrap();
+    assert!(db.join(strata_bench::loadinfo::FILE).exists());
+    // --workload reads hashed-order keys by default: refused, naming the flag that matches.
+    let run = |extra: &[&str]| {
+        let mut v = vec![
+            "--workload",
+            "c",
+            "--use-existing-db",
+            "--num",
+            "2000",
+            "--ops",
+            "200",
+            "--db",
+            s(&db),
+        ];
+        v.extend_from_slice(extra);
+        strata_bench::run_report(args(&v))
+    };
+    let e = format!("{:#}", run(&[]).unwrap_err());
+    assert!(
+        e.contains("key order") && e.contains("--key-order sequential"),
+        "{e}"
+    );
+    // With the load's key order reads find the keys fillrandom wrote (it draws indices with
+    // replacement, so about 1 - 1/e of them exist); in hashed order nearly none would be.
+    let report = run(&["--key-order", "sequential"]).unwrap();
+    let r = report.phases.iter().find(|p| p.name == "run").unwrap();
+    assert!(
+        r.reads_found * 2 > r.ops,
+        "{} of {} found",
+        r.reads_found,
+        r.ops
+    );
+}

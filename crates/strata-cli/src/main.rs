@@ -7,6 +7,7 @@
 //! `strata-bench` crates; no
 //! library depends on this crate.
 
+mod inspect;
 mod logging;
 mod serve;
 mod stress;
@@ -35,6 +36,9 @@ enum Command {
     /// Benchmark Strata (and, with the `rocksdb`/`slatedb` features, its peers): db_bench and
     /// YCSB workloads with tier-aware reports, JSON, CSV and plots.
     Bench(strata_bench::BenchArgs),
+    /// Read-only views of a database's files (manifest, tables, WALs, a key's versions) and a
+    /// checksum pass over both tiers (`verify`); works while another process has it open.
+    Inspect(inspect::InspectArgs),
     /// Randomized crash stress test: a child runs a random workload under random options and
     /// is SIGKILLed at random moments; every reopen is checked against acknowledged writes.
     Stress(stress::StressArgs),
@@ -48,6 +52,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => strata_bench::run(args),
+        Command::Inspect(args) => match inspect::run(args) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
         Command::Stress(args) => return stress::run(args),
         Command::StressChild(args) => stress::run_child(args),
     };

@@ -30,6 +30,10 @@ pub struct ServeArgs {
     /// TOML configuration file (keys as in `CONFIG GET`; engine options in an `[engine]` table)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://BIND:PORT/metrics; 0 picks a free port (printed at
+    /// start) [default: off]
+    #[arg(long, value_name = "PORT")]
+    pub metrics_port: Option<u16>,
     /// Password of the `default` user (clients must AUTH)
     #[arg(long)]
     pub requirepass: Option<String>,
@@ -85,8 +89,6 @@ pub struct ServeArgs {
     /// Engine: compaction write rate limit per second; 0 unlimited [default: 0]
     #[arg(long, value_name = "SIZE")]
     pub compaction_rate_limit: Option<String>,
-    /// Any setting, as KEY=VALUE with TOML keys (`timeout=5`, `engine.num-levels=5`);
-    /// repeatable
     /// Capacity tier: `auto` (file://DIR/capacity), `none`, or a `file://`, `s3://` or
     /// `memory://` URL.
     #[arg(long, value_name = "URL")]
@@ -106,6 +108,7 @@ pub struct ServeArgs {
     /// Persistent cache of capacity-tier blocks: lap, naive or none.
     #[arg(long, value_name = "KIND")]
     pub persistent_cache: Option<String>,
+    /// Fast-tier bytes for the persistent cache of capacity-tier blocks [default: 256mb]
     #[arg(long, value_name = "SIZE")]
     pub persistent_cache_size: Option<String>,
     /// Emulated capacity-tier latency per request, in milliseconds.
@@ -117,6 +120,8 @@ pub struct ServeArgs {
     /// Probability of an injected transient capacity-tier error (retried by the engine).
     #[arg(long, value_name = "P")]
     pub capacity_error_rate: Option<f64>,
+    /// Any setting, as KEY=VALUE with TOML keys (`timeout=5`, `engine.num-levels=5`);
+    /// repeatable
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
 }
@@ -235,6 +240,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
         "engine.compaction-rate-limit",
         args.compaction_rate_limit.as_ref().map(s),
     )?;
+    set(
+        "metrics-port",
+        args.metrics_port.map(|p| Value::Integer(p.into())),
+    )?;
     set("engine.capacity", args.capacity.as_ref().map(s))?;
     set("engine.fast-levels", args.fast_levels.map(i))?;
     set("engine.capacity-levels", args.capacity_levels.map(i))?;
@@ -283,6 +292,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         let server = Server::bind(config, config_file).await?;
         // Printed whatever the log level: scripts and tests wait for this line (with
         // `--port 0` it is the only way to learn the port).
+        if let Some(m) = server.metrics_addr() {
+            eprintln!("strata serve: metrics on http://{m}/metrics");
+        }
         eprintln!("strata serve: listening on {}", server.local_addr());
         let stop = server.shutdown_handle();
         tokio::spawn(async move {

@@ -468,6 +468,9 @@ pub struct ServerConfig {
     pub engine_threads: usize,
     /// Stripes of the key lock table. Default 4096.
     pub key_lock_stripes: usize,
+    /// Port of the Prometheus metrics endpoint (`/metrics`, on `bind`); 0 picks a free one;
+    /// `None` (the default) serves no metrics and records none.
+    pub metrics_port: Option<u16>,
     /// Engine options.
     pub engine: EngineConfig,
 }
@@ -488,6 +491,7 @@ impl Default for ServerConfig {
             client_query_buffer_limit: ByteSize(128 << 20),
             engine_threads: 32,
             key_lock_stripes: 4096,
+            metrics_port: None,
             engine: EngineConfig::default(),
         }
     }

@@ -110,7 +110,16 @@ fn run_segment(
                 now,
                 pending: &mut pending,
             };
-            commands::dispatch(&mut ctx, args)
+            match &shared.metrics {
+                None => commands::dispatch(&mut ctx, args),
+                Some(m) => {
+                    let start = std::time::Instant::now();
+                    let r = commands::dispatch(&mut ctx, args);
+                    let name = commands::lookup(&args[0]).map_or("unknown", |(_, c)| c.name);
+                    m.observe(name, start.elapsed());
+                    r
+                }
+            }
         };
         if first_write.is_none() && pending.batch.len() > before {
             first_write = Some(replies.len());

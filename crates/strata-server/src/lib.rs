@@ -41,6 +41,7 @@ pub mod info;
 pub mod keyspace;
 pub mod limits;
 pub mod locks;
+pub mod metrics;
 pub mod numbers;
 pub mod pool;
 pub mod resp;

@@ -68,12 +68,15 @@ pub struct Shared {
     pub config_file: Option<PathBuf>,
     /// Expired keys removed by compaction.
     pub expired_removed: Arc<AtomicU64>,
+    /// Prometheus metrics, when `metrics_port` is set.
+    pub metrics: Option<Arc<crate::metrics::ServerMetrics>>,
 }
 
 /// A bound, ready-to-run server.
 pub struct Server {
     shared: Arc<Shared>,
     listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
 }
 
 fn run_id() -> String {
@@ -115,6 +118,20 @@ impl Server {
         let expired = Arc::new(AtomicU64::new(0));
         let (c, e) = (config.clone(), expired.clone());
         let store = pool.run(move || Store::open(&c, e)).await??;
+        let metrics_listener = match config.metrics_port {
+            Some(port) => {
+                let addr = format!("{}:{port}", config.bind);
+                Some(
+                    TcpListener::bind(&addr)
+                        .await
+                        .map_err(|source| ServerError::Bind { addr, source })?,
+                )
+            }
+            None => None,
+        };
+        let metrics = metrics_listener
+            .as_ref()
+            .map(|_| crate::metrics::ServerMetrics::new(store.db().clone()));
         let id = run_id();
         let seed = u64::from_str_radix(&id[..12], 16).unwrap_or(1);
         let shared = Shared {
@@ -131,16 +148,25 @@ impl Server {
             local_addr,
             config_file,
             expired_removed: expired,
+            metrics,
         };
         Ok(Server {
             shared: Arc::new(shared),
             listener,
+            metrics_listener,
         })
     }
 
     /// The address the server listens on (useful with port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.local_addr
+    }
+
+    /// The address of the metrics endpoint, when `metrics_port` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
     }
 
     /// A handle that shuts the server down when triggered.
@@ -155,7 +181,19 @@ impl Server {
 
     /// Serves until shutdown, then drains connections and closes the engine.
     pub async fn run(self) -> Result<(), ServerError> {
-        let Server { shared, listener } = self;
+        let Server {
+            shared,
+            listener,
+            metrics_listener,
+        } = self;
+        let metrics_task = match (metrics_listener, &shared.metrics) {
+            (Some(l), Some(m)) => Some(tokio::spawn(crate::metrics::serve_http(
+                l,
+                m.clone(),
+                shared.shutdown.clone(),
+            ))),
+            _ => None,
+        };
         info!(
             "serving on {} (data in {}, sync {})",
             shared.local_addr,
@@ -194,6 +232,10 @@ impl Server {
         }
         ticker.abort();
         let _ = ticker.await;
+        if let Some(t) = metrics_task {
+            t.abort();
+            let _ = t.await;
+        }
         let db = shared.store.db().clone();
         let closed = shared
             .pool

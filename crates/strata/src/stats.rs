@@ -385,6 +385,14 @@ pub struct TierStats {
     pub pcache_invalidations: AtomicU64,
     pub pcache_read_bytes: AtomicU64,
     pub pcache_write_bytes: AtomicU64,
+    /// Latency of table block reads from the fast tier's files.
+    pub fast_read_latency: crate::metrics::LatencyHistogram,
+    /// Latency of capacity-tier range GETs (the same reads as `get_latency`, with a sum).
+    pub capacity_read_latency: crate::metrics::LatencyHistogram,
+    /// Latency of flushing and syncing table files written to the fast tier.
+    pub fast_write_latency: crate::metrics::LatencyHistogram,
+    /// Latency of capacity-tier write requests (PUT, upload part, upload completion).
+    pub capacity_write_latency: crate::metrics::LatencyHistogram,
 }
 
 impl TierStats {
@@ -394,6 +402,7 @@ impl TierStats {
         let us = took.as_micros().max(1) as u64;
         let b = (63 - us.leading_zeros() as usize).min(31);
         self.get_latency[b].fetch_add(1, Relaxed);
+        self.capacity_read_latency.record(took);
     }
 
     pub fn record_put(&self, bytes: u64) {
@@ -460,6 +469,10 @@ impl TierStats {
             pcache_invalidations: g(&self.pcache_invalidations),
             pcache_read_bytes: g(&self.pcache_read_bytes),
             pcache_write_bytes: g(&self.pcache_write_bytes),
+            fast_read_latency: self.fast_read_latency.snapshot(),
+            capacity_read_latency: self.capacity_read_latency.snapshot(),
+            fast_write_latency: self.fast_write_latency.snapshot(),
+            capacity_write_latency: self.capacity_write_latency.snapshot(),
             ..Default::default()
         }
     }
@@ -502,6 +515,11 @@ pub struct TierSnapshot {
     pub capacity_table_bytes: u64,
     pub pcache_usage: u64,
     pub pcache_capacity: u64,
+    /// Latency histograms per tier (see `TierStats`).
+    pub fast_read_latency: crate::metrics::HistogramSnapshot,
+    pub capacity_read_latency: crate::metrics::HistogramSnapshot,
+    pub fast_write_latency: crate::metrics::HistogramSnapshot,
+    pub capacity_write_latency: crate::metrics::HistogramSnapshot,
 }
 
 impl fmt::Display for TierSnapshot {

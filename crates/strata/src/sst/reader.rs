@@ -130,6 +130,20 @@ impl Table {
         &self.props
     }
 
+    /// The index: for each data block, its separator key (an internal key `>=` every key of
+    /// the block) and its handle, in order. For inspection tools; reads nothing.
+    pub fn index_entries(&self) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
+        let mut out = Vec::new();
+        let mut it = self.index.iter(compare_internal);
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), BlockHandle::decode(it.value())?));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
     pub fn range_tombstones(&self) -> &[RangeTombstone] {
         &self.range_dels
     }

@@ -12,7 +12,7 @@ pub mod placement;
 mod tables;
 
 pub use placement::{tier_for_level, Placement};
-pub use tables::{TableStore, TablesConfig};
+pub use tables::{local_path, object_name, TableStore, TablesConfig};
 
 /// Where a table's bytes live.
 #[derive(

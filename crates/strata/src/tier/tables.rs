@@ -77,7 +77,10 @@ impl TableStore {
     /// A new, empty table file.
     pub fn create(&self, id: u64, tier: Tier) -> Result<Box<dyn WritableFile>> {
         match tier {
-            Tier::Fast => self.c.fast.create(&local_path(&self.c.dir, id)),
+            Tier::Fast => Ok(Box::new(FastWriter {
+                inner: self.c.fast.create(&local_path(&self.c.dir, id))?,
+                stats: self.c.stats.clone(),
+            })),
             Tier::Capacity => Ok(Box::new(self.tier_handle()?.writer(&object_name(id)))),
         }
     }
@@ -220,10 +223,40 @@ impl RandomAccessFile for FastFile {
         self.stats
             .fast_read_bytes
             .fetch_add(len as u64, Ordering::Relaxed);
-        self.inner.read_at(offset, len)
+        let start = std::time::Instant::now();
+        let r = self.inner.read_at(offset, len);
+        self.stats.fast_read_latency.record(start.elapsed());
+        r
     }
     fn size(&self) -> u64 {
         self.inner.size()
+    }
+}
+
+/// A fast-tier table file being written, timing its flushes and syncs.
+struct FastWriter {
+    inner: Box<dyn WritableFile>,
+    stats: Arc<TierStats>,
+}
+
+impl WritableFile for FastWriter {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        let start = std::time::Instant::now();
+        let r = self.inner.flush();
+        self.stats.fast_write_latency.record(start.elapsed());
+        r
+    }
+    fn sync(&mut self) -> Result<()> {
+        let start = std::time::Instant::now();
+        let r = self.inner.sync();
+        self.stats.fast_write_latency.record(start.elapsed());
+        r
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
     }
 }
 

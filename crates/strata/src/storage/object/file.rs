@@ -81,9 +81,14 @@ impl ObjectWriter {
         let n = part.len() as u64;
         let up = self.upload.as_mut().expect("started above");
         let _guard = self.tier.handle().enter();
+        let start = std::time::Instant::now();
         up.put(part);
         futures::executor::block_on(up.wait_for_capacity(2))
             .map_err(|e| to_error("upload part", &self.path, e))?;
+        self.tier
+            .stats()
+            .capacity_write_latency
+            .record(start.elapsed());
         self.tier.stats().record_put(n);
         Ok(())
     }
@@ -125,8 +130,13 @@ impl WritableFile for ObjectWriter {
                     up.put(rest);
                     self.tier.stats().record_put(n);
                 }
+                let start = std::time::Instant::now();
                 futures::executor::block_on(up.finish())
                     .map_err(|e| to_error("complete upload", &self.path, e))?;
+                self.tier
+                    .stats()
+                    .capacity_write_latency
+                    .record(start.elapsed());
                 self.tier.stats().puts.fetch_add(1, Ordering::Relaxed);
             }
         }

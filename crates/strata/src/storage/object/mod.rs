@@ -305,10 +305,12 @@ impl CapacityTier {
         let store = self.store.clone();
         let p = path.clone();
         let n = data.len() as u64;
+        let start = Instant::now();
         self.with_retry("put", path, move || {
             let (store, p, data) = (store.clone(), p.clone(), data.clone());
             async move { store.put(&p, PutPayload::from(data)).await }
         })?;
+        self.stats.capacity_write_latency.record(start.elapsed());
         self.stats.record_put(n);
         Ok(())
     }

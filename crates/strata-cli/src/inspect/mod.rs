@@ -1,0 +1,176 @@
+//! `strata inspect`: read-only views of a database's files, like RocksDB's `ldb` and
+//! `sst_dump` — the manifest as levels → runs → tables, one table, the WALs, every version of a
+//! key, and a checksum pass over both tiers (`verify`).
+//!
+//! Invariant: nothing here opens the database, takes its lock or writes a file in it, so it
+//! works beside a process that has it open and on a database that will not open. All decoding
+//! goes through `strata::inspect`; this module only parses flags and prints. Depends on the
+//! `strata` crate only.
+
+mod print;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use strata::inspect::{self, TableOpener};
+use strata::tier::Tier;
+
+/// Options of `strata inspect`.
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = false)]
+pub struct InspectArgs {
+    /// Database directory (the fast tier)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// Capacity tier URL (file://DIR, s3://BUCKET/PREFIX, memory://NAME), when the database has one
+    #[arg(long, global = true, value_name = "URL")]
+    pub capacity: Option<String>,
+    #[command(subcommand)]
+    pub mode: Option<Mode>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Mode {
+    /// The manifest as levels → runs → tables (the default): sizes, key ranges, tiers
+    Manifest {
+        /// Also print every manifest record (the edits)
+        #[arg(long)]
+        edits: bool,
+    },
+    /// One table: properties, range tombstones, index and (with --entries) its entries
+    Table {
+        /// Table id (looked up in the manifest, else on either tier) or a path to a .sst file
+        table: String,
+        /// Print the entries too (at most --limit)
+        #[arg(long)]
+        entries: bool,
+        /// Most entries to print with --entries; 0 prints all
+        #[arg(long, default_value_t = 100)]
+        limit: u64,
+    },
+    /// The write-ahead logs' records (every log in the directory, or the one given)
+    Wal {
+        /// A WAL file number or path; all logs when omitted
+        file: Option<String>,
+        /// Most operations to print per record; 0 prints all
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Where each version of KEY lives: WAL records and tables, level by level, with tiers
+    Get {
+        /// The user key (as text; `0x…` for hex)
+        key: String,
+    },
+    /// Read every table, WAL and manifest record on both tiers and check every checksum; exit
+    /// status 1 naming each corrupt file
+    Verify,
+}
+
+/// Runs `strata inspect`; the exit code is 1 when `verify` finds damage.
+pub fn run(args: InspectArgs) -> Result<ExitCode> {
+    let dir = args
+        .db
+        .clone()
+        .context("--db DIR is required (the database directory)")?;
+    if !dir.is_dir() {
+        bail!("{}: not a directory", dir.display());
+    }
+    let opener = TableOpener::new(&dir, args.capacity.as_deref())
+        .with_context(|| format!("opening capacity tier {:?}", args.capacity))?;
+    let mut out = std::io::stdout().lock();
+    match args.mode.unwrap_or(Mode::Manifest { edits: false }) {
+        Mode::Manifest { edits } => {
+            let m = inspect::read_manifest(&dir)
+                .with_context(|| format!("reading the manifest of {}", dir.display()))?;
+            print::manifest(&mut out, &m, edits)?;
+        }
+        Mode::Table {
+            table,
+            entries,
+            limit,
+        } => {
+            let (t, location) = open_table(&dir, &opener, &table)?;
+            print::table(&mut out, &t, &location, entries.then_some(limit))?;
+        }
+        Mode::Wal { file, limit } => {
+            let wals = inspect::list_wals(&dir)?;
+            let chosen: Vec<PathBuf> = match file {
+                None => wals.iter().map(|(_, p)| p.clone()).collect(),
+                Some(f) => match f.parse::<u64>() {
+                    Ok(n) => vec![dir.join(format!("{n:06}.log"))],
+                    Err(_) => vec![PathBuf::from(f)],
+                },
+            };
+            if chosen.is_empty() {
+                println!("no write-ahead logs in {}", dir.display());
+            }
+            let newest = wals.last().map(|(_, p)| p.clone());
+            for p in chosen {
+                let w = inspect::read_wal(&p, newest.as_ref() == Some(&p))
+                    .with_context(|| format!("reading {}", p.display()))?;
+                print::wal(&mut out, &p, &w, limit)?;
+            }
+        }
+        Mode::Get { key } => {
+            let key = print::parse_key(&key)?;
+            let manifest = match inspect::read_manifest(&dir) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    eprintln!("warning: the manifest cannot be read ({e}); WALs only");
+                    None
+                }
+            };
+            let found = inspect::locate_key(&dir, manifest.as_ref(), &opener, &key)?;
+            print::versions(&mut out, &key, &found.versions, &opener)?;
+            for (loc, e) in &found.problems {
+                eprintln!("warning: {loc}: {e}");
+            }
+            if !found.problems.is_empty() {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Mode::Verify => {
+            let report = inspect::verify(&dir, &opener)?;
+            print::verify(&mut out, &report)?;
+            if !report.is_clean() {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens a table named by id (manifest first, then either tier) or by path.
+fn open_table(
+    dir: &Path,
+    opener: &TableOpener,
+    name: &str,
+) -> Result<(std::sync::Arc<strata::sst::Table>, String)> {
+    let Ok(id) = name.trim_end_matches(".sst").parse::<u64>() else {
+        let p = Path::new(name);
+        let t = TableOpener::open_path(p).with_context(|| format!("opening {name}"))?;
+        return Ok((t, p.display().to_string()));
+    };
+    let listed = inspect::read_manifest(dir).ok().and_then(|m| {
+        m.version
+            .all_files()
+            .find(|f| f.meta.id == id)
+            .map(|f| (f.meta.tier, f.meta.size))
+    });
+    let (tier, size) = match listed {
+        Some((tier, size)) => (tier, Some(size)),
+        None if dir.join(format!("{id:06}.sst")).exists() => (Tier::Fast, None),
+        None if opener.has_capacity() => (Tier::Capacity, None),
+        None => bail!(
+            "table {id} is not in the manifest or the database directory (pass --capacity URL \
+             if it is on the capacity tier)"
+        ),
+    };
+    let location = opener.location(id, tier);
+    let t = opener
+        .open(id, tier, size)
+        .with_context(|| format!("opening {location}"))?;
+    Ok((t, location))
+}

@@ -1,0 +1,152 @@
+//! Finds every stored version of one user key: in the WALs, in the tables the manifest lists
+//! (point entries and covering range tombstones), level by level.
+
+use std::path::Path;
+
+use super::manifest::ManifestDump;
+use super::tables::{for_each_entry, TableOpener};
+use super::wal::{list_wals, read_wal};
+use crate::batch::BatchOp;
+use crate::error::Result;
+use crate::tier::Tier;
+use crate::types::{SeqNo, ValueKind};
+
+/// Where a version was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyVersionSource {
+    /// Record `record` of WAL file `file` (not yet flushed, or flushed but not yet deleted).
+    Wal { file: String, record: usize },
+    /// A table the manifest lists.
+    Table {
+        level: usize,
+        run: usize,
+        id: u64,
+        tier: Tier,
+    },
+}
+
+/// One version of the key.
+#[derive(Clone, Debug)]
+pub struct KeyVersion {
+    pub source: KeyVersionSource,
+    pub seq: SeqNo,
+    /// `Put`, `Delete`, or `RangeDelete` (a tombstone `[start, end)` covering the key).
+    pub kind: ValueKind,
+    /// The value of a put; the tombstone's end key of a range delete.
+    pub value: Vec<u8>,
+}
+
+/// What [`locate_key`] found.
+#[derive(Default)]
+pub struct Located {
+    /// Every version found, newest source first.
+    pub versions: Vec<KeyVersion>,
+    /// Sources that could not be read: `(location, error)`.
+    pub problems: Vec<(String, crate::Error)>,
+}
+
+/// Every version of `key`, newest source first (WALs, then levels top to bottom). Sources that
+/// cannot be read are returned as `(location, error)` beside the versions found elsewhere.
+pub fn locate_key(
+    dir: &Path,
+    manifest: Option<&ManifestDump>,
+    opener: &TableOpener,
+    key: &[u8],
+) -> Result<Located> {
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
+    let wals = list_wals(dir)?;
+    for (i, (_, path)) in wals.iter().enumerate().rev() {
+        let last = i + 1 == wals.len();
+        let dump = match read_wal(path, last) {
+            Ok(d) => d,
+            Err(e) => {
+                problems.push((path.display().to_string(), e));
+                continue;
+            }
+        };
+        for (r, rec) in dump.records.iter().enumerate().rev() {
+            let mut hits = Vec::new();
+            for (seq, op) in (rec.seq..).zip(rec.batch.iter()) {
+                let hit = match op {
+                    BatchOp::Put(k, v) if k == key => Some((ValueKind::Put, v.to_vec())),
+                    BatchOp::Delete(k) if k == key => Some((ValueKind::Delete, Vec::new())),
+                    BatchOp::DeleteRange(s, e) if s <= key && key < e => {
+                        Some((ValueKind::RangeDelete, e.to_vec()))
+                    }
+                    _ => None,
+                };
+                if let Some((kind, value)) = hit {
+                    hits.push(KeyVersion {
+                        source: KeyVersionSource::Wal {
+                            file: dump.name.clone(),
+                            record: r,
+                        },
+                        seq,
+                        kind,
+                        value,
+                    });
+                }
+            }
+            found.extend(hits.into_iter().rev());
+        }
+    }
+    let Some(manifest) = manifest else {
+        return Ok(Located {
+            versions: found,
+            problems,
+        });
+    };
+    for (level, l) in manifest.version.levels.iter().enumerate() {
+        for (run, r) in l.runs.iter().enumerate() {
+            for f in &r.files {
+                let m = &f.meta;
+                if !m.contains(key) {
+                    continue;
+                }
+                let source = KeyVersionSource::Table {
+                    level,
+                    run,
+                    id: m.id,
+                    tier: m.tier,
+                };
+                let table = match opener.open(m.id, m.tier, Some(m.size)) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        problems.push((opener.location(m.id, m.tier), e));
+                        continue;
+                    }
+                };
+                for t in table.range_tombstones() {
+                    if t.covers(key) {
+                        found.push(KeyVersion {
+                            source: source.clone(),
+                            seq: t.seq,
+                            kind: ValueKind::RangeDelete,
+                            value: t.end.clone(),
+                        });
+                    }
+                }
+                let r = for_each_entry(&table, Some(key), |e| {
+                    if e.user_key != key {
+                        return false;
+                    }
+                    found.push(KeyVersion {
+                        source: source.clone(),
+                        seq: e.seq,
+                        kind: e.kind,
+                        value: e.value,
+                    });
+                    true
+                });
+                if let Err(e) = r {
+                    problems.push((opener.location(m.id, m.tier), e));
+                }
+            }
+        }
+    }
+    Ok(Located {
+        versions: found,
+        problems,
+    })
+}

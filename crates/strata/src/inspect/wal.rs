@@ -1,0 +1,61 @@
+//! Reads a write-ahead log (`<n>.log`) as the write batches it holds.
+
+use std::path::{Path, PathBuf};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::storage::{LocalFs, Storage};
+use crate::types::SeqNo;
+use crate::wal::{LogReader, ReadOutcome};
+
+/// One logged write batch.
+pub struct WalRecord {
+    /// The sequence number of the batch's first operation.
+    pub seq: SeqNo,
+    pub batch: WriteBatch,
+}
+
+/// A WAL's decoded contents.
+pub struct WalDump {
+    pub name: String,
+    pub records: Vec<WalRecord>,
+    /// `(offset, bytes dropped)` when the log ended in a torn tail (only tolerated when asked).
+    pub torn_tail: Option<(u64, u64)>,
+}
+
+/// Reads one WAL. With `tolerate_tail`, a damaged suffix with nothing valid after it is dropped
+/// as recovery drops it (the log being written may end mid-record); otherwise it is an error.
+pub fn read_wal(path: &Path, tolerate_tail: bool) -> Result<WalDump> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let data = LocalFs.read_all(path)?;
+    let mut reader = LogReader::new(&data, name.clone(), tolerate_tail);
+    let mut records = Vec::new();
+    while let Some(rec) = reader.next_record()? {
+        let (seq, batch) = WriteBatch::decode(&rec)
+            .map_err(|e| Error::corruption(format!("{name}: record {}: {e}", records.len())))?;
+        records.push(WalRecord { seq, batch });
+    }
+    let torn_tail = match reader.outcome() {
+        ReadOutcome::Clean => None,
+        ReadOutcome::TornTail { offset, dropped } => Some((*offset, *dropped)),
+    };
+    Ok(WalDump {
+        name,
+        records,
+        torn_tail,
+    })
+}
+
+/// Every `<n>.log` file in `dir`, oldest first.
+pub fn list_wals(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out: Vec<(u64, PathBuf)> = LocalFs
+        .list(dir)?
+        .into_iter()
+        .filter_map(|n| Some((super::parse_numbered(&n, ".log")?, dir.join(n))))
+        .collect();
+    out.sort();
+    Ok(out)
+}
