@@ -113,9 +113,23 @@ pub fn manifest(out: &mut impl Write, m: &ManifestDump, edits: bool) -> Result<(
             size(level.bytes())
         )?;
         for (ri, run) in level.runs.iter().enumerate() {
+            // Split-forest trees carry an id (newest first) and, mid-merge, the journal's cut.
+            let tree = if run.id != 0 {
+                format!(" (tree {})", run.id)
+            } else {
+                String::new()
+            };
+            let cut = match &run.cut {
+                Some(c) => format!(
+                    "  cut at {} (keys below merged into tree {})",
+                    show(c),
+                    run.cut_into
+                ),
+                None => String::new(),
+            };
             writeln!(
                 out,
-                "  run {ri}: {} tables, {}",
+                "  run {ri}{tree}: {} tables, {}{cut}",
                 run.files.len(),
                 size(run.bytes())
             )?;
