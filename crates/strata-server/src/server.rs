@@ -194,6 +194,7 @@ impl Server {
         }
         ticker.abort();
         let _ = ticker.await;
+        shared.store.detach_filter();
         let db = shared.store.db().clone();
         let closed = shared
             .pool
