@@ -1,10 +1,12 @@
 //! The command table of the data types: hashes, lists, sets, sorted sets, bitmaps, and the
-//! generic commands added with them (EXPIRETIME, PEXPIRETIME, OBJECT, TIME). Same format and
+//! generic commands added with them (EXPIRETIME, PEXPIRETIME, OBJECT, TIME, SUBSTR). Same format and
 //! rules as `commands::COMMANDS` (key positions drive the executor's locks, so they must be
 //! right for every write command).
 //! Depends on the handler modules and the `cmd!` macro of `commands`.
 
-use super::{bitmaps, expire, hashes, keys, lists, server, sets, zsets, zsets_multi, CommandSpec};
+use super::{
+    bitmaps, expire, hashes, keys, lists, server, sets, strings, zsets, zsets_multi, CommandSpec,
+};
 
 /// The data-type commands.
 #[rustfmt::skip]
@@ -108,4 +110,5 @@ pub static TYPE_COMMANDS: &[CommandSpec] = &[
     cmd!("pexpiretime", 2, &["readonly", "fast"], (1, 1, 1), &["@read", "@keyspace", "@fast"], "generic", "7.0.0", "See the Redis documentation; collections are O(1) per element in Strata.", true, expire::pexpiretime, "Returns the expiration time of a key as a Unix milliseconds timestamp."),
     cmd!("object", -2, &["readonly"], (2, 2, 1), &["@read", "@keyspace", "@slow"], "generic", "2.2.3", "See the Redis documentation; collections are O(1) per element in Strata.", true, keys::object, "A container for object introspection commands."),
     cmd!("time", 1, &["loading", "stale", "fast"], (0, 0, 0), &["@fast"], "server", "2.6.0", "See the Redis documentation; collections are O(1) per element in Strata.", false, server::time, "Returns the server time."),
+    cmd!("substr", 4, &["readonly"], (1, 1, 1), &["@read", "@string", "@slow"], "string", "1.0.0", "O(N) where N is the length of the returned string.", true, strings::getrange, "Returns a substring from a string value."),
 ];
