@@ -36,3 +36,14 @@ fi
 echo "capacity-tier tests use $STRATA_S3_URL at $AWS_ENDPOINT_URL"
 
 cargo test --workspace --features strata/invariants "$@"
+
+# redis-py's own test_commands.py against `strata serve` (needs python3 with venv and pip).
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  echo "== installing python3-venv (apt-get)"
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y python3 python3-venv python3-pip
+fi
+# The binary the workspace tests just built (same features, so no rebuild).
+cargo build -q -p strata-cli --features strata/invariants
+bash scripts/redis-py-tests.sh "${CARGO_TARGET_DIR:-target}/debug/strata"
