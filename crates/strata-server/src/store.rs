@@ -23,6 +23,13 @@ use crate::keyspace::{self, DB0_END, DB0_START, FORMAT_KEY, LAYOUT_VERSION, MAX_
 use crate::locks::KeyLocks;
 use crate::value::{self, DecodeError, Entry, ValueType};
 
+impl Drop for Store {
+    fn drop(&mut self) {
+        // The filter's handle would otherwise keep the database alive (a reference cycle).
+        self.filter_db.detach();
+    }
+}
+
 /// A failure below the command layer.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {

@@ -643,3 +643,53 @@ fn type_mismatches_and_limits() {
     assert!(e.contains("does not support blocking"), "{e}");
     assert_eq!(render(&run(&mut c, &["BLPOP", "l", "0"]).unwrap()), "[l,a]");
 }
+
+#[test]
+fn collection_readers_never_see_a_write_half_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(test_config(dir.path()));
+    let mut c = server.conn();
+    run(&mut c, &["RPUSH", "l", "a", "b", "c", "d"]).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|t| {
+            let (mut w, stop) = (server.conn(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let cmd: &[&str] = match (n + t) % 4 {
+                        0 => &["LPUSH", "l", "x", "y"],
+                        1 => &["RPOP", "l", "2"],
+                        2 => &["LPOP", "l", "2"],
+                        _ => &["RPUSH", "l", "z", "w"],
+                    };
+                    run(&mut w, cmd).unwrap();
+                    run(
+                        &mut w,
+                        &["HSET", "h", "a", &n.to_string(), "b", &n.to_string()],
+                    )
+                    .unwrap();
+                    n += 1;
+                }
+            })
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut reads = 0;
+    while std::time::Instant::now() < deadline {
+        run(&mut c, &["LRANGE", "l", "0", "-1"]).unwrap();
+        run(&mut c, &["LINDEX", "l", "-1"]).unwrap();
+        if let Value::Array(v) = run(&mut c, &["HGETALL", "h"]).unwrap() {
+            // Both fields are written by one HSET: a reader sees both with the same value.
+            if v.len() == 4 {
+                assert_eq!(v[1], v[3], "HGETALL saw half of an HSET");
+            }
+        }
+        reads += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert!(reads > 10);
+}

@@ -26,12 +26,14 @@ fn idx(i: u64) -> [u8; 8] {
 }
 
 fn push(ctx: &mut Ctx<'_>, c: &mut Coll, left: bool, v: &[u8]) -> Result<(), Reply> {
+    let exhausted =
+        || err("ERR list index space exhausted at this end (LREM or LINSERT rewrites it)");
     if left {
-        c.meta.head -= 1;
+        c.meta.head = c.meta.head.checked_sub(1).ok_or_else(exhausted)?;
         ctx.elem_put(c, ELEM, &idx(c.meta.head), v)?;
     } else {
         ctx.elem_put(c, ELEM, &idx(c.meta.tail), v)?;
-        c.meta.tail += 1;
+        c.meta.tail = c.meta.tail.checked_add(1).ok_or_else(exhausted)?;
     }
     c.meta.size += 1;
     Ok(())

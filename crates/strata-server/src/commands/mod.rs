@@ -204,6 +204,11 @@ impl CommandSpec {
         )
     }
 
+    /// Commands that read the elements of collections (see `lock_scope`).
+    fn reads_elements(&self) -> bool {
+        matches!(self.group, "hash" | "list" | "set" | "sorted_set") || self.name == "object"
+    }
+
     /// Commands that run in a segment of their own: barriers, and every command that reads
     /// collection elements (which are read from the engine, not from a segment's pending
     /// writes; see `collections::access`) — the data-type families, RENAME and OBJECT.
@@ -214,9 +219,33 @@ impl CommandSpec {
     }
 
     /// The stripes a command must hold while it runs (see `locks`).
+    ///
+    /// Commands that read collection elements take their keys' stripes even when they only
+    /// read: such a read is several engine reads (the metadata, then the elements), and the
+    /// stripe keeps a writer of the same key from committing in between (see `locks`).
+    /// Commands whose keys follow a `numkeys` argument name them here rather than in the table.
     pub fn lock_scope<'b>(&self, args: &'b [Bytes]) -> LockScope<'b> {
-        if !self.writes() || !self.arity_ok(args.len()) {
+        if !self.arity_ok(args.len()) || !(self.writes() || self.reads_elements()) {
             return LockScope::None;
+        }
+        let numkeys = |at: usize| -> Vec<&'b Bytes> {
+            let n = args
+                .get(at)
+                .and_then(|a| crate::numbers::parse_i64(a))
+                .unwrap_or(0)
+                .max(0) as usize;
+            args.iter().skip(at + 1).take(n).collect()
+        };
+        match self.name {
+            "sintercard" | "zunion" | "zinter" | "zdiff" | "zintercard" => {
+                return LockScope::Keys(numkeys(1));
+            }
+            "zunionstore" | "zinterstore" | "zdiffstore" => {
+                let mut k = numkeys(2);
+                k.push(&args[1]);
+                return LockScope::Keys(k);
+            }
+            _ => {}
         }
         if self.first_key == 0 {
             return LockScope::All;
