@@ -9,7 +9,8 @@
 //! executor runs every collection command in a segment of its own (see `executor`), after
 //! earlier writes of the batch are committed. Element keys longer than the engine's key limit
 //! are refused with an error, never truncated. Must not depend on the network layer.
-//! Depends on `commands::Ctx`, `collections::{meta, subkey}`, `value`, `store`.
+//! Depends on `commands::Ctx`, `collections::{meta, subkey}`, `value`, `store`; must not depend on
+//! the network layer or on any command family.
 
 use bytes::Bytes;
 use strata::ReadOptions;

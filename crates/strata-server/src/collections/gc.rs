@@ -8,11 +8,12 @@
 //! undecodable sub-key or metadata record, an engine error, no database attached yet) is
 //! kept, so the filter never destroys data it does not understand. The decision reads the
 //! latest metadata with `Db::get`, on the compaction thread.
-//! Depends on `keyspace`, `value`, `expiry`, `collections::{meta, subkey}` and the engine.
+//! Depends on `keyspace`, `value`, `expiry`, `collections::{meta, subkey}` and the engine; must not
+//! depend on `commands` or the network layer (it runs on compaction threads).
 
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use strata::Db;
 
 use super::{meta, subkey};
@@ -22,8 +23,15 @@ use crate::value;
 
 /// Where the filter finds the database: set once it is open, cleared before it closes (the
 /// filter is part of the database's options, so holding the handle for good would be a cycle).
+/// Also remembers the last decision by (user key, version): a compaction meets a collection's
+/// sub-keys one after another, so one metadata lookup serves the whole run. Reusing it is safe:
+/// a stale collection version never becomes live again (versions are not reused), and a live
+/// one that turns stale meanwhile only keeps its garbage until a later compaction.
 #[derive(Default)]
-pub struct DbSlot(RwLock<Option<Db>>);
+pub struct DbSlot {
+    db: RwLock<Option<Db>>,
+    last: Mutex<Option<(Vec<u8>, bool)>>,
+}
 
 impl DbSlot {
     pub fn new() -> Arc<DbSlot> {
@@ -31,11 +39,12 @@ impl DbSlot {
     }
 
     pub fn attach(&self, db: Db) {
-        *self.0.write() = Some(db);
+        *self.db.write() = Some(db);
     }
 
     pub fn detach(&self) {
-        *self.0.write() = None;
+        *self.db.write() = None;
+        *self.last.lock() = None;
     }
 }
 
@@ -44,17 +53,25 @@ pub fn is_stale(slot: &DbSlot, key: &[u8], now: u64) -> bool {
     let Some(sk) = subkey::parse(key) else {
         return false;
     };
-    let guard = slot.0.read();
+    // The bytes up to and including the version identify (user key, version).
+    let id = &key[..key.len() - sk.rest.len() - 1];
+    if let Some((last, stale)) = slot.last.lock().as_ref() {
+        if last.as_slice() == id {
+            return *stale;
+        }
+    }
+    let guard = slot.db.read();
     let Some(db) = guard.as_ref() else {
         return false;
     };
-    let raw = match db.get(keyspace::data_key(sk.user_key)) {
-        Ok(Some(raw)) => raw,
-        Ok(None) => return true,
+    let stale = match db.get(keyspace::data_key(sk.user_key)) {
+        Ok(Some(raw)) => stale_against(&raw, sk.version, now),
+        Ok(None) => true,
         Err(_) => return false,
     };
     drop(guard);
-    stale_against(&raw, sk.version, now)
+    *slot.last.lock() = Some((id.to_vec(), stale));
+    stale
 }
 
 /// The decision given the user key's current stored value `raw`.

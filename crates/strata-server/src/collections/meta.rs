@@ -15,7 +15,7 @@
 //! Versions come from [`next_version`]: strictly increasing within a process and, because they
 //! start from the wall clock in microseconds, larger than any version issued by an earlier run
 //! (unless the clock steps back), so a re-created key never sees its predecessor's sub-keys.
-//! Depends on `value` only.
+//! Depends on `value` only; must not depend on the engine or on commands (pure encoding).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

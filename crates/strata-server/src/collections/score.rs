@@ -3,7 +3,8 @@
 //!
 //! Invariants: for finite or infinite doubles `a < b` iff `encode(a) < encode(b)` bytewise,
 //! and -0.0 encodes as 0.0 (Redis compares them equal); NaN is never stored (commands reject
-//! it before). Depends on `numbers` only.
+//! it before). Depends on `numbers` only; must not depend on the engine or
+//! on commands (pure encoding).
 
 use crate::numbers::parse_f64;
 

@@ -10,7 +10,8 @@
 //! (key, version) never a prefix of another's; the hash keeps comparisons decided in the first
 //! bytes, as for data keys (see `keyspace`).
 //! Invariants: [`parse`] inverts [`element`] and rejects any other byte string; every sub-key
-//! lies in `[keyspace::SUB_START, keyspace::SUB_END)`. Depends on `keyspace` only.
+//! lies in `[keyspace::SUB_START, keyspace::SUB_END)`. Depends on `keyspace` only; must not
+//! depend on the engine or on commands (pure encoding).
 
 use crate::keyspace::{key_hash, NS_SUB};
 

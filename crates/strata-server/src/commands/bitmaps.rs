@@ -5,6 +5,8 @@
 //! byte 0; SETBIT grows the string with zero bytes and keeps its TTL; results never exceed
 //! `proto-max-bulk-len`; BITOP replaces the destination (and its TTL) or deletes it when the
 //! result is empty. Depends on `commands` helpers.
+//! Must not depend on the network layer (`connection`, `server::Server`) or touch the engine
+//! except through `Ctx` and `collections::access`.
 
 use bytes::Bytes;
 

@@ -7,6 +7,8 @@
 //! are told apart from updates by reading them, and a field named twice in one command counts
 //! once). Replies and error texts are Redis 7's. Depends on `commands` helpers,
 //! `collections::access`, `numbers`, `glob`, `cursor`.
+//! Must not depend on the network layer (`connection`, `server::Server`) or touch the engine
+//! except through `Ctx` and `collections::access`.
 
 use std::collections::HashMap;
 

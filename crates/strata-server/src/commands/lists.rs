@@ -8,6 +8,8 @@
 //! `head` down or `tail` up, pops the reverse; LREM and LINSERT rewrite the list under a fresh
 //! version (O(N), as in Kvrocks), so indices stay contiguous. Depends on `commands` helpers,
 //! `collections::access`.
+//! Must not depend on the network layer (`connection`, `server::Server`) or touch the engine
+//! except through `Ctx` and `collections::access`.
 
 use bytes::Bytes;
 

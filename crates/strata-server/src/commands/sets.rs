@@ -6,6 +6,8 @@
 //! an empty value; sizes equal the number of members; *STORE commands replace the destination
 //! (any type) with a fresh version in one batch, or delete it when the result is empty.
 //! Depends on `commands` helpers, `commands::hashes` (scan arguments), `collections::access`.
+//! Must not depend on the network layer (`connection`, `server::Server`) or touch the engine
+//! except through `Ctx` and `collections::access`.
 
 use std::cell::Cell;
 use std::collections::BTreeSet;

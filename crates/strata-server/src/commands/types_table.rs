@@ -3,6 +3,8 @@
 //! rules as `commands::COMMANDS` (key positions drive the executor's locks, so they must be
 //! right for every write command).
 //! Depends on the handler modules and the `cmd!` macro of `commands`.
+//! Must not depend on the network layer (`connection`, `server::Server`) or touch the engine
+//! except through `Ctx` and `collections::access`.
 
 use super::{
     bitmaps, expire, hashes, keys, lists, server, sets, strings, zsets, zsets_multi, CommandSpec,

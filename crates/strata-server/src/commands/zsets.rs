@@ -9,6 +9,8 @@
 //! entry (`SCORE`, rest = `score::encode(score)` ‖ member, empty value), written and deleted
 //! together; the index gives (score, member) order, so score ranges seek straight to their
 //! start. Scores are never NaN. Depends on `commands` helpers, `collections::{access, score}`.
+//! Must not depend on the network layer (`connection`, `server::Server`) or touch the engine
+//! except through `Ctx` and `collections::access`.
 
 use bytes::Bytes;
 

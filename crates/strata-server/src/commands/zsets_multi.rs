@@ -7,6 +7,8 @@
 //! replace the destination (any type) with a fresh version in one batch, or delete it when the
 //! result is empty; inputs may be sets (every member scores 1), as in Redis. Depends on
 //! `commands::{zsets, sets, lists}` helpers and `collections::access`.
+//! Must not depend on the network layer (`connection`, `server::Server`) or touch the engine
+//! except through `Ctx` and `collections::access`.
 
 use std::collections::BTreeMap;
 
