@@ -639,6 +639,25 @@ fn type_mismatches_and_limits() {
         run(&mut c, &["SETBIT", "b", "-1", "1"]),
         Err("ERR bit offset is not an integer or out of range".into())
     );
+    assert_eq!(
+        run(&mut c, &["LCS", "h", "s"]),
+        Err("ERR The specified keys must contain string values".into())
+    );
+    run(&mut c, &["MSET", "x1", "ohmytext", "x2", "mynewtext"]).unwrap();
+    assert_eq!(
+        render(&run(&mut c, &["LCS", "x1", "x2"]).unwrap()),
+        "mytext"
+    );
+    assert_eq!(
+        render(
+            &run(
+                &mut c,
+                &["LCS", "x1", "x2", "IDX", "MINMATCHLEN", "3", "WITHMATCHLEN"]
+            )
+            .unwrap()
+        ),
+        "[matches,[[[4,7],[5,8],4]],len,6]"
+    );
     let e = run(&mut c, &["BLPOP", "empty", "0"]).unwrap_err();
     assert!(e.contains("does not support blocking"), "{e}");
     assert_eq!(render(&run(&mut c, &["BLPOP", "l", "0"]).unwrap()), "[l,a]");

@@ -24,6 +24,7 @@ pub mod expire;
 pub mod hashes;
 pub mod introspection;
 pub mod keys;
+pub mod lcs;
 pub mod lists;
 pub mod server;
 pub mod sets;

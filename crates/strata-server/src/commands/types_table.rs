@@ -1,5 +1,5 @@
 //! The command table of the data types: hashes, lists, sets, sorted sets, bitmaps, and the
-//! generic commands added with them (EXPIRETIME, PEXPIRETIME, OBJECT, TIME, SUBSTR). Same format and
+//! generic commands added with them (EXPIRETIME, PEXPIRETIME, OBJECT, TIME, SUBSTR, LCS). Same format and
 //! rules as `commands::COMMANDS` (key positions drive the executor's locks, so they must be
 //! right for every write command).
 //! Depends on the handler modules and the `cmd!` macro of `commands`.
@@ -7,7 +7,8 @@
 //! except through `Ctx` and `collections::access`.
 
 use super::{
-    bitmaps, expire, hashes, keys, lists, server, sets, strings, zsets, zsets_multi, CommandSpec,
+    bitmaps, expire, hashes, keys, lcs, lists, server, sets, strings, zsets, zsets_multi,
+    CommandSpec,
 };
 
 /// The data-type commands.
@@ -113,4 +114,5 @@ pub static TYPE_COMMANDS: &[CommandSpec] = &[
     cmd!("object", -2, &["readonly"], (2, 2, 1), &["@read", "@keyspace", "@slow"], "generic", "2.2.3", "See the Redis documentation; collections are O(1) per element in Strata.", true, keys::object, "A container for object introspection commands."),
     cmd!("time", 1, &["loading", "stale", "fast"], (0, 0, 0), &["@fast"], "server", "2.6.0", "See the Redis documentation; collections are O(1) per element in Strata.", false, server::time, "Returns the server time."),
     cmd!("substr", 4, &["readonly"], (1, 1, 1), &["@read", "@string", "@slow"], "string", "1.0.0", "O(N) where N is the length of the returned string.", true, strings::getrange, "Returns a substring from a string value."),
+    cmd!("lcs", -3, &["readonly"], (1, 2, 1), &["@read", "@string", "@slow"], "string", "7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively", true, lcs::lcs, "Finds the longest common substring."),
 ];
