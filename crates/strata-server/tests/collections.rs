@@ -491,6 +491,62 @@ fn collections_match_an_oracle_across_restarts_and_compactions() {
     check_all(&mut c, &o, seed, ops);
 }
 
+/// A reply as text, errors as `Err("CODE detail")`.
+fn reply_text(v: &Value) -> Result<String, String> {
+    match v {
+        Value::ServerError(e) => Err(match e.details() {
+            Some(d) => format!("{} {d}", e.code()),
+            None => e.code().to_string(),
+        }),
+        other => Ok(render(other)),
+    }
+}
+
+#[test]
+fn pipelined_collection_commands_match_the_oracle() {
+    // The same random stream, sent in pipelines of 1..=12 commands: a batch mixes collection
+    // commands (which run in segments of their own) with string and keyspace commands (which
+    // share segments), so every later command must see every earlier one's effect.
+    let seed = common::seed("collections-pipelined");
+    let mut rng = Rng::new(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(test_config(dir.path()));
+    let mut c = server.conn();
+    let mut o = Oracle {
+        keys: BTreeMap::new(),
+    };
+    let mut done = 0;
+    while done < 4000 {
+        let n = 1 + rng.below(12) as usize;
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        let mut expected = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (args, exp) = step(&mut o, &mut rng);
+            let mut cmd = redis::cmd(&args[0]);
+            for a in &args[1..] {
+                cmd.arg(a);
+            }
+            pipe.add_command(cmd);
+            expected.push((args, exp));
+        }
+        let got: Vec<Value> = pipe.query(&mut c).unwrap();
+        assert_eq!(got.len(), n);
+        for (i, ((args, exp), g)) in expected.into_iter().zip(got).enumerate() {
+            if exp.as_deref() != Ok("any") {
+                assert_eq!(
+                    reply_text(&g),
+                    exp,
+                    "op {} {args:?} (seed {seed})",
+                    done + i
+                );
+            }
+        }
+        done += n;
+    }
+    check_all(&mut c, &o, seed, done);
+}
+
 #[test]
 fn deleted_and_overwritten_collections_leave_no_live_elements() {
     let dir = tempfile::tempdir().unwrap();
