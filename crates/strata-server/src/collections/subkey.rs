@@ -9,7 +9,8 @@
 //! `score::encode(score)` ‖ member, empty value). The key length makes the prefix of one
 //! (key, version) never a prefix of another's; the hash keeps comparisons decided in the first
 //! bytes, as for data keys (see `keyspace`).
-//! Invariants: [`parse`] inverts [`element`] and rejects any other byte string; every sub-key
+//! Invariants: [`parse`] inverts [`element`] and rejects any other byte string (a hash that does
+//! not match the key included: found by the `server_collection` fuzz target); every sub-key
 //! lies in `[keyspace::SUB_START, keyspace::SUB_END)`. Depends on `keyspace` only; must not
 //! depend on the engine or on commands (pure encoding).
 
@@ -66,12 +67,16 @@ pub fn parse(k: &[u8]) -> Option<SubKey<'_>> {
     if ns != NS_SUB || k.len() < 8 {
         return None;
     }
+    let hash = u32::from_be_bytes(k[..4].try_into().ok()?);
     let len = u32::from_be_bytes(k[4..8].try_into().ok()?) as usize;
     let k = &k[8..];
-    if k.len() < len + 9 {
+    if k.len() < len.checked_add(9)? {
         return None;
     }
     let (user_key, k) = k.split_at(len);
+    if key_hash(user_key) != hash {
+        return None;
+    }
     let version = u64::from_be_bytes(k[..8].try_into().ok()?);
     let kind = k[8];
     if kind > SCORE {
@@ -117,6 +122,9 @@ mod tests {
         assert!(parse(b"").is_none());
         assert!(parse(b"\x11abc").is_none());
         assert!(parse(b"\x10\0\0\0\0\0\0\0\0").is_none());
+        let mut wrong_hash = element(b"key", 9, ELEM, b"f");
+        wrong_hash[2] ^= 0x40;
+        assert!(parse(&wrong_hash).is_none());
         let mut k = element(b"k", 1, ELEM, b"");
         k.truncate(k.len() - 1);
         assert!(parse(&k).is_none());
