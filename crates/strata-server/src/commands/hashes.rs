@@ -228,11 +228,17 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             super::sets::random_index(items.len()).map(|i| items[i].0.clone()),
         ));
     };
+    let resp3 = ctx.session.protocol == crate::resp::Protocol::Resp3;
     let mut out = Vec::new();
     for i in picks {
-        out.push(Reply::Bulk(items[i].0.clone()));
-        if withvalues {
-            out.push(Reply::Bulk(items[i].1.clone()));
+        let (f, v) = (
+            Reply::Bulk(items[i].0.clone()),
+            Reply::Bulk(items[i].1.clone()),
+        );
+        match (withvalues, resp3) {
+            (true, true) => out.push(Reply::Array(vec![f, v])),
+            (true, false) => out.extend([f, v]),
+            (false, _) => out.push(f),
         }
     }
     Ok(Reply::Array(out))
