@@ -24,17 +24,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 N="${N:-1000000}"
+# Tests and pipeline depth: TESTS="set get hset lpush zadd" P=1 bash bench/redis-compare.sh
+P="${P:-16}"
 STRATA_PORT="${STRATA_PORT:-16390}"
 REDIS_PORT="${REDIS_PORT:-16391}"
-TESTS=(set get incr mset)
+read -r -a TESTS <<<"${TESTS:-set get incr mset}"
 
 for t in redis-server redis-benchmark redis-cli; do
   command -v "$t" >/dev/null || { echo "$t is required (apt-get install redis-tools redis-server)" >&2; exit 1; }
 done
 
-echo "building strata (release)..." >&2
-cargo build --release -p strata-cli >&2
-STRATA_BIN="$PWD/target/release/strata"
+if [ -z "${STRATA_BIN:-}" ]; then # STRATA_BIN=path skips the build
+  echo "building strata (release)..." >&2
+  cargo build --release -p strata-cli >&2
+  STRATA_BIN="$PWD/target/release/strata"
+fi
 
 WORK="$(mktemp -d)"
 STRATA_PID=""
@@ -66,27 +70,28 @@ REDIS_PID=$!
 wait_ping "$STRATA_PORT" "strata serve"
 wait_ping "$REDIS_PORT" "redis-server"
 
-run() { # port test -> "rps p50"
-  redis-benchmark -h 127.0.0.1 -p "$1" -t "$2" -n "$N" -r 1000000 -P 16 -c 50 --csv 2>/dev/null |
-    awk -F'","' 'NR > 1 { gsub(/"/, "", $0); split($0, f, ","); print f[2], f[5]; exit }'
+run() { # port test -> "rps p50 p99"
+  redis-benchmark -h 127.0.0.1 -p "$1" -t "$2" -n "$N" -r 1000000 -P "$P" -c 50 --csv 2>/dev/null |
+    awk -F'","' 'NR > 1 { gsub(/"/, "", $0); split($0, f, ","); print f[2], f[5], f[7]; exit }'
 }
 
-declare -A S_RPS S_P50 R_RPS R_P50
+declare -A S_RPS S_P50 S_P99 R_RPS R_P50 R_P99
 for t in "${TESTS[@]}"; do
   echo "running $t (n=$N)..." >&2
-  read -r S_RPS[$t] S_P50[$t] < <(run "$STRATA_PORT" "$t")
-  read -r R_RPS[$t] R_P50[$t] < <(run "$REDIS_PORT" "$t")
+  read -r S_RPS[$t] S_P50[$t] S_P99[$t] < <(run "$STRATA_PORT" "$t")
+  read -r R_RPS[$t] R_P50[$t] R_P99[$t] < <(run "$REDIS_PORT" "$t")
 done
 
 echo
-echo "redis-benchmark -t set,get,incr,mset -n $N -r 1000000 -P 16 -c 50 (loopback)"
+echo "redis-benchmark -t $(IFS=,; echo "${TESTS[*]}") -n $N -r 1000000 -P $P -c 50 (loopback)"
 echo "$(nproc) cores; $(redis-server --version | awk '{print $1, $2, $3}'); strata $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo
-echo "| test | strata serve (req/s) | strata p50 (ms) | redis-server (req/s) | redis p50 (ms) | strata / redis |"
+echo "| test | strata serve (req/s) | strata p50 / p99 (ms) | redis-server (req/s) | redis p50 / p99 (ms) | strata / redis |"
 echo "|---|---:|---:|---:|---:|---:|"
 for t in "${TESTS[@]}"; do
   name="$(echo "$t" | tr a-z A-Z)"
   [ "$t" = mset ] && name="MSET (10 keys)"
-  awk -v n="$name" -v s="${S_RPS[$t]}" -v sp="${S_P50[$t]}" -v r="${R_RPS[$t]}" -v rp="${R_P50[$t]}" \
-    'BEGIN { printf "| %s | %.0f | %.3f | %.0f | %.3f | %.2f× |\n", n, s, sp, r, rp, (r > 0 ? s / r : 0) }'
+  awk -v n="$name" -v s="${S_RPS[$t]}" -v sp="${S_P50[$t]}" -v sq="${S_P99[$t]}" \
+    -v r="${R_RPS[$t]}" -v rp="${R_P50[$t]}" -v rq="${R_P99[$t]}" \
+    'BEGIN { printf "| %s | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.2f× |\n", n, s, sp, sq, r, rp, rq, (r > 0 ? s / r : 0) }'
 done

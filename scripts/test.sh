@@ -62,3 +62,14 @@ echo "== quickstart (300k keys)"
 QS_DIR="$(mktemp -d)"
 cargo run -p strata --features strata/invariants --example quickstart -- "$QS_DIR/quickstart" 300000
 rm -rf "$QS_DIR"
+
+# redis-py's own test_commands.py against `strata serve` (needs python3 with venv and pip).
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  echo "== installing python3-venv (apt-get)"
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y python3 python3-venv python3-pip
+fi
+# The binary the workspace tests just built (same features, so no rebuild).
+cargo build -q -p strata-cli --features strata/invariants
+bash scripts/redis-py-tests.sh "${CARGO_TARGET_DIR:-target}/debug/strata"

@@ -53,6 +53,7 @@ targets!(
     lap_cache,
     compaction_job,
     server_value,
+    server_collection,
     resp,
 );
 

@@ -2,7 +2,8 @@
 //!
 //! A batch is split into *segments*: maximal runs of ordinary commands, and each *barrier*
 //! command (KEYS, SCAN, DBSIZE, INFO, FLUSHDB, FLUSHALL — commands that see the whole key
-//! range) alone. A segment runs as follows:
+//! range) and each command that reads collection elements (the hash, list, set and sorted-set
+//! families, RENAME, OBJECT; see `CommandSpec::alone`) alone. A segment runs as follows:
 //!
 //! 1. lock the stripes of every key that a write command of the segment names (per the command
 //!    table), all at once in ascending order — or every stripe if a command needs them all;
@@ -52,7 +53,7 @@ pub fn run_batch(
         && out.len() - start_len < OUTPUT_SOFT_LIMIT
     {
         let barrier =
-            |args: &Vec<Bytes>| commands::lookup(&args[0]).is_some_and(|(_, c)| c.barrier());
+            |args: &Vec<Bytes>| commands::lookup(&args[0]).is_some_and(|(_, c)| c.alone());
         let end = if barrier(&batch[i]) {
             i + 1
         } else {

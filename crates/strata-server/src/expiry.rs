@@ -3,10 +3,11 @@
 //!
 //! Invariants: a value whose expiry is `<= now` is never returned to a client (reads check it;
 //! see `store`); the compaction filter removes only database-0 keys whose header decodes and
-//! says they expired, and keeps everything else untouched (metadata, undecodable bytes), so it
-//! can never destroy data it does not understand. The filter is monotonic in time: once it
+//! says they expired, and collection sub-keys that `collections::gc` finds stale; it keeps
+//! everything else untouched (metadata, undecodable bytes), so it can never destroy data it
+//! does not understand. The filter is monotonic in time: once it
 //! would remove a record it always would (assuming the wall clock does not step backwards).
-//! Depends on `keyspace` and `value`; the engine's `CompactionFilter` trait.
+//! Depends on `keyspace`, `value`, `collections::gc`; the engine's `CompactionFilter` trait.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use strata::{CompactionFilter, FilterDecision};
 
+use crate::collections::gc::{self, DbSlot};
 use crate::keyspace;
 use crate::value;
 
@@ -54,15 +56,31 @@ pub fn absolute_ms(value: i64, unit: Unit, relative: bool, now: u64) -> Option<u
     Some(at.max(0) as u64)
 }
 
-/// The compaction filter: drops expired keys of database 0.
+/// The compaction filter: drops expired keys of database 0 and stale collection sub-keys.
 pub struct ExpiryFilter {
     removed: Arc<AtomicU64>,
+    db: Arc<DbSlot>,
+    stale_removed: Arc<AtomicU64>,
 }
 
 impl ExpiryFilter {
-    /// A filter counting its removals in `removed` (reported as `expired_keys` by INFO).
+    /// A filter counting its removals of expired keys in `removed` (reported as
+    /// `expired_keys` by INFO). Without a database attached to [`ExpiryFilter::with_db`]'s
+    /// slot, sub-keys are all kept.
     pub fn new(removed: Arc<AtomicU64>) -> Self {
-        ExpiryFilter { removed }
+        ExpiryFilter {
+            removed,
+            db: DbSlot::new(),
+            stale_removed: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Looks up collection metadata in the database attached to `db`, counting removed stale
+    /// sub-keys in `stale_removed`.
+    pub fn with_db(mut self, db: Arc<DbSlot>, stale_removed: Arc<AtomicU64>) -> Self {
+        self.db = db;
+        self.stale_removed = stale_removed;
+        self
     }
 }
 
@@ -72,6 +90,13 @@ impl CompactionFilter for ExpiryFilter {
     }
 
     fn filter(&self, _level: usize, key: &[u8], value: &[u8]) -> FilterDecision {
+        if key.first() == Some(&keyspace::NS_SUB) {
+            if gc::is_stale(&self.db, key, now_ms()) {
+                self.stale_removed.fetch_add(1, Ordering::Relaxed);
+                return FilterDecision::Remove;
+            }
+            return FilterDecision::Keep;
+        }
         if keyspace::user_key(key).is_none() {
             return FilterDecision::Keep;
         }

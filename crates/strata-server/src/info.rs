@@ -1,4 +1,5 @@
-//! INFO: the `server`, `clients`, `persistence`, `stats`, `keyspace` and `strata` sections, in
+//! INFO: the `server`, `clients`, `memory`, `persistence`, `stats`, `replication`, `cpu`,
+//! `cluster` (`cluster_enabled:0`), `keyspace` and `strata` sections, in
 //! Redis's `key:value` text format (CRLF line ends, `# Section` headers, blank line between).
 //!
 //! The `strata` section carries the engine's own figures (`Db::stats()` and `Db::property`):
@@ -25,8 +26,12 @@ pub const EXACT_KEYSPACE_LIMIT: u64 = 100_000;
 pub const DEFAULT_SECTIONS: &[&str] = &[
     "server",
     "clients",
+    "memory",
     "persistence",
     "stats",
+    "replication",
+    "cpu",
+    "cluster",
     "keyspace",
     "strata",
 ];
@@ -112,6 +117,10 @@ pub fn render(shared: &Shared, requested: &[String], now: u64) -> StoreResult<St
         let title = match *name {
             "server" => "Server",
             "clients" => "Clients",
+            "memory" => "Memory",
+            "replication" => "Replication",
+            "cpu" => "CPU",
+            "cluster" => "Cluster",
             "persistence" => "Persistence",
             "stats" => "Stats",
             "keyspace" => "Keyspace",
@@ -122,6 +131,10 @@ pub fn render(shared: &Shared, requested: &[String], now: u64) -> StoreResult<St
         match *name {
             "server" => server(shared, &mut s, now),
             "clients" => clients(shared, &mut s),
+            "memory" => memory(shared, &mut s),
+            "replication" => replication(&mut s),
+            "cpu" => cpu(&mut s),
+            "cluster" => s.kv("cluster_enabled", 0),
             "persistence" => persistence(shared, &mut s),
             "stats" => stats(shared, &mut s),
             "keyspace" => keyspace(shared, &mut s, now)?,
@@ -167,6 +180,73 @@ fn clients(shared: &Shared, s: &mut Section<'_>) {
     s.kv("connected_clients", shared.clients.count());
     s.kv("maxclients", shared.limits.maxclients());
     s.kv("blocked_clients", 0);
+}
+
+/// Resident set size of this process in bytes (Linux `/proc/self/statm`; 0 elsewhere).
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}G", b / (1024.0 * 1024.0 * 1024.0))
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.2}M", b / (1024.0 * 1024.0))
+    } else if b >= 1024.0 {
+        format!("{:.2}K", b / 1024.0)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+/// `used_memory` is the process's resident size: the server has no allocator statistics, so
+/// it reports what the operating system sees; the engine's own buffers are listed beside it.
+fn memory(shared: &Shared, s: &mut Section<'_>) {
+    let st = shared.store.db().stats();
+    let rss = rss_bytes();
+    s.kv("used_memory", rss);
+    s.kv("used_memory_human", human(rss));
+    s.kv("used_memory_rss", rss);
+    s.kv("used_memory_rss_human", human(rss));
+    s.kv("maxmemory", 0);
+    s.kv("maxmemory_human", "0B");
+    s.kv("maxmemory_policy", "noeviction");
+    s.kv("mem_allocator", "system");
+    s.kv("memtable_bytes", st.memtable_bytes);
+    s.kv("block_cache_usage", st.block_cache_usage);
+}
+
+fn replication(s: &mut Section<'_>) {
+    s.kv("role", "master");
+    s.kv("connected_slaves", 0);
+    s.kv("master_failover_state", "no-failover");
+    s.kv("master_replid", "0000000000000000000000000000000000000000");
+    s.kv("master_repl_offset", 0);
+    s.kv("repl_backlog_active", 0);
+}
+
+/// CPU seconds of this process (Linux `/proc/self/stat`, clock ticks of 1/100 s).
+fn cpu(s: &mut Section<'_>) {
+    let (user, sys) = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|t| {
+            // Fields after the command name, which is in parentheses and may hold spaces.
+            let rest = t.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some((
+                f.get(11)?.parse::<u64>().ok()?,
+                f.get(12)?.parse::<u64>().ok()?,
+            ))
+        })
+        .unwrap_or((0, 0));
+    s.kv("used_cpu_sys", format!("{:.6}", sys as f64 / 100.0));
+    s.kv("used_cpu_user", format!("{:.6}", user as f64 / 100.0));
+    s.kv("used_cpu_sys_children", "0.000000");
+    s.kv("used_cpu_user_children", "0.000000");
 }
 
 fn persistence(shared: &Shared, s: &mut Section<'_>) {
@@ -271,6 +351,7 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
     s.kv("data_cache_hit_rate", format!("{:.4}", t.pcache_hit_rate));
     s.kv("data_cache_usage", t.pcache_usage);
     s.kv("data_cache_capacity", t.pcache_capacity);
+    s.kv("stale_subkeys_removed", shared.store.stale_removed());
     s.kv("hotrap_enabled", u8::from(st.hotrap.is_some()));
     if let Some(h) = &st.hotrap {
         let r = &h.tracker;

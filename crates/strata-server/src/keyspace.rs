@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `0x01` | server metadata (`0x01 "format"` → the layout version, [`LAYOUT_VERSION`]) |
 //! | `0x10` | database 0: `0x10 ‖ hash32(user key) ‖ user key` → an encoded value (see `value`) |
+//! | `0x11` | elements of database 0's collections (hashes, lists, sets, sorted sets): see `collections::subkey` |
 //!
 //! `hash32` is the first four bytes (big-endian) of the XXH3-64 hash of the user key. Redis
 //! keys usually share long prefixes (`user:`, `session:`, `key:0000…`), which would make every
@@ -31,6 +32,12 @@ pub const NS_DB0: u8 = 0x10;
 pub const DB0_START: &[u8] = &[NS_DB0];
 /// End of database 0 (exclusive).
 pub const DB0_END: &[u8] = &[NS_DB0 + 1];
+/// Namespace byte of collection sub-keys (database 0).
+pub const NS_SUB: u8 = 0x11;
+/// First engine key of the sub-key namespace (inclusive).
+pub const SUB_START: &[u8] = &[NS_SUB];
+/// End of the sub-key namespace (exclusive).
+pub const SUB_END: &[u8] = &[NS_SUB + 1];
 /// The metadata key holding the layout version.
 pub const FORMAT_KEY: &[u8] = b"\x01format";
 /// The layout version this build writes and reads.
@@ -47,10 +54,14 @@ pub const MAX_USER_KEY: usize = strata::MAX_KEY_SIZE - OVERHEAD;
 pub fn data_key(user_key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(user_key.len() + OVERHEAD);
     k.push(NS_DB0);
-    let h = (xxh3_64(user_key) >> 32) as u32;
-    k.extend_from_slice(&h.to_be_bytes());
+    k.extend_from_slice(&key_hash(user_key).to_be_bytes());
     k.extend_from_slice(user_key);
     k
+}
+
+/// The 32-bit key hash that follows the namespace byte (of data keys and sub-keys).
+pub fn key_hash(user_key: &[u8]) -> u32 {
+    (xxh3_64(user_key) >> 32) as u32
 }
 
 /// The user key of an engine key of database 0, or `None` for any other namespace.

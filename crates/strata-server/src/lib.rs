@@ -29,6 +29,7 @@
 //! ```
 
 pub mod clients;
+pub mod collections;
 pub mod commands;
 pub mod config;
 pub mod connection;

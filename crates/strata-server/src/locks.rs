@@ -9,8 +9,10 @@
 //!
 //! Because the engine applies each write batch atomically and makes it visible before `write`
 //! returns, two writers of one key are serialized and each sees the other's complete result.
-//! Readers (GET, MGET, EXISTS, TTL, SCAN, ...) take no lock: every key changes in one batch, so
-//! they always see a whole value. Locks are held on engine (blocking-pool) threads only, never
+//! Readers of single records (GET, MGET, EXISTS, TTL, SCAN, ...) take no lock: every key changes
+//! in one batch, so they always see a whole value. Readers of collection elements (HGETALL,
+//! LRANGE, ZRANGE, SUNION, ...) read the metadata record and then the elements, so they hold the
+//! stripes of the keys they read, like writers (see `commands::CommandSpec::lock_scope`). Locks are held on engine (blocking-pool) threads only, never
 //! across an `.await`.
 //! Depends on nothing else in the crate.
 

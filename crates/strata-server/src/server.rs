@@ -236,6 +236,7 @@ impl Server {
             t.abort();
             let _ = t.await;
         }
+        shared.store.detach_filter();
         let db = shared.store.db().clone();
         let closed = shared
             .pool

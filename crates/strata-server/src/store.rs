@@ -16,11 +16,19 @@ use std::sync::Arc;
 use bytes::Bytes;
 use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
 
+use crate::collections::gc::DbSlot;
 use crate::config::{ServerConfig, SyncPolicy};
 use crate::expiry::{is_expired, ExpiryFilter};
 use crate::keyspace::{self, DB0_END, DB0_START, FORMAT_KEY, LAYOUT_VERSION, MAX_USER_KEY};
 use crate::locks::KeyLocks;
 use crate::value::{self, DecodeError, Entry, ValueType};
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // The filter's handle would otherwise keep the database alive (a reference cycle).
+        self.filter_db.detach();
+    }
+}
 
 /// A failure below the command layer.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -43,6 +51,8 @@ pub struct Store {
     locks: KeyLocks,
     write_opts: WriteOptions,
     sync: SyncPolicy,
+    filter_db: Arc<DbSlot>,
+    stale_removed: Arc<AtomicU64>,
 }
 
 impl Store {
@@ -52,12 +62,17 @@ impl Store {
         let mut opts = config
             .engine_options()
             .map_err(|e| StoreError::Layout(e.0))?;
-        opts.compaction_filter = Some(Arc::new(ExpiryFilter::new(expired_counter)));
+        let filter_db = DbSlot::new();
+        let stale_removed = Arc::new(AtomicU64::new(0));
+        opts.compaction_filter = Some(Arc::new(
+            ExpiryFilter::new(expired_counter).with_db(filter_db.clone(), stale_removed.clone()),
+        ));
         std::fs::create_dir_all(&config.dir).map_err(|e| {
             StoreError::Layout(format!("cannot create {}: {e}", config.dir.display()))
         })?;
         let db = Db::open(&config.dir, opts)?;
         Self::check_layout(&db, &config.dir)?;
+        filter_db.attach(db.clone());
         Ok(Store {
             db,
             locks: KeyLocks::new(config.key_lock_stripes),
@@ -65,7 +80,21 @@ impl Store {
                 sync: config.sync == SyncPolicy::Always,
             },
             sync: config.sync,
+            filter_db,
+            stale_removed,
         })
+    }
+
+    /// Stops the compaction filter from reading the database (call before closing it; the
+    /// filter then keeps every sub-key).
+    pub fn detach_filter(&self) {
+        self.filter_db.detach();
+    }
+
+    /// Stale collection sub-keys removed by compaction so far.
+    pub fn stale_removed(&self) -> u64 {
+        self.stale_removed
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn check_layout(db: &Db, dir: &Path) -> StoreResult<()> {

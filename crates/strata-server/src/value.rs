@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! byte 0      format version (1)
-//! byte 1      bits 0..=3: value type (0 = string); bit 7: has expiry; bits 4..=6: zero
+//! byte 1      bits 0..=3: value type (0 string, 1 hash, 2 list, 3 set, 4 zset); bit 7: has expiry; bits 4..=6: zero
 //! bytes 2..10 expiry, absolute Unix time in milliseconds, u64 little-endian (only with bit 7)
 //! rest        payload
 //! ```
@@ -22,16 +22,25 @@ const TYPE_MASK: u8 = 0x0f;
 pub const HEADER_LEN: usize = 2;
 pub const HEADER_LEN_EXPIRY: usize = 10;
 
-/// The type of a stored value. Only strings exist today; other types get new numbers.
+/// The type of a stored value. A string's payload is its bytes; a collection's payload is its
+/// metadata record (see `collections::meta`), its elements live in sub-keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueType {
     String = 0,
+    Hash = 1,
+    List = 2,
+    Set = 3,
+    ZSet = 4,
 }
 
 impl ValueType {
     fn from_bits(b: u8) -> Option<ValueType> {
         match b {
             0 => Some(ValueType::String),
+            1 => Some(ValueType::Hash),
+            2 => Some(ValueType::List),
+            3 => Some(ValueType::Set),
+            4 => Some(ValueType::ZSet),
             _ => None,
         }
     }
@@ -40,7 +49,16 @@ impl ValueType {
     pub fn name(self) -> &'static str {
         match self {
             ValueType::String => "string",
+            ValueType::Hash => "hash",
+            ValueType::List => "list",
+            ValueType::Set => "set",
+            ValueType::ZSet => "zset",
         }
+    }
+
+    /// Whether values of this type keep their elements in sub-keys.
+    pub fn is_collection(self) -> bool {
+        self != ValueType::String
     }
 }
 
@@ -57,7 +75,7 @@ pub struct Entry {
 /// Why stored bytes could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("undecodable stored value: {0}")]
-pub struct DecodeError(&'static str);
+pub struct DecodeError(pub(crate) &'static str);
 
 /// Encodes a value.
 pub fn encode(vtype: ValueType, expire_at: Option<u64>, payload: &[u8]) -> Vec<u8> {
@@ -141,7 +159,7 @@ mod tests {
         assert!(decode(Bytes::from_static(b"\x02\x00")).is_err());
         assert!(decode(Bytes::from_static(b"\x01\x40")).is_err());
         assert!(decode(Bytes::from_static(b"\x01\x80\x00")).is_err());
-        let unknown = decode(Bytes::from_static(b"\x01\x05x")).unwrap();
+        let unknown = decode(Bytes::from_static(b"\x01\x0fx")).unwrap();
         assert_eq!(unknown.vtype, None);
     }
 }

@@ -1,4 +1,6 @@
-//! Expiry commands: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (with NX, XX, GT, LT), TTL, PTTL, PERSIST.
+//! Expiry commands: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (with NX, XX, GT, LT), TTL, PTTL,
+//! EXPIRETIME, PEXPIRETIME, PERSIST. A collection's expiry lives in its metadata record, so
+//! these are O(1) for every type.
 //!
 //! Invariants: the expiry is part of the stored value, so changing it rewrites the value (the
 //! executor holds the key's stripe; see `locks`); an expiry at or before the command time deletes
@@ -116,6 +118,25 @@ fn ttl_generic(ctx: &mut Ctx<'_>, a: &[Bytes], ms: bool) -> CmdResult {
             }
         },
     }))
+}
+
+fn expiretime_generic(ctx: &mut Ctx<'_>, a: &[Bytes], ms: bool) -> CmdResult {
+    Ok(Reply::Int(match ctx.entry(&a[1])? {
+        None => -2,
+        Some(e) => match e.expire_at {
+            None => -1,
+            Some(at) if ms => at as i64,
+            Some(at) => (at / 1000) as i64,
+        },
+    }))
+}
+
+pub fn expiretime(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    expiretime_generic(ctx, a, false)
+}
+
+pub fn pexpiretime(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    expiretime_generic(ctx, a, true)
 }
 
 pub fn ttl(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {

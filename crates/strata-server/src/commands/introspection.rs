@@ -1,7 +1,7 @@
 //! COMMAND (no arguments, COUNT, INFO, DOCS, LIST, HELP): the command table as Redis 7
 //! reports it, enough for redis-cli's hints and client handshakes.
 //!
-//! Invariant: the replies are generated from `commands::COMMANDS`, so they always describe
+//! Invariant: the replies are generated from `commands::all_commands()`, so they always describe
 //! exactly the commands the server accepts. Key specifications and tips are reported empty.
 //! Depends on the command table only.
 
@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::connection::help_reply;
 use super::errors::{self, err, unknown_subcommand, wrong_args};
-use super::{is, lookup, CmdResult, CommandSpec, Ctx, COMMANDS};
+use super::{all_commands, command_count, is, lookup, CmdResult, CommandSpec, Ctx};
 use crate::resp::Reply;
 
 fn simple_set(items: &[&'static str]) -> Reply {
@@ -77,17 +77,17 @@ const COMMAND_HELP: &[&str] = &[
 
 pub fn command(_ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if a.len() == 1 {
-        return Ok(Reply::Array(COMMANDS.iter().map(info_of).collect()));
+        return Ok(Reply::Array(all_commands().map(info_of).collect()));
     }
     let sub = &a[1];
     if is(sub, "COUNT") {
         if a.len() != 2 {
             return Err(wrong_args("command|count"));
         }
-        Ok(Reply::Int(COMMANDS.len() as i64))
+        Ok(Reply::Int(command_count() as i64))
     } else if is(sub, "INFO") {
         if a.len() == 2 {
-            return Ok(Reply::Array(COMMANDS.iter().map(info_of).collect()));
+            return Ok(Reply::Array(all_commands().map(info_of).collect()));
         }
         Ok(Reply::Array(
             a[2..]
@@ -97,8 +97,7 @@ pub fn command(_ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         ))
     } else if is(sub, "DOCS") {
         let pairs = if a.len() == 2 {
-            COMMANDS
-                .iter()
+            all_commands()
                 .map(|c| (Reply::bulk_str(c.name), docs_of(c)))
                 .collect()
         } else {
@@ -114,7 +113,7 @@ pub fn command(_ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             return Err(err(errors::SYNTAX));
         }
         Ok(Reply::Array(
-            COMMANDS.iter().map(|c| Reply::bulk_str(c.name)).collect(),
+            all_commands().map(|c| Reply::bulk_str(c.name)).collect(),
         ))
     } else if is(sub, "HELP") {
         Ok(help_reply(COMMAND_HELP))

@@ -1,7 +1,9 @@
 //! The command table and dispatch: name lookup (case-insensitive), arity, authentication,
 //! then the handler. Handlers live in one file per command group: [`strings`], [`keys`],
 //! [`expire`], [`connection`] (PING, HELLO, AUTH, CLIENT...), [`server`] (INFO, CONFIG,
-//! SHUTDOWN, DBSIZE, FLUSH*), [`introspection`] (COMMAND).
+//! SHUTDOWN, DBSIZE, FLUSH*, TIME), [`introspection`] (COMMAND), and the data types:
+//! [`hashes`], [`lists`], [`sets`], [`zsets`], [`zsets_multi`], [`bitmaps`] (their table is in
+//! `types_table`).
 //!
 //! Invariants: checks run in Redis's order — unknown command, then arity, then NOAUTH — so
 //! clients see the same error Redis would give; a handler runs only with an argument count its
@@ -15,13 +17,20 @@
 //! Depends on `server::Shared`, `session`, `store`, `resp`; must not depend on the network
 //! layer (`connection`, `server::Server`).
 
+pub mod bitmaps;
 pub mod connection;
 pub mod errors;
 pub mod expire;
+pub mod hashes;
 pub mod introspection;
 pub mod keys;
+pub mod lcs;
+pub mod lists;
 pub mod server;
+pub mod sets;
 pub mod strings;
+pub mod zsets;
+pub mod zsets_multi;
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -33,7 +42,7 @@ use strata::WriteBatch;
 
 use crate::expiry::is_expired;
 use crate::fasthash::FastHash;
-use crate::keyspace::{self, DB0_END, DB0_START, MAX_USER_KEY};
+use crate::keyspace::{self, DB0_END, DB0_START, MAX_USER_KEY, SUB_END, SUB_START};
 use crate::resp::Reply;
 use crate::server::Shared;
 use crate::session::Session;
@@ -141,6 +150,7 @@ impl Ctx<'_> {
     /// segment of their own holding every stripe.
     pub fn delete_all(&mut self) {
         self.pending.batch.delete_range(DB0_START, DB0_END);
+        self.pending.batch.delete_range(SUB_START, SUB_END);
         self.pending.overlay.clear();
     }
 }
@@ -195,10 +205,48 @@ impl CommandSpec {
         )
     }
 
+    /// Commands that read the elements of collections (see `lock_scope`).
+    fn reads_elements(&self) -> bool {
+        matches!(self.group, "hash" | "list" | "set" | "sorted_set") || self.name == "object"
+    }
+
+    /// Commands that run in a segment of their own: barriers, and every command that reads
+    /// collection elements (which are read from the engine, not from a segment's pending
+    /// writes; see `collections::access`) — the data-type families, RENAME and OBJECT.
+    pub fn alone(&self) -> bool {
+        self.barrier()
+            || matches!(self.group, "hash" | "list" | "set" | "sorted_set")
+            || matches!(self.name, "rename" | "object")
+    }
+
     /// The stripes a command must hold while it runs (see `locks`).
+    ///
+    /// Commands that read collection elements take their keys' stripes even when they only
+    /// read: such a read is several engine reads (the metadata, then the elements), and the
+    /// stripe keeps a writer of the same key from committing in between (see `locks`).
+    /// Commands whose keys follow a `numkeys` argument name them here rather than in the table.
     pub fn lock_scope<'b>(&self, args: &'b [Bytes]) -> LockScope<'b> {
-        if !self.writes() || !self.arity_ok(args.len()) {
+        if !self.arity_ok(args.len()) || !(self.writes() || self.reads_elements()) {
             return LockScope::None;
+        }
+        let numkeys = |at: usize| -> Vec<&'b Bytes> {
+            let n = args
+                .get(at)
+                .and_then(|a| crate::numbers::parse_i64(a))
+                .unwrap_or(0)
+                .max(0) as usize;
+            args.iter().skip(at + 1).take(n).collect()
+        };
+        match self.name {
+            "sintercard" | "zunion" | "zinter" | "zdiff" | "zintercard" => {
+                return LockScope::Keys(numkeys(1));
+            }
+            "zunionstore" | "zinterstore" | "zdiffstore" => {
+                let mut k = numkeys(2);
+                k.push(&args[1]);
+                return LockScope::Keys(k);
+            }
+            _ => {}
         }
         if self.first_key == 0 {
             return LockScope::All;
@@ -319,11 +367,30 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { subcommands: &["command|count", "command|docs", "command|info", "command|list", "command|help"], ..cmd!("command", -1, &["loading", "stale"], (0, 0, 0), &["@slow", "@connection"], "server", "2.8.13", "O(N) where N is the total number of Redis commands", false, introspection::command, "Returns detailed information about all commands.") },
 ];
 
+// The data-type commands' table (after the macro it uses).
+mod types_table;
+pub use types_table::TYPE_COMMANDS;
+
+/// Every command: [`COMMANDS`] then [`TYPE_COMMANDS`].
+pub fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
+    COMMANDS.iter().chain(TYPE_COMMANDS.iter())
+}
+
+/// How many commands there are.
+pub fn command_count() -> usize {
+    COMMANDS.len() + TYPE_COMMANDS.len()
+}
+
+fn spec_at(i: usize) -> Option<&'static CommandSpec> {
+    COMMANDS
+        .get(i)
+        .or_else(|| TYPE_COMMANDS.get(i.checked_sub(COMMANDS.len())?))
+}
+
 fn index() -> &'static HashMap<&'static [u8], usize, FastHash> {
     static INDEX: OnceLock<HashMap<&'static [u8], usize, FastHash>> = OnceLock::new();
     INDEX.get_or_init(|| {
-        COMMANDS
-            .iter()
+        all_commands()
             .enumerate()
             .map(|(i, c)| (c.name.as_bytes(), i))
             .collect()
@@ -339,7 +406,8 @@ pub fn lookup(name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
     for (d, s) in buf.iter_mut().zip(name) {
         *d = s.to_ascii_lowercase();
     }
-    index().get(&buf[..name.len()]).map(|&i| (i, &COMMANDS[i]))
+    let i = *index().get(&buf[..name.len()])?;
+    spec_at(i).map(|c| (i, c))
 }
 
 /// Whether running `name` calls the engine.
@@ -369,7 +437,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 pub fn name_of(index_plus_one: u64) -> &'static str {
     match index_plus_one {
         0 => "NULL",
-        i => COMMANDS.get(i as usize - 1).map_or("NULL", |c| c.name),
+        i => spec_at(i as usize - 1).map_or("NULL", |c| c.name),
     }
 }
 

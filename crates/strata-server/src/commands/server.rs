@@ -19,6 +19,17 @@ use crate::glob;
 use crate::resp::Reply;
 use crate::session::Close;
 
+/// TIME: `[seconds, microseconds]` of the server clock, as bulk strings.
+pub fn time(_ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Ok(Reply::Array(vec![
+        Reply::bulk(d.as_secs().to_string().into_bytes()),
+        Reply::bulk(d.subsec_micros().to_string().into_bytes()),
+    ]))
+}
+
 pub fn dbsize(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     let mut n = 0i64;
     ctx.store()

@@ -1,0 +1,203 @@
+//! How command handlers read and change collections: typed lookup of a key's metadata
+//! (WRONGTYPE for another type), element reads and ordered element scans straight from the
+//! engine, element writes and the metadata update added to the segment's batch.
+//!
+//! Invariants: a handler changes a collection by loading a [`Coll`], adding element puts and
+//! deletes, adjusting `meta.size` (and list bounds) to match, then calling [`Ctx::coll_save`]
+//! once — which writes the metadata, or deletes the key when the size fell to 0 — so the
+//! metadata and the elements are committed in one batch. Reads see only committed data: the
+//! executor runs every collection command in a segment of its own (see `executor`), after
+//! earlier writes of the batch are committed. Element keys longer than the engine's key limit
+//! are refused with an error, never truncated. Must not depend on the network layer.
+//! Depends on `commands::Ctx`, `collections::{meta, subkey}`, `value`, `store`; must not depend on
+//! the network layer or on any command family.
+
+use bytes::Bytes;
+use strata::ReadOptions;
+
+use super::meta::{self, Meta};
+use super::subkey;
+use crate::commands::errors::{self, err};
+use crate::commands::Ctx;
+use crate::resp::Reply;
+use crate::store::StoreError;
+use crate::value::{DecodeError, ValueType};
+
+/// The most elements a collection may hold.
+pub const MAX_ELEMENTS: u64 = u32::MAX as u64;
+
+/// A loaded (or new) collection.
+#[derive(Clone, Debug)]
+pub struct Coll {
+    pub key: Vec<u8>,
+    pub vtype: ValueType,
+    pub expire_at: Option<u64>,
+    pub meta: Meta,
+}
+
+fn corrupt(e: DecodeError) -> Reply {
+    Reply::from(StoreError::from(e))
+}
+
+impl Ctx<'_> {
+    /// The live collection at `key` if it has type `vtype`; `None` if the key is absent;
+    /// WRONGTYPE if it holds another type.
+    pub fn coll(&self, key: &[u8], vtype: ValueType) -> Result<Option<Coll>, Reply> {
+        let Some(e) = self.entry(key)? else {
+            return Ok(None);
+        };
+        if e.vtype != Some(vtype) {
+            return Err(err(errors::WRONGTYPE));
+        }
+        let m = meta::decode(vtype, &e.payload).map_err(corrupt)?;
+        Ok(Some(Coll {
+            key: key.to_vec(),
+            vtype,
+            expire_at: e.expire_at,
+            meta: m,
+        }))
+    }
+
+    /// The collection at `key`, or a new empty one (fresh version) if the key is absent.
+    pub fn coll_or_new(&self, key: &[u8], vtype: ValueType) -> Result<Coll, Reply> {
+        Ok(match self.coll(key, vtype)? {
+            Some(c) => c,
+            None => Coll {
+                key: key.to_vec(),
+                vtype,
+                expire_at: None,
+                meta: Meta::fresh(vtype),
+            },
+        })
+    }
+
+    /// The value of one element, or `None`.
+    pub fn elem_get(&self, c: &Coll, kind: u8, rest: &[u8]) -> Result<Option<Bytes>, Reply> {
+        let k = subkey::element(&c.key, c.meta.version, kind, rest);
+        self.store()
+            .db()
+            .get(k)
+            .map_err(|e| Reply::from(StoreError::from(e)))
+    }
+
+    /// Adds an element write to the segment.
+    pub fn elem_put(&mut self, c: &Coll, kind: u8, rest: &[u8], value: &[u8]) -> Result<(), Reply> {
+        if c.key.len() + rest.len() + subkey::OVERHEAD > strata::MAX_KEY_SIZE {
+            return Err(Reply::error(format!(
+                "ERR key and element together exceed {} bytes",
+                strata::MAX_KEY_SIZE - subkey::OVERHEAD
+            )));
+        }
+        self.pending
+            .batch
+            .put(subkey::element(&c.key, c.meta.version, kind, rest), value);
+        Ok(())
+    }
+
+    /// Adds an element deletion to the segment.
+    pub fn elem_del(&mut self, c: &Coll, kind: u8, rest: &[u8]) {
+        self.pending
+            .batch
+            .delete(subkey::element(&c.key, c.meta.version, kind, rest));
+    }
+
+    /// Writes `c`'s metadata (keeping its expiry), or deletes the key if it is empty.
+    pub fn coll_save(&mut self, c: &Coll) -> Result<(), Reply> {
+        if c.meta.size == 0 {
+            self.delete(&c.key);
+            return Ok(());
+        }
+        if c.meta.size > MAX_ELEMENTS {
+            return Err(Reply::error(format!(
+                "ERR a collection may hold at most {MAX_ELEMENTS} elements"
+            )));
+        }
+        let payload = meta::encode(c.vtype, &c.meta);
+        self.put(&c.key, c.vtype, c.expire_at, &payload)
+    }
+
+    /// Visits the elements of one kind in order (reverse order with `reverse`), starting at
+    /// `rest` `from` (inclusive; for `reverse`, the last element `<= from`), until `visit`
+    /// returns `false`. `visit` gets the element's `rest` and its value.
+    pub fn elems(
+        &self,
+        c: &Coll,
+        kind: u8,
+        reverse: bool,
+        from: Option<&[u8]>,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool, Reply>,
+    ) -> Result<(), Reply> {
+        let prefix = subkey::prefix(&c.key, c.meta.version, kind);
+        let end = subkey::prefix_end(&prefix);
+        let mut it = self
+            .store()
+            .db()
+            .iter(ReadOptions {
+                lower_bound: Some(prefix.clone()),
+                upper_bound: Some(end),
+                ..Default::default()
+            })
+            .map_err(|e| Reply::from(StoreError::from(e)))?;
+        match (reverse, from) {
+            (false, None) => it.seek_to_first(),
+            (true, None) => it.seek_to_last(),
+            (false, Some(f)) => it.seek(&[&prefix[..], f].concat()),
+            (true, Some(f)) => it.seek_for_prev(&[&prefix[..], f].concat()),
+        }
+        while it.valid() {
+            let Some(rest) = it.key().get(prefix.len()..) else {
+                break;
+            };
+            if !visit(rest, it.value())? {
+                return Ok(());
+            }
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status().map_err(|e| Reply::from(StoreError::from(e)))?;
+        Ok(())
+    }
+
+    /// Copies every element of `from` into `to` (a new version of another key), for RENAME.
+    pub fn elems_copy(&mut self, from: &Coll, to: &Coll) -> Result<(), Reply> {
+        let kinds: &[u8] = if from.vtype == ValueType::ZSet {
+            &[subkey::ELEM, subkey::SCORE]
+        } else {
+            &[subkey::ELEM]
+        };
+        for &kind in kinds {
+            let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            self.elems(from, kind, false, None, |r, v| {
+                items.push((r.to_vec(), v.to_vec()));
+                Ok(true)
+            })?;
+            for (r, v) in items {
+                self.elem_put(to, kind, &r, &v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a list index stored as a sub-key's rest (8 bytes big-endian).
+pub fn list_index(rest: &[u8]) -> Result<u64, Reply> {
+    let b: [u8; 8] = rest
+        .try_into()
+        .map_err(|_| corrupt(DecodeError("list element key of the wrong length")))?;
+    Ok(u64::from_be_bytes(b))
+}
+
+/// Decodes a stored sorted-set score (8 bytes, f64 little-endian, never NaN).
+pub fn stored_score(v: &[u8]) -> Result<f64, Reply> {
+    let b: [u8; 8] = v
+        .try_into()
+        .map_err(|_| corrupt(DecodeError("sorted-set score of the wrong length")))?;
+    let s = f64::from_le_bytes(b);
+    if s.is_nan() {
+        return Err(corrupt(DecodeError("sorted-set score is NaN")));
+    }
+    Ok(s)
+}
