@@ -68,7 +68,9 @@ pub(crate) fn pick_next(
         placement: &pl,
         running_fast_bytes: st.running_fast_bytes,
         hot_bytes: &empty,
-        hot_aware: inner.hot.is_some(),
+        // The split-forest policy does not score hotness: skip RALT's range sums under the lock.
+        hot_aware: inner.hot.is_some()
+            && inner.opts.compaction_style == crate::version::CompactionStyle::Leveled,
     };
     let hb = hot_bytes(inner, &input);
     input.hot_bytes = &hb;

@@ -30,8 +30,21 @@ impl CompactionPolicy for SplitForestPolicy {
     }
 }
 
+/// Whether `run` is free to be merged: none of its tables is in a running job, and it is not
+/// the output tree of an interrupted merge (trees carrying a cut name it): that tree receives
+/// the rest of the merge when it resumes, so no other merge may take its first part meanwhile.
 fn idle(input: &PickerInput<'_>, run: &SortedRun) -> bool {
-    run.files.iter().all(|f| !input.busy.contains(&f.id))
+    run.files.iter().all(|f| !input.busy.contains(&f.id)) && !is_resume_target(input, run.id)
+}
+
+fn is_resume_target(input: &PickerInput<'_>, run: u64) -> bool {
+    run != 0
+        && input
+            .version
+            .levels
+            .iter()
+            .flat_map(|l| l.runs.iter())
+            .any(|r| r.cut.is_some() && r.cut_into == run)
 }
 
 /// Whether a merge out of `level` is running or waits to be resumed (a merge takes every idle
@@ -48,7 +61,13 @@ fn merging_out_of(input: &PickerInput<'_>, level: usize) -> bool {
 /// a tree a concurrent merge from above is building there (whose data is newer), so the two
 /// never overlap in time — merges into the last level wait while it merges into itself, and
 /// the other way round.
-fn may_merge_into(input: &PickerInput<'_>, from: usize, output: usize) -> bool {
+/// `resuming`: the output tree of the interrupted merge being resumed (reserved for it).
+fn may_merge_into(
+    input: &PickerInput<'_>,
+    from: usize,
+    output: usize,
+    resuming: Option<u64>,
+) -> bool {
     let last = input.version.num_levels() - 1;
     if output != last {
         return true;
@@ -59,7 +78,7 @@ fn may_merge_into(input: &PickerInput<'_>, from: usize, output: usize) -> bool {
         input.version.levels[last]
             .runs
             .iter()
-            .all(|r| idle(input, r))
+            .all(|r| Some(r.id) == resuming || idle(input, r))
     }
 }
 
@@ -126,7 +145,7 @@ pub fn level_merge(input: &PickerInput<'_>, level: usize) -> Option<Pick> {
     }
     let n = v.num_levels();
     let output = if level + 1 < n { level + 1 } else { level };
-    if !may_merge_into(input, level, output) {
+    if !may_merge_into(input, level, output, None) {
         return None;
     }
     merge_pick(
@@ -160,8 +179,12 @@ fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
                 .iter()
                 .filter(|r| r.cut.is_some() && r.cut_into == into)
                 .collect();
-            let level_idle = v.levels[l].runs.iter().all(|r| idle(input, r));
-            if level_idle && may_merge_into(input, l, out_of(l)) {
+            // The merge's own output tree may sit in this level (the last level's self-merge).
+            let level_idle = v.levels[l]
+                .runs
+                .iter()
+                .all(|r| r.id == into || idle(input, r));
+            if level_idle && may_merge_into(input, l, out_of(l), Some(into)) {
                 let at = cut.iter().filter_map(|r| r.cut.clone()).min();
                 let mut p = merge_pick(
                     input,
@@ -213,7 +236,7 @@ fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
         // start, and two merges out of one level could finish in the other order.
         if l + 1 == n && runs.len() < 2
             || l > 0 && merging_out_of(input, l)
-            || !may_merge_into(input, l, out_of(l))
+            || !may_merge_into(input, l, out_of(l), None)
         {
             continue;
         }
@@ -402,6 +425,14 @@ mod tests {
                 vec![1],
                 "none", // the other waits until the first is done
 
+            ),
+            // The output tree of an interrupted merge (run 30 of L2) is reserved for its
+            // resume: L2's merge into L3 waits even with enough idle trees (L1 busy here so
+            // the resume itself cannot start).
+            (
+                "1 10 1 a b\ncut 1 10 b 30\n1 9 9 x y\n2 30 2 a a\n2 31 3 c d\n2 32 4 e f\n2 33 5 g h",
+                vec![9],
+                "none",
             ),
             // ... unless it is being merged right now.
             ("1 10 1 a b\ncut 1 10 b 30", vec![1], "none"),
