@@ -237,7 +237,7 @@ fn parallel_search(seed: u64) {
     // Smaller than the data: lookups still reach the capacity tier.
     o.block_cache_capacity = 64 << 10;
     o.forest.trees_per_level = 8;
-    o.forest.search_threads = 1 + rng.below(8) as usize;
+    o.forest.search_threads = 2 + rng.below(7) as usize;
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     {
         let db = Db::open(dir.path(), o.clone()).unwrap();
@@ -245,14 +245,17 @@ fn parallel_search(seed: u64) {
         // with overlapping versions.
         for round in 0..12u64 {
             for _ in 0..400 {
-                let k = common::key(rng.below(1000));
+                let n = rng.below(1000);
+                let k = common::key(n);
                 match rng.below(10) {
                     0 => {
                         db.delete(&k).unwrap();
                         model.remove(&k);
                     }
                     1 => {
-                        let end = common::key(rng.below(1000));
+                        // Short ranges: most of the data must survive for lookups to have
+                        // several candidate trees.
+                        let end = common::key(n + 1 + rng.below(20));
                         if k < end {
                             db.delete_range(&k, &end).unwrap();
                             let doomed: Vec<_> = model
