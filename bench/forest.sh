@@ -4,6 +4,7 @@
 # parallel search against sequential search.
 #
 #   bash bench/forest.sh [--num N] [--big-num N] [--repeat R] [--rocksdb] [--out DIR]
+#                        [--suites random-100,seq-100,random-1k,seq-1k]
 #                        [--skip-tiered] [--skip-onetier] [-- EXTRA STRATA-BENCH FLAGS]
 #
 # Suites (16-byte keys, 4 MiB memtables x 2, 8 MiB block cache, 2 compaction threads, local
@@ -37,6 +38,7 @@ REPEAT=3
 ROCKSDB=0
 TIERED=1
 ONETIER=1
+SUITES="random-100 seq-100 random-1k seq-1k"
 OUT=""
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
     --rocksdb) ROCKSDB=1; shift ;;
     --skip-tiered) TIERED=0; shift ;;
     --skip-onetier) ONETIER=0; shift ;;
+    --suites) SUITES="${2//,/ }"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
@@ -87,7 +90,7 @@ run() { # suite engine style json log args...
 
 for r in $(seq 1 "$REPEAT"); do
   [ "$ONETIER" = 1 ] || break
-  for suite in random-100 seq-100 random-1k seq-1k; do
+  for suite in $SUITES; do
     case $suite in
       random-100) args=(--benchmarks fillrandom,overwrite,readrandom --num "$NUM" --value-size 100) ;;
       seq-100) args=(--benchmarks fillseq,readrandom --num "$NUM" --value-size 100) ;;
