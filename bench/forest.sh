@@ -8,7 +8,11 @@
 #                        [--skip-tiered] [--skip-onetier] [-- EXTRA STRATA-BENCH FLAGS]
 #
 # Suites (16-byte keys, 4 MiB memtables x 2, 8 MiB block cache, 2 compaction threads, local
-# disk; data >= 10x the memtable budget):
+# disk; data >= 10x the memtable budget). Table size and level base are scaled to the small
+# memtables as RocksDB's tuning guide scales them (target table = memtable = 4 MiB; level base
+# = memtable x L0 trigger = 16 MiB): with the engine defaults (64 MiB tables, 256 MiB base) a
+# few-hundred-MB database has so few tables that early cleaning never triggers and leveled
+# rewrites its whole L1 on every L0 compaction.
 #   random-100   fillrandom, overwrite, readrandom: --num records of 100-byte values
 #   seq-100      fillseq, readrandom: --num records of 100-byte values
 #   random-1k    fillrandom, overwrite, readrandom: --big-num records of 1 KiB values
@@ -71,7 +75,7 @@ fi
 cargo build --release -p strata-bench "${FEATURES[@]}"
 BIN=target/release/strata-bench
 
-COMMON=(--key-size 16 --write-buffer-size 4MiB --max-write-buffer-number 2 --cache-size 8MiB
+COMMON=(--key-size 16 --write-buffer-size 4MiB --max-write-buffer-number 2 --target-file-size-base 4MiB --max-bytes-for-level-base 16MiB --cache-size 8MiB
         --max-background-compactions 2 --threads 1)
 ENGINES=("strata leveled" "strata split-forest")
 if [ "$ROCKSDB" = 1 ]; then
