@@ -20,6 +20,7 @@ pub const NOAUTH: &str = "NOAUTH Authentication required.";
 pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 pub const NO_PASSWORD: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
 pub const NO_SUCH_KEY: &str = "ERR no such key";
+pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 pub const OFFSET_RANGE: &str = "ERR offset is out of range";
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";

@@ -1,11 +1,12 @@
-//! Generic key commands: DEL, UNLINK, EXISTS, TYPE, RENAME, SCAN (MATCH, COUNT, TYPE), KEYS,
+//! Generic key commands: DEL, UNLINK, EXISTS, TYPE, RENAME, RENAMENX, COPY, SCAN (MATCH, COUNT, TYPE), KEYS,
 //! OBJECT ENCODING.
 //!
 //! Invariants: DEL/UNLINK/RENAME read and write through `Ctx` (the executor holds the stripes of
 //! all their keys; see `locks`); DEL of a collection deletes only its metadata (O(1); the
-//! sub-keys are left to the compaction filter); RENAME moves the stored bytes, TTL included —
+//! sub-keys are left to the compaction filter); RENAME/RENAMENX move and COPY copies the stored
+//! bytes, TTL included —
 //! for a collection it copies the elements under the new key and a fresh version (O(N), as in
-//! Kvrocks), so RENAME runs in a segment of its own; SCAN examines at most
+//! Kvrocks), so these run in a segment of their own; SCAN examines at most
 //! COUNT keys per call and resumes through the cursor table (see `cursor`), so a full iteration
 //! returns every key that existed throughout it; KEYS and SCAN with a pattern that starts with
 //! literal bytes only visit that prefix's key range. Depends on `commands` helpers, `store`,
@@ -65,13 +66,75 @@ pub fn rename(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if a[1] == a[2] {
         return Ok(Reply::Ok);
     }
-    match e.vtype.filter(|t| t.is_collection()) {
+    copy_value(ctx, &a[1], &a[2], e.vtype)?;
+    ctx.delete(&a[1]);
+    Ok(Reply::Ok)
+}
+
+/// RENAMENX: RENAME unless the destination exists (0 then, and for a key renamed to itself).
+pub fn renamenx(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let Some(e) = ctx.entry(&a[1])? else {
+        return Err(err(errors::NO_SUCH_KEY));
+    };
+    if a[1] == a[2] || ctx.entry(&a[2])?.is_some() {
+        return Ok(Reply::Int(0));
+    }
+    copy_value(ctx, &a[1], &a[2], e.vtype)?;
+    ctx.delete(&a[1]);
+    Ok(Reply::Int(1))
+}
+
+/// COPY source destination [DB db] [REPLACE]: 1 when copied, 0 when the source is missing or
+/// the destination exists without REPLACE. There is one database, so `DB` must name 0 (the
+/// error SELECT gives otherwise).
+pub fn copy(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let mut replace = false;
+    let mut i = 3;
+    while i < a.len() {
+        if is(&a[i], "REPLACE") {
+            replace = true;
+            i += 1;
+        } else if is(&a[i], "DB") && i + 1 < a.len() {
+            match crate::numbers::parse_i64(&a[i + 1]) {
+                None => return Err(err(errors::NOT_INTEGER)),
+                Some(0) => {}
+                Some(_) => return Err(err(errors::DB_RANGE)),
+            }
+            i += 2;
+        } else {
+            return Err(err(errors::SYNTAX));
+        }
+    }
+    if a[1] == a[2] {
+        return Err(err(errors::SAME_OBJECT));
+    }
+    let Some(e) = ctx.entry(&a[1])? else {
+        return Ok(Reply::Int(0));
+    };
+    if ctx.entry(&a[2])?.is_some() {
+        if !replace {
+            return Ok(Reply::Int(0));
+        }
+        ctx.delete(&a[2]);
+    }
+    copy_value(ctx, &a[1], &a[2], e.vtype)?;
+    Ok(Reply::Int(1))
+}
+
+/// Writes `src`'s value (TTL included) under `dst`, replacing whatever `dst` held; a
+/// collection's elements are copied under a fresh version of `dst` (O(N), as in Kvrocks), so
+/// the stale elements of an older `dst` are never read and the compaction filter drops them.
+fn copy_value(
+    ctx: &mut Ctx<'_>,
+    src: &[u8],
+    dst: &[u8],
+    vtype: Option<ValueType>,
+) -> Result<(), Reply> {
+    match vtype.filter(|t| t.is_collection()) {
         Some(t) => {
-            let from = ctx
-                .coll(&a[1], t)?
-                .ok_or_else(|| err(errors::NO_SUCH_KEY))?;
+            let from = ctx.coll(src, t)?.ok_or_else(|| err(errors::NO_SUCH_KEY))?;
             let to = Coll {
-                key: a[2].to_vec(),
+                key: dst.to_vec(),
                 meta: Meta {
                     version: next_version(),
                     ..from.meta
@@ -79,16 +142,14 @@ pub fn rename(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 ..from.clone()
             };
             ctx.elems_copy(&from, &to)?;
-            ctx.delete(&a[1]);
             ctx.coll_save(&to)?;
         }
         None => {
-            let raw = ctx.raw(&a[1])?.ok_or_else(|| err(errors::NO_SUCH_KEY))?;
-            ctx.delete(&a[1]);
-            ctx.put_raw(&a[2], raw)?;
+            let raw = ctx.raw(src)?.ok_or_else(|| err(errors::NO_SUCH_KEY))?;
+            ctx.put_raw(dst, raw)?;
         }
     }
-    Ok(Reply::Ok)
+    Ok(())
 }
 
 /// OBJECT ENCODING (and HELP). Collections report the encoding Redis 7.0 would choose for the

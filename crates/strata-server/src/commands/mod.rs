@@ -216,7 +216,7 @@ impl CommandSpec {
     pub fn alone(&self) -> bool {
         self.barrier()
             || matches!(self.group, "hash" | "list" | "set" | "sorted_set")
-            || matches!(self.name, "rename" | "object")
+            || matches!(self.name, "rename" | "renamenx" | "copy" | "object")
     }
 
     /// The stripes a command must hold while it runs (see `locks`).
@@ -339,6 +339,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("exists", -2, RF, (1, -1, 1), KS_RF, "generic", "3.0.3", "O(N) where N is the number of keys to check.", true, keys::exists, "Determines whether one or more keys exist."),
     cmd!("type", 2, RF, (1, 1, 1), KS_RF, "generic", "1.0.0", "O(1)", true, keys::type_, "Determines the type of value stored at a key."),
     cmd!("rename", 3, &["write"], (1, 2, 1), KS_W, "generic", "1.0.0", "O(1)", true, keys::rename, "Renames a key and overwrites the destination."),
+    cmd!("renamenx", 3, &["write"], (1, 2, 1), KS_W, "generic", "1.0.0", "O(1)", true, keys::renamenx, "Renames a key only when the target key name doesn't exist."),
+    cmd!("copy", -3, &["write"], (1, 2, 1), KS_W, "generic", "6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", true, keys::copy, "Copies the value of a key to a new key."),
     cmd!("scan", -2, R, (0, 0, 0), KS_R, "generic", "2.8.0", "O(1) for every call. O(N) for a complete iteration.", true, keys::scan, "Iterates over the key names in the database."),
     cmd!("keys", 2, R, (0, 0, 0), &["@keyspace", "@read", "@slow", "@dangerous"], "generic", "1.0.0", "O(N) with N being the number of keys in the database.", true, keys::keys, "Returns all key names that match a pattern."),
     // Expiry.
