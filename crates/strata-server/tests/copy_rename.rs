@@ -1,4 +1,4 @@
-//! RENAMENX and COPY against a real server over a real Redis client: replies, TTLs carried
+//! RENAMENX, COPY and TOUCH against a real server over a real Redis client: replies, TTLs carried
 //! over, every value type (collections copied under a fresh version, so the source and the
 //! copy change independently), REPLACE over a collection, and the error cases redis-server
 //! 7.0 gives.
@@ -99,4 +99,19 @@ fn copy_copies_every_type_and_honours_replace() {
     let e = run(c, &["COPY", "s", "d9", "NOPE"]).unwrap_err();
     assert!(e.contains("syntax error"), "{e}");
     assert_eq!(run(c, &["EXISTS", "d9"]), Ok(Value::Int(0)));
+}
+
+#[test]
+fn touch_counts_existing_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let c = &mut s.conn();
+    run(c, &["SET", "a", "1"]).unwrap();
+    run(c, &["RPUSH", "l", "x"]).unwrap();
+    // As redis-server: every existing argument counts, repeats included.
+    assert_eq!(
+        run(c, &["TOUCH", "a", "l", "missing", "a"]),
+        Ok(Value::Int(3))
+    );
+    assert_eq!(run(c, &["TOUCH", "missing"]), Ok(Value::Int(0)));
 }
