@@ -10,10 +10,11 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-# The server's tests drive it with Debian's redis-tools (redis-cli, redis-benchmark);
-# bench/redis-compare.sh also needs redis-server. Install them when missing. Works as root (CI
+# The server's tests drive it with Debian's redis-tools (redis-cli, redis-benchmark) and compare
+# its replies with redis-server's (tests/differential.rs). Install them when missing. Works as root (CI
 # containers, no sudo) and as a user with sudo.
-if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then
+if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1 ||
+  ! command -v redis-server >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ]; then
     SUDO=""
   elif command -v sudo >/dev/null 2>&1; then

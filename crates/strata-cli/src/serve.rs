@@ -40,6 +40,9 @@ pub struct ServeArgs {
     /// Most simultaneous clients [default: 10000]
     #[arg(long)]
     pub maxclients: Option<u64>,
+    /// Listen queue length (the kernel caps it at net.core.somaxconn) [default: 511]
+    #[arg(long, value_name = "N")]
+    pub tcp_backlog: Option<u32>,
     /// Disconnect clients idle for this many seconds; 0 never [default: 0]
     #[arg(long)]
     pub timeout: Option<u64>,
@@ -185,6 +188,7 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     )?;
     set("requirepass", args.requirepass.as_ref().map(s))?;
     set("maxclients", args.maxclients.map(i))?;
+    set("tcp-backlog", args.tcp_backlog.map(|b| i(u64::from(b))))?;
     set("timeout", args.timeout.map(i))?;
     set(
         "sync",
@@ -370,6 +374,10 @@ mod tests {
             },
             ServeArgs {
                 maxclients: Some(0),
+                ..Default::default()
+            },
+            ServeArgs {
+                tcp_backlog: Some(0),
                 ..Default::default()
             },
         ] {

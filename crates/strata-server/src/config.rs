@@ -451,6 +451,10 @@ pub struct ServerConfig {
     pub requirepass: Option<String>,
     /// Most simultaneous clients. Default 10000.
     pub maxclients: usize,
+    /// Length of the listen queue of connections the kernel completed but the server has not
+    /// accepted yet (Redis's `tcp-backlog`); the kernel caps it at
+    /// `/proc/sys/net/core/somaxconn`. Default 511.
+    pub tcp_backlog: u32,
     /// Seconds a client may stay idle before it is disconnected; 0 never. Default 0.
     pub timeout: u64,
     /// When the log is fsynced. Default `everysec`.
@@ -483,6 +487,7 @@ impl Default for ServerConfig {
             dir: PathBuf::from("./strata-data"),
             requirepass: None,
             maxclients: 10_000,
+            tcp_backlog: 511,
             timeout: 0,
             sync: SyncPolicy::Everysec,
             log_level: "info".to_string(),
@@ -509,6 +514,9 @@ impl ServerConfig {
         let bad = |m: String| Err(ConfigError(m));
         if self.maxclients == 0 {
             return bad("maxclients must be at least 1".into());
+        }
+        if self.tcp_backlog == 0 || self.tcp_backlog > i32::MAX as u32 {
+            return bad("tcp-backlog must be in 1..=2147483647".into());
         }
         if self.engine_threads == 0 {
             return bad("engine-threads must be at least 1".into());

@@ -45,6 +45,7 @@ pub mod locks;
 pub mod metrics;
 pub mod numbers;
 pub mod pool;
+pub mod redis_float;
 pub mod resp;
 pub mod server;
 pub mod session;

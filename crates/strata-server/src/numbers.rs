@@ -1,9 +1,8 @@
-//! Number parsing and formatting with Redis's exact rules.
+//! Integer parsing and printing, and double parsing, with Redis's exact rules.
 //!
 //! Owns: `parse_i64` (Redis `string2ll`: no sign but `-`, no leading zeros, no spaces, at most
-//! 20 bytes), `parse_f64` (Redis `string2ld`: a full-string float, no spaces, NaN rejected) and
-//! `format_f64` (the shortest text that reads back as the same double, without exponent, as
-//! Redis's "human" float format prints it).
+//! 20 bytes), `parse_u64`, `parse_f64` (a full-string double, no spaces, NaN rejected: scores
+//! and timeouts) and `push_i64`. Float arithmetic and float text live in `redis_float`.
 //! Invariant: these functions never panic and never allocate more than the formatted output.
 //! Depends on nothing else in the crate.
 
@@ -70,16 +69,6 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
     Some(v)
 }
 
-/// Formats a finite double as Redis's human format does: no exponent, trailing zeros trimmed.
-pub fn format_f64(v: f64) -> String {
-    if v == 0.0 {
-        return "0".to_string();
-    }
-    // `Display` for f64 prints the shortest representation that round-trips, never with an
-    // exponent.
-    format!("{v}")
-}
-
 /// Appends the decimal form of `v` to `out`.
 pub fn push_i64(out: &mut Vec<u8>, v: i64) {
     let mut b = itoa::Buffer::new();
@@ -120,9 +109,5 @@ mod tests {
         assert_eq!(parse_f64(b"nan"), None);
         assert_eq!(parse_f64(b" 1"), None);
         assert_eq!(parse_f64(b"abc"), None);
-        assert_eq!(format_f64(10.5 + 0.1), "10.6");
-        assert_eq!(format_f64(5200.0), "5200");
-        assert_eq!(format_f64(-0.0), "0");
-        assert_eq!(format_f64(5201.5), "5201.5");
     }
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::JoinSet;
 use tracing::{debug, error, info, warn};
 
@@ -105,12 +105,20 @@ impl Server {
     ) -> Result<Server, ServerError> {
         config.validate()?;
         let addr = format!("{}:{}", config.bind, config.port);
-        let listener = TcpListener::bind(&addr)
-            .await
-            .map_err(|source| ServerError::Bind {
-                addr: addr.clone(),
-                source,
-            })?;
+        let listener =
+            listen(&addr, config.tcp_backlog)
+                .await
+                .map_err(|source| ServerError::Bind {
+                    addr: addr.clone(),
+                    source,
+                })?;
+        if let Some(max) = somaxconn().filter(|&m| m < config.tcp_backlog) {
+            warn!(
+                "the TCP backlog setting of {} cannot be enforced because \
+                 /proc/sys/net/core/somaxconn is set to the lower value of {max}",
+                config.tcp_backlog
+            );
+        }
         let local_addr = listener
             .local_addr()
             .map_err(|source| ServerError::Bind { addr, source })?;
@@ -257,6 +265,40 @@ impl Server {
             }
         }
     }
+}
+
+/// Binds a listener on the first address `addr` resolves to that accepts it, with a listen
+/// queue of `backlog` (SO_REUSEADDR set, as redis-server and tokio's `TcpListener::bind` do).
+async fn listen(addr: &str, backlog: u32) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for a in tokio::net::lookup_host(addr).await? {
+        let sock = if a.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        #[cfg(unix)]
+        sock.set_reuseaddr(true)?;
+        match sock.bind(a).and_then(|()| sock.listen(backlog)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{addr} resolves to no address"),
+        )
+    }))
+}
+
+/// The kernel's cap on listen queues, where it can be read.
+fn somaxconn() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn accept(shared: &Arc<Shared>, conns: &mut JoinSet<()>, sock: TcpStream, peer: SocketAddr) {

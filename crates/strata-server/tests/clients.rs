@@ -77,9 +77,16 @@ fn strings_and_errors_match_redis() {
         run(c, &["INCRBYFLOAT", "e", "x"]),
         err("ERR value is not a valid float")
     );
+    // long double arithmetic, as redis-server: 2e308 is finite there; 2e4932 is not.
     assert_eq!(run(c, &["SET", "f", "1e308"]), ok());
+    let Ok(Value::BulkString(sum)) = run(c, &["INCRBYFLOAT", "f", "1e308"]) else {
+        panic!("INCRBYFLOAT beyond f64 range")
+    };
+    assert!(sum.starts_with(b"199999999999999999993371759311691291"));
+    assert_eq!(sum.len(), 309);
+    assert_eq!(run(c, &["SET", "f", "1e4932"]), ok());
     assert_eq!(
-        run(c, &["INCRBYFLOAT", "f", "1e308"]),
+        run(c, &["INCRBYFLOAT", "f", "1e4932"]),
         err("ERR increment would produce NaN or Infinity")
     );
 
@@ -645,6 +652,14 @@ fn info_and_config() {
         err("ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer")
     );
     assert_eq!(
+        run(c, &["CONFIG", "GET", "tcp-backlog"]),
+        Ok(Value::Array(vec![bulk("tcp-backlog"), bulk("511")]))
+    );
+    assert_eq!(
+        run(c, &["CONFIG", "SET", "tcp-backlog", "1024"]),
+        err("ERR CONFIG SET failed (possibly related to argument 'tcp-backlog') - can't set immutable config")
+    );
+    assert_eq!(
         run(c, &["CONFIG", "SET", "port", "1"]),
         err("ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config")
     );
@@ -767,4 +782,45 @@ fn refuses_a_foreign_database() {
         r.is_err(),
         "a database not written by the server must be refused"
     );
+}
+
+/// Idle connections hold no buffers (see `connection`): requests that arrive in pieces after
+/// idling, larger than the first read buffer, and pipelines far larger than it, must all be
+/// served whole and in order.
+#[test]
+fn requests_trickled_after_idling_are_served_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut raw = s.raw();
+    let value = "v".repeat(200_000);
+    let req = format!(
+        "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n{value}\r\n",
+        value.len()
+    );
+    for (i, piece) in req.as_bytes().chunks(3_000).enumerate() {
+        raw.send(piece).unwrap();
+        if i % 10 == 0 {
+            std::thread::sleep(Duration::from_millis(20)); // the server goes idle in between
+        }
+    }
+    let (got, _) = raw.read_at_least(5, Duration::from_secs(10));
+    assert_eq!(got, b"+OK\r\n");
+    std::thread::sleep(Duration::from_millis(50));
+    raw.expect(b"STRLEN k\r\n", ":200000\r\n");
+    // 2,000 pipelined requests in one write, then the same split at odd offsets.
+    let mut pipe = Vec::new();
+    let mut want = String::new();
+    for i in 0..2_000 {
+        pipe.extend_from_slice(
+            format!("*2\r\n$4\r\nECHO\r\n${}\r\n{i}\r\n", i.to_string().len()).as_bytes(),
+        );
+        want.push_str(&format!("${}\r\n{i}\r\n", i.to_string().len()));
+    }
+    raw.expect(&pipe, &want);
+    for piece in pipe.chunks(777) {
+        raw.send(piece).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (got, _) = raw.read_at_least(want.len(), Duration::from_secs(10));
+    assert_eq!(String::from_utf8_lossy(&got), want);
 }

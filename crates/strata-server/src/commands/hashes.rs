@@ -19,7 +19,8 @@ use super::{int_arg, is, CmdResult, Ctx};
 use crate::collections::access::Coll;
 use crate::collections::subkey::ELEM;
 use crate::glob;
-use crate::numbers::{format_f64, parse_f64, parse_i64, push_i64};
+use crate::numbers::{parse_i64, push_i64};
+use crate::redis_float::LongDouble;
 use crate::resp::Reply;
 use crate::value::ValueType;
 
@@ -190,7 +191,10 @@ pub fn hincrby(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 pub fn hincrbyfloat(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let by = parse_f64(&a[3]).ok_or_else(|| err(errors::NOT_FLOAT))?;
+    let by = LongDouble::parse(&a[3]).ok_or_else(|| err(errors::NOT_FLOAT))?;
+    if !by.is_finite() {
+        return Err(err("ERR value is NaN or Infinity"));
+    }
     let mut c = ctx.coll_or_new(&a[1], HASH)?;
     let old = if c.meta.size > 0 {
         ctx.elem_get(&c, ELEM, &a[2])?
@@ -198,14 +202,14 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         None
     };
     let cur = match &old {
-        Some(v) => parse_f64(v).ok_or_else(|| err("ERR hash value is not a float"))?,
-        None => 0.0,
+        Some(v) => LongDouble::parse(v).ok_or_else(|| err("ERR hash value is not a float"))?,
+        None => LongDouble::from_i64(0),
     };
-    let new = cur + by;
-    if !new.is_finite() {
-        return Err(err(errors::NAN_OR_INF));
-    }
-    let text = format_f64(new);
+    // As redis: long double arithmetic, printed %.17Lf trimmed (see `redis_float`).
+    let new = cur
+        .checked_add(&by)
+        .ok_or_else(|| err(errors::NAN_OR_INF))?;
+    let text = new.to_human();
     ctx.elem_put(&c, ELEM, &a[2], text.as_bytes())?;
     if old.is_none() {
         c.meta.size += 1;

@@ -83,6 +83,7 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(String, String)> {
         ("dir".into(), c.dir.display().to_string()),
         ("requirepass".into(), l.requirepass().unwrap_or_default()),
         ("maxclients".into(), l.maxclients().to_string()),
+        ("tcp-backlog".into(), c.tcp_backlog.to_string()),
         ("timeout".into(), l.timeout_secs().to_string()),
         ("appendonly".into(), "yes".into()),
         ("appendfsync".into(), c.sync.name().into()),

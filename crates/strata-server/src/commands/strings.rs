@@ -13,7 +13,8 @@ use bytes::Bytes;
 use super::errors::{self, err, invalid_expire};
 use super::{int_arg, is, CmdResult, Ctx};
 use crate::expiry::{absolute_ms, Unit};
-use crate::numbers::{format_f64, parse_f64, parse_i64, push_i64};
+use crate::numbers::{parse_i64, push_i64};
+use crate::redis_float::LongDouble;
 use crate::resp::Reply;
 use crate::stats::ServerStats;
 use crate::value::ValueType;
@@ -296,17 +297,17 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let old = ctx.string(key)?;
     let (cur, expire_at) = match &old {
         Some(e) => (
-            parse_f64(&e.payload).ok_or_else(|| err(errors::NOT_FLOAT))?,
+            LongDouble::parse(&e.payload).ok_or_else(|| err(errors::NOT_FLOAT))?,
             e.expire_at,
         ),
-        None => (0.0, None),
+        None => (LongDouble::from_i64(0), None),
     };
-    let by = parse_f64(&a[2]).ok_or_else(|| err(errors::NOT_FLOAT))?;
-    let new = cur + by;
-    if !new.is_finite() {
-        return Err(err(errors::NAN_OR_INF));
-    }
-    let text = format_f64(new);
+    let by = LongDouble::parse(&a[2]).ok_or_else(|| err(errors::NOT_FLOAT))?;
+    // As redis: long double arithmetic, printed %.17Lf trimmed (see `redis_float`).
+    let new = cur
+        .checked_add(&by)
+        .ok_or_else(|| err(errors::NAN_OR_INF))?;
+    let text = new.to_human();
     ctx.put(key, STRING, expire_at, text.as_bytes())?;
     Ok(Reply::bulk(text.into_bytes()))
 }

@@ -45,7 +45,9 @@ pub fn put_member(
     if let Some(o) = old {
         ctx.elem_del(c, SCORE, &index_rest(o, member));
     }
-    ctx.elem_put(c, ELEM, member, &new.to_le_bytes())?;
+    // Stored -0 reads back as 0, as in redis-server (only an INCR reply shows "-0").
+    let stored = if new == 0.0 { 0.0 } else { new };
+    ctx.elem_put(c, ELEM, member, &stored.to_le_bytes())?;
     ctx.elem_put(c, SCORE, &index_rest(new, member), b"")
 }
 

@@ -104,14 +104,9 @@ pub fn encode(out: &mut BytesMut, reply: &Reply, proto: Protocol) {
     }
 }
 
+/// redis-server 7.0's text for a double reply (`%.17g`; see `redis_float`).
 fn format_double(d: f64) -> String {
-    if d.is_nan() {
-        "nan".to_string()
-    } else if d.is_infinite() {
-        if d > 0.0 { "inf" } else { "-inf" }.to_string()
-    } else {
-        crate::numbers::format_f64(d)
-    }
+    crate::redis_float::format_double(d)
 }
 
 #[cfg(test)]
