@@ -33,7 +33,7 @@ size_t strata_ld_size(void) { return sizeof(strata_ld); }
 
 /* string2ld: the whole string must be a number (strtold's syntax, in the C locale: decimal,
  * hex, inf, infinity), with no leading space; NaN, overflow to infinity and underflow to zero
- * are rejected. An embedded NUL ends the number, as in redis (it copies into a C string).
+ * are rejected, and so is an embedded NUL (the number must span all `len` bytes).
  * Returns 1 and sets *out, or 0. */
 int strata_ld_parse(const char *s, size_t len, strata_ld *out) {
     char buf[MAX_LONG_DOUBLE_CHARS];
@@ -45,7 +45,7 @@ int strata_ld_parse(const char *s, size_t len, strata_ld *out) {
     buf[len] = '\0';
     errno = 0;
     value = strtold(buf, &eptr);
-    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' ||
+    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' || (size_t)(eptr - buf) != len ||
         ((errno == ERANGE) &&
          (value == HUGE_VALL || value == -HUGE_VALL || fpclassify(value) == FP_ZERO)) ||
         isnan(value))

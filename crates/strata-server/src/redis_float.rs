@@ -154,6 +154,8 @@ mod tests {
         ] {
             assert!(LongDouble::parse(bad.as_bytes()).is_none(), "{bad:?}");
         }
+        assert!(LongDouble::parse(b"\0\0").is_none());
+        assert!(LongDouble::parse(b"1\0").is_none());
         for good in [
             "1",
             "-0",

@@ -103,6 +103,9 @@ pub fn bitcount(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     };
     let v = string_bytes(ctx, &a[1])?.unwrap_or_default();
     let n: u64 = match range {
+        // As redis: two negative indexes in reverse order count nothing, even where clamping
+        // both to 0 would select the first byte.
+        Some((s, e, _)) if s < 0 && e < 0 && s > e => 0,
         None => v.iter().map(|b| u64::from(b.count_ones())).sum(),
         Some((s, e, false)) => match resolve(s, e, v.len() as i64) {
             Some((s, e)) => v[s as usize..=e as usize]

@@ -218,8 +218,8 @@ pub fn srandmember(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 
 pub fn smove(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let (src, dst, m) = (&a[1], &a[2], &a[3]);
+    // As redis: a missing source answers 0 before the destination's type is checked.
     let Some(mut s) = ctx.coll(src, SET)? else {
-        ctx.coll(dst, SET)?;
         return Ok(Reply::Int(0));
     };
     let mut d = ctx.coll_or_new(dst, SET)?;

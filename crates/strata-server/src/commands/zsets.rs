@@ -172,7 +172,8 @@ pub fn zadd(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         };
         let mut new = s;
         if incr {
-            new = old.unwrap_or(0.0) + s;
+            // A new member takes the increment itself (redis: so `-0` replies "-0").
+            new = old.map_or(s, |o| o + s);
             if new.is_nan() {
                 return Err(err("ERR resulting score is not a number (NaN)"));
             }
@@ -216,7 +217,8 @@ pub fn zincrby(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     } else {
         None
     };
-    let new = old.unwrap_or(0.0) + by;
+    let new = old.map_or(by, |o| o + by); // a new member takes `by` itself, as redis
+
     if new.is_nan() {
         return Err(err("ERR resulting score is not a number (NaN)"));
     }
@@ -312,13 +314,15 @@ pub fn parse_range(a: &[Bytes], i: usize, store: bool) -> Result<RangeSpec, Repl
     let (mut byscore, mut bylex, mut rev, mut withscores) = (false, false, false, false);
     let mut limit = None;
     let mut j = i + 2;
+    // As redis 7.0: REV, BYSCORE and BYLEX may each come once (and BYSCORE/BYLEX not both);
+    // LIMIT with a rank range is an error unless its count is -1 (then it is ignored).
     while j < a.len() {
         let w = &a[j];
-        if is(w, "BYSCORE") {
+        if is(w, "BYSCORE") && !byscore && !bylex {
             byscore = true;
-        } else if is(w, "BYLEX") {
+        } else if is(w, "BYLEX") && !byscore && !bylex {
             bylex = true;
-        } else if is(w, "REV") {
+        } else if is(w, "REV") && !rev {
             rev = true;
         } else if is(w, "WITHSCORES") && !store {
             withscores = true;
@@ -330,13 +334,13 @@ pub fn parse_range(a: &[Bytes], i: usize, store: bool) -> Result<RangeSpec, Repl
         }
         j += 1;
     }
-    if byscore && bylex {
-        return Err(err(errors::SYNTAX));
-    }
-    if limit.is_some() && !byscore && !bylex {
-        return Err(err(
-            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-        ));
+    if !byscore && !bylex {
+        if matches!(limit, Some((_, n)) if n != -1) {
+            return Err(err(
+                "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+            ));
+        }
+        limit = None;
     }
     if withscores && bylex {
         return Err(err(
