@@ -115,3 +115,34 @@ fn touch_counts_existing_keys() {
     );
     assert_eq!(run(c, &["TOUCH", "missing"]), Ok(Value::Int(0)));
 }
+
+#[test]
+fn randomkey_returns_live_keys_and_nil_when_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let c = &mut s.conn();
+    assert_eq!(run(c, &["RANDOMKEY"]), Ok(Value::Nil));
+    let names: Vec<String> = (0..50).map(|i| format!("key:{i}")).collect();
+    for n in &names {
+        run(c, &["SET", n, "v"]).unwrap();
+    }
+    run(c, &["HSET", "h", "f", "v"]).unwrap();
+    // An expired key is never returned.
+    run(c, &["SET", "gone", "v", "PX", "1"]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..400 {
+        let Ok(Value::BulkString(k)) = run(c, &["RANDOMKEY"]) else {
+            panic!("RANDOMKEY on a non-empty database")
+        };
+        let k = String::from_utf8(k).unwrap();
+        assert!(k == "h" || names.contains(&k), "{k}");
+        seen.insert(k);
+    }
+    // Random points over the hashed key space reach most keys.
+    assert!(seen.len() > 25, "only {} distinct keys", seen.len());
+    assert_eq!(
+        run(c, &["RANDOMKEY", "x"]),
+        Err("ERR wrong number of arguments for 'randomkey' command".into())
+    );
+}

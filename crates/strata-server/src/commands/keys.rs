@@ -52,6 +52,37 @@ pub fn exists(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(n))
 }
 
+/// RANDOMKEY: the first live key at or after a random point of the key space (wrapping to the
+/// start). Keys are laid out by a 32-bit hash of the name (see `keyspace`), so a key's chance
+/// is the share of hash space between it and the key before it: near uniform, and like redis'
+/// own pick not exactly so. Expired keys are skipped within a bounded walk.
+pub fn randomkey(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    let mut point = vec![crate::keyspace::NS_DB0];
+    point.extend_from_slice(&(super::sets::random_u64() as u32).to_be_bytes());
+    let mut from = Some(point);
+    let mut wrapped = false;
+    let mut found = None;
+    for _ in 0..64 {
+        let next = ctx.store().scan(from.as_deref(), 16, ctx.now, |k, _, _| {
+            if found.is_none() {
+                found = Some(Bytes::copy_from_slice(k));
+            }
+        })?;
+        if found.is_some() {
+            break;
+        }
+        match next {
+            Some(n) => from = Some(n),
+            None if !wrapped => {
+                wrapped = true;
+                from = None;
+            }
+            None => break,
+        }
+    }
+    Ok(found.map_or(Reply::Null, Reply::Bulk))
+}
+
 pub fn type_(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(Reply::simple(match ctx.entry(&a[1])? {
         None => "none",

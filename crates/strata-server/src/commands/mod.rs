@@ -338,6 +338,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("unlink", -2, &["write", "fast"], (1, -1, 1), KS_WF, "generic", "4.0.0", "O(1) for each key removed regardless of its size.", true, keys::del, "Asynchronously deletes one or more keys."),
     cmd!("exists", -2, RF, (1, -1, 1), KS_RF, "generic", "3.0.3", "O(N) where N is the number of keys to check.", true, keys::exists, "Determines whether one or more keys exist."),
     cmd!("touch", -2, RF, (1, -1, 1), KS_RF, "generic", "3.2.1", "O(N) where N is the number of keys that will be touched.", true, keys::exists, "Returns the number of existing keys out of those specified after updating the time they were last accessed (Strata keeps no access time: the count only)."),
+    cmd!("randomkey", 1, R, (0, 0, 0), &["@keyspace", "@read", "@slow"], "generic", "1.0.0", "O(1)", true, keys::randomkey, "Returns a random key name from the database."),
     cmd!("type", 2, RF, (1, 1, 1), KS_RF, "generic", "1.0.0", "O(1)", true, keys::type_, "Determines the type of value stored at a key."),
     cmd!("rename", 3, &["write"], (1, 2, 1), KS_W, "generic", "1.0.0", "O(1)", true, keys::rename, "Renames a key and overwrites the destination."),
     cmd!("renamenx", 3, &["write"], (1, 2, 1), KS_W, "generic", "1.0.0", "O(1)", true, keys::renamenx, "Renames a key only when the target key name doesn't exist."),
