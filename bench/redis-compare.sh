@@ -34,30 +34,8 @@ for t in redis-server redis-benchmark redis-cli; do
   command -v "$t" >/dev/null || { echo "$t is required (apt-get install redis-tools redis-server)" >&2; exit 1; }
 done
 
-if [ -z "${STRATA_BIN:-}" ]; then # STRATA_BIN=path skips the build
-  echo "building strata (release)..." >&2
-  cargo build --release -p strata-cli >&2
-  STRATA_BIN="$PWD/target/release/strata"
-fi
-
-WORK="$(mktemp -d)"
-STRATA_PID=""
-REDIS_PID=""
-cleanup() {
-  [ -n "$STRATA_PID" ] && kill "$STRATA_PID" 2>/dev/null && wait "$STRATA_PID" 2>/dev/null || true
-  [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-wait_ping() { # port name
-  for _ in $(seq 1 300); do
-    if [ "$(redis-cli -h 127.0.0.1 -p "$1" PING 2>/dev/null)" = "PONG" ]; then return 0; fi
-    sleep 0.2
-  done
-  echo "$2 did not start on port $1" >&2
-  exit 1
-}
+# shellcheck source=bench/redis-pair.sh
+source bench/redis-pair.sh
 
 mkdir -p "$WORK/strata" "$WORK/redis"
 "$STRATA_BIN" serve --bind 127.0.0.1 --port "$STRATA_PORT" --dir "$WORK/strata" \

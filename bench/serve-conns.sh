@@ -27,30 +27,8 @@ for t in redis-server redis-cli python3; do
 done
 ulimit -n "$(ulimit -Hn)"
 
-if [ -z "${STRATA_BIN:-}" ]; then # STRATA_BIN=path skips the build
-  echo "building strata (release)..." >&2
-  cargo build --release -p strata-cli >&2
-  STRATA_BIN="$PWD/target/release/strata"
-fi
-
-WORK="$(mktemp -d)"
-STRATA_PID=""
-REDIS_PID=""
-cleanup() {
-  [ -n "$STRATA_PID" ] && kill "$STRATA_PID" 2>/dev/null && wait "$STRATA_PID" 2>/dev/null || true
-  [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-wait_ping() { # port name
-  for _ in $(seq 1 300); do
-    if [ "$(redis-cli -h 127.0.0.1 -p "$1" PING 2>/dev/null)" = "PONG" ]; then return 0; fi
-    sleep 0.2
-  done
-  echo "$2 did not start on port $1" >&2
-  exit 1
-}
+# shellcheck source=bench/redis-pair.sh
+source bench/redis-pair.sh
 
 mkdir -p "$WORK/strata" "$WORK/redis"
 "$STRATA_BIN" serve --bind 127.0.0.1 --port "$STRATA_PORT" --dir "$WORK/strata" \
@@ -102,6 +80,6 @@ for name, kind, key, fmt in rows:
     s, r = load("strata", kind, key), load("redis", kind, key)
     if key == "rss_connected_kib":
         s, r = [x / 1024 for x in s], [x / 1024 for x in r]
-    ratio = statistics.median(s) / statistics.median(r) if statistics.median(r) else float("nan")
-    print(f"| {name} | {cell(s, fmt)} | {cell(r, fmt)} | {ratio:.2f}× |")
+    ratio = f"{statistics.median(s) / statistics.median(r):.2f}×" if statistics.median(r) else "–"
+    print(f"| {name} | {cell(s, fmt)} | {cell(r, fmt)} | {ratio} |")
 EOF
