@@ -524,7 +524,7 @@ impl Db {
 impl Db {
     fn write(&self, py: Python<'_>, batch: engine::WriteBatch, sync: bool) -> PyResult<()> {
         let db = self.db()?;
-        py.allow_threads(move || db.write_opt(batch, &WriteOptions { sync }))
+        py.allow_threads(move || db.write_opt(batch, &WriteOptions { sync, ..Default::default() }))
             .map_err(err)
     }
 }

@@ -62,7 +62,14 @@ fn build(root: &Path) -> Db {
         if i == 7 {
             b.delete("key:00002");
         }
-        db.write_opt(b, &WriteOptions { sync: true }).unwrap();
+        db.write_opt(
+            b,
+            &WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     }
     db
 }

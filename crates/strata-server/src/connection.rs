@@ -31,7 +31,7 @@ use tracing::{debug, warn};
 
 use crate::clients::ClientHandle;
 use crate::commands;
-use crate::executor::run_batch;
+use crate::executor::{run_batch, run_batch_mode};
 use crate::resp::{encode, Parser, Reply};
 use crate::server::Shared;
 use crate::session::{Close, Session};
@@ -221,25 +221,49 @@ async fn read_when_ready(
     }
 }
 
-/// Runs a batch (or a prefix of it): inline if no command needs the engine, else as one task
-/// on the engine pool. Returns the batch back with the number of requests that ran.
+/// Runs a batch (or a prefix of it) and returns it back with the number of requests that ran.
+///
+/// Where it runs: inline on this task if no command needs the engine; inline too if every
+/// engine command is one of the point-lookup kinds (`CommandSpec::inline_ok`) and no write
+/// would wait for an fsync (`sync = always`) — engine reads then answer from memory or report
+/// that they need I/O, and the commit refuses to stall (see `executor::run_batch_mode`), so the
+/// event loop never blocks; whatever could not finish inline, and every other batch, runs as
+/// one task on the engine pool. A hop to the pool costs two thread wake-ups per batch, most of
+/// the time of an unpipelined GET or SET served from memory.
 async fn execute(
     shared: &Arc<Shared>,
     mut session: Session,
     batch: Vec<Vec<Bytes>>,
     mut out: BytesMut,
 ) -> Result<(Session, BytesMut, Vec<Vec<Bytes>>, usize), crate::pool::PoolError> {
-    if batch.iter().any(|args| commands::needs_engine(&args[0])) {
-        let sh = shared.clone();
-        shared
-            .pool
-            .run(move || {
-                let ran = run_batch(&sh, &mut session, &batch, &mut out);
-                (session, out, batch, ran)
-            })
-            .await
-    } else {
+    let mut done = 0;
+    if !batch.iter().any(|args| commands::needs_engine(&args[0])) {
         let ran = run_batch(shared, &mut session, &batch, &mut out);
-        Ok((session, out, batch, ran))
+        return Ok((session, out, batch, ran));
     }
+    if inline_ok(shared, &batch) {
+        let (ran, must_wait) = run_batch_mode(shared, &mut session, &batch, &mut out, true);
+        if !must_wait {
+            return Ok((session, out, batch, ran));
+        }
+        ServerStats::add(&shared.stats.inline_fallbacks, 1);
+        done = ran;
+    }
+    let sh = shared.clone();
+    shared
+        .pool
+        .run(move || {
+            let ran = run_batch(&sh, &mut session, &batch[done..], &mut out);
+            (session, out, batch, done + ran)
+        })
+        .await
+}
+
+/// Whether `batch` may start inline (see [`execute`]).
+fn inline_ok(shared: &Shared, batch: &[Vec<Bytes>]) -> bool {
+    let fsync = shared.store.sync_policy() == crate::config::SyncPolicy::Always;
+    batch.iter().all(|args| match commands::lookup(&args[0]) {
+        Some((_, spec)) => !spec.engine || (spec.inline_ok() && !(fsync && spec.writes())),
+        None => true,
+    })
 }

@@ -45,6 +45,22 @@ pub fn run_batch(
     batch: &[Vec<Bytes>],
     out: &mut BytesMut,
 ) -> usize {
+    run_batch_mode(shared, session, batch, out, false).0
+}
+
+/// [`run_batch`], inline on the event loop when `inline` (see `connection`): engine reads are
+/// `cache_only`, stripes are only tried, and the commit refuses to stall. A segment that would
+/// have to wait is discarded whole — its writes were never committed and its replies never
+/// encoded — and the batch stops before it: returns `(requests run, true)`, and the caller
+/// runs the rest on the engine pool. A discarded segment's only effects were on its own
+/// pending batch (and idempotent session settings such as HELLO or CLIENT SETNAME, which rerun).
+pub fn run_batch_mode(
+    shared: &Shared,
+    session: &mut Session,
+    batch: &[Vec<Bytes>],
+    out: &mut BytesMut,
+    inline: bool,
+) -> (usize, bool) {
     let now = crate::expiry::now_ms();
     let start_len = out.len();
     let mut i = 0;
@@ -60,12 +76,16 @@ pub fn run_batch(
             i + batch[i..].iter().take_while(|a| !barrier(a)).count()
         };
         let room = OUTPUT_SOFT_LIMIT.saturating_sub(out.len() - start_len);
-        i += run_segment(shared, session, &batch[i..end], now, room, out);
+        match run_segment(shared, session, &batch[i..end], now, room, out, inline) {
+            Some(ran) => i += ran,
+            None => return (i, true),
+        }
     }
-    i
+    (i, false)
 }
 
-/// Runs a segment (or its prefix, if its replies outgrow `room`); returns the requests run.
+/// Runs a segment (or its prefix, if its replies outgrow `room`); returns the requests run, or
+/// `None` if running inline it would have to wait (nothing committed, nothing encoded).
 fn run_segment(
     shared: &Shared,
     session: &mut Session,
@@ -73,7 +93,8 @@ fn run_segment(
     now: u64,
     room: usize,
     out: &mut BytesMut,
-) -> usize {
+    inline: bool,
+) -> Option<usize> {
     // 1. The stripes the segment's write commands name.
     let mut keys: Vec<&Bytes> = Vec::new();
     let mut all = false;
@@ -88,15 +109,20 @@ fn run_segment(
     }
     let locks = shared.store.locks();
     let guard = if all {
+        if inline {
+            return None;
+        }
         Some(locks.lock_all())
     } else if keys.is_empty() {
         None
+    } else if inline {
+        Some(locks.try_lock_keys(&keys)?)
     } else {
         Some(locks.lock_keys(&keys))
     };
 
     // 2. Run.
-    let mut pending = Pending::default();
+    let mut pending = Pending::new(inline);
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
     let mut first_write: Option<usize> = None;
     let mut reply_bytes = 0usize;
@@ -122,6 +148,9 @@ fn run_segment(
                 }
             }
         };
+        if pending.would_block.get() {
+            return None;
+        }
         if first_write.is_none() && pending.batch.len() > before {
             first_write = Some(replies.len());
         }
@@ -137,7 +166,15 @@ fn run_segment(
 
     // 3. Commit.
     if !pending.is_empty() {
-        if let Err(e) = shared.store.write(pending.batch) {
+        let committed = if inline {
+            match shared.store.write_no_slowdown(pending.batch) {
+                Err(e) if e.kind() == strata::ErrorKind::Incomplete => return None,
+                r => r.map_err(crate::store::StoreError::from),
+            }
+        } else {
+            shared.store.write(pending.batch)
+        };
+        if let Err(e) = committed {
             tracing::error!("write failed: {e}");
             let r = Reply::from(e);
             for rep in &mut replies[first_write.unwrap_or(0)..] {
@@ -146,6 +183,9 @@ fn run_segment(
         }
     }
     drop(guard);
+    if inline {
+        ServerStats::add(&shared.stats.inline_segments, 1);
+    }
 
     // 4. Reply.
     for r in &replies {
@@ -154,5 +194,5 @@ fn run_segment(
         }
         encode(out, r, session.protocol);
     }
-    ran
+    Some(ran)
 }

@@ -352,6 +352,14 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
     s.kv("data_cache_usage", t.pcache_usage);
     s.kv("data_cache_capacity", t.pcache_capacity);
     s.kv("stale_subkeys_removed", shared.store.stale_removed());
+    s.kv(
+        "inline_segments",
+        ServerStats::get(&shared.stats.inline_segments),
+    );
+    s.kv(
+        "inline_fallbacks",
+        ServerStats::get(&shared.stats.inline_fallbacks),
+    );
     s.kv("hotrap_enabled", u8::from(st.hotrap.is_some()));
     if let Some(h) = &st.hotrap {
         let r = &h.tracker;

@@ -57,6 +57,19 @@ impl KeyLocks {
         }
     }
 
+    /// [`KeyLocks::lock_keys`] without waiting: `None` if any stripe is held (none is then
+    /// kept). For callers that must not block (inline execution on the event loop).
+    pub fn try_lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Option<MultiGuard<'_>> {
+        let mut idx: Vec<usize> = keys.iter().map(|k| self.index(k.as_ref())).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        let mut guards = Vec::with_capacity(idx.len());
+        for i in idx {
+            guards.push(self.stripes[i].try_lock()?);
+        }
+        Some(MultiGuard { _guards: guards })
+    }
+
     /// Locks every stripe, in ascending order.
     pub fn lock_all(&self) -> MultiGuard<'_> {
         MultiGuard {
@@ -69,6 +82,18 @@ impl KeyLocks {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn try_lock_keys_fails_on_a_held_stripe_and_keeps_nothing() {
+        let l = KeyLocks::new(64);
+        let held = l.lock_keys(&[b"b"]);
+        assert!(l.try_lock_keys(&[b"a", b"b"]).is_none());
+        drop(held);
+        let g = l.try_lock_keys(&[b"a", b"b", b"a"]).expect("free stripes");
+        assert!(l.try_lock_keys(&[b"a"]).is_none());
+        drop(g);
+        assert!(l.try_lock_keys(&[b"a"]).is_some());
+    }
 
     #[test]
     fn duplicate_keys_do_not_self_deadlock() {

@@ -18,6 +18,11 @@ pub struct ServerStats {
     pub error_replies: AtomicU64,
     /// Commands per second over the last sampling interval (set by the server's ticker).
     pub instantaneous_ops: AtomicU64,
+    /// Segments run inline on the event loop (no hop to the engine pool).
+    pub inline_segments: AtomicU64,
+    /// Batches that started inline and went on on the engine pool because a read needed I/O,
+    /// a stripe was held, or the write would stall.
+    pub inline_fallbacks: AtomicU64,
 }
 
 impl ServerStats {
@@ -41,6 +46,8 @@ impl ServerStats {
             &self.keyspace_misses,
             &self.protocol_errors,
             &self.error_replies,
+            &self.inline_segments,
+            &self.inline_fallbacks,
         ] {
             c.store(0, Relaxed);
         }

@@ -78,6 +78,7 @@ impl Store {
             locks: KeyLocks::new(config.key_lock_stripes),
             write_opts: WriteOptions {
                 sync: config.sync == SyncPolicy::Always,
+                ..Default::default()
             },
             sync: config.sync,
             filter_db,
@@ -121,7 +122,10 @@ impl Store {
                         b.put(FORMAT_KEY, LAYOUT_VERSION);
                         b
                     },
-                    &WriteOptions { sync: true },
+                    &WriteOptions {
+                        sync: true,
+                        ..Default::default()
+                    },
                 )?;
                 Ok(())
             }
@@ -157,6 +161,16 @@ impl Store {
     pub fn write(&self, batch: WriteBatch) -> StoreResult<()> {
         self.db.write_opt(batch, &self.write_opts)?;
         Ok(())
+    }
+
+    /// [`Store::write`] that refuses to stall (`WriteOptions::no_slowdown`): an
+    /// `ErrorKind::Incomplete` engine error means nothing was written.
+    pub fn write_no_slowdown(&self, batch: WriteBatch) -> Result<(), strata::Error> {
+        let opts = WriteOptions {
+            no_slowdown: true,
+            ..self.write_opts.clone()
+        };
+        self.db.write_opt(batch, &opts)
     }
 
     /// Visits the live keys of database 0 (key, type, expiry) in engine order, starting at the

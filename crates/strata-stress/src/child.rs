@@ -168,7 +168,13 @@ fn writer(s: &Shared, t: u64, lo: u64, hi: u64) {
         s.history.issue(&effects);
         s.log(format!("I {t} {seq} {}", format_ops(&ops)));
         let sync = rng.below(100) < cfg.sync_percent;
-        match s.db.write_opt(batch, &WriteOptions { sync }) {
+        match s.db.write_opt(
+            batch,
+            &WriteOptions {
+                sync,
+                ..Default::default()
+            },
+        ) {
             Ok(()) => {
                 s.log(format!("A {t} {seq}"));
                 s.history.ack(&effects);

@@ -26,6 +26,11 @@ pub enum ErrorKind {
     AlreadyExists,
     /// The database was closed, or a background failure put it into read-only mode.
     Closed,
+    /// The operation could not complete without waiting, and the caller asked it not to wait:
+    /// a `ReadOptions::cache_only` lookup that needs a file read, or a
+    /// `WriteOptions::no_slowdown` write that would stall. Nothing was done; retry without the
+    /// option (RocksDB's `Status::Incomplete`).
+    Incomplete,
 }
 
 /// The detailed internal error. Public only so it can be reached through `Error::repr`.
@@ -50,6 +55,8 @@ pub enum ErrorRepr {
     AlreadyExists(String),
     #[error("database is closed")]
     Closed,
+    #[error("incomplete: {0}")]
+    Incomplete(&'static str),
     #[error("background error put the database into read-only mode: {0}")]
     Background(Error),
 }
@@ -69,6 +76,7 @@ impl Error {
             ErrorRepr::NotADatabase(_) => ErrorKind::NotADatabase,
             ErrorRepr::AlreadyExists(_) => ErrorKind::AlreadyExists,
             ErrorRepr::Closed => ErrorKind::Closed,
+            ErrorRepr::Incomplete(_) => ErrorKind::Incomplete,
             ErrorRepr::Background(e) => e.kind(),
         }
     }

@@ -304,6 +304,11 @@ pub struct WriteOptions {
     /// Fsync the WAL before acknowledging. Without it an acknowledged write survives a process
     /// crash (it is in the OS) but not an OS crash or power loss.
     pub sync: bool,
+    /// Fail with `ErrorKind::Incomplete` (writing nothing) instead of waiting when the write
+    /// would be slowed down or stopped (L0 at its slowdown trigger, the memtable full, a
+    /// background error) — for callers that must not block, such as an event loop that falls
+    /// back to a thread pool. RocksDB's `no_slowdown`. Default false.
+    pub no_slowdown: bool,
 }
 
 /// Per-read options.
@@ -317,4 +322,10 @@ pub struct ReadOptions {
     pub upper_bound: Option<Vec<u8>>,
     /// Do not insert blocks read for this operation into the block cache (for scans).
     pub skip_cache_fill: bool,
+    /// Point lookups only: answer from memory — memtables, the filters and indexes of open
+    /// tables, the block cache and HotRAP's promotion cache — and fail with
+    /// `ErrorKind::Incomplete` where a file would have to be read (a data block not cached, a
+    /// table not open), having read nothing. RocksDB's `read_tier = kBlockCacheTier`. An
+    /// iterator asked for it fails at creation. Default false.
+    pub cache_only: bool,
 }

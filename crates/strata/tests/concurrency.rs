@@ -86,7 +86,14 @@ fn run(concurrent: bool) {
                         // Sync writes break groups and take the fsync path of the pipeline.
                         let mut b = WriteBatch::new();
                         b.put(key(w, i), value(v));
-                        db.write_opt(b, &WriteOptions { sync: true }).unwrap();
+                        db.write_opt(
+                            b,
+                            &WriteOptions {
+                                sync: true,
+                                ..Default::default()
+                            },
+                        )
+                        .unwrap();
                     } else {
                         db.put(key(w, i), value(v)).unwrap();
                     }

@@ -125,7 +125,14 @@ fn crash_child() {
                     } else {
                         !rng.chance(10)
                     };
-                    db.write_opt(batch, &WriteOptions { sync }).unwrap();
+                    db.write_opt(
+                        batch,
+                        &WriteOptions {
+                            sync,
+                            ..Default::default()
+                        },
+                    )
+                    .unwrap();
                     println!("A {id}");
                 }
             })

@@ -299,7 +299,10 @@ fn failed_wal_sync_fails_the_write_and_later_writes() {
         fail_syncs: true,
         ..Default::default()
     });
-    let sync = WriteOptions { sync: true };
+    let sync = WriteOptions {
+        sync: true,
+        ..Default::default()
+    };
     let mut b = WriteBatch::new();
     b.put(b"b", b"2");
     assert!(db.write_opt(b, &sync).is_err());
@@ -322,7 +325,14 @@ impl PutSync for Db {
     fn put_sync_helper(&self, k: &[u8], v: &[u8]) {
         let mut b = WriteBatch::new();
         b.put(k, v);
-        self.write_opt(b, &WriteOptions { sync: true }).unwrap();
+        self.write_opt(
+            b,
+            &WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     }
 }
 

@@ -92,7 +92,10 @@ impl StrataEngine {
         let db = Db::open(&cfg.fast_dir, options(cfg))?;
         Ok(StrataEngine {
             db,
-            write_opts: WriteOptions { sync: cfg.sync },
+            write_opts: WriteOptions {
+                sync: cfg.sync,
+                ..Default::default()
+            },
         })
     }
 

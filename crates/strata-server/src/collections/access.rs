@@ -73,11 +73,7 @@ impl Ctx<'_> {
 
     /// The value of one element, or `None`.
     pub fn elem_get(&self, c: &Coll, kind: u8, rest: &[u8]) -> Result<Option<Bytes>, Reply> {
-        let k = subkey::element(&c.key, c.meta.version, kind, rest);
-        self.store()
-            .db()
-            .get(k)
-            .map_err(|e| Reply::from(StoreError::from(e)))
+        self.engine_get(&subkey::element(&c.key, c.meta.version, kind, rest))
     }
 
     /// Adds an element write to the segment.
@@ -135,9 +131,11 @@ impl Ctx<'_> {
             .iter(ReadOptions {
                 lower_bound: Some(prefix.clone()),
                 upper_bound: Some(end),
+                // Inline (never, by `CommandSpec::inline_ok`), this refuses: a rerun on the pool.
+                cache_only: self.pending.inline,
                 ..Default::default()
             })
-            .map_err(|e| Reply::from(StoreError::from(e)))?;
+            .map_err(|e| self.engine_error(e))?;
         match (reverse, from) {
             (false, None) => it.seek_to_first(),
             (true, None) => it.seek_to_last(),

@@ -60,9 +60,23 @@ pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 pub struct Pending {
     pub batch: WriteBatch,
     overlay: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+    /// Running inline on the event loop: engine reads are `cache_only`.
+    pub inline: bool,
+    /// An inline engine read needed I/O (`ErrorKind::Incomplete`): the segment is discarded
+    /// and rerun on the engine pool.
+    pub would_block: std::cell::Cell<bool>,
 }
 
 impl Pending {
+    pub fn new(inline: bool) -> Self {
+        Pending {
+            batch: WriteBatch::default(),
+            overlay: HashMap::default(),
+            inline,
+            would_block: std::cell::Cell::new(false),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.batch.is_empty()
     }
@@ -83,11 +97,33 @@ impl Ctx<'_> {
         &self.shared.store
     }
 
+    /// A point lookup of an engine key: `cache_only` when running inline, and an
+    /// `Incomplete` answer flags the segment for a rerun on the engine pool.
+    pub fn engine_get(&self, engine_key: &[u8]) -> Result<Option<Bytes>, Reply> {
+        let opts = strata::ReadOptions {
+            cache_only: self.pending.inline,
+            ..Default::default()
+        };
+        self.shared
+            .store
+            .db()
+            .get_opt(&opts, engine_key)
+            .map_err(|e| self.engine_error(e))
+    }
+
+    /// An engine error as a reply, noting an `Incomplete` (see [`Ctx::engine_get`]).
+    pub fn engine_error(&self, e: strata::Error) -> Reply {
+        if e.kind() == strata::ErrorKind::Incomplete {
+            self.pending.would_block.set(true);
+        }
+        Reply::from(StoreError::from(e))
+    }
+
     /// The raw stored bytes of `key` if it is live (pending writes first).
     pub fn raw(&self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
         let raw = match self.pending.overlay.get(key) {
             Some(v) => v.clone(),
-            None => self.shared.store.get_raw(key)?,
+            None => self.engine_get(&keyspace::data_key(key))?,
         };
         match raw {
             Some(r) => {
@@ -217,6 +253,34 @@ impl CommandSpec {
         self.barrier()
             || matches!(self.group, "hash" | "list" | "set" | "sorted_set")
             || matches!(self.name, "rename" | "renamenx" | "copy" | "object")
+    }
+
+    /// Whether the command may run inline on the connection's event-loop thread (see
+    /// `connection`): its engine access is point lookups (answered from memory with
+    /// `cache_only`, or reported as needing to wait) and writes through the segment batch — no
+    /// iterator. Strings, bitmaps, and the keyspace commands that touch one record per key.
+    pub fn inline_ok(&self) -> bool {
+        match self.group {
+            "string" | "bitmap" => true,
+            "generic" => matches!(
+                self.name,
+                "del"
+                    | "unlink"
+                    | "exists"
+                    | "touch"
+                    | "type"
+                    | "ttl"
+                    | "pttl"
+                    | "expire"
+                    | "pexpire"
+                    | "expireat"
+                    | "pexpireat"
+                    | "persist"
+                    | "expiretime"
+                    | "pexpiretime"
+            ),
+            _ => false,
+        }
     }
 
     /// The stripes a command must hold while it runs (see `locks`).

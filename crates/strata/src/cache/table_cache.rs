@@ -52,6 +52,11 @@ impl TableCache {
         Ok(t)
     }
 
+    /// The reader of table `f` if it is open; never opens it (no I/O).
+    pub fn get_cached(&self, f: &FileMeta) -> Option<Arc<Table>> {
+        self.tables.get(&f.id)
+    }
+
     /// Forgets table `id` (after its file is deleted).
     pub fn evict(&self, id: u64) {
         self.tables.remove(&id);

@@ -242,8 +242,13 @@ impl Db {
         self.write_opt(batch, &WriteOptions::default())
     }
 
-    /// Applies a batch atomically. With `opts.sync` the WAL is fsynced before returning.
+    /// Applies a batch atomically. With `opts.sync` the WAL is fsynced before returning; with
+    /// `opts.no_slowdown` a write that would stall fails with `ErrorKind::Incomplete` and
+    /// writes nothing.
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        if opts.no_slowdown && write::would_slow_down(self.inner()) {
+            return Err(crate::error::ErrorRepr::Incomplete("the write would stall").into());
+        }
         write::write(self.inner(), batch, opts.sync)
     }
 

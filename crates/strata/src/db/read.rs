@@ -91,13 +91,14 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     }
     let hot = inner.hot.as_deref();
     let (tables, stats) = (&*inner.tables, &*inner.stats);
+    let cache_only = opts.cache_only;
     // The fast tier, in order.
     let first_capacity = candidates
         .iter()
         .position(|f| f.tier == Tier::Capacity)
         .unwrap_or(candidates.len());
     for f in &candidates[..first_capacity] {
-        if let Local::Found(v, _) = probe(tables, stats, f, key, &lookup, snapshot)? {
+        if let Local::Found(v, _) = probe(tables, stats, f, key, &lookup, snapshot, cache_only)? {
             if let Some(hot) = hot {
                 hot.counters.reads_fast.fetch_add(1, Ordering::Relaxed);
                 if let Some(v) = &v {
@@ -124,7 +125,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     // The capacity tier: several candidates are probed in parallel (SifrDB §4.3), with the
     // sequential search's result.
     let (at, found) = match &inner.search {
-        Some(pool) if rest.len() >= 2 => {
+        Some(pool) if rest.len() >= 2 && !cache_only => {
             stats
                 .forest
                 .parallel_searches
@@ -136,7 +137,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
                 snapshot,
             )
         }
-        _ => sequential(tables, stats, rest, key, &lookup, snapshot),
+        _ => sequential(tables, stats, rest, key, &lookup, snapshot, cache_only),
     };
     let Local::Found(v, seq) = found? else {
         return Ok(None);
@@ -166,9 +167,10 @@ fn sequential(
     key: &[u8],
     lookup: &[u8],
     snapshot: SeqNo,
+    cache_only: bool,
 ) -> (usize, Result<Local>) {
     for (i, f) in candidates.iter().enumerate() {
-        match probe(tables, stats, f, key, lookup, snapshot) {
+        match probe(tables, stats, f, key, lookup, snapshot, cache_only) {
             Ok(Local::Continue) => continue,
             r => return (i, r),
         }
@@ -254,6 +256,9 @@ fn promote(
 pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterator> {
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(ErrorRepr::Closed.into());
+    }
+    if opts.cache_only {
+        return Err(ErrorRepr::Incomplete("iterators do not support cache_only").into());
     }
     let sv = inner.super_version();
     let snapshot = snapshot_seq(inner, opts);

@@ -40,7 +40,8 @@ pub(crate) enum Local {
     Found(Option<Bytes>, Option<SeqNo>),
 }
 
-/// Probes one table for `key` at `snapshot`.
+/// Probes one table for `key` at `snapshot`; with `cache_only`, only if the table is open and
+/// the block needed is cached (else `ErrorKind::Incomplete`, nothing read).
 pub(crate) fn probe(
     tables: &TableCache,
     stats: &EngineStats,
@@ -48,14 +49,21 @@ pub(crate) fn probe(
     key: &[u8],
     lookup: &[u8],
     snapshot: SeqNo,
+    cache_only: bool,
 ) -> Result<Local> {
     if f.smallest_seq > snapshot {
         return Ok(Local::Continue);
     }
+    let table = if cache_only {
+        tables.get_cached(f).ok_or_else(|| {
+            crate::Error::from(crate::error::ErrorRepr::Incomplete("table not open"))
+        })?
+    } else {
+        tables.get(f)?
+    };
     stats.table_probes.fetch_add(1, Ordering::Relaxed);
-    let table = tables.get(f)?;
     let tombstone = table.max_covering_tombstone(key, snapshot);
-    Ok(match table.get(lookup, key)? {
+    Ok(match table.get_opt(lookup, key, cache_only)? {
         Some((seq, kind, v)) => {
             if tombstone > seq || kind != ValueKind::Put {
                 Local::Found(None, None)
@@ -125,6 +133,7 @@ impl Query {
             &self.key,
             &self.lookup,
             self.snapshot,
+            false,
         );
         let mut s = self.state.lock();
         if s.global.is_some() {

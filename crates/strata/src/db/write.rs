@@ -465,6 +465,18 @@ pub(crate) fn set_bg_error(inner: &DbInner, e: crate::Error) {
     set_bg_error_locked(inner, &mut st, e);
 }
 
+/// Whether a write now would leave the fast path of [`make_room_for_write`]: sleep for a
+/// slowdown, wait for a flush, switch memtables (a file creation), or fail on a background
+/// error. `WriteOptions::no_slowdown` refuses such writes. A racy hint: the state may change
+/// right after, in which case the write takes the slow path briefly.
+pub(crate) fn would_slow_down(inner: &DbInner) -> bool {
+    let c = &inner.commit;
+    c.failed.load(Ordering::Acquire)
+        || inner.shutting_down.load(Ordering::Acquire)
+        || c.l0_files.load(Ordering::Acquire) >= inner.opts.level0_slowdown_writes_trigger
+        || c.active.lock().approximate_size() >= inner.opts.write_buffer_size
+}
+
 /// Ensures the memtable has room, stalling or switching memtables as needed, and returns the
 /// memtable the group goes to. Called by the leader at the front of the queue (which holds every
 /// other writer back), without the queue lock: writers keep joining the queue meanwhile.

@@ -186,6 +186,17 @@ impl Table {
     /// The newest point entry for `user_key` at or below the lookup key's sequence number.
     /// `lookup` is `types::lookup_key(user_key, snapshot)`.
     pub fn get(&self, lookup: &[u8], user_key: &[u8]) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
+        self.get_opt(lookup, user_key, false)
+    }
+
+    /// [`Table::get`]; with `cache_only`, a data block not in the block cache is not read and
+    /// the lookup fails with `ErrorKind::Incomplete` (the filter and index are in memory).
+    pub fn get_opt(
+        &self,
+        lookup: &[u8],
+        user_key: &[u8],
+        cache_only: bool,
+    ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
         if let Some(f) = &self.filter {
             self.stats.bloom_checked.fetch_add(1, Relaxed);
             if !f.may_contain(user_key) {
@@ -198,7 +209,23 @@ impl Table {
         let mut found = None;
         if idx.valid() {
             let h = BlockHandle::decode(idx.value())?;
-            let block = self.read_data_block(h, true)?;
+            let block = if cache_only {
+                let cached = self.cache.as_ref().and_then(|c| c.get(self.id, h.offset));
+                match cached {
+                    Some(b) => {
+                        self.stats.block_cache_hits.fetch_add(1, Relaxed);
+                        b
+                    }
+                    None => {
+                        return Err(crate::error::ErrorRepr::Incomplete(
+                            "data block not in the block cache",
+                        )
+                        .into())
+                    }
+                }
+            } else {
+                self.read_data_block(h, true)?
+            };
             let mut it = block.iter(compare_internal);
             it.seek(lookup);
             it.status()?;

@@ -1,0 +1,102 @@
+//! Non-blocking reads and writes: `ReadOptions::cache_only` answers from memory or fails with
+//! `ErrorKind::Incomplete` having read nothing; `WriteOptions::no_slowdown` refuses a write that
+//! would stall or switch memtables and writes nothing. (The server runs requests inline on its
+//! event loop with these, and on a thread pool when they say Incomplete.)
+
+use strata::{Db, ErrorKind, Options, ReadOptions, WriteBatch, WriteOptions};
+
+fn cache_only() -> ReadOptions {
+    ReadOptions {
+        cache_only: true,
+        ..Default::default()
+    }
+}
+
+fn opts() -> Options {
+    Options {
+        write_buffer_size: 16 * 1024,
+        block_size: 512,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn cache_only_reads_answer_from_memory_or_say_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        for i in 0..200u32 {
+            db.put(format!("k{i:04}"), format!("v{i}")).unwrap();
+        }
+        // The memtable answers.
+        assert_eq!(
+            db.get_opt(&cache_only(), "k0007").unwrap().as_deref(),
+            Some(&b"v7"[..])
+        );
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    // Reopened: no table is open and the block cache is empty.
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let e = db.get_opt(&cache_only(), "k0042").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Incomplete, "{e}");
+    // A normal read opens the table and caches the block; then memory answers.
+    assert_eq!(db.get("k0042").unwrap().as_deref(), Some(&b"v42"[..]));
+    assert_eq!(
+        db.get_opt(&cache_only(), "k0042").unwrap().as_deref(),
+        Some(&b"v42"[..])
+    );
+    // Another block of the same (open) table is not cached yet.
+    let e = db.get_opt(&cache_only(), "k0190").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Incomplete);
+    assert_eq!(db.get("k0190").unwrap().as_deref(), Some(&b"v190"[..]));
+    // A key the open table's filter rules out needs no block at all.
+    let mut filtered = 0;
+    for i in 0..50 {
+        match db.get_opt(&cache_only(), format!("absent{i}")) {
+            Ok(None) => filtered += 1,
+            Ok(Some(v)) => panic!("absent key read {v:?}"),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Incomplete),
+        }
+    }
+    assert!(
+        filtered > 40,
+        "the bloom filter answered only {filtered} of 50"
+    );
+    // Iterators refuse the option.
+    let e = db
+        .iter(cache_only())
+        .err()
+        .expect("iterator with cache_only");
+    assert_eq!(e.kind(), ErrorKind::Incomplete);
+}
+
+#[test]
+fn no_slowdown_writes_refuse_to_stall_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let ns = WriteOptions {
+        no_slowdown: true,
+        ..Default::default()
+    };
+    let mut b = WriteBatch::new();
+    b.put("a", "1");
+    db.write_opt(b, &ns).unwrap();
+    // Fill the memtable past its size: the next write would have to switch memtables.
+    db.put("big", vec![7u8; 20 * 1024]).unwrap();
+    let mut b = WriteBatch::new();
+    b.put("a", "2");
+    let e = db.write_opt(b, &ns).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Incomplete, "{e}");
+    assert_eq!(
+        db.get("a").unwrap().as_deref(),
+        Some(&b"1"[..]),
+        "nothing written"
+    );
+    // A normal write switches; then no_slowdown writes go through again.
+    db.put("c", "3").unwrap();
+    let mut b = WriteBatch::new();
+    b.put("a", "3");
+    db.write_opt(b, &ns).unwrap();
+    assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"3"[..]));
+}
