@@ -32,7 +32,10 @@ fn cold_reads_fall_back_to_the_pool_and_writes_apply_once() {
     let s = TestServer::start(test_config(dir.path()));
     let c = &mut s.conn();
     // Nothing is cached after the restart: the first read of each block needs I/O.
-    assert_eq!(run(c, &["GET", "cold:7"]), Ok(Value::BulkString(b"v7".to_vec())));
+    assert_eq!(
+        run(c, &["GET", "cold:7"]),
+        Ok(Value::BulkString(b"v7".to_vec()))
+    );
     assert!(info_field(c, "inline_fallbacks") >= 1);
     // One pipelined batch, one segment: an increment, a cold read, another write and a read of
     // the first key. Started inline, the segment is discarded at the cold read and rerun on the
@@ -48,8 +51,14 @@ fn cold_reads_fall_back_to_the_pool_and_writes_apply_once() {
         req.extend(resp(args));
     }
     raw.expect(&req, ":1\r\n$5\r\nv1500\r\n:1\r\n$1\r\n1\r\n");
-    assert_eq!(run(c, &["GET", "counter"]), Ok(Value::BulkString(b"1".to_vec())));
-    assert_eq!(run(c, &["GET", "log"]), Ok(Value::BulkString(b"x".to_vec())));
+    assert_eq!(
+        run(c, &["GET", "counter"]),
+        Ok(Value::BulkString(b"1".to_vec()))
+    );
+    assert_eq!(
+        run(c, &["GET", "log"]),
+        Ok(Value::BulkString(b"x".to_vec()))
+    );
     // Warm reads and memtable writes run inline.
     let before = info_field(c, "inline_segments");
     for _ in 0..20 {
@@ -57,7 +66,10 @@ fn cold_reads_fall_back_to_the_pool_and_writes_apply_once() {
         run(c, &["GET", "cold:7"]).unwrap();
     }
     assert!(info_field(c, "inline_segments") >= before + 40);
-    assert_eq!(run(c, &["GET", "counter"]), Ok(Value::BulkString(b"21".to_vec())));
+    assert_eq!(
+        run(c, &["GET", "counter"]),
+        Ok(Value::BulkString(b"21".to_vec()))
+    );
     // Every key reads back whatever path serves it.
     for i in (0..2_000).step_by(37) {
         assert_eq!(

@@ -5,9 +5,10 @@
 //! Invariants: a handler changes a collection by loading a [`Coll`], adding element puts and
 //! deletes, adjusting `meta.size` (and list bounds) to match, then calling [`Ctx::coll_save`]
 //! once — which writes the metadata, or deletes the key when the size fell to 0 — so the
-//! metadata and the elements are committed in one batch. Reads see only committed data: the
-//! executor runs every collection command in a segment of its own (see `executor`), after
-//! earlier writes of the batch are committed. Element keys longer than the engine's key limit
+//! metadata and the elements are committed in one batch. Element point reads see the segment's
+//! pending element writes first; ordered element scans see only committed data, so the
+//! executor runs every command that scans in a segment of its own (see `CommandSpec::alone`),
+//! after earlier writes of the batch are committed. Element keys longer than the engine's key limit
 //! are refused with an error, never truncated. Must not depend on the network layer.
 //! Depends on `commands::Ctx`, `collections::{meta, subkey}`, `value`, `store`; must not depend on
 //! the network layer or on any command family.
@@ -73,7 +74,11 @@ impl Ctx<'_> {
 
     /// The value of one element, or `None`.
     pub fn elem_get(&self, c: &Coll, kind: u8, rest: &[u8]) -> Result<Option<Bytes>, Reply> {
-        self.engine_get(&subkey::element(&c.key, c.meta.version, kind, rest))
+        let k = subkey::element(&c.key, c.meta.version, kind, rest);
+        match self.pending.elems.get(&k) {
+            Some(v) => Ok(v.clone()),
+            None => self.engine_get(&k),
+        }
     }
 
     /// Adds an element write to the segment.
@@ -84,17 +89,19 @@ impl Ctx<'_> {
                 strata::MAX_KEY_SIZE - subkey::OVERHEAD
             )));
         }
+        let k = subkey::element(&c.key, c.meta.version, kind, rest);
+        self.pending.batch.put(&k, value);
         self.pending
-            .batch
-            .put(subkey::element(&c.key, c.meta.version, kind, rest), value);
+            .elems
+            .insert(k, Some(Bytes::copy_from_slice(value)));
         Ok(())
     }
 
     /// Adds an element deletion to the segment.
     pub fn elem_del(&mut self, c: &Coll, kind: u8, rest: &[u8]) {
-        self.pending
-            .batch
-            .delete(subkey::element(&c.key, c.meta.version, kind, rest));
+        let k = subkey::element(&c.key, c.meta.version, kind, rest);
+        self.pending.batch.delete(&k);
+        self.pending.elems.insert(k, None);
     }
 
     /// Writes `c`'s metadata (keeping its expiry), or deletes the key if it is empty.

@@ -60,6 +60,9 @@ pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 pub struct Pending {
     pub batch: WriteBatch,
     overlay: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+    /// The same for collection elements, by engine sub-key: what the point-lookup collection
+    /// commands of the segment wrote (see `CommandSpec::alone`).
+    pub(crate) elems: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
     /// Running inline on the event loop: engine reads are `cache_only`.
     pub inline: bool,
     /// An inline engine read needed I/O (`ErrorKind::Incomplete`): the segment is discarded
@@ -72,6 +75,7 @@ impl Pending {
         Pending {
             batch: WriteBatch::default(),
             overlay: HashMap::default(),
+            elems: HashMap::default(),
             inline,
             would_block: std::cell::Cell::new(false),
         }
@@ -188,6 +192,7 @@ impl Ctx<'_> {
         self.pending.batch.delete_range(DB0_START, DB0_END);
         self.pending.batch.delete_range(SUB_START, SUB_END);
         self.pending.overlay.clear();
+        self.pending.elems.clear();
     }
 }
 
@@ -246,22 +251,60 @@ impl CommandSpec {
         matches!(self.group, "hash" | "list" | "set" | "sorted_set") || self.name == "object"
     }
 
-    /// Commands that run in a segment of their own: barriers, and every command that reads
-    /// collection elements (which are read from the engine, not from a segment's pending
-    /// writes; see `collections::access`) — the data-type families, RENAME and OBJECT.
+    /// Commands that run in a segment of their own: barriers, and every command that iterates
+    /// collection elements (iterators read the engine, not a segment's pending writes; see
+    /// `collections::access`) — the data-type commands other than the single-element ones of
+    /// [`CommandSpec::inline_ok`], RENAME, COPY and OBJECT. Single-element commands read
+    /// through the segment's pending elements, so a pipeline of them shares one engine write.
     pub fn alone(&self) -> bool {
         self.barrier()
-            || matches!(self.group, "hash" | "list" | "set" | "sorted_set")
+            || (matches!(self.group, "hash" | "list" | "set" | "sorted_set") && !self.inline_ok())
             || matches!(self.name, "rename" | "renamenx" | "copy" | "object")
     }
 
     /// Whether the command may run inline on the connection's event-loop thread (see
     /// `connection`): its engine access is point lookups (answered from memory with
     /// `cache_only`, or reported as needing to wait) and writes through the segment batch — no
-    /// iterator. Strings, bitmaps, and the keyspace commands that touch one record per key.
+    /// iterator. Strings, bitmaps, the keyspace commands that touch one record per key, and the
+    /// collection commands that read and write single elements. (Were one of them to iterate,
+    /// the iterator would refuse `cache_only` and the segment would rerun on the pool.)
     pub fn inline_ok(&self) -> bool {
         match self.group {
             "string" | "bitmap" => true,
+            "hash" => matches!(
+                self.name,
+                "hset"
+                    | "hmset"
+                    | "hsetnx"
+                    | "hget"
+                    | "hmget"
+                    | "hdel"
+                    | "hlen"
+                    | "hexists"
+                    | "hincrby"
+                    | "hincrbyfloat"
+                    | "hstrlen"
+            ),
+            "list" => matches!(
+                self.name,
+                "lpush"
+                    | "rpush"
+                    | "lpushx"
+                    | "rpushx"
+                    | "lpop"
+                    | "rpop"
+                    | "llen"
+                    | "lindex"
+                    | "lset"
+            ),
+            "set" => matches!(
+                self.name,
+                "sadd" | "srem" | "scard" | "sismember" | "smismember" | "smove"
+            ),
+            "sorted_set" => matches!(
+                self.name,
+                "zadd" | "zincrby" | "zcard" | "zscore" | "zmscore" | "zrem"
+            ),
             "generic" => matches!(
                 self.name,
                 "del"
