@@ -127,6 +127,8 @@ fn run_segment(
     let mut first_write: Option<usize> = None;
     let mut reply_bytes = 0usize;
     let mut ran = 0;
+    // Per-command latencies, recorded only if the segment is not discarded.
+    let mut timings: Vec<(&'static str, std::time::Duration)> = Vec::new();
     for args in cmds {
         ran += 1;
         let before = pending.batch.len();
@@ -139,11 +141,11 @@ fn run_segment(
             };
             match &shared.metrics {
                 None => commands::dispatch(&mut ctx, args),
-                Some(m) => {
+                Some(_) => {
                     let start = std::time::Instant::now();
                     let r = commands::dispatch(&mut ctx, args);
                     let name = commands::lookup(&args[0]).map_or("unknown", |(_, c)| c.name);
-                    m.observe(name, start.elapsed());
+                    timings.push((name, start.elapsed()));
                     r
                 }
             }
@@ -165,6 +167,7 @@ fn run_segment(
     }
 
     // 3. Commit.
+    let (pending_hits, pending_misses) = (pending.hits.get(), pending.misses.get());
     if !pending.is_empty() {
         let committed = if inline {
             match shared.store.write_no_slowdown(pending.batch) {
@@ -185,6 +188,13 @@ fn run_segment(
     drop(guard);
     if inline {
         ServerStats::add(&shared.stats.inline_segments, 1);
+    }
+    ServerStats::add(&shared.stats.keyspace_hits, pending_hits);
+    ServerStats::add(&shared.stats.keyspace_misses, pending_misses);
+    if let Some(m) = &shared.metrics {
+        for (name, d) in timings {
+            m.observe(name, d);
+        }
     }
 
     // 4. Reply.

@@ -37,20 +37,35 @@ fn cold_reads_fall_back_to_the_pool_and_writes_apply_once() {
         Ok(Value::BulkString(b"v7".to_vec()))
     );
     assert!(info_field(c, "inline_fallbacks") >= 1);
-    // One pipelined batch, one segment: an increment, a cold read, another write and a read of
-    // the first key. Started inline, the segment is discarded at the cold read and rerun on the
-    // pool: the counter must be incremented once.
+    // One pipelined batch, one segment: an increment, a read of it, a cold read and another
+    // write. Started inline, the segment is discarded at the cold read and rerun on the pool:
+    // the counter must be incremented once, and the two reads counted once each as hits.
+    let hits = |c: &mut redis::Connection| -> u64 {
+        let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("keyspace_hits:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let hits_before = hits(c);
     let mut raw = s.raw();
     let mut req = Vec::new();
     for args in [
         &[&b"INCR"[..], b"counter"][..],
+        &[b"GET", b"counter"],
         &[b"GET", b"cold:1500"],
         &[b"APPEND", b"log", b"x"],
-        &[b"GET", b"counter"],
     ] {
         req.extend(resp(args));
     }
-    raw.expect(&req, ":1\r\n$5\r\nv1500\r\n:1\r\n$1\r\n1\r\n");
+    raw.expect(&req, ":1\r\n$1\r\n1\r\n$5\r\nv1500\r\n:1\r\n");
+    assert_eq!(
+        hits(c),
+        hits_before + 2,
+        "a discarded segment's hits count once"
+    );
     assert_eq!(
         run(c, &["GET", "counter"]),
         Ok(Value::BulkString(b"1".to_vec()))

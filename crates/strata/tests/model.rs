@@ -21,6 +21,20 @@ fn value(rng: &mut Rng, seq: u64) -> Vec<u8> {
 }
 
 fn check_get(db: &Db, ro: &ReadOptions, model: &Model, k: &[u8], ctx: &str) {
+    // A memory-only lookup answers exactly as a full one, or says it would need I/O.
+    let mem = ReadOptions {
+        cache_only: true,
+        ..ro.clone()
+    };
+    match db.get_opt(&mem, k) {
+        Ok(got) => assert_eq!(
+            got.as_deref(),
+            model.get(k).map(|v| v.as_slice()),
+            "{ctx}: cache_only get({})",
+            String::from_utf8_lossy(k)
+        ),
+        Err(e) => assert_eq!(e.kind(), strata::ErrorKind::Incomplete, "{ctx}: {e}"),
+    }
     let got = db.get_opt(ro, k).expect("get");
     assert_eq!(
         got.as_deref(),

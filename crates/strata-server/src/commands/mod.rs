@@ -68,6 +68,10 @@ pub struct Pending {
     /// An inline engine read needed I/O (`ErrorKind::Incomplete`): the segment is discarded
     /// and rerun on the engine pool.
     pub would_block: std::cell::Cell<bool>,
+    /// Keyspace hits and misses of the segment's commands, added to the server's statistics
+    /// only if the segment is not discarded (so a rerun does not count twice).
+    pub hits: std::cell::Cell<u64>,
+    pub misses: std::cell::Cell<u64>,
 }
 
 impl Pending {
@@ -78,6 +82,8 @@ impl Pending {
             elems: HashMap::default(),
             inline,
             would_block: std::cell::Cell::new(false),
+            hits: std::cell::Cell::new(0),
+            misses: std::cell::Cell::new(0),
         }
     }
 

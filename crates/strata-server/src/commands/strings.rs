@@ -16,21 +16,18 @@ use crate::expiry::{absolute_ms, Unit};
 use crate::numbers::{parse_i64, push_i64};
 use crate::redis_float::LongDouble;
 use crate::resp::Reply;
-use crate::stats::ServerStats;
 use crate::value::ValueType;
 
 const STRING: ValueType = ValueType::String;
 
+/// Counts a keyspace hit or miss (applied when the segment completes; see `Pending`).
 fn hit(ctx: &Ctx<'_>, found: bool) {
-    let s = &ctx.shared.stats;
-    ServerStats::add(
-        if found {
-            &s.keyspace_hits
-        } else {
-            &s.keyspace_misses
-        },
-        1,
-    );
+    let c = if found {
+        &ctx.pending.hits
+    } else {
+        &ctx.pending.misses
+    };
+    c.set(c.get() + 1);
 }
 
 fn check_len(ctx: &Ctx<'_>, len: u64) -> Result<(), Reply> {
