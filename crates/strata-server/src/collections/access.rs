@@ -132,6 +132,12 @@ impl Ctx<'_> {
     ) -> Result<(), Reply> {
         let prefix = subkey::prefix(&c.key, c.meta.version, kind);
         let end = subkey::prefix_end(&prefix);
+        // Scans read committed elements only: a command that scans must run alone (see
+        // `CommandSpec::alone`), so its segment holds no pending element of this collection.
+        debug_assert!(
+            !self.pending.elems.keys().any(|k| k.starts_with(&prefix)),
+            "a scan of a collection with pending element writes in its segment"
+        );
         let mut it = self
             .store()
             .db()

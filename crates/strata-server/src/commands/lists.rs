@@ -41,34 +41,27 @@ fn push(ctx: &mut Ctx<'_>, c: &mut Coll, left: bool, v: &[u8]) -> Result<(), Rep
     Ok(())
 }
 
-/// `count` elements from the left (or right) end, in pop order.
+/// `count` elements from the left (or right) end, in pop order: point reads of the indexes
+/// the metadata names (a list's elements are contiguous, `head..tail`), so they see the
+/// segment's pending writes (see `CommandSpec::alone`).
 fn peek_end(ctx: &Ctx<'_>, c: &Coll, left: bool, count: u64) -> Result<Vec<(u64, Bytes)>, Reply> {
-    let mut out = Vec::new();
-    if count == 0 {
-        return Ok(out);
-    }
-    ctx.elems(c, ELEM, !left, None, |r, v| {
-        out.push((list_index(r)?, Bytes::copy_from_slice(v)));
-        Ok((out.len() as u64) < count)
-    })?;
-    check_contiguous(c, &out, left)?;
-    Ok(out)
-}
-
-fn check_contiguous(c: &Coll, got: &[(u64, Bytes)], left: bool) -> Result<(), Reply> {
-    for (n, (i, _)) in got.iter().enumerate() {
-        let want = if left {
-            c.meta.head + n as u64
+    let mut out = Vec::with_capacity(count.min(1024) as usize);
+    for n in 0..count.min(c.meta.size) {
+        let i = if left {
+            c.meta.head + n
         } else {
-            c.meta.tail - 1 - n as u64
+            c.meta.tail - 1 - n
         };
-        if *i != want {
-            return Err(err(
-                "ERR storage error: list elements do not match the list's metadata",
-            ));
+        match ctx.elem_get(c, ELEM, &idx(i))? {
+            Some(v) => out.push((i, v)),
+            None => {
+                return Err(err(
+                    "ERR storage error: list elements do not match the list's metadata",
+                ))
+            }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 fn pop_n(ctx: &mut Ctx<'_>, c: &mut Coll, left: bool, count: u64) -> Result<Vec<Bytes>, Reply> {
