@@ -54,6 +54,7 @@ targets!(
     compaction_job,
     server_value,
     server_collection,
+    server_float,
     resp,
 );
 
