@@ -78,11 +78,11 @@ impl LongDouble {
 
     /// The text redis stores and replies for this value (ld2string LD_STR_HUMAN).
     pub fn to_human(&self) -> String {
-        let mut buf = vec![0u8; MAX_LONG_DOUBLE_CHARS];
+        let mut buf = [0u8; MAX_LONG_DOUBLE_CHARS];
         // SAFETY: `buf` is writable for `buf.len()` bytes and the C side writes at most that
         // many (snprintf's bound) and returns how many it wrote, or -1.
         let n = unsafe { strata_ld_format_human(self, buf.as_mut_ptr().cast(), buf.len()) };
-        finish(buf, n)
+        finish(&buf, n)
     }
 }
 
@@ -93,20 +93,17 @@ pub fn format_double(d: f64) -> String {
         return if d > 0.0 { "inf" } else { "-inf" }.to_string();
     }
     // `%.17g` of a finite double is at most 24 bytes ("-1.2345678901234567e-308").
-    let mut buf = vec![0u8; 32];
+    let mut buf = [0u8; 32];
     // SAFETY: `buf` is writable for `buf.len()` bytes; snprintf writes at most that many.
     let n = unsafe { strata_double_format_g17(d, buf.as_mut_ptr().cast(), buf.len()) };
-    finish(buf, n)
+    finish(&buf, n)
 }
 
-/// Keeps the `n` bytes the C side wrote (ASCII), or reports the impossible overflow as text
-/// rather than panicking.
-fn finish(mut buf: Vec<u8>, n: c_int) -> String {
+/// The `n` bytes the C side wrote into a stack buffer (ASCII), copied once into the result;
+/// the impossible overflow is reported as text rather than a panic.
+fn finish(buf: &[u8], n: c_int) -> String {
     match usize::try_from(n) {
-        Ok(n) if n <= buf.len() => {
-            buf.truncate(n);
-            String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
-        }
+        Ok(n) if n <= buf.len() => String::from_utf8_lossy(&buf[..n]).into_owned(),
         _ => "nan".to_string(),
     }
 }

@@ -13,7 +13,6 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::collections::gc::DbSlot;
@@ -142,11 +141,6 @@ impl Store {
 
     pub fn sync_policy(&self) -> SyncPolicy {
         self.sync
-    }
-
-    /// The stored bytes of `key` (header included), expired or not.
-    pub fn get_raw(&self, key: &[u8]) -> StoreResult<Option<Bytes>> {
-        Ok(self.db.get(keyspace::data_key(key))?)
     }
 
     /// The live entry of `key` at time `now` (ms), or `None` if absent or expired.
