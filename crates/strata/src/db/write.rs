@@ -465,16 +465,25 @@ pub(crate) fn set_bg_error(inner: &DbInner, e: crate::Error) {
     set_bg_error_locked(inner, &mut st, e);
 }
 
-/// Whether a write now would leave the fast path of [`make_room_for_write`]: sleep for a
-/// slowdown, wait for a flush, switch memtables (a file creation), or fail on a background
-/// error. `WriteOptions::no_slowdown` refuses such writes. A racy hint: the state may change
-/// right after, in which case the write takes the slow path briefly.
-pub(crate) fn would_slow_down(inner: &DbInner) -> bool {
+/// The fast path of [`make_room_for_write`], without `state` and without touching what readers
+/// share (the super-version): the active memtable, if it has room, L0 is below the slowdown
+/// trigger and no background error or shutdown is pending. `None`: the write would sleep for a
+/// slowdown, wait for a flush, switch memtables (a file creation) or fail — which
+/// `WriteOptions::no_slowdown` refuses (a racy hint there: the state may change right after).
+fn room_without_waiting(inner: &DbInner) -> Option<Arc<MemTable>> {
     let c = &inner.commit;
-    c.failed.load(Ordering::Acquire)
-        || inner.shutting_down.load(Ordering::Acquire)
-        || c.l0_files.load(Ordering::Acquire) >= inner.opts.level0_slowdown_writes_trigger
-        || c.active.lock().approximate_size() >= inner.opts.write_buffer_size
+    if c.failed.load(Ordering::Acquire) || inner.shutting_down.load(Ordering::Acquire) {
+        return None;
+    }
+    let mem = c.active.lock().clone();
+    (c.l0_files.load(Ordering::Acquire) < inner.opts.level0_slowdown_writes_trigger
+        && mem.approximate_size() < inner.opts.write_buffer_size)
+        .then_some(mem)
+}
+
+/// Whether a write now would leave the fast path (see [`room_without_waiting`]).
+pub(crate) fn would_slow_down(inner: &DbInner) -> bool {
+    room_without_waiting(inner).is_none()
 }
 
 /// Ensures the memtable has room, stalling or switching memtables as needed, and returns the
@@ -482,16 +491,8 @@ pub(crate) fn would_slow_down(inner: &DbInner) -> bool {
 /// other writer back), without the queue lock: writers keep joining the queue meanwhile.
 fn make_room_for_write(inner: &Arc<DbInner>) -> Result<Arc<MemTable>> {
     let o = &inner.opts;
-    // Fast path, without `state` and without touching what readers share (the super-version):
-    // the active memtable has room and L0 is below the slowdown trigger.
-    let c = &inner.commit;
-    if !c.failed.load(Ordering::Acquire) && !inner.shutting_down.load(Ordering::Acquire) {
-        let mem = c.active.lock().clone();
-        if c.l0_files.load(Ordering::Acquire) < o.level0_slowdown_writes_trigger
-            && mem.approximate_size() < o.write_buffer_size
-        {
-            return Ok(mem);
-        }
+    if let Some(mem) = room_without_waiting(inner) {
+        return Ok(mem);
     }
     let mut delayed = false;
     let mut stopped = false;
