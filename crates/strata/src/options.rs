@@ -121,6 +121,12 @@ pub struct Options {
     /// records are retained there by compactions. On by default (acts only with a capacity
     /// tier).
     pub hotrap: crate::tier::hot::HotRapOptions,
+    /// Where tables go: by level alone (`Static`, default) or also by temperature
+    /// (`LogStore`: informed, reverse, deferred and staging compactions; needs leveled
+    /// compaction). With HotRAP also on, LogStore moves whole tables and HotRAP moves records.
+    pub placement_policy: crate::tier::PlacementPolicy,
+    /// LogStore tuning (half-life of temperatures, deferral thresholds).
+    pub logstore: crate::tier::LogStoreOptions,
     /// The persistent cache of capacity-tier data blocks on the fast tier (LAP, naive, none).
     pub persistent_cache: crate::cache::persistent::PersistentCacheOptions,
     /// Keeps, removes or rewrites records as compaction rewrites them (e.g. TTL expiry).
@@ -181,6 +187,8 @@ impl Default for Options {
             fast_levels: None,
             fast_tier_budget: None,
             hotrap: Default::default(),
+            placement_policy: Default::default(),
+            logstore: Default::default(),
             persistent_cache: Default::default(),
             compaction_style: Default::default(),
             forest: Default::default(),
@@ -275,6 +283,20 @@ impl Options {
         }
         if self.max_background_compactions == 0 {
             return bad("max_background_compactions must be at least 1");
+        }
+        if self.placement_policy == crate::tier::PlacementPolicy::LogStore {
+            let l = &self.logstore;
+            if self.compaction_style != crate::version::CompactionStyle::Leveled {
+                return bad("placement_policy = logstore needs leveled compaction");
+            }
+            if !(0.0..=1.0).contains(&l.cold_fraction)
+                || !(0.0..=1.0).contains(&l.defer_read_fraction)
+            {
+                return bad("logstore cold_fraction and defer_read_fraction must be in 0..=1");
+            }
+            if l.tick.is_zero() || l.half_life.is_zero() {
+                return bad("logstore tick and half_life must be positive");
+            }
         }
         if self.fast_levels.is_some_and(|k| k >= self.num_levels) {
             return bad("fast_levels must be below num_levels");

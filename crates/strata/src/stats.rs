@@ -142,6 +142,12 @@ pub struct LevelStats {
     /// levels), RocksDB's per-level `W-Amp`.
     pub write_amp: f64,
     pub compaction_secs: f64,
+    /// Tables by temperature (decayed reads answered): `[<1, 1–9, 10–99, 100–999, 1k–9.9k,
+    /// ≥10k]` (LogStore's per-level histogram; counted only with `placement_policy =
+    /// logstore`).
+    pub temperature_histogram: [u64; crate::tier::temperature::TEMPERATURE_BUCKETS],
+    /// The level's tables' temperatures summed.
+    pub temperature: f64,
 }
 
 /// A snapshot of the engine's statistics.
@@ -187,6 +193,51 @@ pub struct DbStats {
     pub forest: ForestStats,
     /// HotRAP's figures, when it is on.
     pub hotrap: Option<crate::tier::hot::HotRapStats>,
+    /// LogStore's figures, with `placement_policy = logstore`.
+    pub logstore: Option<LogStoreStats>,
+}
+
+/// LogStore's figures, in `DbStats::logstore`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LogStoreStats {
+    /// Compactions from the fast tier into the capacity tier that evicted the coldest table.
+    pub informed_compactions: u64,
+    /// Hot capacity-tier tables merged up into the fast tier, and their input bytes.
+    pub reverse_compactions: u64,
+    pub reverse_bytes: u64,
+    /// Hot overlapping L0 tables merged on the fast tier, and their input bytes.
+    pub staging_compactions: u64,
+    pub staging_bytes: u64,
+    /// Compaction is deferred now (reads are rare), and the ticks it was deferred so far.
+    pub deferring: bool,
+    pub deferred_ticks: u64,
+    pub ticks: u64,
+    /// The cost model's measured inputs: seek (µs) and bandwidth (MB/s) of each tier.
+    pub fast_seek_us: f64,
+    pub capacity_seek_us: f64,
+    pub fast_mb_per_s: f64,
+    pub capacity_mb_per_s: f64,
+}
+
+impl fmt::Display for LogStoreStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "logstore: informed {}  reverse {} ({})  staging {} ({})  deferring {} ({}/{} ticks)  cost model: fast {:.0} us {:.0} MB/s, capacity {:.0} us {:.0} MB/s",
+            self.informed_compactions,
+            self.reverse_compactions,
+            human(self.reverse_bytes),
+            self.staging_compactions,
+            human(self.staging_bytes),
+            self.deferring,
+            self.deferred_ticks,
+            self.ticks,
+            self.fast_seek_us,
+            self.fast_mb_per_s,
+            self.capacity_seek_us,
+            self.capacity_mb_per_s
+        )
+    }
 }
 
 impl EngineStats {
@@ -352,6 +403,19 @@ impl fmt::Display for DbStats {
         if let Some(h) = &self.hotrap {
             write!(f, "\n{h}")?;
         }
+        if let Some(l) = &self.logstore {
+            write!(
+                f,
+                "\n{l}\ntemperature (tables by reads: <1 1-9 10-99 100-999 1k-9.9k >=10k):"
+            )?;
+            for lv in self.levels.iter().filter(|lv| lv.files > 0) {
+                write!(
+                    f,
+                    "  L{} {:?} ({:.0})",
+                    lv.level, lv.temperature_histogram, lv.temperature
+                )?;
+            }
+        }
         Ok(())
     }
 }
@@ -373,6 +437,8 @@ pub struct TierStats {
     /// Fast-tier table block reads and bytes.
     pub fast_reads: AtomicU64,
     pub fast_read_bytes: AtomicU64,
+    /// Bytes appended to fast-tier table files (with `fast_write_latency`: the write bandwidth).
+    pub fast_write_bytes: AtomicU64,
     /// MetaCache: capacity-table metadata served from the fast tier, and sidecars written.
     pub meta_local_reads: AtomicU64,
     pub meta_builds: AtomicU64,

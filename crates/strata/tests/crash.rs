@@ -22,7 +22,7 @@ const KEYS: u64 = 400;
 
 /// Options of the crash workload; with `tiered`, levels below L0 go to a `file://` capacity
 /// tier beside the database, 2 ms away, so crashes land in the middle of uploads.
-fn crash_options(base: &std::path::Path, tiered: bool, forest: bool) -> Options {
+fn crash_options(base: &std::path::Path, tiered: bool, forest: bool, logstore: bool) -> Options {
     let mut o = crash_options_local();
     if forest {
         // Split forest with early cleaning after every table: kills land inside merges, and
@@ -57,6 +57,29 @@ fn crash_options(base: &std::path::Path, tiered: bool, forest: bool) -> Options 
             file_size: 64 << 10,
         };
     }
+    if logstore {
+        // LogStore over relative placement, its cost model pinned so that a few reads pay for
+        // a reverse or staging compaction: kills land in them and in side-file writes.
+        o.fast_levels = None;
+        o.max_bytes_for_level_base = 8 * 1024;
+        o.compression_per_level = vec![strata::Compression::None];
+        o.placement_policy = strata::tier::PlacementPolicy::LogStore;
+        // HotRAP would serve the hot keys from promoted copies, and the capacity tables would
+        // stay cold (the model test runs the two together).
+        o.hotrap.enabled = false;
+        o.logstore = strata::tier::LogStoreOptions {
+            half_life: Duration::from_secs(2),
+            tick: Duration::from_millis(5),
+            defer_read_fraction: 0.0,
+            costs: Some(strata::tier::temperature::TierCosts {
+                fast_seek: 1e-3,
+                capacity_seek: 0.05,
+                fast_bw: 1e8,
+                capacity_bw: 1e7,
+            }),
+            ..Default::default()
+        };
+    }
     o
 }
 
@@ -89,10 +112,32 @@ fn crash_child() {
         .unwrap();
     let tiered = std::env::var("STRATA_CRASH_TIERED").is_ok();
     let forest = std::env::var("STRATA_CRASH_FOREST").is_ok();
+    let logstore = std::env::var("STRATA_CRASH_LOGSTORE").is_ok();
     let base = std::path::PathBuf::from(&dir);
-    let db = Db::open(base.join("db"), crash_options(&base, tiered, forest)).unwrap();
+    let db = Db::open(
+        base.join("db"),
+        crash_options(&base, tiered, forest, logstore),
+    )
+    .unwrap();
     // The harness printed "test crash_child ... " without a newline: end that line.
     println!();
+    if logstore {
+        // Reads of a hot key range heat its tables: reverse and staging compactions run.
+        let reader = db.clone();
+        std::thread::spawn(move || {
+            let mut rng = Rng::new(seed);
+            loop {
+                let _ = reader.get(key(rng.below(KEYS / 8)));
+            }
+        });
+        if std::env::var("STRATA_CRASH_DEBUG").is_ok() {
+            let db = db.clone();
+            std::thread::spawn(move || loop {
+                std::thread::sleep(Duration::from_millis(100));
+                eprintln!("child: {}", db.stats().logstore.unwrap());
+            });
+        }
+    }
     let handles: Vec<_> = (0..2u64)
         .map(|t| {
             let db = db.clone();
@@ -159,6 +204,10 @@ fn parse_ops(s: &str) -> Ops {
 }
 
 fn run(seed: u64, rounds: u64, tiered: bool, forest: bool) {
+    run_mode(seed, rounds, tiered, forest, false)
+}
+
+fn run_mode(seed: u64, rounds: u64, tiered: bool, forest: bool, logstore: bool) {
     let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
@@ -175,12 +224,19 @@ fn run(seed: u64, rounds: u64, tiered: bool, forest: bool) {
         if forest {
             cmd.env("STRATA_CRASH_FOREST", "1");
         }
+        if logstore {
+            cmd.env("STRATA_CRASH_LOGSTORE", "1");
+        }
         let mut child = cmd
             .env("STRATA_CRASH_DIR", dir.path())
             .env("STRATA_CRASH_SEED", (seed ^ round).to_string())
             .env("STRATA_CRASH_ROUND", round.to_string())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(if std::env::var("STRATA_CRASH_DEBUG").is_ok() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -249,7 +305,7 @@ fn run(seed: u64, rounds: u64, tiered: bool, forest: bool) {
 
         let db = Db::open(
             dir.path().join("db"),
-            crash_options(dir.path(), tiered, forest),
+            crash_options(dir.path(), tiered, forest, logstore),
         )
         .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
         // A split-forest merge the kill interrupted is resumed from its journal.
@@ -286,6 +342,9 @@ fn run(seed: u64, rounds: u64, tiered: bool, forest: bool) {
                 "round {round}: orphaned or missing capacity objects"
             );
             capacity_tables += live.len();
+            if std::env::var("STRATA_CRASH_DEBUG").is_ok() {
+                eprintln!("round {round}:\n{}", db.stats());
+            }
         }
         // In-flight batches: all or nothing.
         for (id, ops) in &in_flight {
@@ -392,6 +451,24 @@ fn sigkill_loses_no_acknowledged_write() {
         .unwrap_or(25);
     for seed in seeds(1) {
         with_seed("crash", seed, move || run(seed, rounds, false, false));
+    }
+}
+
+/// LogStore placement under SIGKILL: a reader heats a key range, so kills land in reverse
+/// and staging compactions and in writes of the `TEMPERATURE` side file.
+#[test]
+fn sigkill_during_logstore_compactions_loses_nothing() {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(16);
+    for seed in seeds(1) {
+        with_seed("crash", seed, move || {
+            run_mode(seed, rounds, true, false, true)
+        });
     }
 }
 

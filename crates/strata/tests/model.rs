@@ -178,6 +178,12 @@ enum Tiering {
     /// In-memory capacity tier, relative placement and HotRAP on with a tiny promotion cache
     /// (sealed every few reads) and a deterministic hot set: every pathway and its races run.
     HotRap,
+    /// In-memory capacity tier with LogStore placement: fast ticks, a short half-life and a cost
+    /// model pinned so that reverse and staging compactions pay off after a read or two, so
+    /// informed, reverse, staging and deferred compactions all run and chase each other.
+    LogStore,
+    /// LogStore and HotRAP together.
+    LogStoreHotRap,
 }
 
 fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, seed: u64) {
@@ -185,7 +191,9 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
     use strata::storage::object::{CapacityOptions, Emulation};
     let url = match t {
         Tiering::Local => return,
-        Tiering::Memory | Tiering::HotRap => format!("memory://model-{seed}"),
+        Tiering::Memory | Tiering::HotRap | Tiering::LogStore | Tiering::LogStoreHotRap => {
+            format!("memory://model-{seed}")
+        }
         Tiering::FileWithFaults => format!("file://{}/capacity", dir.display()),
         Tiering::S3 => format!(
             "{}/model-{seed}",
@@ -208,7 +216,28 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
     }
     o.capacity = Some(c);
     o.fast_levels = Some(rng.below(2) as usize);
-    if let Tiering::HotRap = t {
+    if let Tiering::LogStore | Tiering::LogStoreHotRap = t {
+        o.fast_levels = None;
+        o.capacity_levels = 1 + rng.below(2) as usize;
+        o.max_bytes_for_level_base = 2048 + rng.below(4096);
+        o.placement_policy = strata::tier::PlacementPolicy::LogStore;
+        o.logstore = strata::tier::LogStoreOptions {
+            half_life: std::time::Duration::from_millis(50 + rng.below(500)),
+            tick: std::time::Duration::from_millis(5 + rng.below(20)),
+            cold_fraction: [0.1, 0.5, 1.0][rng.below(3) as usize],
+            // Half the runs defer whenever reads fall under half the operations.
+            defer_read_fraction: [0.0, 0.5][rng.below(2) as usize],
+            defer_fast_bytes: Some(1024 + rng.below(4096)),
+            // A read or two pays for a reverse or staging compaction of these small tables.
+            costs: Some(strata::tier::temperature::TierCosts {
+                fast_seek: 1e-3,
+                capacity_seek: 0.05,
+                fast_bw: 1e8,
+                capacity_bw: 1e7,
+            }),
+        };
+    }
+    if let Tiering::HotRap | Tiering::LogStoreHotRap = t {
         o.fast_levels = None;
         o.capacity_levels = 1 + rng.below(2) as usize;
         o.max_bytes_for_level_base = 2048 + rng.below(4096);
@@ -281,6 +310,8 @@ fn run_with(seed: u64, steps: usize, tiering: Tiering, forest: bool) {
     let mut seq = 0u64;
     // Split-forest merges over all opens (statistics restart at each open).
     let mut merges = 0;
+    // Capacity-tier PUTs over all opens (LogStore may pull everything back up by the end).
+    let mut puts = 0;
     for step in 0..steps {
         let ctx = format!("seed {seed} step {step}");
         seq += 1;
@@ -364,6 +395,7 @@ fn run_with(seed: u64, steps: usize, tiering: Tiering, forest: bool) {
             _ => {
                 snaps.clear();
                 merges += db.stats().forest.merges;
+                puts += db.stats().tier.capacity_puts;
                 db.close().unwrap();
                 db = Db::open(dir.path(), opts.clone()).unwrap();
             }
@@ -381,12 +413,16 @@ fn run_with(seed: u64, steps: usize, tiering: Tiering, forest: bool) {
             db.live_tables()
                 .iter()
                 .any(|(_, f)| f.tier == strata::tier::Tier::Capacity)
-                || s.tier.capacity_puts > 0,
+                || s.tier.capacity_puts + puts > 0,
             "seed {seed}: the capacity tier was never used:\n{s}"
         );
-        if let Tiering::HotRap = tiering {
+        if let Tiering::HotRap | Tiering::LogStoreHotRap = tiering {
             let h = s.hotrap.expect("HotRAP is on");
             eprintln!("seed {seed}: {h}");
+        }
+        if let Tiering::LogStore | Tiering::LogStoreHotRap = tiering {
+            let l = s.logstore.expect("LogStore is on");
+            eprintln!("seed {seed}: {l}");
         }
         if let Tiering::FileWithFaults = tiering {
             let em = db.capacity_tier().unwrap();
@@ -453,6 +489,24 @@ fn model_hotrap() {
     for seed in seeds(model_seeds(12) / 2) {
         with_seed("model", seed, move || {
             run_tiered(seed, 2000, Tiering::HotRap)
+        });
+    }
+}
+
+#[test]
+fn model_logstore() {
+    for seed in seeds(model_seeds(12) / 2) {
+        with_seed("model", seed, move || {
+            run_tiered(seed, 2000, Tiering::LogStore)
+        });
+    }
+}
+
+#[test]
+fn model_logstore_hotrap() {
+    for seed in seeds(model_seeds(12) / 4) {
+        with_seed("model", seed, move || {
+            run_tiered(seed, 2000, Tiering::LogStoreHotRap)
         });
     }
 }

@@ -18,6 +18,10 @@ pub enum CompactionReason {
     TierChange,
     /// A split-forest merge the compaction journal shows interrupted, resumed at its cut.
     JournalResume,
+    /// LogStore §V-B: a hot capacity-tier table merged up into the last fast level.
+    Reverse,
+    /// LogStore §V-D: hot, overlapping L0 tables merged on the fast tier alone.
+    Staging,
 }
 
 /// HotRAP retention and promotion by compaction (§3.1): user keys in `[lo, hi]` that are in

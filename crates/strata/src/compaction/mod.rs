@@ -13,6 +13,7 @@ pub mod executor;
 pub mod filter;
 pub mod forest;
 pub mod job;
+pub mod logstore;
 pub mod picker;
 pub mod policy;
 pub mod rate_limiter;
@@ -24,6 +25,7 @@ pub use forest::{ForestOptions, SplitForestPolicy};
 pub use job::{
     CompactionInput, CompactionJob, CompactionReason, ForestMerge, HotRoute, PromotedRecord,
 };
+pub use logstore::LogStorePolicy;
 pub use picker::{level_targets, pick_compaction, ForestPick, LevelTargets, Pick, PickerOptions};
 pub use policy::{CompactionPolicy, LeveledPolicy, PickerInput};
 pub use rate_limiter::RateLimiter;

@@ -148,7 +148,12 @@ fn key_range(files: &[Arc<TableFile>]) -> (Vec<u8>, Vec<u8>) {
     (lo, hi)
 }
 
-fn next_level_files(v: &Version, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<TableFile>> {
+pub(crate) fn next_level_files(
+    v: &Version,
+    level: usize,
+    lo: &[u8],
+    hi: &[u8],
+) -> Vec<Arc<TableFile>> {
     v.levels[level]
         .runs
         .iter()
@@ -165,12 +170,32 @@ pub fn is_bottommost(v: &Version, output: usize, lo: &[u8], hi: &[u8]) -> bool {
     })
 }
 
+/// A key range a running job writes into a level. Two jobs must never write overlapping
+/// ranges into one level: their outputs would overlap there. Leveled compaction alone never
+/// does (each level is written by the level above), but LogStore's reverse and staging
+/// compactions write into a level from elsewhere, so every pick checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Writing {
+    pub level: usize,
+    pub lo: Vec<u8>,
+    pub hi: Vec<u8>,
+}
+
+/// Whether a running job writes keys of `[lo, hi]` into `level`.
+pub fn writing_into(writing: &[Writing], level: usize, lo: &[u8], hi: &[u8]) -> bool {
+    writing
+        .iter()
+        .any(|w| w.level == level && w.lo.as_slice() <= hi && lo <= w.hi.as_slice())
+}
+
 /// Builds the pick compacting `inputs` of `level` into `output`, or `None` if a needed file is
-/// busy. The output tier is placement's (see [`PickerInput::tier_for`]).
+/// busy or a running job writes into the output range. The output tier is placement's (see
+/// [`PickerInput::tier_for`]).
 #[allow(clippy::too_many_arguments)]
 pub fn pick_for(
     v: &Version,
     busy: &HashSet<u64>,
+    writing: &[Writing],
     output_tier: Tier,
     level: usize,
     inputs: Vec<Arc<TableFile>>,
@@ -193,6 +218,9 @@ pub fn pick_for(
     let mut all = inputs.clone();
     all.extend(next.iter().cloned());
     let (alo, ahi) = key_range(&all);
+    if writing_into(writing, output, &alo, &ahi) {
+        return None;
+    }
     let bottommost = is_bottommost(v, output, &alo, &ahi);
     let trivial_move = inputs.len() == 1 && next.is_empty() && output != level;
     let mut ins = vec![(level, inputs)];
@@ -220,17 +248,35 @@ fn hot_of(input: &PickerInput<'_>, f: &TableFile) -> u64 {
 /// Picks the most urgent compaction, if any level's score is at least 1; otherwise a table
 /// placement wants on the other tier.
 pub fn pick_compaction(input: &PickerInput<'_>) -> Option<Pick> {
+    pick_by_score(input).or_else(|| pick_misplaced(input))
+}
+
+/// The most urgent compaction by level scores, if any score is at least 1.
+///
+/// With LogStore temperatures in the input: the level shedding data into the capacity tier
+/// gives up its coldest table (informed compaction, §V-A), and while compaction is deferred
+/// (§V-C) L0 waits for a larger trigger and the fast levels below it are not sized at all,
+/// until the fast tier holds the deferral limit.
+pub fn pick_by_score(input: &PickerInput<'_>) -> Option<Pick> {
     let (v, busy, o) = (input.version, input.busy, input.options);
     let n = v.num_levels();
     let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
     let lt = level_targets(&sizes, o);
     let hot_level = input.hot_aware_level();
+    let deferring = input
+        .temperature
+        .filter(|t| t.deferring && v.fast_bytes() + input.running_fast_bytes < t.defer_fast_bytes);
     let mut scored: Vec<(f64, usize)> = Vec::new();
     let l0: Vec<Arc<TableFile>> = v.levels[0].files().cloned().collect();
     if !l0.iter().any(|f| busy.contains(&f.id)) {
-        scored.push((l0.len() as f64 / o.l0_trigger as f64, 0));
+        let trigger = deferring.map_or(o.l0_trigger, |t| t.defer_l0_trigger.max(o.l0_trigger));
+        scored.push((l0.len() as f64 / trigger as f64, 0));
     }
     for l in 1..n - 1 {
+        if deferring.is_some() && l >= lt.base_level && input.level_tier(l) == Tier::Fast {
+            // Deferred: the fast levels absorb the burst, unsized.
+            continue;
+        }
         let mut not_busy: u64 = v.levels[l]
             .files()
             .filter(|f| !busy.contains(&f.id))
@@ -266,6 +312,7 @@ pub fn pick_compaction(input: &PickerInput<'_>) -> Option<Pick> {
             if let Some(p) = pick_for(
                 v,
                 busy,
+                input.writing,
                 input.tier_for(out),
                 0,
                 l0.clone(),
@@ -277,7 +324,9 @@ pub fn pick_compaction(input: &PickerInput<'_>) -> Option<Pick> {
             }
             continue;
         }
-        let f = if hot_level == Some(level) {
+        let f = if let Some(t) = informed_level(input, level) {
+            pick_coldest(input, t, level)
+        } else if hot_level == Some(level) {
             pick_hot_aware(input, level)
         } else {
             pick_min_overlap(v, busy, level)
@@ -286,6 +335,7 @@ pub fn pick_compaction(input: &PickerInput<'_>) -> Option<Pick> {
             if let Some(p) = pick_for(
                 v,
                 busy,
+                input.writing,
                 input.tier_for(level + 1),
                 level,
                 vec![f],
@@ -297,7 +347,68 @@ pub fn pick_compaction(input: &PickerInput<'_>) -> Option<Pick> {
             }
         }
     }
-    pick_misplaced(input)
+    None
+}
+
+/// LogStore's temperatures, if `level` is the one whose compactions move data from the fast
+/// tier into the capacity tier (the level informed compaction picks in).
+fn informed_level<'a>(
+    input: &PickerInput<'a>,
+    level: usize,
+) -> Option<&'a crate::tier::temperature::TemperatureSnapshot> {
+    let t = input.temperature?;
+    (input.placement.has_capacity
+        && input.level_tier(level) == Tier::Fast
+        && input.tier_for(level + 1) == Tier::Capacity)
+        .then_some(t)
+}
+
+/// LogStore §V-A: the coldest table of `level`. Ties (tables never read, most often) go to
+/// the smallest overlap ratio. With HotRAP scoring the level, tables whose records are all hot
+/// are skipped (HotRAP would retain every record: the job would move nothing and the level
+/// would stay over its target), and ties go to HotRAP's benefit; when every table is all hot,
+/// HotRAP's own choice stands.
+fn pick_coldest(
+    input: &PickerInput<'_>,
+    t: &crate::tier::temperature::TemperatureSnapshot,
+    level: usize,
+) -> Option<Arc<TableFile>> {
+    let (v, busy) = (input.version, input.busy);
+    let hot_aware = input.hot_aware_level() == Some(level);
+    // (temperature, tie-break: lower is better, table)
+    let mut best: Option<(f64, f64, Arc<TableFile>)> = None;
+    for f in v.levels[level].files() {
+        if busy.contains(&f.id) {
+            continue;
+        }
+        let next = next_level_files(v, level + 1, &f.smallest, &f.largest);
+        if next.iter().any(|g| busy.contains(&g.id)) {
+            continue;
+        }
+        let overlap: u64 = next.iter().map(|g| g.size).sum();
+        let tie = if hot_aware {
+            let benefit = f.size - hot_of(input, f);
+            if benefit == 0 {
+                continue;
+            }
+            // The negated benefit per overlapping byte (HotRAP §3.5).
+            -(benefit as f64 / overlap.max(1) as f64)
+        } else {
+            overlap as f64 / f.size.max(1) as f64
+        };
+        let temp = t.of(f.id);
+        let better = best
+            .as_ref()
+            .is_none_or(|(bt, btie, _)| temp < *bt || (temp == *bt && tie < *btie));
+        if better {
+            best = Some((temp, tie, f.clone()));
+        }
+    }
+    match best {
+        Some((_, _, f)) => Some(f),
+        None if hot_aware => pick_hot_aware(input, level),
+        None => None,
+    }
 }
 
 /// The table of `level` with the smallest overlap ratio with the next level (RocksDB's
@@ -374,6 +485,7 @@ pub(crate) fn pick_misplaced(input: &PickerInput<'_>) -> Option<Pick> {
             if let Some(p) = pick_for(
                 v,
                 input.busy,
+                input.writing,
                 want,
                 l,
                 vec![f.clone()],
@@ -389,13 +501,13 @@ pub(crate) fn pick_misplaced(input: &PickerInput<'_>) -> Option<Pick> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::tier::Placement;
     use crate::version::{FileMeta, Reaper, VersionEdit};
     use std::collections::HashMap;
 
-    fn opts() -> PickerOptions {
+    pub(crate) fn opts() -> PickerOptions {
         PickerOptions {
             l0_trigger: 4,
             base_bytes: 1000,
@@ -434,11 +546,13 @@ mod tests {
             running_fast_bytes: 0,
             hot_bytes: hot,
             hot_aware: !hot.is_empty(),
+            temperature: None,
+            writing: &[],
         })
     }
 
     /// Builds a version from a fixture: one line per table, `level id smallest largest size`.
-    fn version(fixture: &str) -> Version {
+    pub(crate) fn version(fixture: &str) -> Version {
         let reaper: Arc<Reaper> = Arc::default();
         let mut e = VersionEdit::default();
         for (seq, line) in fixture
@@ -471,7 +585,7 @@ mod tests {
         Version::new(7).apply(&e, &reaper).unwrap().0
     }
 
-    fn ids(p: &Pick) -> Vec<(usize, Vec<u64>)> {
+    pub(crate) fn ids(p: &Pick) -> Vec<(usize, Vec<u64>)> {
         p.inputs
             .iter()
             .map(|(l, fs)| (*l, fs.iter().map(|f| f.id).collect()))

@@ -3,10 +3,11 @@
 //! - [`PickerInput`]: a read-only snapshot of what a picker may look at — the version (levels of
 //!   sorted runs), the tables already being compacted, the level-sizing options, placement, the
 //!   bytes running jobs are about to write to the fast tier, and per-table statistics (HotRAP's
-//!   hot bytes today; LogStore's access counts later).
+//!   hot bytes; LogStore's temperatures, tier costs and deferral state).
 //! - [`CompactionPolicy`]: a pure `pick` over that input. Leveled picking (with HotRAP's
-//!   hot-aware scoring when hot bytes are present) is [`LeveledPolicy`]; split-forest and
-//!   temperature policies implement the same trait.
+//!   hot-aware scoring when hot bytes are present) is [`LeveledPolicy`]; the split forest
+//!   ([`super::SplitForestPolicy`]) and LogStore ([`super::LogStorePolicy`]) implement the same
+//!   trait.
 //! - What a job does with its outputs (the tier, HotRAP's per-key routing of hot records to a
 //!   fast-tier output, promoted records merged in) is data in the [`super::CompactionJob`],
 //!   which any [`super::CompactionRunner`] executes the same way.
@@ -16,6 +17,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::picker::{pick_compaction, Pick, PickerOptions};
+use crate::tier::temperature::TemperatureSnapshot;
 use crate::tier::{tier_for_level, Placement, Tier};
 use crate::version::Version;
 
@@ -33,6 +35,11 @@ pub struct PickerInput<'a> {
     pub hot_bytes: &'a HashMap<u64, u64>,
     /// HotRAP is on: the last fast level is scored and picked hot-aware.
     pub hot_aware: bool,
+    /// LogStore: table temperatures, tier costs and the deferral state (`None`: static
+    /// placement).
+    pub temperature: Option<&'a TemperatureSnapshot>,
+    /// Key ranges running jobs write into each level.
+    pub writing: &'a [super::picker::Writing],
 }
 
 impl PickerInput<'_> {

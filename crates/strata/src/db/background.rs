@@ -61,6 +61,10 @@ pub(crate) fn pick_next(
     let popts = picker_options(&inner.opts);
     let pl = placement(&inner.opts);
     let empty = HashMap::new();
+    let writing: Vec<compaction::picker::Writing> = match busy {
+        Some(_) => Vec::new(),
+        None => st.writing.iter().map(|(_, w)| w.clone()).collect(),
+    };
     let mut input = PickerInput {
         version: &v,
         busy: busy.unwrap_or(&st.busy),
@@ -71,9 +75,16 @@ pub(crate) fn pick_next(
         // The split-forest policy does not score hotness: skip RALT's range sums under the lock.
         hot_aware: inner.hot.is_some()
             && inner.opts.compaction_style == crate::version::CompactionStyle::Leveled,
+        temperature: None,
+        writing: &writing,
     };
     let hb = hot_bytes(inner, &input);
     input.hot_bytes = &hb;
+    let temps = inner
+        .logstore
+        .as_ref()
+        .map(|ls| super::temperature::snapshot(inner, ls, &v));
+    input.temperature = temps.as_ref();
     inner.policy.pick(&input)
 }
 
@@ -387,6 +398,7 @@ pub(crate) fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup 
 pub(crate) struct JobSlot {
     ids: Vec<u64>,
     fast_reserved: u64,
+    token: u64,
 }
 
 impl JobSlot {
@@ -411,7 +423,24 @@ impl JobSlot {
             0
         };
         st.running_fast_bytes += fast_reserved;
-        JobSlot { ids, fast_reserved }
+        st.next_slot += 1;
+        let token = st.next_slot;
+        let slot = JobSlot {
+            ids,
+            fast_reserved,
+            token,
+        };
+        let files = pick.inputs.iter().flat_map(|(_, fs)| fs.iter());
+        if let Some((lo, hi)) = range_of(files) {
+            slot.also_writing(st, pick.output_level, lo, hi);
+        }
+        slot
+    }
+
+    /// Records that the job writes keys of `[lo, hi]` into `level` (no other job may).
+    pub(crate) fn also_writing(&self, st: &mut DbState, level: usize, lo: Vec<u8>, hi: Vec<u8>) {
+        st.writing
+            .push((self.token, compaction::picker::Writing { level, lo, hi }));
     }
 
     /// Gives the slot back (with `also`, tables the job made busy itself) and wakes waiters.
@@ -421,6 +450,7 @@ impl JobSlot {
         }
         st.running_compactions -= 1;
         st.running_fast_bytes -= self.fast_reserved;
+        st.writing.retain(|(t, _)| *t != self.token);
         inner.bg_cv.notify_all();
     }
 }
@@ -467,6 +497,10 @@ pub(crate) fn run_pick(
     } else {
         hot_setup(inner, &st, &pick)
     };
+    if let Some((level, lo, hi, _)) = &hot_setup.route {
+        // Retained hot records go back into the input level's range.
+        slot.also_writing(&mut st, *level, lo.clone(), hi.clone());
+    }
     let numbers = st.versions.file_numbers();
     let out = pick.output_level;
     drop(st);
@@ -553,6 +587,9 @@ pub(crate) fn run_pick(
     if installed.is_err() {
         release_compacting(&pick);
     }
+    if let (Ok(r), Some(ls)) = (&installed, &inner.logstore) {
+        count_logstore(ls, &pick, r.as_ref(), &st);
+    }
     // Release the inputs' references before the job counts as finished, so that waiting for
     // idleness also waits for obsolete inputs to reach the reaper; count it before too.
     drop(pick);
@@ -587,6 +624,39 @@ pub(crate) fn run_pick(
     }
     reap(inner);
     installed.map(|_| ())
+}
+
+/// LogStore: the outputs of an installed job inherit its inputs' temperatures (a trivial move
+/// keeps its table, and so its temperature), and the job is counted by kind.
+fn count_logstore(
+    ls: &super::temperature::LogStore,
+    pick: &Pick,
+    r: Option<&compaction::CompactionResult>,
+    st: &DbState,
+) {
+    let inputs: Vec<&Arc<TableFile>> = pick.inputs.iter().flat_map(|(_, fs)| fs.iter()).collect();
+    if let Some(r) = r {
+        let outputs = r.outputs.iter().chain(&r.fast_outputs).map(|f| f.id);
+        super::temperature::inherit_into(st, &inputs, outputs);
+    }
+    let bytes: u64 = inputs.iter().map(|f| f.size).sum();
+    let c = &ls.counters;
+    match pick.reason {
+        CompactionReason::Reverse => {
+            c.reverse.fetch_add(1, Ordering::Relaxed);
+            c.reverse_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+        CompactionReason::Staging => {
+            c.staging.fetch_add(1, Ordering::Relaxed);
+            c.staging_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+        CompactionReason::LevelSize
+            if pick.output_tier == Tier::Capacity && pick.inputs[0].1[0].tier == Tier::Fast =>
+        {
+            c.informed.fetch_add(1, Ordering::Relaxed);
+        }
+        _ => {}
+    }
 }
 
 /// Turns HotRAP's set-up into the job's route (with RALT's hot keys of its range, read
@@ -708,9 +778,11 @@ pub(crate) fn compact_range(
             continue;
         }
         let output = if level == 0 { base } else { level + 1 };
+        let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
         let pick = compaction::picker::pick_for(
             &v,
             &st.busy,
+            &writing,
             tier_now(inner, &st, output),
             level,
             inputs,
@@ -751,9 +823,11 @@ pub(crate) fn compact_range(
         if inputs.is_empty() || !worth {
             return Ok(());
         }
+        let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
         let pick = compaction::picker::pick_for(
             &v,
             &st.busy,
+            &writing,
             tier_now(inner, &st, last),
             last,
             inputs,
@@ -814,6 +888,12 @@ impl DbInner {
         }
         if let Some(pool) = &self.search {
             pool.shutdown();
+        }
+        if self.logstore.is_some() {
+            let v = self.state.lock().versions.current();
+            if let Err(e) = super::temperature::save(self, &v) {
+                tracing::warn!(error = %e, "could not write table temperatures at close");
+            }
         }
         // New write groups fail (shutting down); wait for one in flight, then sync.
         let r = super::write::after_writers(self, || self.wal.lock().sync());

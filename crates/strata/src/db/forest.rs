@@ -269,6 +269,7 @@ fn with_picker_input<T>(inner: &DbInner, st: &DbState, f: impl FnOnce(&PickerInp
     let popts = super::background::picker_options(&inner.opts);
     let pl = super::background::placement(&inner.opts);
     let empty = HashMap::new();
+    let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
     let input = PickerInput {
         version: &v,
         busy: &st.busy,
@@ -277,6 +278,8 @@ fn with_picker_input<T>(inner: &DbInner, st: &DbState, f: impl FnOnce(&PickerInp
         running_fast_bytes: st.running_fast_bytes,
         hot_bytes: &empty,
         hot_aware: false,
+        temperature: None,
+        writing: &writing,
     };
     f(&input)
 }

@@ -16,6 +16,7 @@ mod properties;
 mod read;
 mod search;
 mod snapshot;
+mod temperature;
 mod write;
 
 pub use snapshot::Snapshot;
@@ -74,6 +75,10 @@ pub(crate) struct DbState {
     pub running_compactions: usize,
     /// Input bytes of running compactions whose outputs go to the fast tier.
     pub running_fast_bytes: u64,
+    /// Key ranges running compactions write into each level, by job slot.
+    pub writing: Vec<(u64, crate::compaction::picker::Writing)>,
+    /// Numbers job slots.
+    pub next_slot: u64,
     pub bg_error: Option<crate::Error>,
 }
 
@@ -100,7 +105,7 @@ pub(crate) struct DbInner {
     pub rate_limiter: Option<Arc<RateLimiter>>,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     pub next_job_id: AtomicU64,
-    /// Picks compactions (leveled today; split forest and LogStore plug in here).
+    /// Picks compactions: leveled, split forest or LogStore.
     pub policy: Box<dyn crate::compaction::CompactionPolicy>,
     /// Runs compaction jobs (locally today; remote compaction plugs in here).
     pub runner: Box<dyn crate::compaction::CompactionRunner>,
@@ -108,6 +113,8 @@ pub(crate) struct DbInner {
     pub hot: Option<Arc<crate::tier::hot::HotRap>>,
     /// Parallel search of capacity-tier candidates (a capacity tier and `search_threads` ≥ 2).
     pub search: Option<Arc<search::SearchPool>>,
+    /// LogStore's temperatures and deferral state (`placement_policy = logstore`).
+    pub logstore: Option<Arc<temperature::LogStore>>,
     pub _lock: Box<dyn DirLock>,
 }
 

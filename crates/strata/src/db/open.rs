@@ -218,6 +218,18 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         opts.memtable_bloom_bytes(),
     ));
     let hot = super::promote::open_hotrap(dir, &storage, &opts)?;
+    let logstore = match (opts.placement_policy, opts.compaction_style) {
+        (crate::tier::PlacementPolicy::Static, _) => None,
+        (_, crate::version::CompactionStyle::SplitForest) => {
+            return Err(Error::invalid(
+                "placement_policy = logstore needs leveled compaction (this database uses the \
+                 split forest, whose merges move whole trees)",
+            ))
+        }
+        _ => Some(Arc::new(super::temperature::LogStore::new(
+            opts.logstore.clone(),
+        ))),
+    };
     let l0_files = versions.current().levels[0].num_files();
     let sv = SuperVersion {
         mem: mem.clone(),
@@ -242,6 +254,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             busy: Default::default(),
             running_compactions: 0,
             running_fast_bytes: 0,
+            writing: Vec::new(),
+            next_slot: 0,
             bg_error: None,
         }),
         bg_cv: Condvar::new(),
@@ -254,6 +268,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         threads: Mutex::new(Vec::new()),
         next_job_id: AtomicU64::new(1),
         policy: match opts.compaction_style {
+            crate::version::CompactionStyle::Leveled if logstore.is_some() => {
+                Box::new(crate::compaction::LogStorePolicy)
+            }
             crate::version::CompactionStyle::Leveled => Box::new(crate::compaction::LeveledPolicy),
             crate::version::CompactionStyle::SplitForest => {
                 Box::new(crate::compaction::SplitForestPolicy {
@@ -264,10 +281,15 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         runner: Box::new(crate::compaction::LocalRunner),
         hot,
         search,
+        logstore,
         opts,
         _lock: lock,
     });
+    if inner.logstore.is_some() {
+        super::temperature::load(&inner, &inner.state.lock().versions.current());
+    }
     start_threads(&inner);
+    super::temperature::start(&inner);
     super::promote::start_hot_thread(&inner);
     Ok(inner)
 }

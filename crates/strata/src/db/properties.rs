@@ -26,6 +26,13 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
             ls.write_bytes as f64 / ls.read_bytes as f64
         };
     }
+    if let Some(ls) = &inner.logstore {
+        for (l, ls) in s.levels.iter_mut().enumerate() {
+            ls.temperature_histogram = super::temperature::histogram(v, l);
+            ls.temperature = v.levels[l].files().map(|f| f.temperature.get()).sum();
+        }
+        s.logstore = Some(super::temperature::stats(ls));
+    }
     s.total_sst_bytes = sizes.iter().sum();
     for f in v.all_files() {
         match f.tier {

@@ -97,8 +97,12 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
         .iter()
         .position(|f| f.tier == Tier::Capacity)
         .unwrap_or(candidates.len());
+    let temperatures = inner.logstore.is_some();
     for f in &candidates[..first_capacity] {
         if let Local::Found(v, _) = probe(tables, stats, f, key, &lookup, snapshot, cache_only)? {
+            if temperatures {
+                f.temperature.record();
+            }
             if let Some(hot) = hot {
                 hot.counters.reads_fast.fetch_add(1, Ordering::Relaxed);
                 if let Some(v) = &v {
@@ -142,6 +146,11 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     let Local::Found(v, seq) = found? else {
         return Ok(None);
     };
+    if temperatures {
+        if let Some(f) = rest.get(at) {
+            f.temperature.record();
+        }
+    }
     if let Some(hot) = hot {
         hot.counters.reads_capacity.fetch_add(1, Ordering::Relaxed);
         if let (Some(v), Some(seq)) = (&v, seq) {

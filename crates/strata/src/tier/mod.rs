@@ -3,16 +3,18 @@
 //!
 //! Owns [`Tier`], the pure placement decision ([`placement`]) and [`TableStore`], the facade
 //! through which tables are created, opened and removed on either tier (with the LAP caches in
-//! front of the capacity tier). Hot-record promotion (`tier/hot`) and table temperatures
-//! (`tier/temperature`) will live here too. Depends on `storage`, `cache::persistent`,
+//! front of the capacity tier), hot-record promotion (`tier/hot`, HotRAP) and table
+//! temperatures with the tier cost model (`tier/temperature`, LogStore). Depends on `storage`, `cache::persistent`,
 //! `stats`; never on `db`.
 
 pub mod hot;
 pub mod placement;
 mod tables;
+pub mod temperature;
 
 pub use placement::{tier_for_level, Placement};
 pub use tables::{local_path, object_name, TableStore, TablesConfig};
+pub use temperature::{LogStoreOptions, PlacementPolicy};
 
 /// Where a table's bytes live.
 #[derive(

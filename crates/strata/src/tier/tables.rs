@@ -241,6 +241,9 @@ struct FastWriter {
 
 impl WritableFile for FastWriter {
     fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.stats
+            .fast_write_bytes
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
         self.inner.append(data)
     }
     fn flush(&mut self) -> Result<()> {

@@ -76,6 +76,8 @@ pub struct TableFile {
     /// version below the promotion cache). Cleared if the compaction fails.
     compacting: AtomicBool,
     reaper: Arc<Reaper>,
+    /// How often reads find their answer in this table (LogStore's per-table histogram bucket).
+    pub temperature: crate::tier::temperature::Temperature,
 }
 
 impl TableFile {
@@ -85,6 +87,7 @@ impl TableFile {
             obsolete: AtomicBool::new(false),
             compacting: AtomicBool::new(false),
             reaper,
+            temperature: Default::default(),
         })
     }
     pub fn mark_obsolete(&self) {

@@ -464,6 +464,8 @@ mod tests {
                 running_fast_bytes: 0,
                 hot_bytes: &empty,
                 hot_aware: false,
+                temperature: None,
+                writing: &[],
             });
             assert_eq!(show(got), want, "case {i}: {fixture}");
         }

@@ -1,0 +1,224 @@
+//! LogStore's run-time side: the ticker that decays table temperatures, samples the read rate
+//! (deferring compaction while reads are rare) and measures the tiers' costs; the side file
+//! that keeps temperatures across restarts; inheritance when compaction replaces tables; and
+//! the [`TemperatureSnapshot`] a picker gets.
+//!
+//! The decisions themselves are pure (`compaction::logstore`, `tier::temperature`); this file
+//! only feeds them. Reads count into `TableFile::temperature` in `db/read.rs`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::{DbInner, DbState};
+use crate::error::Result;
+use crate::tier::temperature::{
+    self, decay_factor, file, inherit::inherit, LogStoreOptions, TemperatureSnapshot, TierCosts,
+};
+use crate::version::{FileMeta, TableFile, Version};
+
+/// LogStore's shared state, present when `placement_policy = logstore`.
+pub(crate) struct LogStore {
+    pub opts: LogStoreOptions,
+    pub deferring: AtomicBool,
+    costs: Mutex<TierCosts>,
+    /// `(gets, keys written)` at the last tick.
+    last: Mutex<(u64, u64)>,
+    pub counters: LogStoreCounters,
+}
+
+/// LogStore's counters (reported in `DbStats::logstore`).
+#[derive(Default)]
+pub(crate) struct LogStoreCounters {
+    pub informed: AtomicU64,
+    pub reverse: AtomicU64,
+    pub reverse_bytes: AtomicU64,
+    pub staging: AtomicU64,
+    pub staging_bytes: AtomicU64,
+    pub deferred_ticks: AtomicU64,
+    pub ticks: AtomicU64,
+    pub side_file_errors: AtomicU64,
+}
+
+impl LogStore {
+    pub(crate) fn new(opts: LogStoreOptions) -> Self {
+        LogStore {
+            costs: Mutex::new(opts.costs.unwrap_or_default()),
+            opts,
+            deferring: AtomicBool::new(false),
+            last: Mutex::new((0, 0)),
+            counters: LogStoreCounters::default(),
+        }
+    }
+}
+
+/// Fast-tier bytes deferred compaction may fill: the option, else the fast-tier budget, else
+/// 1 GiB.
+fn defer_fast_bytes(o: &crate::Options, l: &LogStoreOptions) -> u64 {
+    l.defer_fast_bytes.or(o.fast_tier_budget).unwrap_or(1 << 30)
+}
+
+/// The picker's view of temperatures, under the database lock.
+pub(crate) fn snapshot(inner: &DbInner, ls: &LogStore, v: &Version) -> TemperatureSnapshot {
+    let o = &inner.opts;
+    TemperatureSnapshot {
+        by_table: v
+            .all_files()
+            .map(|f| (f.id, (f.temperature.get(), f.temperature.own())))
+            .collect(),
+        costs: *ls.costs.lock(),
+        deferring: ls.deferring.load(Relaxed),
+        defer_fast_bytes: defer_fast_bytes(o, &ls.opts),
+        // Half-way to the slowdown trigger: a burst flushes on without being slowed.
+        defer_l0_trigger: (o.level0_slowdown_writes_trigger / 2)
+            .max(o.level0_file_num_compaction_trigger),
+        cold_fraction: ls.opts.cold_fraction,
+    }
+}
+
+/// Loads the side file's temperatures into the tables of `v` (a missing or damaged file only
+/// loses temperatures: it is reported and ignored).
+pub(crate) fn load(inner: &DbInner, v: &Version) {
+    match file::read(inner.storage.as_ref(), &inner.dir) {
+        Ok(None) => {}
+        Ok(Some(m)) => {
+            for f in v.all_files() {
+                if let Some((t, own)) = m.get(&f.id) {
+                    f.temperature.restore(*t, *own);
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "table temperatures lost"),
+    }
+}
+
+/// Writes the temperatures of `v`'s tables to the side file.
+pub(crate) fn save(inner: &DbInner, v: &Version) -> Result<()> {
+    let entries: Vec<file::Entry> = v
+        .all_files()
+        .map(|f| (f.id, f.temperature.get(), f.temperature.own()))
+        .collect();
+    file::write(inner.storage.as_ref(), &inner.dir, &entries)
+}
+
+/// Gives the tables a compaction installed the temperatures of the tables it replaced.
+pub(crate) fn inherit_into(
+    st: &DbState,
+    inputs: &[&Arc<TableFile>],
+    outputs: impl Iterator<Item = u64>,
+) {
+    let v = st.versions.current();
+    let ids: Vec<u64> = outputs.collect();
+    let outs: Vec<&Arc<TableFile>> = v.all_files().filter(|f| ids.contains(&f.id)).collect();
+    let ins: Vec<(&FileMeta, f64)> = inputs
+        .iter()
+        .map(|f| (&f.meta, f.temperature.get()))
+        .collect();
+    let metas: Vec<&FileMeta> = outs.iter().map(|f| &f.meta).collect();
+    for (f, t) in outs.iter().zip(inherit(&ins, &metas)) {
+        f.temperature.inherit(t);
+    }
+}
+
+/// One tick: decay, read-rate sample (deferral), cost measurement, side file.
+pub(crate) fn tick(inner: &DbInner, ls: &LogStore, factor: f64) {
+    let v = inner.state.lock().versions.current();
+    for f in v.all_files() {
+        f.temperature.decay(factor);
+    }
+    let gets = inner.stats.gets.load(Relaxed);
+    let writes = inner.stats.keys_written.load(Relaxed);
+    let (dg, dw) = {
+        let mut last = ls.last.lock();
+        let d = (gets.saturating_sub(last.0), writes.saturating_sub(last.1));
+        *last = (gets, writes);
+        d
+    };
+    let ops = dg + dw;
+    let defer = dw > 0 && (dg as f64) < ls.opts.defer_read_fraction * ops as f64;
+    if ls.deferring.swap(defer, Relaxed) != defer {
+        tracing::info!(
+            deferring = defer,
+            reads = dg,
+            writes = dw,
+            "LogStore deferral"
+        );
+        if !defer {
+            // Reads are back: let the compaction threads catch up now.
+            let _st = inner.state.lock();
+            inner.bg_cv.notify_all();
+        }
+    }
+    ls.counters.ticks.fetch_add(1, Relaxed);
+    if defer {
+        ls.counters.deferred_ticks.fetch_add(1, Relaxed);
+    }
+    *ls.costs.lock() = ls
+        .opts
+        .costs
+        .unwrap_or_else(|| TierCosts::measured(&inner.stats.tier));
+    if let Err(e) = save(inner, &v) {
+        ls.counters.side_file_errors.fetch_add(1, Relaxed);
+        tracing::warn!(error = %e, "could not write table temperatures");
+    }
+}
+
+/// Starts the ticker thread (LogStore only).
+pub(crate) fn start(inner: &Arc<DbInner>) {
+    let Some(ls) = inner.logstore.clone() else {
+        return;
+    };
+    let i = inner.clone();
+    let every = ls.opts.tick.max(std::time::Duration::from_millis(10));
+    let factor = decay_factor(every, ls.opts.half_life);
+    let handle = std::thread::Builder::new()
+        .name("strata-temperature".into())
+        .spawn(move || {
+            let mut next = Instant::now() + every;
+            while !i.shutting_down.load(std::sync::atomic::Ordering::Acquire) {
+                {
+                    let mut st = i.state.lock();
+                    let now = Instant::now();
+                    if now < next {
+                        i.bg_cv.wait_for(&mut st, next - now);
+                        continue;
+                    }
+                }
+                next += every;
+                tick(&i, &ls, factor);
+            }
+        })
+        .expect("spawn temperature thread");
+    inner.threads.lock().push(handle);
+}
+
+/// The per-level temperature histogram of `v` (tables per decade of reads).
+pub(crate) fn histogram(v: &Version, level: usize) -> [u64; temperature::TEMPERATURE_BUCKETS] {
+    let mut h = [0u64; temperature::TEMPERATURE_BUCKETS];
+    for f in v.levels[level].files() {
+        h[temperature::bucket_of(f.temperature.get())] += 1;
+    }
+    h
+}
+
+/// LogStore's figures for `DbStats`.
+pub(crate) fn stats(ls: &LogStore) -> crate::stats::LogStoreStats {
+    let c = &ls.counters;
+    let k = *ls.costs.lock();
+    crate::stats::LogStoreStats {
+        informed_compactions: c.informed.load(Relaxed),
+        reverse_compactions: c.reverse.load(Relaxed),
+        reverse_bytes: c.reverse_bytes.load(Relaxed),
+        staging_compactions: c.staging.load(Relaxed),
+        staging_bytes: c.staging_bytes.load(Relaxed),
+        deferring: ls.deferring.load(Relaxed),
+        deferred_ticks: c.deferred_ticks.load(Relaxed),
+        ticks: c.ticks.load(Relaxed),
+        fast_seek_us: k.fast_seek * 1e6,
+        capacity_seek_us: k.capacity_seek * 1e6,
+        fast_mb_per_s: k.fast_bw / 1e6,
+        capacity_mb_per_s: k.capacity_bw / 1e6,
+    }
+}

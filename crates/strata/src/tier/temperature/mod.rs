@@ -1,0 +1,270 @@
+//! Table temperatures (LogStore §IV–V): how often each table's data answers reads, decayed
+//! over time, and the tier cost model that turns those counts into compaction decisions.
+//!
+//! - [`Temperature`]: the per-table counter, lives on [`crate::version::TableFile`]. Reads
+//!   increment an atomic; a periodic tick folds the increments into an exponentially decayed
+//!   value (half-life [`LogStoreOptions::half_life`]). Only the tick and installation write the
+//!   decayed part, so the read path is one relaxed `fetch_add`.
+//! - [`inherit`]: when compaction replaces tables, the outputs inherit their inputs' counts by
+//!   the share of each input's key range they cover (LogStore keeps access history across
+//!   compactions so a range that was hot stays known as hot).
+//! - [`cost`]: the measured seek time and bandwidth of each tier, and equations 10–11.
+//! - [`file`]: the `TEMPERATURE` side file that carries counts across restarts.
+//! - [`TemperatureSnapshot`]: the read-only data a picker gets (counts by table id, costs, the
+//!   deferral state).
+//!
+//! Invariants: a temperature is finite and non-negative; inheritance never creates heat (the
+//! outputs' sum is at most the inputs' sum). Depends on `version::FileMeta` only; never on `db`.
+
+pub mod cost;
+pub mod file;
+pub mod inherit;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+pub use cost::TierCosts;
+
+/// Where tables go: by level only, or also by temperature (LogStore).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum PlacementPolicy {
+    /// Placement by level alone (RocksMash's relative placement; HotRAP, when on, moves records).
+    #[default]
+    Static,
+    /// LogStore: informed, reverse, deferred and staging compactions driven by table
+    /// temperatures and the tier cost model.
+    LogStore,
+}
+
+impl PlacementPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            PlacementPolicy::Static => "static",
+            PlacementPolicy::LogStore => "logstore",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "static" => Some(PlacementPolicy::Static),
+            "logstore" => Some(PlacementPolicy::LogStore),
+            _ => None,
+        }
+    }
+}
+
+/// LogStore tuning.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogStoreOptions {
+    /// A table's read count halves over this long without reads. Default 120 s.
+    pub half_life: Duration,
+    /// How often counts are decayed, the read rate sampled and the side file written. Default 2 s.
+    pub tick: Duration,
+    /// Reverse compaction's first condition (§V-B): the hottest capacity table must be read more
+    /// than this coldest fraction of the last fast level's tables. Default 0.1.
+    pub cold_fraction: f64,
+    /// Compaction is deferred (§V-C) while reads are below this fraction of operations (reads +
+    /// written keys) over the last tick, and writes are happening. Default 0.05.
+    pub defer_read_fraction: f64,
+    /// Bytes the fast tier may fill while compaction is deferred; compaction resumes beyond
+    /// them. `None`: the fast-tier budget if set, else 1 GiB.
+    pub defer_fast_bytes: Option<u64>,
+    /// Fixed cost-model inputs instead of the measured ones (a tier whose latency is known, or
+    /// tests). Default `None`: measured.
+    pub costs: Option<TierCosts>,
+}
+
+impl Default for LogStoreOptions {
+    fn default() -> Self {
+        LogStoreOptions {
+            half_life: Duration::from_secs(120),
+            tick: Duration::from_secs(2),
+            cold_fraction: 0.1,
+            defer_read_fraction: 0.05,
+            defer_fast_bytes: None,
+            costs: None,
+        }
+    }
+}
+
+/// A table's decayed read count: its own reads plus what it inherited from the tables it
+/// replaced.
+#[derive(Debug, Default)]
+pub struct Temperature {
+    /// Reads since the last tick.
+    recent: AtomicU64,
+    /// The decayed count up to the last tick, inherited part included (f64 bits).
+    decayed: AtomicU64,
+    /// The inherited part of `decayed`, decayed alike (f64 bits).
+    inherited: AtomicU64,
+}
+
+fn clean(v: f64) -> f64 {
+    if v.is_finite() && v > 0.0 {
+        v
+    } else {
+        0.0
+    }
+}
+
+impl Temperature {
+    /// One read answered by the table's data.
+    #[inline]
+    pub fn record(&self) {
+        self.recent.fetch_add(1, Relaxed);
+    }
+
+    /// The current count: decayed history (inherited included) plus reads since the last tick.
+    pub fn get(&self) -> f64 {
+        f64::from_bits(self.decayed.load(Relaxed)) + self.recent.load(Relaxed) as f64
+    }
+
+    /// The reads this table answered itself (decayed): what moving it has to pay for. A table
+    /// a compaction just wrote has none, however hot its range, so a range does not bounce
+    /// between tiers on inherited heat.
+    pub fn own(&self) -> f64 {
+        (self.get() - f64::from_bits(self.inherited.load(Relaxed))).max(0.0)
+    }
+
+    /// Sets the count a just-installed table inherits.
+    pub fn inherit(&self, v: f64) {
+        self.restore(v, 0.0);
+    }
+
+    /// Sets the count and its own part (a reopened database loads them).
+    pub fn restore(&self, total: f64, own: f64) {
+        let total = clean(total);
+        let own = clean(own).min(total);
+        self.recent.store(0, Relaxed);
+        self.decayed.store(total.to_bits(), Relaxed);
+        self.inherited.store((total - own).to_bits(), Relaxed);
+    }
+
+    /// Folds the recent reads in and decays by `factor` (in `(0, 1]`). Called by one ticker.
+    pub fn decay(&self, factor: f64) {
+        let recent = self.recent.swap(0, Relaxed) as f64;
+        let d = f64::from_bits(self.decayed.load(Relaxed));
+        let i = f64::from_bits(self.inherited.load(Relaxed));
+        // Counts below a hundredth of a read are noise: keep the values finite and small.
+        let small = |v: f64| if v < 0.01 { 0.0 } else { v };
+        let v = small((d + recent) * factor);
+        self.decayed.store(v.to_bits(), Relaxed);
+        self.inherited
+            .store(small(i * factor).min(v).to_bits(), Relaxed);
+    }
+}
+
+/// The decay factor of one tick.
+pub fn decay_factor(tick: Duration, half_life: Duration) -> f64 {
+    if half_life.is_zero() {
+        return 0.0;
+    }
+    0.5f64.powf(tick.as_secs_f64() / half_life.as_secs_f64())
+}
+
+/// What a picker reads about temperatures: a copy taken under the database lock.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TemperatureSnapshot {
+    /// `(temperature, own reads)` of each live table (see [`Temperature::own`]).
+    pub by_table: HashMap<u64, (f64, f64)>,
+    /// The tiers' measured costs.
+    pub costs: TierCosts,
+    /// Reads are rare and writes are flowing: fast levels' compactions may wait (§V-C).
+    pub deferring: bool,
+    /// Fast-tier bytes beyond which deferred compaction resumes.
+    pub defer_fast_bytes: u64,
+    /// L0 files that trigger a compaction while deferring.
+    pub defer_l0_trigger: usize,
+    /// See [`LogStoreOptions::cold_fraction`].
+    pub cold_fraction: f64,
+}
+
+impl TemperatureSnapshot {
+    /// The temperature of table `id` (0 when unknown).
+    pub fn of(&self, id: u64) -> f64 {
+        self.by_table.get(&id).map_or(0.0, |t| t.0)
+    }
+
+    /// The reads table `id` answered itself (0 when unknown).
+    pub fn own(&self, id: u64) -> f64 {
+        self.by_table.get(&id).map_or(0.0, |t| t.1)
+    }
+}
+
+/// Counts of live tables, bucketed by decade of temperature: bucket 0 is `< 1` read, bucket
+/// `i` is `[10^(i-1), 10^i)`, the last is everything above.
+pub const TEMPERATURE_BUCKETS: usize = 6;
+
+/// The histogram bucket of a temperature.
+pub fn bucket_of(t: f64) -> usize {
+    if t < 1.0 {
+        return 0;
+    }
+    ((t.log10().floor() as usize) + 1).min(TEMPERATURE_BUCKETS - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temperature_decays_and_keeps_recent_reads() {
+        let t = Temperature::default();
+        for _ in 0..8 {
+            t.record();
+        }
+        assert_eq!(t.get(), 8.0);
+        t.decay(0.5);
+        assert_eq!(t.get(), 4.0);
+        t.record();
+        assert_eq!(t.get(), 5.0);
+        t.decay(0.5);
+        assert_eq!(t.get(), 2.5);
+        assert_eq!(t.own(), 2.5, "all its own");
+        t.inherit(f64::NAN);
+        assert_eq!(t.get(), 0.0);
+        t.inherit(10.0);
+        assert_eq!(
+            (t.get(), t.own()),
+            (10.0, 0.0),
+            "inherited heat is not its own"
+        );
+        t.record();
+        t.decay(0.5);
+        assert_eq!((t.get(), t.own()), (5.5, 0.5));
+        t.restore(8.0, 20.0);
+        assert_eq!((t.get(), t.own()), (8.0, 8.0), "own is at most the total");
+        t.decay(0.001);
+        assert_eq!((t.get(), t.own()), (0.0, 0.0), "tiny counts vanish");
+    }
+
+    #[test]
+    fn decay_factor_halves_over_a_half_life() {
+        let f = decay_factor(Duration::from_secs(2), Duration::from_secs(120));
+        assert!((f.powi(60) - 0.5).abs() < 1e-9);
+        assert_eq!(decay_factor(Duration::from_secs(1), Duration::ZERO), 0.0);
+    }
+
+    #[test]
+    fn buckets_by_decade() {
+        let cases = [
+            (0.0, 0),
+            (0.99, 0),
+            (1.0, 1),
+            (9.9, 1),
+            (10.0, 2),
+            (999.0, 3),
+            (1e4, 5),
+            (1e9, 5),
+        ];
+        for (t, b) in cases {
+            assert_eq!(bucket_of(t), b, "{t}");
+        }
+        assert_eq!(
+            PlacementPolicy::parse("logstore"),
+            Some(PlacementPolicy::LogStore)
+        );
+        assert_eq!(PlacementPolicy::parse("x"), None);
+    }
+}
