@@ -14,7 +14,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::distributions::DistSpec;
-use crate::engine::{CompressionKind, EngineKind, PcacheKind, StyleArg};
+use crate::engine::{CompressionKind, EngineKind, PcacheKind, PlacementArg, StyleArg};
 use crate::keys::{KeyOrder, ValueSize};
 use crate::workloads::Workload;
 
@@ -157,6 +157,11 @@ pub struct BenchArgs {
     /// HotRAP: promote hot records from the capacity tier and retain them on the fast tier.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub hotrap: bool,
+
+    /// Table placement: `static` (by level alone) or `logstore` (LogStore: informed, reverse,
+    /// deferred and staging compactions by table temperature). Composes with --hotrap.
+    #[arg(long, alias = "placement_policy", value_enum, default_value_t = PlacementArg::Static)]
+    pub placement_policy: PlacementArg,
 
     /// Compaction style: `leveled`, or `split-forest` (SifrDB: several trees per level, only
     /// overlapping tables rewritten; RocksDB runs universal compaction for it).

@@ -32,6 +32,9 @@ pub struct LoadSpec {
     pub capacity_levels: usize,
     pub fast_levels: Option<usize>,
     pub hotrap: bool,
+    /// LogStore defers and places differently during the load.
+    #[serde(default)]
+    pub placement_policy: crate::engine::PlacementArg,
     pub fast_tier_budget: Option<u64>,
     pub block_size: u64,
     pub bloom_bits: f64,
@@ -57,6 +60,7 @@ impl LoadSpec {
             capacity_levels: args.capacity_levels,
             fast_levels: args.fast_levels,
             hotrap: args.hotrap,
+            placement_policy: args.placement_policy,
             fast_tier_budget: args.fast_tier_budget,
             block_size: args.block_size,
             bloom_bits: args.bloom_bits,

@@ -107,6 +107,7 @@ mod tests {
                 }],
                 settle_secs: None,
                 hotrap: Some(serde_json::json!({"fast_hit_rate": 0.95})),
+                logstore: None,
                 compaction: Some(serde_json::json!({"style": "split-forest"})),
                 tier: TierReport {
                     fast_hit_rate: Some(0.9),

@@ -365,6 +365,7 @@ mod tests {
             cost: cost(&t, 2.5, &Prices::default()),
             tier: t,
             hotrap: None,
+            logstore: None,
             compaction: None,
             stages: vec![],
             timeseries: vec![],

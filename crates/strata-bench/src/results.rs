@@ -77,6 +77,11 @@ pub struct PhaseResult {
     /// absent when HotRAP is off or the engine has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hotrap: Option<serde_json::Value>,
+    /// LogStore's figures at the end of the phase (compactions by kind, deferral, the cost
+    /// model's measured inputs, per-level temperature histograms); absent with static
+    /// placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logstore: Option<serde_json::Value>,
     /// Compaction-structure figures at the end of the phase (cumulative since open): for
     /// Strata, split-forest merges, moved and early-cleaned bytes, journal resumes, tables
     /// probed per lookup, parallel searches, and the peak space a compaction held.

@@ -162,6 +162,7 @@ fn result(
         settle_secs,
         tier,
         hotrap: ctx.engine.hotrap(),
+        logstore: ctx.engine.logstore(),
         compaction: ctx.engine.compaction(),
         cost,
         stages: spec

@@ -51,6 +51,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         capacity_levels: args.capacity_levels,
         fast_levels: args.fast_levels,
         hotrap: args.hotrap,
+        placement_policy: args.placement_policy,
         compaction_style: args.compaction_style,
         trees_per_level: args.trees_per_level,
         cleaning_threshold: args.cleaning_threshold,

@@ -108,6 +108,9 @@ pub struct ServeArgs {
     /// Compaction style of a new database: leveled (default) or split-forest.
     #[arg(long, value_name = "STYLE")]
     pub compaction_style: Option<String>,
+    /// Table placement: static (default) or logstore (tables move by temperature).
+    #[arg(long, value_name = "POLICY")]
+    pub placement_policy: Option<String>,
     /// Persistent cache of capacity-tier blocks: lap, naive or none.
     #[arg(long, value_name = "KIND")]
     pub persistent_cache: Option<String>,
@@ -255,6 +258,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set(
         "engine.compaction-style",
         args.compaction_style.as_ref().map(s),
+    )?;
+    set(
+        "engine.placement-policy",
+        args.placement_policy.as_ref().map(s),
     )?;
     set(
         "engine.persistent-cache",

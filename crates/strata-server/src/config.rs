@@ -191,6 +191,9 @@ pub struct EngineConfig {
     /// HotRAP: promote hot records read from the capacity tier back to the fast tier and keep
     /// hot records there during compactions.
     pub hotrap: bool,
+    /// `static` (placement by level alone) or `logstore` (LogStore: tables also move by
+    /// temperature — informed, reverse, deferred and staging compactions; leveled only).
+    pub placement_policy: String,
     /// `leveled`, or `split-forest` (SifrDB: several trees per level, less rewriting for
     /// write-heavy data). Used when the database is created; an existing one keeps its style.
     pub compaction_style: String,
@@ -238,6 +241,7 @@ impl Default for EngineConfig {
             capacity_levels: o.capacity_levels,
             fast_levels: o.fast_levels,
             hotrap: o.hotrap.enabled,
+            placement_policy: o.placement_policy.name().into(),
             compaction_style: o.compaction_style.name().into(),
             fast_tier_budget: ByteSize(0),
             persistent_cache: "lap".into(),
@@ -298,6 +302,10 @@ impl EngineConfig {
                 .compaction_style
                 .parse()
                 .map_err(|e: String| ConfigError(format!("engine.compaction-style: {e}")))?,
+            placement_policy: self
+                .placement_policy
+                .parse()
+                .map_err(|e: String| ConfigError(format!("engine.placement-policy: {e}")))?,
             ..Options::default()
         };
         o.validate()
@@ -423,6 +431,7 @@ impl EngineConfig {
                 .map_or("relative".into(), |k| k.to_string()),
         );
         p("hotrap", self.hotrap.to_string());
+        p("placement-policy", self.placement_policy.clone());
         p("compaction-style", self.compaction_style.clone());
         p("fast-tier-budget", self.fast_tier_budget.to_string());
         p("persistent-cache", self.persistent_cache.clone());

@@ -360,6 +360,25 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         "inline_fallbacks",
         ServerStats::get(&shared.stats.inline_fallbacks),
     );
+    s.kv("logstore_enabled", u8::from(st.logstore.is_some()));
+    if let Some(l) = &st.logstore {
+        s.kv("logstore_informed_compactions", l.informed_compactions);
+        s.kv("logstore_reverse_compactions", l.reverse_compactions);
+        s.kv("logstore_reverse_bytes", l.reverse_bytes);
+        s.kv("logstore_staging_compactions", l.staging_compactions);
+        s.kv("logstore_staging_bytes", l.staging_bytes);
+        s.kv("logstore_deferring", u8::from(l.deferring));
+        s.kv("logstore_deferred_ticks", l.deferred_ticks);
+        s.kv("logstore_fast_seek_us", format!("{:.1}", l.fast_seek_us));
+        s.kv(
+            "logstore_capacity_seek_us",
+            format!("{:.1}", l.capacity_seek_us),
+        );
+        for lv in st.levels.iter().filter(|lv| lv.files > 0) {
+            let h = lv.temperature_histogram.map(|c| c.to_string()).join(",");
+            s.kv(&format!("logstore_level{}_tables_by_reads", lv.level), h);
+        }
+    }
     s.kv("hotrap_enabled", u8::from(st.hotrap.is_some()));
     if let Some(h) = &st.hotrap {
         let r = &h.tracker;

@@ -225,6 +225,7 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
             half_life: std::time::Duration::from_millis(50 + rng.below(500)),
             tick: std::time::Duration::from_millis(5 + rng.below(20)),
             cold_fraction: [0.1, 0.5, 1.0][rng.below(3) as usize],
+            reverse_margin: [1.0, 2.0][rng.below(2) as usize],
             // Half the runs defer whenever reads fall under half the operations.
             defer_read_fraction: [0.0, 0.5][rng.below(2) as usize],
             defer_fast_bytes: Some(1024 + rng.below(4096)),

@@ -65,6 +65,15 @@ pub enum StyleArg {
     SplitForest,
 }
 
+/// Table placement policy (`--placement-policy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PlacementArg {
+    #[default]
+    Static,
+    Logstore,
+}
+
 /// Persistent (fast-tier) cache of capacity-tier blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -94,6 +103,8 @@ pub struct EngineConfig {
     pub capacity_levels: usize,
     pub fast_levels: Option<usize>,
     pub hotrap: bool,
+    #[serde(default)]
+    pub placement_policy: PlacementArg,
     #[serde(default)]
     pub compaction_style: StyleArg,
     /// Split forest: trees per level, early-cleaning threshold, search threads (engine
@@ -182,6 +193,10 @@ pub trait KvEngine: Send + Sync {
     /// bytes, fast-tier hit rate of point reads), cumulative since open; `None` for engines
     /// without it or with it off.
     fn hotrap(&self) -> Option<serde_json::Value> {
+        None
+    }
+    /// LogStore's figures (see `PhaseReport::logstore`); `None` with static placement.
+    fn logstore(&self) -> Option<serde_json::Value> {
         None
     }
     /// Compaction-structure figures (see `PhaseReport::compaction`).

@@ -42,6 +42,9 @@ pub fn options(cfg: &EngineConfig) -> Options {
     if cfg.compaction_style == StyleArg::SplitForest {
         o.compaction_style = strata::CompactionStyle::SplitForest;
     }
+    if cfg.placement_policy == super::PlacementArg::Logstore {
+        o.placement_policy = strata::tier::PlacementPolicy::LogStore;
+    }
     if let Some(t) = cfg.trees_per_level {
         o.forest.trees_per_level = t;
     }
@@ -212,6 +215,26 @@ impl KvEngine for StrataEngine {
         serde_json::to_value(h).ok()
     }
 
+    fn logstore(&self) -> Option<serde_json::Value> {
+        let s = self.db.stats();
+        let l = s.logstore?;
+        let mut v = serde_json::to_value(l).ok()?;
+        // The per-level temperature histograms (tables by decade of reads).
+        v["levels"] = s
+            .levels
+            .iter()
+            .filter(|l| l.files > 0)
+            .map(|l| {
+                serde_json::json!({
+                    "level": l.level,
+                    "tables_by_reads": l.temperature_histogram,
+                    "reads": l.temperature,
+                })
+            })
+            .collect();
+        Some(v)
+    }
+
     fn settings(&self) -> Vec<(String, String)> {
         let o = self.db.options();
         let mut v = vec![
@@ -282,6 +305,10 @@ impl KvEngine for StrataEngine {
                 None => v.push(("capacity_levels".into(), o.capacity_levels.to_string())),
             }
             v.push(("hotrap".into(), o.hotrap.enabled.to_string()));
+            v.push((
+                "placement_policy".into(),
+                o.placement_policy.name().to_string(),
+            ));
             if let Some(b) = o.fast_tier_budget {
                 v.push(("fast_tier_budget".into(), b.to_string()));
             }

@@ -84,7 +84,14 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         Mode::Manifest { edits } => {
             let m = inspect::read_manifest(&dir)
                 .with_context(|| format!("reading the manifest of {}", dir.display()))?;
-            print::manifest(&mut out, &m, edits)?;
+            let temps = match inspect::read_temperatures(&dir) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("warning: {e}; temperatures not shown");
+                    None
+                }
+            };
+            print::manifest(&mut out, &m, edits, temps.as_ref())?;
         }
         Mode::Table {
             table,

@@ -63,7 +63,12 @@ fn kind(k: ValueKind) -> &'static str {
     }
 }
 
-pub fn manifest(out: &mut impl Write, m: &ManifestDump, edits: bool) -> Result<()> {
+pub fn manifest(
+    out: &mut impl Write,
+    m: &ManifestDump,
+    edits: bool,
+    temps: Option<&std::collections::HashMap<u64, (f64, f64)>>,
+) -> Result<()> {
     let v = &m.version;
     let (mut fast, mut cap, mut nfast, mut ncap) = (0u64, 0u64, 0usize, 0usize);
     for f in v.all_files() {
@@ -101,13 +106,32 @@ pub fn manifest(out: &mut impl Write, m: &ManifestDump, edits: bool) -> Result<(
         out,
         "hot bytes: not recorded in the manifest (HotRAP's RALT is read by the engine; see INFO hotrap_*)"
     )?;
+    match temps {
+        Some(_) => writeln!(
+            out,
+            "temperatures (LogStore, from TEMPERATURE): tables by decayed reads [<1 1-9 10-99 100-999 1k-9.9k >=10k]"
+        )?,
+        None => writeln!(out, "temperatures: none recorded (static placement)")?,
+    }
+    let temp_of = |id: u64| temps.and_then(|t| t.get(&id)).copied();
     for (li, level) in v.levels.iter().enumerate() {
         if level.is_empty() {
             continue;
         }
+        let histogram = match temps {
+            Some(_) => {
+                let mut h = [0u64; strata::tier::temperature::TEMPERATURE_BUCKETS];
+                for f in level.files() {
+                    let t = temp_of(f.meta.id).map_or(0.0, |t| t.0);
+                    h[strata::tier::temperature::bucket_of(t)] += 1;
+                }
+                format!(", temperature {h:?}")
+            }
+            None => String::new(),
+        };
         writeln!(
             out,
-            "L{li}: {} runs, {} tables, {}",
+            "L{li}: {} runs, {} tables, {}{histogram}",
             level.runs.len(),
             level.num_files(),
             size(level.bytes())
@@ -135,9 +159,13 @@ pub fn manifest(out: &mut impl Write, m: &ManifestDump, edits: bool) -> Result<(
             )?;
             for f in &run.files {
                 let m = &f.meta;
+                let reads = match temp_of(m.id) {
+                    Some((t, own)) => format!("  reads {t:.1} (own {own:.1})"),
+                    None => String::new(),
+                };
                 writeln!(
                     out,
-                    "    {:06}.sst  {:<8}  {:>10}  {} entries ({} deletes, {} range deletes)  seq {}..{}  [{} .. {}{}",
+                    "    {:06}.sst  {:<8}  {:>10}  {} entries ({} deletes, {} range deletes)  seq {}..{}  [{} .. {}{}{reads}",
                     m.id,
                     m.tier.name(),
                     size(m.size),

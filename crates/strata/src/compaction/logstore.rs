@@ -12,7 +12,8 @@
 //!    level — all on the fast tier. L0 tables newer than it stay (they are newer than anything
 //!    merged, so no key's newer version ends up below an older one).
 //! 3. **Reverse compaction** (§V-B): the hottest table of the first capacity level, when it is
-//!    read more than the coldest `cold_fraction` of the last fast level and its accrued read
+//!    read more than (`reverse_margin` times) the coldest `cold_fraction` of the last fast
+//!    level and its accrued read
 //!    cost (eq. 11) exceeds the cost of the compaction (eq. 10), is merged with the last fast
 //!    level's overlapping tables into that level, on the fast tier. The two levels are
 //!    adjacent and the job takes every fast table overlapping the capacity table, so no key
@@ -212,7 +213,8 @@ pub fn pick_reverse(input: &PickerInput<'_>, t: &TemperatureSnapshot) -> Option<
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
     let (temp, table) = (hottest.0, hottest.1.clone());
     let mut fast_temps: Vec<f64> = v.levels[fast].files().map(|f| t.of(f.id)).collect();
-    if temp <= 0.0 || temp <= cold_threshold(&mut fast_temps, t.cold_fraction) {
+    let cold = cold_threshold(&mut fast_temps, t.cold_fraction);
+    if temp <= 0.0 || temp <= cold * t.reverse_margin.max(1.0) {
         return None;
     }
     let above = next_level_files(v, fast, &table.smallest, &table.largest);
@@ -288,6 +290,7 @@ mod tests {
             defer_fast_bytes: 1 << 40,
             defer_l0_trigger: 10,
             cold_fraction: 0.1,
+            reverse_margin: 1.0,
         }
     }
 
@@ -391,6 +394,16 @@ mod tests {
                 // No: 40 ms > 7.5 ms, so this one is picked; 0.5 reads is below the cost.
                 "accrued read cost below the compaction cost (eq. 10 vs 11)",
                 with(&[(61, 0.5)]),
+                none.clone(),
+                None,
+            ),
+            (
+                "hotter than the coldest tenth, but not by the margin",
+                {
+                    let mut t = with(&[(61, 5.0)]);
+                    t.reverse_margin = 2.0;
+                    t
+                },
                 none.clone(),
                 None,
             ),

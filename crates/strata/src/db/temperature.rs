@@ -54,10 +54,12 @@ impl LogStore {
     }
 }
 
-/// Fast-tier bytes deferred compaction may fill: the option, else the fast-tier budget, else
-/// 1 GiB.
+/// Fast-tier bytes deferred compaction may fill: the option, else twice the fast-tier
+/// budget, else 1 GiB.
 fn defer_fast_bytes(o: &crate::Options, l: &LogStoreOptions) -> u64 {
-    l.defer_fast_bytes.or(o.fast_tier_budget).unwrap_or(1 << 30)
+    l.defer_fast_bytes
+        .or(o.fast_tier_budget.map(|b| b.saturating_mul(2)))
+        .unwrap_or(1 << 30)
 }
 
 /// The picker's view of temperatures, under the database lock.
@@ -75,6 +77,7 @@ pub(crate) fn snapshot(inner: &DbInner, ls: &LogStore, v: &Version) -> Temperatu
         defer_l0_trigger: (o.level0_slowdown_writes_trigger / 2)
             .max(o.level0_file_num_compaction_trigger),
         cold_fraction: ls.opts.cold_fraction,
+        reverse_margin: ls.opts.reverse_margin,
     }
 }
 

@@ -4,7 +4,8 @@
 //! Owns the decoders' public, read-only entry points: the manifest as a list of edits and the
 //! version they build ([`read_manifest`]), one table's properties, index and entries
 //! ([`TableOpener`], [`TableDump`]), a WAL's records ([`read_wal`]), where each version of a key
-//! lives ([`locate_key`]) and a full checksum pass over both tiers ([`verify`]).
+//! lives ([`locate_key`]), a full checksum pass over both tiers ([`verify`]) and LogStore's
+//! table temperatures ([`read_temperatures`]).
 //!
 //! Invariants: nothing here takes the directory lock, writes, renames or deletes a database
 //! file, so it works beside a process that has the database open and on a database that will
@@ -26,6 +27,15 @@ pub use manifest::{
 pub use tables::{for_each_entry, index_of, TableDump, TableEntry, TableOpener};
 pub use verify::{verify, VerifyFinding, VerifyReport};
 pub use wal::{list_wals, read_wal, WalDump, WalRecord};
+
+/// LogStore's table temperatures (`TEMPERATURE`): `(decayed reads, own reads)` by table id;
+/// `None` when the database has none (static placement).
+pub fn read_temperatures(
+    dir: &std::path::Path,
+) -> crate::Result<Option<std::collections::HashMap<u64, (f64, f64)>>> {
+    let storage = crate::storage::default_storage();
+    crate::tier::temperature::file::read(storage.as_ref(), dir)
+}
 
 /// Parses `<digits><suffix>` (e.g. `000012.log`) into its number.
 pub(crate) fn parse_numbered(name: &str, suffix: &str) -> Option<u64> {

@@ -54,6 +54,14 @@ impl PlacementPolicy {
     }
 }
 
+impl std::str::FromStr for PlacementPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        PlacementPolicy::parse(s)
+            .ok_or_else(|| format!("unknown placement policy {s:?} (expected static or logstore)"))
+    }
+}
+
 /// LogStore tuning.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogStoreOptions {
@@ -64,11 +72,14 @@ pub struct LogStoreOptions {
     /// Reverse compaction's first condition (§V-B): the hottest capacity table must be read more
     /// than this coldest fraction of the last fast level's tables. Default 0.1.
     pub cold_fraction: f64,
+    /// ... by this factor at least (so tables that are all about as hot do not swap places
+    /// back and forth, each swap costing two compactions). Default 2.
+    pub reverse_margin: f64,
     /// Compaction is deferred (§V-C) while reads are below this fraction of operations (reads +
     /// written keys) over the last tick, and writes are happening. Default 0.05.
     pub defer_read_fraction: f64,
     /// Bytes the fast tier may fill while compaction is deferred; compaction resumes beyond
-    /// them. `None`: the fast-tier budget if set, else 1 GiB.
+    /// them. `None`: twice the fast-tier budget if one is set, else 1 GiB.
     pub defer_fast_bytes: Option<u64>,
     /// Fixed cost-model inputs instead of the measured ones (a tier whose latency is known, or
     /// tests). Default `None`: measured.
@@ -81,6 +92,7 @@ impl Default for LogStoreOptions {
             half_life: Duration::from_secs(120),
             tick: Duration::from_secs(2),
             cold_fraction: 0.1,
+            reverse_margin: 2.0,
             defer_read_fraction: 0.05,
             defer_fast_bytes: None,
             costs: None,
@@ -178,6 +190,8 @@ pub struct TemperatureSnapshot {
     pub defer_l0_trigger: usize,
     /// See [`LogStoreOptions::cold_fraction`].
     pub cold_fraction: f64,
+    /// See [`LogStoreOptions::reverse_margin`].
+    pub reverse_margin: f64,
 }
 
 impl TemperatureSnapshot {
