@@ -291,6 +291,7 @@ mod tests {
             defer_l0_trigger: 10,
             cold_fraction: 0.1,
             reverse_margin: 1.0,
+            fast_budget: None,
         }
     }
 
@@ -550,6 +551,23 @@ mod tests {
         t.defer_l0_trigger = 5;
         let p = pick_with(&v, &none, &tiered(), Some(&t)).unwrap();
         assert_eq!(p.reason, CompactionReason::L0FileCount);
+    }
+
+    #[test]
+    fn the_fast_tier_budget_evicts_the_coldest_table() {
+        // L5 within its target (3000 < 5000), but the fast tier over a 2500-byte budget.
+        let v = version(
+            "5 51 a c 1500
+             5 52 d f 1500
+             6 61 a z 50000 cap",
+        );
+        let none = HashSet::new();
+        let mut t = temps(&[(51, 1.0), (52, 9.0)]);
+        assert!(pick_with(&v, &none, &tiered(), Some(&t)).is_none());
+        t.fast_budget = Some(2500);
+        let p = pick_with(&v, &none, &tiered(), Some(&t)).unwrap();
+        assert_eq!(ids(&p), vec![(5, vec![51]), (6, vec![61])]);
+        assert_eq!(p.output_tier, Tier::Capacity);
     }
 
     #[test]

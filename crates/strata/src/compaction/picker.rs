@@ -294,12 +294,20 @@ pub fn pick_by_score(input: &PickerInput<'_>) -> Option<Pick> {
         if not_busy == 0 {
             continue;
         }
-        let score = if l < lt.base_level || lt.targets[l] == 0 {
+        let mut score = if l < lt.base_level || lt.targets[l] == 0 {
             // Levels above the base level should be empty: drain them.
             f64::MAX
         } else {
             not_busy as f64 / lt.targets[l] as f64
         };
+        if let Some(budget) = informed_level(input, l).and_then(|t| t.fast_budget) {
+            // LogStore keeps the fast-tier budget by evicting the coldest tables of the level
+            // shedding into the capacity tier (hot bytes HotRAP retains are not evictable).
+            let fast = v.fast_bytes() + input.running_fast_bytes;
+            if fast > budget {
+                score = score.max(fast as f64 / budget.max(1) as f64);
+            }
+        }
         scored.push((score, l));
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));

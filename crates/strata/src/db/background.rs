@@ -147,14 +147,18 @@ pub(crate) fn env(
     }
 }
 
+/// Level placement. Under LogStore the fast-tier budget does not spill new tables of the
+/// last fast level to the capacity tier (that would send the newest data down): LogStore
+/// evicts the coldest tables instead (see `compaction::picker::pick_by_score`).
 pub(crate) fn placement(o: &crate::Options) -> Placement {
+    let logstore = o.placement_policy == crate::tier::PlacementPolicy::LogStore;
     Placement {
         has_capacity: o.capacity.is_some(),
         fast_levels: o.fast_levels,
         capacity_levels: o.capacity_levels,
         num_levels: o.num_levels,
         dynamic: o.level_compaction_dynamic_level_bytes,
-        fast_budget: o.fast_tier_budget,
+        fast_budget: if logstore { None } else { o.fast_tier_budget },
     }
 }
 
@@ -369,8 +373,9 @@ pub(crate) fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup 
     let (level, files) = &pick.inputs[0];
     let pl = placement(&inner.opts);
     let v = st.versions.current();
-    let room = pl
-        .fast_budget
+    let room = inner
+        .opts
+        .fast_tier_budget
         .is_none_or(|b| v.fast_bytes() + st.running_fast_bytes < b);
     let route = (into_capacity
         && pick.forest.is_none()
@@ -850,6 +855,9 @@ pub(crate) fn compact_range(
 
 /// Waits until no flush or compaction is pending or running.
 pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
+    // Waiting for compactions means wanting the tree in shape: LogStore's deferral is
+    // suspended meanwhile.
+    let _settling = inner.logstore.as_ref().map(|ls| ls.settle());
     let mut st = inner.state.lock();
     let none = HashSet::new();
     loop {

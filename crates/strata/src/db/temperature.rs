@@ -23,6 +23,8 @@ use crate::version::{FileMeta, TableFile, Version};
 pub(crate) struct LogStore {
     pub opts: LogStoreOptions,
     pub deferring: AtomicBool,
+    /// Callers waiting for compactions (`Db::wait_for_compactions`): deferral is suspended.
+    settling: Arc<AtomicU64>,
     costs: Mutex<TierCosts>,
     /// `(gets, keys written)` at the last tick.
     last: Mutex<(u64, u64)>,
@@ -42,12 +44,33 @@ pub(crate) struct LogStoreCounters {
     pub side_file_errors: AtomicU64,
 }
 
+/// Suspends deferral while it lives (see [`LogStore::settle`]).
+pub(crate) struct Settling(Arc<AtomicU64>);
+
+impl Drop for Settling {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
 impl LogStore {
+    /// Suspends deferral until the guard is dropped.
+    pub(crate) fn settle(&self) -> Settling {
+        self.settling.fetch_add(1, Relaxed);
+        Settling(self.settling.clone())
+    }
+
+    /// Compaction is deferred now.
+    pub(crate) fn deferring(&self) -> bool {
+        self.deferring.load(Relaxed) && self.settling.load(Relaxed) == 0
+    }
+
     pub(crate) fn new(opts: LogStoreOptions) -> Self {
         LogStore {
             costs: Mutex::new(opts.costs.unwrap_or_default()),
             opts,
             deferring: AtomicBool::new(false),
+            settling: Arc::default(),
             last: Mutex::new((0, 0)),
             counters: LogStoreCounters::default(),
         }
@@ -71,13 +94,14 @@ pub(crate) fn snapshot(inner: &DbInner, ls: &LogStore, v: &Version) -> Temperatu
             .map(|f| (f.id, (f.temperature.get(), f.temperature.own())))
             .collect(),
         costs: *ls.costs.lock(),
-        deferring: ls.deferring.load(Relaxed),
+        deferring: ls.deferring(),
         defer_fast_bytes: defer_fast_bytes(o, &ls.opts),
         // Half-way to the slowdown trigger: a burst flushes on without being slowed.
         defer_l0_trigger: (o.level0_slowdown_writes_trigger / 2)
             .max(o.level0_file_num_compaction_trigger),
         cold_fraction: ls.opts.cold_fraction,
         reverse_margin: ls.opts.reverse_margin,
+        fast_budget: o.fast_tier_budget,
     }
 }
 

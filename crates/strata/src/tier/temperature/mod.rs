@@ -192,6 +192,8 @@ pub struct TemperatureSnapshot {
     pub cold_fraction: f64,
     /// See [`LogStoreOptions::reverse_margin`].
     pub reverse_margin: f64,
+    /// The fast-tier budget LogStore keeps by evicting the coldest tables (`None`: unbounded).
+    pub fast_budget: Option<u64>,
 }
 
 impl TemperatureSnapshot {
