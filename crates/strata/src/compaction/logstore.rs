@@ -13,7 +13,9 @@
 //!    merged, so no key's newer version ends up below an older one).
 //! 3. **Reverse compaction** (§V-B): the hottest table of the first capacity level, when it is
 //!    read more than (`reverse_margin` times) the coldest `cold_fraction` of the last fast
-//!    level and its accrued read
+//!    level — and than the coldest tables informed compaction will evict to make room for it
+//!    under the level's target and the fast-tier budget, so that a hot set larger than the
+//!    fast tier does not bounce table by table — and its accrued read
 //!    cost (eq. 11) exceeds the cost of the compaction (eq. 10), is merged with the last fast
 //!    level's overlapping tables into that level, on the fast tier. The two levels are
 //!    adjacent and the job takes every fast table overlapping the capacity table, so no key
@@ -195,6 +197,45 @@ pub fn cold_threshold(temps: &mut [f64], fraction: f64) -> f64 {
     temps[k - 1]
 }
 
+/// How hot the fast tables a reverse compaction bringing `incoming` bytes into `level` pushes
+/// out are: the coldest `cold_fraction` of the level, and beyond that the coldest tables whose
+/// bytes make room for it under the level's target and the fast-tier budget (informed
+/// compaction evicts exactly those next). `None` when the level cannot make that room.
+fn displaced_temperature(
+    input: &PickerInput<'_>,
+    t: &TemperatureSnapshot,
+    level: usize,
+    merged: &[Arc<TableFile>],
+    incoming: u64,
+) -> Option<f64> {
+    let v = input.version;
+    let mut temps: Vec<f64> = v.levels[level].files().map(|f| t.of(f.id)).collect();
+    let p = cold_threshold(&mut temps, t.cold_fraction);
+    let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
+    let target = level_targets(&sizes, input.options).targets[level];
+    let mut room = target.saturating_sub(sizes[level]);
+    if let Some(b) = t.fast_budget {
+        room = room.min(b.saturating_sub(v.fast_bytes() + input.running_fast_bytes));
+    }
+    let mut need = incoming.saturating_sub(room);
+    // Candidates for eviction: the level's tables the job does not rewrite, coldest first.
+    let mut cold: Vec<(f64, u64)> = v.levels[level]
+        .files()
+        .filter(|f| !merged.iter().any(|m| m.id == f.id) && !input.busy.contains(&f.id))
+        .map(|f| (t.of(f.id), f.size))
+        .collect();
+    cold.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut displaced = p;
+    for (temp, size) in cold {
+        if need == 0 {
+            break;
+        }
+        displaced = displaced.max(temp);
+        need = need.saturating_sub(size);
+    }
+    (need == 0).then_some(displaced)
+}
+
 /// §V-B: see the module comment.
 pub fn pick_reverse(input: &PickerInput<'_>, t: &TemperatureSnapshot) -> Option<Pick> {
     let (v, busy, pl) = (input.version, input.busy, input.placement);
@@ -212,13 +253,12 @@ pub fn pick_reverse(input: &PickerInput<'_>, t: &TemperatureSnapshot) -> Option<
         .map(|f| (t.of(f.id), f))
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
     let (temp, table) = (hottest.0, hottest.1.clone());
-    let mut fast_temps: Vec<f64> = v.levels[fast].files().map(|f| t.of(f.id)).collect();
-    let cold = cold_threshold(&mut fast_temps, t.cold_fraction);
-    if temp <= 0.0 || temp <= cold * t.reverse_margin.max(1.0) {
-        return None;
-    }
     let above = next_level_files(v, fast, &table.smallest, &table.largest);
     if any_busy(&above, busy) {
+        return None;
+    }
+    let displaced = displaced_temperature(input, t, fast, &above, table.size)?;
+    if temp <= 0.0 || temp <= displaced * t.reverse_margin.max(1.0) {
         return None;
     }
     let merge_cost = t
@@ -349,13 +389,16 @@ mod tests {
 
     #[test]
     fn reverse_compaction_table() {
+        // L5 holds 3000 bytes of its 6000-byte target: room for a 2000-byte table. With a
+        // 3000-byte budget it has none: table 53 (8 reads) would be evicted for 61.
         let v = version(
             "5 51 a c 1000
              5 52 d f 1000
              5 53 p r 1000
-             6 61 a e 20000 cap
-             6 62 g k 20000 cap
-             6 63 m z 20000 cap",
+             6 61 a e 1000 cap
+             6 62 g k 2000 cap
+             6 63 m z 2000 cap
+             6 64 zz1 zz9 55000 cap",
         );
         let fast = [(51, 5.0), (52, 3.0), (53, 8.0)];
         let with = |extra: &[(u64, f64)]| {
@@ -409,6 +452,36 @@ mod tests {
                 None,
             ),
             (
+                "no room: it must beat the table evicted for it (53, 8 reads)",
+                {
+                    let mut t = with(&[(61, 7.0)]);
+                    t.fast_budget = Some(3000);
+                    t
+                },
+                none.clone(),
+                None,
+            ),
+            (
+                "no room, but hotter than the table evicted for it",
+                {
+                    let mut t = with(&[(61, 9.0)]);
+                    t.fast_budget = Some(3000);
+                    t
+                },
+                none.clone(),
+                Some(vec![(5, vec![51, 52]), (6, vec![61])]),
+            ),
+            (
+                "bigger than all the level could evict",
+                {
+                    let mut t = with(&[(64, 1e6)]);
+                    t.fast_budget = Some(3000);
+                    t
+                },
+                none.clone(),
+                None,
+            ),
+            (
                 "hot by inheritance only: nothing paid for the move yet",
                 {
                     let mut t = with(&[]);
@@ -455,8 +528,9 @@ mod tests {
         // the output, so tombstones of the output must be kept.
         let v = version(
             "5 51 a h 1000
-             6 61 a c 20000 cap
-             6 62 g k 20000 cap",
+             6 61 a c 1000 cap
+             6 62 g k 1000 cap
+             6 63 x z 50000 cap",
         );
         let t = temps(&[(51, 1.0), (61, 1000.0)]);
         let p = pick_with(&v, &HashSet::new(), &tiered(), Some(&t)).unwrap();
@@ -465,8 +539,9 @@ mod tests {
         // Alone over its range, the job is bottommost.
         let v = version(
             "5 51 a b 1000
-             6 61 a c 20000 cap
-             6 62 g k 20000 cap",
+             6 61 a c 1000 cap
+             6 62 g k 1000 cap
+             6 63 x z 50000 cap",
         );
         let p = pick_with(&v, &HashSet::new(), &tiered(), Some(&t)).unwrap();
         assert!(p.bottommost);
