@@ -6,8 +6,8 @@
 #             contiguous key range, so temperature follows tables (LogStore's case)
 #   zipf      YCSB-C, zipfian, hashed key order: hot keys spread over every table (table
 #             placement cannot help; HotRAP can)
-#   burst     an overwrite burst of --burst records with no reads (LogStore defers compaction),
-#             then random reads of them
+#   burst     an overwrite burst of --burst records with no reads (LogStore defers compaction
+#             while the fast tier holds less than half the data), then random reads of them
 #   shift     YCSB-C hashed order, hotspot-5% whose hot range moves to the middle of the key
 #             space halfway through the run
 #
@@ -101,7 +101,7 @@ run() { # workload config repeat
       "$BIN" --workload ycsb-c --ops 0 "${common[@]}" "${flags[@]}" --db "$db" \
         --golden "$WORK/golden-hash-$c" >/dev/null 2>&1
       "$BIN" --use-existing-db --benchmarks overwrite,readrandom --reads "$BURST" --key-order hashed \
-        --num "$BURST" "${shape[@]}" "${flags[@]}" --db "$db" \
+        --num "$BURST" "${shape[@]}" "${flags[@]}" --db "$db" --defer-fast-bytes $((DATA / 2)) \
         --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 ;;
   esac
   rm -rf "$WORK/$c"

@@ -163,6 +163,11 @@ pub struct BenchArgs {
     #[arg(long, alias = "placement_policy", value_enum, default_value_t = PlacementArg::Static)]
     pub placement_policy: PlacementArg,
 
+    /// LogStore: bytes the fast tier may fill while compaction is deferred (reads are rare);
+    /// default twice --fast-tier-budget, else 1 GiB.
+    #[arg(long, alias = "defer_fast_bytes", value_parser = parse_bytes)]
+    pub defer_fast_bytes: Option<u64>,
+
     /// Compaction style: `leveled`, or `split-forest` (SifrDB: several trees per level, only
     /// overlapping tables rewritten; RocksDB runs universal compaction for it).
     #[arg(long, alias = "compaction_style", value_enum, default_value_t = StyleArg::Leveled)]

@@ -52,6 +52,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         fast_levels: args.fast_levels,
         hotrap: args.hotrap,
         placement_policy: args.placement_policy,
+        defer_fast_bytes: args.defer_fast_bytes,
         compaction_style: args.compaction_style,
         trees_per_level: args.trees_per_level,
         cleaning_threshold: args.cleaning_threshold,

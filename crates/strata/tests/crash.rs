@@ -70,6 +70,7 @@ fn crash_options(base: &std::path::Path, tiered: bool, forest: bool, logstore: b
         o.logstore = strata::tier::LogStoreOptions {
             half_life: Duration::from_secs(2),
             tick: Duration::from_millis(5),
+            persist_interval: Duration::from_millis(20),
             defer_read_fraction: 0.0,
             costs: Some(strata::tier::temperature::TierCosts {
                 fast_seek: 1e-3,

@@ -224,6 +224,7 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
         o.logstore = strata::tier::LogStoreOptions {
             half_life: std::time::Duration::from_millis(50 + rng.below(500)),
             tick: std::time::Duration::from_millis(5 + rng.below(20)),
+            persist_interval: std::time::Duration::from_millis(20 + rng.below(200)),
             cold_fraction: [0.1, 0.5, 1.0][rng.below(3) as usize],
             reverse_margin: [1.0, 2.0][rng.below(2) as usize],
             // Half the runs defer whenever reads fall under half the operations.

@@ -106,6 +106,8 @@ pub struct EngineConfig {
     #[serde(default)]
     pub placement_policy: PlacementArg,
     #[serde(default)]
+    pub defer_fast_bytes: Option<u64>,
+    #[serde(default)]
     pub compaction_style: StyleArg,
     /// Split forest: trees per level, early-cleaning threshold, search threads (engine
     /// defaults when absent).

@@ -44,6 +44,7 @@ pub fn options(cfg: &EngineConfig) -> Options {
     }
     if cfg.placement_policy == super::PlacementArg::Logstore {
         o.placement_policy = strata::tier::PlacementPolicy::LogStore;
+        o.logstore.defer_fast_bytes = cfg.defer_fast_bytes;
     }
     if let Some(t) = cfg.trees_per_level {
         o.forest.trees_per_level = t;

@@ -149,8 +149,9 @@ pub(crate) fn inherit_into(
     }
 }
 
-/// One tick: decay, read-rate sample (deferral), cost measurement, side file.
-pub(crate) fn tick(inner: &DbInner, ls: &LogStore, factor: f64) {
+/// One tick: decay, read-rate sample (deferral), cost measurement, and (with `persist`) the
+/// side file.
+pub(crate) fn tick(inner: &DbInner, ls: &LogStore, factor: f64, persist: bool) {
     let v = inner.state.lock().versions.current();
     for f in v.all_files() {
         f.temperature.decay(factor);
@@ -186,6 +187,9 @@ pub(crate) fn tick(inner: &DbInner, ls: &LogStore, factor: f64) {
         .opts
         .costs
         .unwrap_or_else(|| TierCosts::measured(&inner.stats.tier));
+    if !persist {
+        return;
+    }
     if let Err(e) = save(inner, &v) {
         ls.counters.side_file_errors.fetch_add(1, Relaxed);
         tracing::warn!(error = %e, "could not write table temperatures");
@@ -200,10 +204,15 @@ pub(crate) fn start(inner: &Arc<DbInner>) {
     let i = inner.clone();
     let every = ls.opts.tick.max(std::time::Duration::from_millis(10));
     let factor = decay_factor(every, ls.opts.half_life);
+    // The side file is written about every `persist_interval` (and at close).
+    let persist_every = (ls.opts.persist_interval.as_secs_f64() / every.as_secs_f64())
+        .ceil()
+        .max(1.0) as u64;
     let handle = std::thread::Builder::new()
         .name("strata-temperature".into())
         .spawn(move || {
             let mut next = Instant::now() + every;
+            let mut n = 0u64;
             while !i.shutting_down.load(std::sync::atomic::Ordering::Acquire) {
                 {
                     let mut st = i.state.lock();
@@ -214,7 +223,8 @@ pub(crate) fn start(inner: &Arc<DbInner>) {
                     }
                 }
                 next += every;
-                tick(&i, &ls, factor);
+                n += 1;
+                tick(&i, &ls, factor, n.is_multiple_of(persist_every));
             }
         })
         .expect("spawn temperature thread");

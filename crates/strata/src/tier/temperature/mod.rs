@@ -67,8 +67,11 @@ impl std::str::FromStr for PlacementPolicy {
 pub struct LogStoreOptions {
     /// A table's read count halves over this long without reads. Default 120 s.
     pub half_life: Duration,
-    /// How often counts are decayed, the read rate sampled and the side file written. Default 2 s.
+    /// How often counts are decayed and the read rate sampled (how fast deferral reacts).
+    /// Default 250 ms.
     pub tick: Duration,
+    /// How often the `TEMPERATURE` side file is written (also at close). Default 10 s.
+    pub persist_interval: Duration,
     /// Reverse compaction's first condition (§V-B): the hottest capacity table must be read more
     /// than this coldest fraction of the last fast level's tables. Default 0.1.
     pub cold_fraction: f64,
@@ -90,7 +93,8 @@ impl Default for LogStoreOptions {
     fn default() -> Self {
         LogStoreOptions {
             half_life: Duration::from_secs(120),
-            tick: Duration::from_secs(2),
+            tick: Duration::from_millis(250),
+            persist_interval: Duration::from_secs(10),
             cold_fraction: 0.1,
             reverse_margin: 2.0,
             defer_read_fraction: 0.05,
