@@ -49,6 +49,7 @@ targets!(
     ralt_block,
     ralt_state,
     ralt_run,
+    temperature_file,
     meta_sidecar,
     lap_cache,
     compaction_job,

@@ -26,6 +26,10 @@ pub struct PickerOptions {
     /// The deepest level L0 may compact into (placement keeps the base level on the fast
     /// tier; see [`crate::tier::Placement::max_base_level`]).
     pub max_base_level: usize,
+    /// The shallowest level L0 should compact into: levels above it drain downwards (LogStore
+    /// keeps one sized fast level, as its paper's L0 + L1, so that the coldest fast tables
+    /// are always where eviction to the capacity tier takes them from). 1: no constraint.
+    pub min_base_level: usize,
 }
 
 /// Level sizing: which level L0 compacts into and each level's target size (0: unused).
@@ -58,6 +62,8 @@ pub fn level_targets(sizes: &[u64], o: &PickerOptions) -> LevelTargets {
         cur /= o.multiplier;
         base_level -= 1;
     }
+    let min_base = o.min_base_level.clamp(1, o.max_base_level.max(1));
+    base_level = base_level.max(min_base);
     // L0 must never compact past a non-empty level (newer data would land below older data):
     // levels above the computed base that still hold data join the sized levels (and drain
     // downwards once they pass their target).
@@ -72,6 +78,10 @@ pub fn level_targets(sizes: &[u64], o: &PickerOptions) -> LevelTargets {
     for l in (base_level..=last).rev() {
         targets[l] = (t as u64).max(o.base_bytes).max(1);
         t /= o.multiplier;
+    }
+    // Levels above the minimum base level hold data only until it drains (target 0).
+    for target in targets.iter_mut().take(min_base).skip(base_level) {
+        *target = 0;
     }
     LevelTargets {
         base_level,
@@ -522,6 +532,7 @@ pub(crate) mod tests {
             multiplier: 10.0,
             dynamic: true,
             max_base_level: 6,
+            min_base_level: 1,
         }
     }
 
@@ -614,6 +625,18 @@ pub(crate) mod tests {
         // A non-empty level above the computed base becomes the base.
         let t = level_targets(&[0, 0, 10, 0, 0, 0, 50_000], &o);
         assert_eq!(t.base_level, 2);
+        // A minimum base level (LogStore): L0 compacts into L5 once the levels above it have
+        // drained; until then the shallowest non-empty level stays the base, unsized.
+        let one = PickerOptions {
+            max_base_level: 5,
+            min_base_level: 5,
+            ..o.clone()
+        };
+        let t = level_targets(&[0, 0, 0, 0, 0, 0, 50_000], &one);
+        assert_eq!((t.base_level, t.targets[4], t.targets[5]), (5, 0, 5_000));
+        let t = level_targets(&[0, 0, 0, 700, 0, 900, 50_000], &one);
+        assert_eq!(t.base_level, 3);
+        assert_eq!((t.targets[3], t.targets[4], t.targets[5]), (0, 0, 5_000));
         let s = level_targets(
             &[0; 7],
             &PickerOptions {

@@ -27,12 +27,24 @@ use crate::tier::{tier_for_level, Placement, Tier};
 use crate::version::{FileMeta, TableFile, VersionEdit};
 
 pub(crate) fn picker_options(o: &crate::Options) -> PickerOptions {
+    let pl = placement(o);
+    // LogStore over relative, dynamic placement: one sized fast level (L0 compacts straight
+    // into the last fast level), as LogStore's L0 + L1.
+    let one_fast_level = o.placement_policy == crate::tier::PlacementPolicy::LogStore
+        && pl.has_capacity
+        && pl.fast_levels.is_none()
+        && pl.dynamic;
     PickerOptions {
         l0_trigger: o.level0_file_num_compaction_trigger,
         base_bytes: o.max_bytes_for_level_base,
         multiplier: o.max_bytes_for_level_multiplier,
         dynamic: o.level_compaction_dynamic_level_bytes,
-        max_base_level: placement(o).max_base_level(),
+        max_base_level: pl.max_base_level(),
+        min_base_level: if one_fast_level {
+            pl.max_base_level()
+        } else {
+            1
+        },
     }
 }
 

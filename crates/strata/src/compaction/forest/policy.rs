@@ -366,6 +366,7 @@ mod tests {
             multiplier: 10.0,
             dynamic: true,
             max_base_level: 3,
+            min_base_level: 1,
         };
         let placement = |has_capacity| Placement {
             has_capacity,
