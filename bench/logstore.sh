@@ -7,11 +7,11 @@
 #   zipf      YCSB-C, zipfian, hashed key order: hot keys spread over every table (table
 #             placement cannot help; HotRAP can)
 #   burst     an overwrite burst of --burst records with no reads (LogStore defers compaction
-#             while the fast tier holds less than half the data), then random reads of them
+#             while the fast tier holds less than half the data), then --reads random reads
 #   shift     YCSB-C hashed order, hotspot-5% whose hot range moves to the middle of the key
 #             space halfway through the run
 #
-#   bash bench/logstore.sh [--num N] [--threads T] [--secs S] [--repeats R] [--burst B]
+#   bash bench/logstore.sh [--num N] [--threads T] [--secs S] [--repeats R] [--burst B] [--reads R]
 #                          [--workloads hotrange,zipf,burst,shift]
 #                          [--configs static,logstore,hotrap,both] [--out DIR]
 #
@@ -31,6 +31,7 @@ THREADS=4
 SECS=40
 REPEATS=3
 BURST=100000
+READS=20000
 LATENCY=5
 WORKLOADS=hotrange,zipf,burst,shift
 CONFIGS=static,logstore,hotrap,both
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
     --secs) SECS="$2"; shift 2 ;;
     --repeats) REPEATS="$2"; shift 2 ;;
     --burst) BURST="$2"; shift 2 ;;
+    --reads) READS="$2"; shift 2 ;;
     --latency-ms) LATENCY="$2"; shift 2 ;;
     --workloads) WORKLOADS="$2"; shift 2 ;;
     --configs) CONFIGS="$2"; shift 2 ;;
@@ -100,7 +102,7 @@ run() { # workload config repeat
       # The loaded state (the golden copy of the hashed load), then the burst and the reads.
       "$BIN" --workload ycsb-c --ops 0 "${common[@]}" "${flags[@]}" --db "$db" \
         --golden "$WORK/golden-hash-$c" >/dev/null 2>&1
-      "$BIN" --use-existing-db --benchmarks overwrite,readrandom --reads "$BURST" --key-order hashed \
+      "$BIN" --use-existing-db --benchmarks overwrite,readrandom --reads "$READS" --key-order hashed \
         --num "$BURST" "${shape[@]}" "${flags[@]}" --db "$db" --defer-fast-bytes $((DATA / 2)) \
         --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 ;;
   esac

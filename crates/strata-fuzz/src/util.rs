@@ -71,6 +71,16 @@ pub fn split_flag(data: &[u8]) -> (u8, &[u8]) {
     }
 }
 
+/// With bit 0 of `flag`, rewrites the last four bytes of `d` as the masked CRC32C of the bytes
+/// before them (formats that end with one checksum over everything: RALT files, `TEMPERATURE`).
+pub fn reseal_trailing_crc(flag: u8, d: &mut [u8]) {
+    if flag & 1 != 0 && d.len() >= 4 {
+        let n = d.len() - 4;
+        let crc = mask_crc(crc32c::crc32c(&d[..n]));
+        d[n..].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
 /// Writes `records` as a log file with the real writer.
 pub fn write_log(records: &[Vec<u8>]) -> Vec<u8> {
     let (file, buf) = mem_writer();

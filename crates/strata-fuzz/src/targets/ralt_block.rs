@@ -7,16 +7,12 @@
 
 use strata::tier::hot::ralt::codec::{decode_block, encode_block, Record};
 
-use crate::util::split_flag;
+use crate::util::{reseal_trailing_crc, split_flag};
 
 pub fn run(data: &[u8]) {
     let (flag, rest) = split_flag(data);
     let mut d = rest.to_vec();
-    if flag & 1 != 0 && d.len() >= 4 {
-        let n = d.len() - 4;
-        let crc = strata::wal::mask_crc(crc32c::crc32c(&d[..n]));
-        d[n..].copy_from_slice(&crc.to_le_bytes());
-    }
+    reseal_trailing_crc(flag, &mut d);
     let Ok(recs) = decode_block(&d) else {
         return;
     };

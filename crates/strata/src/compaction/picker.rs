@@ -381,6 +381,25 @@ fn informed_level<'a>(
         .then_some(t)
 }
 
+/// The tables of `level` a compaction into the next level may take (neither they nor their
+/// overlapping tables below are busy), each with the bytes it overlaps below.
+fn movable<'a>(
+    v: &'a Version,
+    busy: &'a HashSet<u64>,
+    level: usize,
+) -> impl Iterator<Item = (&'a Arc<TableFile>, u64)> + 'a {
+    v.levels[level].files().filter_map(move |f| {
+        if busy.contains(&f.id) {
+            return None;
+        }
+        let next = next_level_files(v, level + 1, &f.smallest, &f.largest);
+        if next.iter().any(|g| busy.contains(&g.id)) {
+            return None;
+        }
+        Some((f, next.iter().map(|g| g.size).sum()))
+    })
+}
+
 /// LogStore §V-A: the coldest table of `level`. Ties (tables never read, most often) go to
 /// the smallest overlap ratio. With HotRAP scoring the level, tables whose records are all hot
 /// are skipped (HotRAP would retain every record: the job would move nothing and the level
@@ -395,15 +414,7 @@ fn pick_coldest(
     let hot_aware = input.hot_aware_level() == Some(level);
     // (temperature, tie-break: lower is better, table)
     let mut best: Option<(f64, f64, Arc<TableFile>)> = None;
-    for f in v.levels[level].files() {
-        if busy.contains(&f.id) {
-            continue;
-        }
-        let next = next_level_files(v, level + 1, &f.smallest, &f.largest);
-        if next.iter().any(|g| busy.contains(&g.id)) {
-            continue;
-        }
-        let overlap: u64 = next.iter().map(|g| g.size).sum();
+    for (f, overlap) in movable(v, busy, level) {
         let tie = if hot_aware {
             let benefit = f.size - hot_of(input, f);
             if benefit == 0 {
@@ -433,15 +444,7 @@ fn pick_coldest(
 /// `kMinOverlappingRatio`).
 fn pick_min_overlap(v: &Version, busy: &HashSet<u64>, level: usize) -> Option<Arc<TableFile>> {
     let mut best: Option<(f64, Arc<TableFile>)> = None;
-    for f in v.levels[level].files() {
-        if busy.contains(&f.id) {
-            continue;
-        }
-        let next = next_level_files(v, level + 1, &f.smallest, &f.largest);
-        if next.iter().any(|g| busy.contains(&g.id)) {
-            continue;
-        }
-        let overlap: u64 = next.iter().map(|g| g.size).sum();
+    for (f, overlap) in movable(v, busy, level) {
         let ratio = overlap as f64 / f.size.max(1) as f64;
         if best.as_ref().is_none_or(|(r, _)| ratio < *r) {
             best = Some((ratio, f.clone()));
@@ -456,14 +459,7 @@ fn pick_hot_aware(input: &PickerInput<'_>, level: usize) -> Option<Arc<TableFile
     let (v, busy) = (input.version, input.busy);
     let mut best: Option<(f64, Arc<TableFile>)> = None;
     let mut oldest: Option<Arc<TableFile>> = None;
-    for f in v.levels[level].files() {
-        if busy.contains(&f.id) {
-            continue;
-        }
-        let next = next_level_files(v, level + 1, &f.smallest, &f.largest);
-        if next.iter().any(|g| busy.contains(&g.id)) {
-            continue;
-        }
+    for (f, overlap) in movable(v, busy, level) {
         if oldest
             .as_ref()
             .is_none_or(|o| f.largest_seq < o.largest_seq)
@@ -474,7 +470,6 @@ fn pick_hot_aware(input: &PickerInput<'_>, level: usize) -> Option<Arc<TableFile
         if benefit == 0 {
             continue;
         }
-        let overlap: u64 = next.iter().map(|g| g.size).sum();
         let score = benefit as f64 / overlap.max(1) as f64;
         if best.as_ref().is_none_or(|(s, _)| score > *s) {
             best = Some((score, f.clone()));

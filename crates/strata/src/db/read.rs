@@ -99,9 +99,11 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
         .unwrap_or(candidates.len());
     let temperatures = inner.logstore.is_some();
     for f in &candidates[..first_capacity] {
+        let io_before = crate::tier::temperature::table_io();
         if let Local::Found(v, _) = probe(tables, stats, f, key, &lookup, snapshot, cache_only)? {
             if temperatures {
-                f.temperature.record();
+                f.temperature
+                    .record(crate::tier::temperature::table_io() != io_before);
             }
             if let Some(hot) = hot {
                 hot.counters.reads_fast.fetch_add(1, Ordering::Relaxed);
@@ -128,6 +130,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     }
     // The capacity tier: several candidates are probed in parallel (SifrDB §4.3), with the
     // sequential search's result.
+    let io_before = crate::tier::temperature::table_io();
     let (at, found) = match &inner.search {
         Some(pool) if rest.len() >= 2 && !cache_only => {
             stats
@@ -148,7 +151,9 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     };
     if temperatures {
         if let Some(f) = rest.get(at) {
-            f.temperature.record();
+            // Parallel probes run on other threads: their storage reads are not seen here.
+            f.temperature
+                .record(crate::tier::temperature::table_io() != io_before);
         }
     }
     if let Some(hot) = hot {

@@ -226,6 +226,7 @@ impl RandomAccessFile for FastFile {
         let start = std::time::Instant::now();
         let r = self.inner.read_at(offset, len);
         self.stats.fast_read_latency.record(start.elapsed());
+        super::temperature::note_table_io();
         r
     }
     fn size(&self) -> u64 {
@@ -299,6 +300,7 @@ impl CapacityFile {
             }
             self.stats.pcache_misses.fetch_add(1, Ordering::Relaxed);
         }
+        super::temperature::note_table_io();
         let b = self.remote.read_at(offset, len)?;
         if fill {
             if let Some(c) = &self.cache {

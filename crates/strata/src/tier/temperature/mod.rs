@@ -104,16 +104,18 @@ impl Default for LogStoreOptions {
     }
 }
 
-/// A table's decayed read count: its own reads plus what it inherited from the tables it
-/// replaced.
+/// A table's decayed read count (its own reads plus what it inherited from the tables it
+/// replaced), and apart from it the reads it answered itself that cost a storage read (not
+/// served by the block cache): only those pay for moving the table.
 #[derive(Debug, Default)]
 pub struct Temperature {
-    /// Reads since the last tick.
+    /// Reads since the last tick, and those of them that read storage.
     recent: AtomicU64,
+    recent_io: AtomicU64,
     /// The decayed count up to the last tick, inherited part included (f64 bits).
     decayed: AtomicU64,
-    /// The inherited part of `decayed`, decayed alike (f64 bits).
-    inherited: AtomicU64,
+    /// The decayed count of the table's own storage-reading reads (f64 bits).
+    io: AtomicU64,
 }
 
 fn clean(v: f64) -> f64 {
@@ -125,10 +127,13 @@ fn clean(v: f64) -> f64 {
 }
 
 impl Temperature {
-    /// One read answered by the table's data.
+    /// One read answered by the table's data; `io`: it read storage (a block-cache miss).
     #[inline]
-    pub fn record(&self) {
+    pub fn record(&self, io: bool) {
         self.recent.fetch_add(1, Relaxed);
+        if io {
+            self.recent_io.fetch_add(1, Relaxed);
+        }
     }
 
     /// The current count: decayed history (inherited included) plus reads since the last tick.
@@ -136,11 +141,13 @@ impl Temperature {
         f64::from_bits(self.decayed.load(Relaxed)) + self.recent.load(Relaxed) as f64
     }
 
-    /// The reads this table answered itself (decayed): what moving it has to pay for. A table
-    /// a compaction just wrote has none, however hot its range, so a range does not bounce
-    /// between tiers on inherited heat.
+    /// The reads this table answered itself that read storage (decayed): what moving it saves
+    /// and has to pay for. A table a compaction just wrote has none, however hot its range (so
+    /// a range does not bounce between tiers on inherited heat), and reads the block cache
+    /// serves cost nothing (so hot keys scattered over cached blocks move no table).
     pub fn own(&self) -> f64 {
-        (self.get() - f64::from_bits(self.inherited.load(Relaxed))).max(0.0)
+        (f64::from_bits(self.io.load(Relaxed)) + self.recent_io.load(Relaxed) as f64)
+            .min(self.get())
     }
 
     /// Sets the count a just-installed table inherits.
@@ -151,24 +158,43 @@ impl Temperature {
     /// Sets the count and its own part (a reopened database loads them).
     pub fn restore(&self, total: f64, own: f64) {
         let total = clean(total);
-        let own = clean(own).min(total);
         self.recent.store(0, Relaxed);
+        self.recent_io.store(0, Relaxed);
         self.decayed.store(total.to_bits(), Relaxed);
-        self.inherited.store((total - own).to_bits(), Relaxed);
+        self.io.store(clean(own).min(total).to_bits(), Relaxed);
     }
 
     /// Folds the recent reads in and decays by `factor` (in `(0, 1]`). Called by one ticker.
     pub fn decay(&self, factor: f64) {
         let recent = self.recent.swap(0, Relaxed) as f64;
+        let recent_io = self.recent_io.swap(0, Relaxed) as f64;
         let d = f64::from_bits(self.decayed.load(Relaxed));
-        let i = f64::from_bits(self.inherited.load(Relaxed));
+        let i = f64::from_bits(self.io.load(Relaxed));
         // Counts below a hundredth of a read are noise: keep the values finite and small.
         let small = |v: f64| if v < 0.01 { 0.0 } else { v };
         let v = small((d + recent) * factor);
         self.decayed.store(v.to_bits(), Relaxed);
-        self.inherited
-            .store(small(i * factor).min(v).to_bits(), Relaxed);
+        self.io
+            .store(small((i + recent_io) * factor).min(v).to_bits(), Relaxed);
     }
+}
+
+thread_local! {
+    static TABLE_IO: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one table read that went to storage on this thread (the tier layer calls it for
+/// fast-tier reads and capacity-tier requests, not for the persistent cache's hits).
+#[inline]
+pub fn note_table_io() {
+    TABLE_IO.with(|c| c.set(c.get() + 1));
+}
+
+/// Table reads this thread sent to storage so far: compared before and after a lookup's
+/// probe, it tells whether the probe missed the block cache.
+#[inline]
+pub fn table_io() -> u64 {
+    TABLE_IO.with(|c| c.get())
 }
 
 /// The decay factor of one tick.
@@ -231,17 +257,20 @@ mod tests {
     #[test]
     fn temperature_decays_and_keeps_recent_reads() {
         let t = Temperature::default();
-        for _ in 0..8 {
-            t.record();
+        for i in 0..8 {
+            t.record(i % 2 == 0);
         }
-        assert_eq!(t.get(), 8.0);
+        assert_eq!(
+            (t.get(), t.own()),
+            (8.0, 4.0),
+            "own: the reads that read storage"
+        );
         t.decay(0.5);
-        assert_eq!(t.get(), 4.0);
-        t.record();
-        assert_eq!(t.get(), 5.0);
+        assert_eq!((t.get(), t.own()), (4.0, 2.0));
+        t.record(true);
+        assert_eq!((t.get(), t.own()), (5.0, 3.0));
         t.decay(0.5);
-        assert_eq!(t.get(), 2.5);
-        assert_eq!(t.own(), 2.5, "all its own");
+        assert_eq!((t.get(), t.own()), (2.5, 1.5));
         t.inherit(f64::NAN);
         assert_eq!(t.get(), 0.0);
         t.inherit(10.0);
@@ -250,13 +279,16 @@ mod tests {
             (10.0, 0.0),
             "inherited heat is not its own"
         );
-        t.record();
+        t.record(true);
         t.decay(0.5);
         assert_eq!((t.get(), t.own()), (5.5, 0.5));
         t.restore(8.0, 20.0);
         assert_eq!((t.get(), t.own()), (8.0, 8.0), "own is at most the total");
         t.decay(0.001);
         assert_eq!((t.get(), t.own()), (0.0, 0.0), "tiny counts vanish");
+        let before = table_io();
+        note_table_io();
+        assert_eq!(table_io(), before + 1);
     }
 
     #[test]
