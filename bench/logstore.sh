@@ -8,8 +8,8 @@
 #             placement cannot help; HotRAP can)
 #   burst     an overwrite burst of --burst records with no reads (LogStore defers compaction
 #             while the fast tier holds less than half the data), then --reads random reads
-#   shift     YCSB-C hashed order, hotspot-5% whose hot range moves to the middle of the key
-#             space halfway through the run
+#   shift     YCSB-C, keys loaded in sequential order, hotspot-5% whose hot range moves to the
+#             middle of the key space halfway through the run
 #
 #   bash bench/logstore.sh [--num N] [--threads T] [--secs S] [--repeats R] [--burst B] [--reads R]
 #                          [--workloads hotrange,zipf,burst,shift]
@@ -95,8 +95,9 @@ run() { # workload config repeat
         "${common[@]}" "${flags[@]}" --db "$db" --golden "$WORK/golden-hash-$c" \
         --duration "$SECS" --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 ;;
     shift)
-      "$BIN" --workload ycsb-c --hotspot-schedule "0=hotspot:0.05,$((SECS / 2))=hotspot:0.05@0.5" \
-        "${common[@]}" "${flags[@]}" --db "$db" --golden "$WORK/golden-hash-$c" \
+      "$BIN" --workload ycsb-c --key-order sequential \
+        --hotspot-schedule "0=hotspot:0.05,$((SECS / 2))=hotspot:0.05@0.5" \
+        "${common[@]}" "${flags[@]}" --db "$db" --golden "$WORK/golden-seq-$c" \
         --duration "$SECS" --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 ;;
     burst)
       # The loaded state (the golden copy of the hashed load), then the burst and the reads.

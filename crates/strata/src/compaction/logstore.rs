@@ -15,7 +15,9 @@
 //!    read more than (`reverse_margin` times) the coldest `cold_fraction` of the last fast
 //!    level — and than the coldest tables informed compaction will evict to make room for it
 //!    under the level's target and the fast-tier budget, so that a hot set larger than the
-//!    fast tier does not bounce table by table — and its accrued read
+//!    fast tier does not bounce table by table —, when its storage reads stand out from the
+//!    level's median table by the same margin (table placement cannot help hot keys spread
+//!    over every table), and its accrued read
 //!    cost (eq. 11) exceeds the cost of the compaction (eq. 10), is merged with the last fast
 //!    level's overlapping tables into that level, on the fast tier. The two levels are
 //!    adjacent and the job takes every fast table overlapping the capacity table, so no key
@@ -253,6 +255,15 @@ pub fn pick_reverse(input: &PickerInput<'_>, t: &TemperatureSnapshot) -> Option<
         .map(|f| (t.of(f.id), f))
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
     let (temp, table) = (hottest.0, hottest.1.clone());
+    // Moving tables helps only where storage reads concentrate in a few of them (a hot key
+    // range), not where they spread over every table (hot keys scattered by hashing, which
+    // HotRAP handles): the candidate must read storage `reverse_margin` times more than the
+    // level's median table.
+    let mut own: Vec<f64> = v.levels[cap].files().map(|f| t.own(f.id)).collect();
+    let median = cold_threshold(&mut own, 0.5);
+    if t.own(table.id) <= median * t.reverse_margin.max(1.0) {
+        return None;
+    }
     let above = next_level_files(v, fast, &table.smallest, &table.largest);
     if any_busy(&above, busy) {
         return None;
@@ -476,6 +487,16 @@ mod tests {
                 {
                     let mut t = with(&[(64, 1e6)]);
                     t.fast_budget = Some(3000);
+                    t
+                },
+                none.clone(),
+                None,
+            ),
+            (
+                "storage reads spread over every capacity table: no table stands out",
+                {
+                    let mut t = with(&[(61, 1000.0), (62, 800.0), (63, 900.0), (64, 700.0)]);
+                    t.reverse_margin = 2.0;
                     t
                 },
                 none.clone(),

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
+use super::job_slot::range_of;
+pub(crate) use super::job_slot::JobSlot;
 use super::write::{set_bg_error, switch_memtable, wal_path};
 use super::{DbInner, DbState};
 use crate::compaction::{
@@ -337,18 +339,6 @@ fn compaction_loop(inner: &Arc<DbInner>) {
     }
 }
 
-/// The inclusive key range of `files`.
-fn range_of<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> Option<(Vec<u8>, Vec<u8>)> {
-    let mut r: Option<(Vec<u8>, Vec<u8>)> = None;
-    for f in files {
-        r = Some(match r {
-            None => (f.smallest.clone(), f.largest.clone()),
-            Some((lo, hi)) => (lo.min(f.smallest.clone()), hi.max(f.largest.clone())),
-        });
-    }
-    r
-}
-
 /// HotRAP's part of a job, decided under the database lock at set-up.
 #[derive(Default)]
 pub(crate) struct HotSetup {
@@ -408,68 +398,6 @@ pub(crate) fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup 
             (*level, lo, hi, hi_exclusive)
         });
     HotSetup { taken, route }
-}
-
-/// What a running compaction holds in the database state: its input tables (busy, so no other
-/// job picks them) and the fast-tier bytes it reserved against the budget.
-pub(crate) struct JobSlot {
-    ids: Vec<u64>,
-    fast_reserved: u64,
-    token: u64,
-}
-
-impl JobSlot {
-    /// Takes the slot for `pick` (under the database lock).
-    pub(crate) fn take(st: &mut DbState, pick: &Pick) -> JobSlot {
-        let ids: Vec<u64> = pick
-            .inputs
-            .iter()
-            .flat_map(|(_, fs)| fs.iter().map(|f| f.id))
-            .collect();
-        st.busy.extend(ids.iter().copied());
-        st.running_compactions += 1;
-        let in_bytes: u64 = pick
-            .inputs
-            .iter()
-            .flat_map(|(_, fs)| fs.iter())
-            .map(|f| f.size)
-            .sum();
-        let fast_reserved = if pick.output_tier == Tier::Fast {
-            in_bytes
-        } else {
-            0
-        };
-        st.running_fast_bytes += fast_reserved;
-        st.next_slot += 1;
-        let token = st.next_slot;
-        let slot = JobSlot {
-            ids,
-            fast_reserved,
-            token,
-        };
-        let files = pick.inputs.iter().flat_map(|(_, fs)| fs.iter());
-        if let Some((lo, hi)) = range_of(files) {
-            slot.also_writing(st, pick.output_level, lo, hi);
-        }
-        slot
-    }
-
-    /// Records that the job writes keys of `[lo, hi]` into `level` (no other job may).
-    pub(crate) fn also_writing(&self, st: &mut DbState, level: usize, lo: Vec<u8>, hi: Vec<u8>) {
-        st.writing
-            .push((self.token, compaction::picker::Writing { level, lo, hi }));
-    }
-
-    /// Gives the slot back (with `also`, tables the job made busy itself) and wakes waiters.
-    pub(crate) fn release(self, inner: &DbInner, st: &mut DbState, also: &[u64]) {
-        for id in self.ids.iter().chain(also) {
-            st.busy.remove(id);
-        }
-        st.running_compactions -= 1;
-        st.running_fast_bytes -= self.fast_reserved;
-        st.writing.retain(|(t, _)| *t != self.token);
-        inner.bg_cv.notify_all();
-    }
 }
 
 /// A job that installed nothing moved no record: reads may promote its inputs' records again.
@@ -605,7 +533,7 @@ pub(crate) fn run_pick(
         release_compacting(&pick);
     }
     if let (Ok(r), Some(ls)) = (&installed, &inner.logstore) {
-        count_logstore(ls, &pick, r.as_ref(), &st);
+        super::temperature::count_installed(ls, &pick, r.as_ref(), &st);
     }
     // Release the inputs' references before the job counts as finished, so that waiting for
     // idleness also waits for obsolete inputs to reach the reaper; count it before too.
@@ -641,39 +569,6 @@ pub(crate) fn run_pick(
     }
     reap(inner);
     installed.map(|_| ())
-}
-
-/// LogStore: the outputs of an installed job inherit its inputs' temperatures (a trivial move
-/// keeps its table, and so its temperature), and the job is counted by kind.
-fn count_logstore(
-    ls: &super::temperature::LogStore,
-    pick: &Pick,
-    r: Option<&compaction::CompactionResult>,
-    st: &DbState,
-) {
-    let inputs: Vec<&Arc<TableFile>> = pick.inputs.iter().flat_map(|(_, fs)| fs.iter()).collect();
-    if let Some(r) = r {
-        let outputs = r.outputs.iter().chain(&r.fast_outputs).map(|f| f.id);
-        super::temperature::inherit_into(st, &inputs, outputs);
-    }
-    let bytes: u64 = inputs.iter().map(|f| f.size).sum();
-    let c = &ls.counters;
-    match pick.reason {
-        CompactionReason::Reverse => {
-            c.reverse.fetch_add(1, Ordering::Relaxed);
-            c.reverse_bytes.fetch_add(bytes, Ordering::Relaxed);
-        }
-        CompactionReason::Staging => {
-            c.staging.fetch_add(1, Ordering::Relaxed);
-            c.staging_bytes.fetch_add(bytes, Ordering::Relaxed);
-        }
-        CompactionReason::LevelSize
-            if pick.output_tier == Tier::Capacity && pick.inputs[0].1[0].tier == Tier::Fast =>
-        {
-            c.informed.fetch_add(1, Ordering::Relaxed);
-        }
-        _ => {}
-    }
 }
 
 /// Turns HotRAP's set-up into the job's route (with RALT's hot keys of its range, read

@@ -10,6 +10,7 @@
 
 mod background;
 mod forest;
+mod job_slot;
 mod open;
 mod promote;
 mod properties;

@@ -13,10 +13,12 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::{DbInner, DbState};
+use crate::compaction::{CompactionReason, CompactionResult, Pick};
 use crate::error::Result;
 use crate::tier::temperature::{
     self, decay_factor, file, inherit::inherit, LogStoreOptions, TemperatureSnapshot, TierCosts,
 };
+use crate::tier::Tier;
 use crate::version::{FileMeta, TableFile, Version};
 
 /// LogStore's shared state, present when `placement_policy = logstore`.
@@ -257,5 +259,38 @@ pub(crate) fn stats(ls: &LogStore) -> crate::stats::LogStoreStats {
         capacity_seek_us: k.capacity_seek * 1e6,
         fast_mb_per_s: k.fast_bw / 1e6,
         capacity_mb_per_s: k.capacity_bw / 1e6,
+    }
+}
+
+/// LogStore: the outputs of an installed job inherit its inputs' temperatures (a trivial move
+/// keeps its table, and so its temperature), and the job is counted by kind.
+pub(crate) fn count_installed(
+    ls: &LogStore,
+    pick: &Pick,
+    r: Option<&CompactionResult>,
+    st: &DbState,
+) {
+    let inputs: Vec<&Arc<TableFile>> = pick.inputs.iter().flat_map(|(_, fs)| fs.iter()).collect();
+    if let Some(r) = r {
+        let outputs = r.outputs.iter().chain(&r.fast_outputs).map(|f| f.id);
+        inherit_into(st, &inputs, outputs);
+    }
+    let bytes: u64 = inputs.iter().map(|f| f.size).sum();
+    let c = &ls.counters;
+    match pick.reason {
+        CompactionReason::Reverse => {
+            c.reverse.fetch_add(1, Relaxed);
+            c.reverse_bytes.fetch_add(bytes, Relaxed);
+        }
+        CompactionReason::Staging => {
+            c.staging.fetch_add(1, Relaxed);
+            c.staging_bytes.fetch_add(bytes, Relaxed);
+        }
+        CompactionReason::LevelSize
+            if pick.output_tier == Tier::Capacity && pick.inputs[0].1[0].tier == Tier::Fast =>
+        {
+            c.informed.fetch_add(1, Relaxed);
+        }
+        _ => {}
     }
 }
