@@ -98,7 +98,7 @@ run() { # workload config repeat
       "$BIN" --workload ycsb-c --key-order sequential \
         --hotspot-schedule "0=hotspot:0.05,$((SECS / 2))=hotspot:0.05@0.5" \
         "${common[@]}" "${flags[@]}" --db "$db" --golden "$WORK/golden-seq-$c" \
-        --duration "$SECS" --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 ;;
+        --duration "$SECS" --plot "$OUT/$name.png" --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 ;;
     burst)
       # The loaded state (the golden copy of the hashed load), then the burst and the reads.
       "$BIN" --workload ycsb-c --ops 0 "${common[@]}" "${flags[@]}" --db "$db" \
