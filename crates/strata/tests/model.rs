@@ -223,6 +223,7 @@ fn tiered(rng: &mut Rng, o: &mut Options, dir: &std::path::Path, t: Tiering, see
         o.placement_policy = strata::tier::PlacementPolicy::LogStore;
         o.logstore = strata::tier::LogStoreOptions {
             half_life: std::time::Duration::from_millis(50 + rng.below(500)),
+            rate_half_life: std::time::Duration::from_millis(20 + rng.below(200)),
             tick: std::time::Duration::from_millis(5 + rng.below(20)),
             persist_interval: std::time::Duration::from_millis(20 + rng.below(200)),
             cold_fraction: [0.1, 0.5, 1.0][rng.below(3) as usize],

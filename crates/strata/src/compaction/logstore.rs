@@ -25,7 +25,10 @@
 //!    the output level but the job's own inputs overlaps it.
 //! 4. Tables on the wrong tier, as leveled compaction.
 //!
-//! Temperatures rank tables (hottest, coldest); the *accrued read cost* of eq. 11 and of
+//! Temperatures rank tables (hottest, coldest); reverse compaction compares their short-term
+//! counts (half-life `rate_half_life`, 5 s), so a hot range that moved is noticed in seconds
+//! rather than when the old range's long-term count has decayed. The *accrued read cost* of
+//! eq. 11 and of
 //! staging counts only the reads a table answered itself. A table written by compaction
 //! inherits its inputs' heat but has paid for nothing yet: without this, a cold table evicted
 //! into a hot capacity table's range comes back up with it at once, and the two bounce.
@@ -211,7 +214,7 @@ fn displaced_temperature(
     incoming: u64,
 ) -> Option<f64> {
     let v = input.version;
-    let mut temps: Vec<f64> = v.levels[level].files().map(|f| t.of(f.id)).collect();
+    let mut temps: Vec<f64> = v.levels[level].files().map(|f| t.rate(f.id)).collect();
     let p = cold_threshold(&mut temps, t.cold_fraction);
     let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
     let target = level_targets(&sizes, input.options).targets[level];
@@ -224,7 +227,7 @@ fn displaced_temperature(
     let mut cold: Vec<(f64, u64)> = v.levels[level]
         .files()
         .filter(|f| !merged.iter().any(|m| m.id == f.id) && !input.busy.contains(&f.id))
-        .map(|f| (t.of(f.id), f.size))
+        .map(|f| (t.rate(f.id), f.size))
         .collect();
     cold.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut displaced = p;
@@ -252,8 +255,10 @@ pub fn pick_reverse(input: &PickerInput<'_>, t: &TemperatureSnapshot) -> Option<
     let hottest = v.levels[cap]
         .files()
         .filter(|f| f.tier == Tier::Capacity && !busy.contains(&f.id))
-        .map(|f| (t.of(f.id), f))
+        .map(|f| (t.rate(f.id), f))
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    // Reverse compaction compares short-term counts: a hot range that moved shows up in
+    // seconds, while the long-term counts of the old one take minutes to fall.
     let (temp, table) = (hottest.0, hottest.1.clone());
     // Moving tables helps only where storage reads concentrate in a few of them (a hot key
     // range), not where they spread over every table (hot keys scattered by hashing, which
@@ -335,7 +340,7 @@ mod tests {
     /// Temperatures that are all the tables' own reads.
     fn temps(pairs: &[(u64, f64)]) -> TemperatureSnapshot {
         TemperatureSnapshot {
-            by_table: pairs.iter().map(|&(id, t)| (id, (t, t))).collect(),
+            by_table: pairs.iter().map(|&(id, t)| (id, (t, t, t))).collect(),
             costs: COSTS,
             deferring: false,
             defer_fast_bytes: 1 << 40,
@@ -506,7 +511,7 @@ mod tests {
                 "hot by inheritance only: nothing paid for the move yet",
                 {
                     let mut t = with(&[]);
-                    t.by_table.insert(61, (1000.0, 0.2));
+                    t.by_table.insert(61, (1000.0, 0.2, 1000.0));
                     t
                 },
                 none.clone(),

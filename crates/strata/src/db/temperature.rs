@@ -93,7 +93,10 @@ pub(crate) fn snapshot(inner: &DbInner, ls: &LogStore, v: &Version) -> Temperatu
     TemperatureSnapshot {
         by_table: v
             .all_files()
-            .map(|f| (f.id, (f.temperature.get(), f.temperature.own())))
+            .map(|f| {
+                let t = &f.temperature;
+                (f.id, (t.get(), t.own(), t.rate()))
+            })
             .collect(),
         costs: *ls.costs.lock(),
         deferring: ls.deferring(),
@@ -115,7 +118,11 @@ pub(crate) fn load(inner: &DbInner, v: &Version) {
         Ok(Some(m)) => {
             for f in v.all_files() {
                 if let Some((t, own)) = m.get(&f.id) {
-                    f.temperature.restore(*t, *own);
+                    // The short-term count is not kept: estimated from the long-term one.
+                    let o = &inner.opts.logstore;
+                    let ratio =
+                        o.rate_half_life.as_secs_f64() / o.half_life.as_secs_f64().max(1e-9);
+                    f.temperature.restore(*t, *own, *t * ratio.min(1.0));
                 }
             }
         }
@@ -125,11 +132,13 @@ pub(crate) fn load(inner: &DbInner, v: &Version) {
 
 /// Writes the temperatures of `v`'s tables to the side file.
 pub(crate) fn save(inner: &DbInner, v: &Version) -> Result<()> {
-    let entries: Vec<file::Entry> = v
-        .all_files()
+    file::write(inner.storage.as_ref(), &inner.dir, &entries(v))
+}
+
+fn entries(v: &Version) -> Vec<file::Entry> {
+    v.all_files()
         .map(|f| (f.id, f.temperature.get(), f.temperature.own()))
-        .collect();
-    file::write(inner.storage.as_ref(), &inner.dir, &entries)
+        .collect()
 }
 
 /// Gives the tables a compaction installed the temperatures of the tables it replaced.
@@ -146,18 +155,34 @@ pub(crate) fn inherit_into(
         .map(|f| (&f.meta, f.temperature.get()))
         .collect();
     let metas: Vec<&FileMeta> = outs.iter().map(|f| &f.meta).collect();
-    for (f, t) in outs.iter().zip(inherit(&ins, &metas)) {
-        f.temperature.inherit(t);
+    let rates: Vec<(&FileMeta, f64)> = inputs
+        .iter()
+        .map(|f| (&f.meta, f.temperature.rate()))
+        .collect();
+    let temps = inherit(&ins, &metas);
+    for ((f, t), r) in outs.iter().zip(temps).zip(inherit(&rates, &metas)) {
+        f.temperature.inherit(t, r);
     }
 }
 
 /// One tick: decay, read-rate sample (deferral), cost measurement, and (with `persist`) the
 /// side file.
-pub(crate) fn tick(inner: &DbInner, ls: &LogStore, factor: f64, persist: bool) {
-    let v = inner.state.lock().versions.current();
-    for f in v.all_files() {
-        f.temperature.decay(factor);
-    }
+pub(crate) fn tick(inner: &DbInner, ls: &LogStore, factor: (f64, f64), persist: bool) {
+    // The version is held only under the database lock: a tick never keeps a table a
+    // compaction made obsolete alive past the compaction's end (waiting for compactions then
+    // finds its file deleted).
+    let entries = {
+        let st = inner.state.lock();
+        let v = st.versions.current();
+        for f in v.all_files() {
+            f.temperature.decay(factor.0, factor.1);
+        }
+        if persist {
+            entries(&v)
+        } else {
+            Vec::new()
+        }
+    };
     let gets = inner.stats.gets.load(Relaxed);
     let writes = inner.stats.keys_written.load(Relaxed);
     let (dg, dw) = {
@@ -192,7 +217,7 @@ pub(crate) fn tick(inner: &DbInner, ls: &LogStore, factor: f64, persist: bool) {
     if !persist {
         return;
     }
-    if let Err(e) = save(inner, &v) {
+    if let Err(e) = file::write(inner.storage.as_ref(), &inner.dir, &entries) {
         ls.counters.side_file_errors.fetch_add(1, Relaxed);
         tracing::warn!(error = %e, "could not write table temperatures");
     }
@@ -205,7 +230,10 @@ pub(crate) fn start(inner: &Arc<DbInner>) {
     };
     let i = inner.clone();
     let every = ls.opts.tick.max(std::time::Duration::from_millis(10));
-    let factor = decay_factor(every, ls.opts.half_life);
+    let factor = (
+        decay_factor(every, ls.opts.half_life),
+        decay_factor(every, ls.opts.rate_half_life),
+    );
     // The side file is written about every `persist_interval` (and at close).
     let persist_every = (ls.opts.persist_interval.as_secs_f64() / every.as_secs_f64())
         .ceil()

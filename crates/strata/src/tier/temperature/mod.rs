@@ -67,6 +67,10 @@ impl std::str::FromStr for PlacementPolicy {
 pub struct LogStoreOptions {
     /// A table's read count halves over this long without reads. Default 120 s.
     pub half_life: Duration,
+    /// Half-life of the short-term count that reverse compaction compares (how fast a hot
+    /// range that moved is noticed: the long-term count of the old range would otherwise hold
+    /// the fast tier for minutes). Default 5 s.
+    pub rate_half_life: Duration,
     /// How often counts are decayed and the read rate sampled (how fast deferral reacts).
     /// Default 250 ms.
     pub tick: Duration,
@@ -93,6 +97,7 @@ impl Default for LogStoreOptions {
     fn default() -> Self {
         LogStoreOptions {
             half_life: Duration::from_secs(120),
+            rate_half_life: Duration::from_secs(5),
             tick: Duration::from_millis(250),
             persist_interval: Duration::from_secs(10),
             cold_fraction: 0.1,
@@ -116,6 +121,9 @@ pub struct Temperature {
     decayed: AtomicU64,
     /// The decayed count of the table's own storage-reading reads (f64 bits).
     io: AtomicU64,
+    /// The count decayed with the short half-life (f64 bits): the recent read rate, which
+    /// notices a hot range that moved in seconds.
+    rate: AtomicU64,
 }
 
 fn clean(v: f64) -> f64 {
@@ -150,23 +158,32 @@ impl Temperature {
             .min(self.get())
     }
 
-    /// Sets the count a just-installed table inherits.
-    pub fn inherit(&self, v: f64) {
-        self.restore(v, 0.0);
+    /// The count decayed with the short half-life (reads since the last tick included).
+    pub fn rate(&self) -> f64 {
+        f64::from_bits(self.rate.load(Relaxed)) + self.recent.load(Relaxed) as f64
     }
 
-    /// Sets the count and its own part (a reopened database loads them).
-    pub fn restore(&self, total: f64, own: f64) {
+    /// Sets the count and short-term count a just-installed table inherits.
+    pub fn inherit(&self, v: f64, rate: f64) {
+        self.restore(v, 0.0, rate);
+    }
+
+    /// Sets the count, its own part and the short-term count (a reopened database loads the
+    /// first two and estimates the third).
+    pub fn restore(&self, total: f64, own: f64, rate: f64) {
         let total = clean(total);
         self.recent.store(0, Relaxed);
         self.recent_io.store(0, Relaxed);
         self.decayed.store(total.to_bits(), Relaxed);
         self.io.store(clean(own).min(total).to_bits(), Relaxed);
+        self.rate.store(clean(rate).to_bits(), Relaxed);
     }
 
-    /// Folds the recent reads in and decays by `factor` (in `(0, 1]`). Called by one ticker.
-    pub fn decay(&self, factor: f64) {
+    /// Folds the recent reads in and decays by `factor` (in `(0, 1]`), the short-term count by
+    /// `short`. Called by one ticker.
+    pub fn decay(&self, factor: f64, short: f64) {
         let recent = self.recent.swap(0, Relaxed) as f64;
+        let r = f64::from_bits(self.rate.load(Relaxed));
         let recent_io = self.recent_io.swap(0, Relaxed) as f64;
         let d = f64::from_bits(self.decayed.load(Relaxed));
         let i = f64::from_bits(self.io.load(Relaxed));
@@ -176,6 +193,8 @@ impl Temperature {
         self.decayed.store(v.to_bits(), Relaxed);
         self.io
             .store(small((i + recent_io) * factor).min(v).to_bits(), Relaxed);
+        self.rate
+            .store(small((r + recent) * short).to_bits(), Relaxed);
     }
 }
 
@@ -208,8 +227,9 @@ pub fn decay_factor(tick: Duration, half_life: Duration) -> f64 {
 /// What a picker reads about temperatures: a copy taken under the database lock.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TemperatureSnapshot {
-    /// `(temperature, own reads)` of each live table (see [`Temperature::own`]).
-    pub by_table: HashMap<u64, (f64, f64)>,
+    /// `(temperature, own reads, short-term count)` of each live table (see
+    /// [`Temperature::own`], [`Temperature::rate`]).
+    pub by_table: HashMap<u64, (f64, f64, f64)>,
     /// The tiers' measured costs.
     pub costs: TierCosts,
     /// Reads are rare and writes are flowing: fast levels' compactions may wait (§V-C).
@@ -235,6 +255,11 @@ impl TemperatureSnapshot {
     /// The reads table `id` answered itself (0 when unknown).
     pub fn own(&self, id: u64) -> f64 {
         self.by_table.get(&id).map_or(0.0, |t| t.1)
+    }
+
+    /// The short-term count of table `id` (0 when unknown).
+    pub fn rate(&self, id: u64) -> f64 {
+        self.by_table.get(&id).map_or(0.0, |t| t.2)
     }
 }
 
@@ -265,26 +290,33 @@ mod tests {
             (8.0, 4.0),
             "own: the reads that read storage"
         );
-        t.decay(0.5);
+        t.decay(0.5, 0.5);
         assert_eq!((t.get(), t.own()), (4.0, 2.0));
         t.record(true);
         assert_eq!((t.get(), t.own()), (5.0, 3.0));
-        t.decay(0.5);
+        t.decay(0.5, 0.5);
         assert_eq!((t.get(), t.own()), (2.5, 1.5));
-        t.inherit(f64::NAN);
+        t.inherit(f64::NAN, 0.0);
         assert_eq!(t.get(), 0.0);
-        t.inherit(10.0);
+        t.inherit(10.0, 10.0);
         assert_eq!(
             (t.get(), t.own()),
             (10.0, 0.0),
             "inherited heat is not its own"
         );
         t.record(true);
-        t.decay(0.5);
+        t.decay(0.5, 0.5);
         assert_eq!((t.get(), t.own()), (5.5, 0.5));
-        t.restore(8.0, 20.0);
+        t.restore(8.0, 20.0, 8.0);
         assert_eq!((t.get(), t.own()), (8.0, 8.0), "own is at most the total");
-        t.decay(0.001);
+        t.record(false);
+        t.decay(0.5, 0.25);
+        assert_eq!(
+            (t.get(), t.rate()),
+            (4.5, 2.25),
+            "the short-term count decays faster"
+        );
+        t.decay(0.001, 0.001);
         assert_eq!((t.get(), t.own()), (0.0, 0.0), "tiny counts vanish");
         let before = table_io();
         note_table_io();
