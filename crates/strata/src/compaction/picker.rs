@@ -400,7 +400,7 @@ fn movable<'a>(
     })
 }
 
-/// LogStore §V-A: the coldest table of `level`. Ties (tables never read, most often) go to
+/// LogStore §V-A: the coldest table of `level` (by the short-term count). Ties (tables never read, most often) go to
 /// the smallest overlap ratio. With HotRAP scoring the level, tables whose records are all hot
 /// are skipped (HotRAP would retain every record: the job would move nothing and the level
 /// would stay over its target), and ties go to HotRAP's benefit; when every table is all hot,
@@ -425,7 +425,9 @@ fn pick_coldest(
         } else {
             overlap as f64 / f.size.max(1) as f64
         };
-        let temp = t.of(f.id);
+        // The short-term count, as reverse compaction compares: the table evicted is the one
+        // read least lately (a range that just came up is not sent back for its short history).
+        let temp = t.rate(f.id);
         let better = best
             .as_ref()
             .is_none_or(|(bt, btie, _)| temp < *bt || (temp == *bt && tie < *btie));
