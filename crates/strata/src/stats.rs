@@ -212,6 +212,9 @@ pub struct LogStoreStats {
     pub deferring: bool,
     pub deferred_ticks: u64,
     pub ticks: u64,
+    /// Writes of the `TEMPERATURE` side file that failed (temperatures are then lost at a
+    /// crash, never data).
+    pub side_file_errors: u64,
     /// The cost model's measured inputs: seek (µs) and bandwidth (MB/s) of each tier.
     pub fast_seek_us: f64,
     pub capacity_seek_us: f64,

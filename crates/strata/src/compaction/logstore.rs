@@ -41,8 +41,8 @@ use std::sync::Arc;
 
 use super::job::CompactionReason;
 use super::picker::{
-    level_targets, next_level_files, pick_by_score, pick_compaction, pick_misplaced, writing_into,
-    Pick,
+    key_range, level_targets, next_level_files, pick_by_score, pick_compaction, pick_misplaced,
+    writing_into, Pick,
 };
 use super::policy::{CompactionPolicy, PickerInput};
 use crate::tier::temperature::TemperatureSnapshot;
@@ -66,17 +66,6 @@ impl CompactionPolicy for LogStorePolicy {
     fn name(&self) -> &'static str {
         "logstore"
     }
-}
-
-fn union_range<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> Option<(Vec<u8>, Vec<u8>)> {
-    let mut r: Option<(Vec<u8>, Vec<u8>)> = None;
-    for f in files {
-        r = Some(match r {
-            None => (f.smallest.clone(), f.largest.clone()),
-            Some((lo, hi)) => (lo.min(f.smallest.clone()), hi.max(f.largest.clone())),
-        });
-    }
-    r
 }
 
 /// Whether no table below `output`, other than the job's `inputs`, holds keys in `[lo, hi]`.
@@ -170,7 +159,8 @@ pub fn pick_staging(input: &PickerInput<'_>, t: &TemperatureSnapshot) -> Option<
     if read_cost <= merge_cost {
         return None;
     }
-    let (alo, ahi) = union_range(set.iter().chain(&below))?;
+    let all: Vec<Arc<TableFile>> = set.iter().chain(&below).cloned().collect();
+    let (alo, ahi) = key_range(&all);
     if writing_into(input.writing, base, &alo, &ahi) {
         return None;
     }
@@ -285,7 +275,7 @@ pub fn pick_reverse(input: &PickerInput<'_>, t: &TemperatureSnapshot) -> Option<
         return None;
     }
     let all: Vec<Arc<TableFile>> = above.iter().chain([&table]).cloned().collect();
-    let (lo, hi) = union_range(all.iter())?;
+    let (lo, hi) = key_range(&all);
     if writing_into(input.writing, fast, &lo, &hi) {
         return None;
     }

@@ -142,7 +142,7 @@ impl std::fmt::Debug for Pick {
     }
 }
 
-fn key_range(files: &[Arc<TableFile>]) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn key_range(files: &[Arc<TableFile>]) -> (Vec<u8>, Vec<u8>) {
     let lo = files
         .iter()
         .map(|f| &f.smallest)

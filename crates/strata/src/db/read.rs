@@ -99,7 +99,12 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
         .unwrap_or(candidates.len());
     let temperatures = inner.logstore.is_some();
     for f in &candidates[..first_capacity] {
-        let io_before = crate::tier::temperature::table_io();
+        // Storage reads so far on this thread (LogStore only: whether the probe missed the cache).
+        let io_before = if temperatures {
+            crate::tier::temperature::table_io()
+        } else {
+            0
+        };
         if let Local::Found(v, _) = probe(tables, stats, f, key, &lookup, snapshot, cache_only)? {
             if temperatures {
                 f.temperature
@@ -130,7 +135,11 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     }
     // The capacity tier: several candidates are probed in parallel (SifrDB §4.3), with the
     // sequential search's result.
-    let io_before = crate::tier::temperature::table_io();
+    let io_before = if temperatures {
+        crate::tier::temperature::table_io()
+    } else {
+        0
+    };
     let (at, found) = match &inner.search {
         Some(pool) if rest.len() >= 2 && !cache_only => {
             stats

@@ -283,6 +283,7 @@ pub(crate) fn stats(ls: &LogStore) -> crate::stats::LogStoreStats {
         deferring: ls.deferring.load(Relaxed),
         deferred_ticks: c.deferred_ticks.load(Relaxed),
         ticks: c.ticks.load(Relaxed),
+        side_file_errors: c.side_file_errors.load(Relaxed),
         fast_seek_us: k.fast_seek * 1e6,
         capacity_seek_us: k.capacity_seek * 1e6,
         fast_mb_per_s: k.fast_bw / 1e6,
