@@ -14,7 +14,9 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::distributions::DistSpec;
-use crate::engine::{CompressionKind, EngineKind, PcacheKind, PlacementArg, StyleArg};
+use crate::engine::{
+    CapacityIndexArg, CompressionKind, EngineKind, PcacheKind, PlacementArg, StyleArg,
+};
 use crate::keys::{KeyOrder, ValueSize};
 use crate::workloads::Workload;
 
@@ -162,6 +164,11 @@ pub struct BenchArgs {
     /// deferred and staging compactions by table temperature). Composes with --hotrap.
     #[arg(long, alias = "placement_policy", value_enum, default_value_t = PlacementArg::Static)]
     pub placement_policy: PlacementArg,
+
+    /// Index of capacity-tier tables: `mashmeta` (RocksMash's succinct trie, index and exact
+    /// filter in one) or `block` (block index + bloom filter, as fast-tier tables).
+    #[arg(long, alias = "capacity_index", value_enum, default_value_t = CapacityIndexArg::Mashmeta)]
+    pub capacity_index: CapacityIndexArg,
 
     /// LogStore: bytes the fast tier may fill while compaction is deferred (reads are rare);
     /// default twice --fast-tier-budget, else 1 GiB.

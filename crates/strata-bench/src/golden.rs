@@ -35,6 +35,9 @@ pub struct LoadSpec {
     /// LogStore defers and places differently during the load.
     #[serde(default)]
     pub placement_policy: crate::engine::PlacementArg,
+    /// The capacity index changes the tables the load leaves behind.
+    #[serde(default)]
+    pub capacity_index: crate::engine::CapacityIndexArg,
     pub fast_tier_budget: Option<u64>,
     pub block_size: u64,
     pub bloom_bits: f64,
@@ -61,6 +64,7 @@ impl LoadSpec {
             fast_levels: args.fast_levels,
             hotrap: args.hotrap,
             placement_policy: args.placement_policy,
+            capacity_index: args.capacity_index,
             fast_tier_budget: args.fast_tier_budget,
             block_size: args.block_size,
             bloom_bits: args.bloom_bits,

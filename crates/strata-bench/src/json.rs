@@ -123,7 +123,7 @@ mod tests {
                 stages: vec![(0.0, "zipfian:0.99".into())],
                 timeseries: vec![sample],
             }],
-            engine_stats: "stats".into(),
+            engine_stats: serde_json::json!({"text": "stats", "capacity_meta_bytes": 1}),
         }
     }
 

@@ -186,10 +186,13 @@ pub fn run_report(args: BenchArgs) -> anyhow::Result<BenchReport> {
             }
         }
     }
-    let engine_stats = engine.stats_text();
-    if !engine_stats.is_empty() {
-        println!("\n{} statistics:\n{engine_stats}", args.engine.name());
+    let text = engine.stats_text();
+    if !text.is_empty() {
+        println!("\n{} statistics:\n{text}", args.engine.name());
     }
+    let mut engine_stats = engine.stats_map();
+    engine_stats.insert("text".into(), serde_json::Value::String(text));
+    let engine_stats = serde_json::Value::Object(engine_stats);
     engine.close()?;
 
     let report = BenchReport {

@@ -34,8 +34,10 @@ pub struct BenchReport {
     /// The engine's effective settings.
     pub settings: BTreeMap<String, String>,
     pub phases: Vec<PhaseResult>,
-    /// The engine's own statistics at the end of the run.
-    pub engine_stats: String,
+    /// The engine's own statistics at the end of the run: `text` (its statistics text) and,
+    /// for Strata, named figures. Reports written before this was an object hold the text as
+    /// a string.
+    pub engine_stats: serde_json::Value,
 }
 
 /// Where the run ran.

@@ -53,6 +53,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         hotrap: args.hotrap,
         placement_policy: args.placement_policy,
         defer_fast_bytes: args.defer_fast_bytes,
+        capacity_index: args.capacity_index,
         compaction_style: args.compaction_style,
         trees_per_level: args.trees_per_level,
         cleaning_threshold: args.cleaning_threshold,

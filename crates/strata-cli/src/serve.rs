@@ -111,6 +111,9 @@ pub struct ServeArgs {
     /// Table placement: static (default) or logstore (tables move by temperature).
     #[arg(long, value_name = "POLICY")]
     pub placement_policy: Option<String>,
+    /// Index of capacity-tier tables: mashmeta (default) or block.
+    #[arg(long, value_name = "KIND")]
+    pub capacity_index: Option<String>,
     /// Persistent cache of capacity-tier blocks: lap, naive or none.
     #[arg(long, value_name = "KIND")]
     pub persistent_cache: Option<String>,
@@ -263,6 +266,7 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
         "engine.placement-policy",
         args.placement_policy.as_ref().map(s),
     )?;
+    set("engine.capacity-index", args.capacity_index.as_ref().map(s))?;
     set(
         "engine.persistent-cache",
         args.persistent_cache.as_ref().map(s),

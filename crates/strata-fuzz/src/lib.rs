@@ -50,6 +50,7 @@ targets!(
     ralt_state,
     ralt_run,
     temperature_file,
+    mashmeta,
     meta_sidecar,
     lap_cache,
     compaction_job,

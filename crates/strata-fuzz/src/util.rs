@@ -215,6 +215,7 @@ pub fn table_opts(compression: Compression, restart_interval: usize) -> TableBui
         restart_interval,
         bloom_bits_per_key: 10.0,
         compression,
+        capacity_index: strata::sst::index::IndexKind::MashMeta,
     }
 }
 

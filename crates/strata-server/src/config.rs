@@ -194,6 +194,9 @@ pub struct EngineConfig {
     /// `static` (placement by level alone) or `logstore` (LogStore: tables also move by
     /// temperature — informed, reverse, deferred and staging compactions; leveled only).
     pub placement_policy: String,
+    /// Index of capacity-tier tables: `mashmeta` (a succinct trie: index and exact filter in
+    /// one; absent keys cost no capacity request) or `block` (block index + bloom filter).
+    pub capacity_index: String,
     /// `leveled`, or `split-forest` (SifrDB: several trees per level, less rewriting for
     /// write-heavy data). Used when the database is created; an existing one keeps its style.
     pub compaction_style: String,
@@ -242,6 +245,7 @@ impl Default for EngineConfig {
             fast_levels: o.fast_levels,
             hotrap: o.hotrap.enabled,
             placement_policy: o.placement_policy.name().into(),
+            capacity_index: o.capacity_index.name().into(),
             compaction_style: o.compaction_style.name().into(),
             fast_tier_budget: ByteSize(0),
             persistent_cache: "lap".into(),
@@ -306,6 +310,14 @@ impl EngineConfig {
                 .placement_policy
                 .parse()
                 .map_err(|e: String| ConfigError(format!("engine.placement-policy: {e}")))?,
+            capacity_index: strata::sst::index::IndexKind::parse(&self.capacity_index).ok_or_else(
+                || {
+                    ConfigError(format!(
+                        "engine.capacity-index: unknown index {:?} (mashmeta or block)",
+                        self.capacity_index
+                    ))
+                },
+            )?,
             ..Options::default()
         };
         o.validate()
@@ -432,6 +444,7 @@ impl EngineConfig {
         );
         p("hotrap", self.hotrap.to_string());
         p("placement-policy", self.placement_policy.clone());
+        p("capacity-index", self.capacity_index.clone());
         p("compaction-style", self.compaction_style.clone());
         p("fast-tier-budget", self.fast_tier_budget.to_string());
         p("persistent-cache", self.persistent_cache.clone());

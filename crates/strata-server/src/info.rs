@@ -346,6 +346,11 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         format!("{:.3}", t.capacity_get_p99_ms),
     );
     s.kv("meta_cache_local_reads", t.meta_local_reads);
+    s.kv("capacity_meta_tables", t.capacity_meta_tables);
+    s.kv("capacity_meta_bytes", t.capacity_meta_bytes);
+    s.kv("capacity_index_bytes", t.capacity_index_bytes);
+    s.kv("capacity_filter_bytes", t.capacity_filter_bytes);
+    s.kv("capacity_trie_bytes", t.capacity_trie_bytes);
     s.kv("data_cache_hits", t.pcache_hits);
     s.kv("data_cache_misses", t.pcache_misses);
     s.kv("data_cache_hit_rate", format!("{:.4}", t.pcache_hit_rate));
@@ -409,6 +414,8 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
     s.kv("bloom_checked", st.bloom_checked);
     s.kv("bloom_useful", st.bloom_useful);
     s.kv("bloom_false_positive", st.bloom_false_positive);
+    s.kv("trie_checked", st.trie_checked);
+    s.kv("trie_rejected", st.trie_rejected);
     s.kv("block_cache_hits", st.block_cache_hits);
     s.kv("block_cache_misses", st.block_cache_misses);
     s.kv("block_cache_usage", st.block_cache_usage);

@@ -12,6 +12,7 @@ use strata::iter::InternalIterator;
 use strata::memtable::MemTable;
 use strata::sst::block::{Block, BlockBuilder};
 use strata::sst::filter::{BloomFilter, FilterBuilder};
+use strata::sst::index::IndexKind;
 use strata::sst::{Table, TableBuilder, TableBuilderOptions};
 use strata::stats::EngineStats;
 use strata::storage::{LocalFs, Storage};
@@ -131,6 +132,7 @@ fn table(c: &mut Criterion) {
         restart_interval: 16,
         bloom_bits_per_key: 10.0,
         compression: Compression::Lz4,
+        capacity_index: IndexKind::Block,
     };
     let mut tb = TableBuilder::new(LocalFs.create(&path).unwrap(), opts);
     for (i, k) in keys.iter().enumerate() {

@@ -86,6 +86,12 @@ pub struct Options {
     pub block_restart_interval: usize,
     /// Bloom filter bits per key; 0 disables filters. Default 10 (about 1% false positives).
     pub bloom_bits_per_key: f64,
+    /// How capacity-tier tables find their data blocks: `MashMeta` (RocksMash's succinct trie,
+    /// an index and an exact filter in one: no capacity-tier request for an absent key) or
+    /// `Block` (a block index and a bloom filter, as fast-tier tables always have). Each table
+    /// records its kind, so changing this affects only tables written afterwards.
+    /// Default `MashMeta`.
+    pub capacity_index: crate::sst::index::IndexKind,
     /// Compression by output level; the last entry applies to all deeper levels.
     /// Default: none for L0 and L1, LZ4 below.
     pub compression_per_level: Vec<Compression>,
@@ -171,6 +177,7 @@ impl Default for Options {
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10.0,
+            capacity_index: crate::sst::index::IndexKind::MashMeta,
             compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
             block_cache_capacity: 64 << 20,
             max_open_files: 1000,
@@ -208,6 +215,7 @@ impl std::fmt::Debug for Options {
             .field("target_file_size_base", &self.target_file_size_base)
             .field("block_size", &self.block_size)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("capacity_index", &self.capacity_index)
             .field("compression_per_level", &self.compression_per_level)
             .field("block_cache_capacity", &self.block_cache_capacity)
             .field("capacity", &self.capacity)

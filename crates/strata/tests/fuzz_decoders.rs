@@ -142,6 +142,7 @@ fn table_bytes(compression: Compression) -> Vec<u8> {
         restart_interval: 4,
         bloom_bits_per_key: 10.0,
         compression,
+        capacity_index: strata::sst::index::IndexKind::Block,
     };
     let mut tb = TableBuilder::new(LocalFs.create(&p).unwrap(), opts);
     for i in 0..300u32 {

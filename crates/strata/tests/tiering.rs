@@ -350,3 +350,109 @@ fn staged_uploads_a_crash_left_on_a_file_tier_are_removed_at_open() {
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
     db.close().unwrap();
 }
+
+/// RocksMash §3.3: with MashMeta, a capacity table answers an absent key with no capacity-tier
+/// request (no false positives) and a present one with exactly one data-block GET after at most
+/// one local metadata read; with a block index and bloom filter, absent keys cost a GET per
+/// false positive. The metadata kept locally shrinks, and tables of both kinds coexist when the
+/// option changes between opens.
+#[test]
+fn mashmeta_reads_at_most_one_block_and_never_for_absent_keys() {
+    use strata::sst::index::IndexKind;
+    let mut meta_bytes = Vec::new();
+    for kind in [IndexKind::MashMeta, IndexKind::Block] {
+        let dir = tempfile::tempdir().unwrap();
+        let cap = dir.path().join("capacity");
+        let mut o = tiered(
+            format!("file://{}", cap.display()),
+            PersistentCacheKind::None,
+        );
+        o.capacity_index = kind;
+        o.bloom_bits_per_key = 10.0;
+        let db = Db::open(dir.path().join("db"), o.clone()).unwrap();
+        load(&db, 3000);
+        db.close().unwrap();
+        let db = Db::open(dir.path().join("db"), o.clone()).unwrap();
+        let tables = db.live_tables().len() as u64;
+        for i in 0..3000 {
+            assert!(db.get(format!("key{i:06}x")).unwrap().is_none());
+        }
+        let s = db.stats();
+        assert!(s.tier.meta_local_reads <= tables, "{s}");
+        match kind {
+            IndexKind::MashMeta => {
+                assert_eq!(s.tier.capacity_gets, 0, "absent keys sent GETs: {s}");
+                assert!(s.trie_rejected >= 2990, "{s}");
+                assert_eq!(s.bloom_checked, 0, "{s}");
+                assert!(s.tier.capacity_trie_bytes > 0, "{s}");
+                assert_eq!(
+                    s.tier.capacity_index_bytes + s.tier.capacity_filter_bytes,
+                    0
+                );
+            }
+            IndexKind::Block => {
+                assert_eq!(s.tier.capacity_gets, s.bloom_false_positive, "{s}");
+                assert_eq!(s.trie_checked, 0, "{s}");
+                assert_eq!(s.tier.capacity_trie_bytes, 0, "{s}");
+                assert!(s.tier.capacity_index_bytes > 0, "{s}");
+            }
+        }
+        meta_bytes.push(s.tier.capacity_meta_bytes);
+        let before = s.tier.capacity_gets;
+        for i in (0..3000).step_by(11) {
+            let g0 = db.stats().tier.capacity_gets;
+            assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&v(i)[..]));
+            assert_eq!(
+                db.stats().tier.capacity_gets - g0,
+                1,
+                "one block GET for key {i}"
+            );
+        }
+        assert!(db.stats().tier.capacity_gets > before);
+        db.close().unwrap();
+
+        // Switch the option: new tables get the other index, old ones keep theirs.
+        o.capacity_index = match kind {
+            IndexKind::MashMeta => IndexKind::Block,
+            IndexKind::Block => IndexKind::MashMeta,
+        };
+        let db = Db::open(dir.path().join("db"), o).unwrap();
+        for i in (0..3000).step_by(3) {
+            db.put(k(i), format!("new-{i}")).unwrap();
+        }
+        db.flush().unwrap();
+        for i in 0..3000 {
+            let want = if i % 3 == 0 {
+                format!("new-{i}").into_bytes()
+            } else {
+                v(i)
+            };
+            assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&want[..]), "key {i}");
+        }
+        db.compact_range(None, None).unwrap();
+        for i in (0..3000).step_by(7) {
+            let want = if i % 3 == 0 {
+                format!("new-{i}").into_bytes()
+            } else {
+                v(i)
+            };
+            assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(&want[..]), "key {i}");
+        }
+        let mut it = db.iter(strata::ReadOptions::default()).unwrap();
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(n, 3000);
+        db.close().unwrap();
+    }
+    assert!(
+        meta_bytes[0] < meta_bytes[1],
+        "MashMeta metadata {} not smaller than block index + bloom {}",
+        meta_bytes[0],
+        meta_bytes[1]
+    );
+}

@@ -74,6 +74,15 @@ pub enum PlacementArg {
     Logstore,
 }
 
+/// Index of capacity-tier tables (`--capacity-index`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CapacityIndexArg {
+    #[default]
+    Mashmeta,
+    Block,
+}
+
 /// Persistent (fast-tier) cache of capacity-tier blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -107,6 +116,8 @@ pub struct EngineConfig {
     pub placement_policy: PlacementArg,
     #[serde(default)]
     pub defer_fast_bytes: Option<u64>,
+    #[serde(default)]
+    pub capacity_index: CapacityIndexArg,
     #[serde(default)]
     pub compaction_style: StyleArg,
     /// Split forest: trees per level, early-cleaning threshold, search threads (engine
@@ -191,6 +202,11 @@ pub trait KvEngine: Send + Sync {
     fn counters(&self) -> EngineCounters;
     /// The engine's own statistics text, for the report.
     fn stats_text(&self) -> String;
+    /// The engine's own statistics as named numbers (the report's `engine_stats` beside
+    /// `text`); empty for engines that only have text.
+    fn stats_map(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
     /// HotRAP's figures (RALT sizes and limits, promotions per pathway, aborts, retained
     /// bytes, fast-tier hit rate of point reads), cumulative since open; `None` for engines
     /// without it or with it off.

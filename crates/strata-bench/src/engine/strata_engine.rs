@@ -42,6 +42,10 @@ pub fn options(cfg: &EngineConfig) -> Options {
     if cfg.compaction_style == StyleArg::SplitForest {
         o.compaction_style = strata::CompactionStyle::SplitForest;
     }
+    o.capacity_index = match cfg.capacity_index {
+        super::CapacityIndexArg::Mashmeta => strata::sst::index::IndexKind::MashMeta,
+        super::CapacityIndexArg::Block => strata::sst::index::IndexKind::Block,
+    };
     if cfg.placement_policy == super::PlacementArg::Logstore {
         o.placement_policy = strata::tier::PlacementPolicy::LogStore;
         o.logstore.defer_fast_bytes = cfg.defer_fast_bytes;
@@ -191,6 +195,43 @@ impl KvEngine for StrataEngine {
         self.db.stats().to_string()
     }
 
+    fn stats_map(&self) -> serde_json::Map<String, serde_json::Value> {
+        let s = self.db.stats();
+        let t = &s.tier;
+        let v = serde_json::json!({
+            "gets": s.gets,
+            "get_found": s.get_found,
+            "bloom_checked": s.bloom_checked,
+            "bloom_useful": s.bloom_useful,
+            "bloom_false_positive": s.bloom_false_positive,
+            "trie_checked": s.trie_checked,
+            "trie_rejected": s.trie_rejected,
+            "block_cache_hits": s.block_cache_hits,
+            "block_cache_misses": s.block_cache_misses,
+            "write_amp": s.write_amp,
+            "stall_micros": s.stall_micros,
+            "total_sst_bytes": s.total_sst_bytes,
+            "fast_table_bytes": t.fast_table_bytes,
+            "capacity_table_bytes": t.capacity_table_bytes,
+            "capacity_gets": t.capacity_gets,
+            "capacity_get_bytes": t.capacity_get_bytes,
+            "capacity_puts": t.capacity_puts,
+            "capacity_meta_tables": t.capacity_meta_tables,
+            "capacity_meta_bytes": t.capacity_meta_bytes,
+            "capacity_meta_known_tables": t.capacity_meta_known_tables,
+            "capacity_index_bytes": t.capacity_index_bytes,
+            "capacity_filter_bytes": t.capacity_filter_bytes,
+            "capacity_trie_bytes": t.capacity_trie_bytes,
+            "meta_local_reads": t.meta_local_reads,
+            "pcache_hits": t.pcache_hits,
+            "pcache_misses": t.pcache_misses,
+        });
+        match v {
+            serde_json::Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        }
+    }
+
     fn compaction(&self) -> Option<serde_json::Value> {
         let s = self.db.stats();
         let f = &s.forest;
@@ -310,6 +351,7 @@ impl KvEngine for StrataEngine {
                 "placement_policy".into(),
                 o.placement_policy.name().to_string(),
             ));
+            v.push(("capacity_index".into(), o.capacity_index.name().to_string()));
             if let Some(b) = o.fast_tier_budget {
                 v.push(("fast_tier_budget".into(), b.to_string()));
             }

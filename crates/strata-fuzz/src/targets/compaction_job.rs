@@ -98,6 +98,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
             restart_interval: 16,
             bloom_bits_per_key: 10.0,
             compression: Compression::Zstd(3),
+            capacity_index: strata::sst::index::IndexKind::MashMeta,
         },
     };
     let result = CompactionResult {

@@ -61,7 +61,7 @@ pub fn run(data: &[u8]) {
     assert_eq!(&tail[..], &d[HEADER..], "the tail is the sidecar's body");
     assert_eq!(off + tail.len() as u64, table_size, "the tail ends at the table's end");
     cache
-        .insert(1, table_size, off, &tail)
+        .insert(1, table_size, off, &tail, None)
         .expect("re-insert the sidecar");
     let again = std::fs::read(dir.join("meta/000001.meta")).expect("read the sidecar back");
     assert_eq!(again.len(), d.len());
@@ -73,7 +73,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
     let dir = tempfile::tempdir().expect("temporary directory");
     let cache = open(dir.path());
     let tail: Vec<u8> = (0..300u32).map(|i| (i * 7) as u8).collect();
-    cache.insert(1, 10_300, 10_000, &tail).expect("seed sidecar");
+    cache.insert(1, 10_300, 10_000, &tail, None).expect("seed sidecar");
     let bytes = std::fs::read(dir.path().join("meta/000001.meta")).expect("read the seed");
     vec![[&[1u8][..], &10_300u64.to_le_bytes(), &bytes].concat()]
 }

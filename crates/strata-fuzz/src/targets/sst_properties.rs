@@ -23,6 +23,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
         data_size: 12345,
         index_size: 99,
         filter_size: 1250,
+        index_type: 1,
         compression: 2,
         smallest_seq: 1,
         largest_seq: 1 << 56,

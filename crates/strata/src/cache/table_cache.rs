@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use quick_cache::sync::Cache;
 
+use super::persistent::MetaKinds;
 use super::BlockCache;
 use crate::error::Result;
 use crate::sst::Table;
@@ -48,6 +49,10 @@ impl TableCache {
             self.block_cache.clone(),
             self.stats.clone(),
         )?);
+        if f.tier == crate::tier::Tier::Capacity {
+            self.store
+                .note_meta_kinds(f.id, MetaKinds::of(t.properties()));
+        }
         self.tables.insert(f.id, t.clone());
         Ok(t)
     }

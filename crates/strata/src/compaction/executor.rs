@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::filter::{CompactionFilter, FilterDecision};
 use super::job::{CompactionJob, HotRoute};
 use super::rate_limiter::RateLimiter;
+use crate::cache::persistent::MetaKinds;
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator, RunIterator};
@@ -194,6 +195,7 @@ impl<'a, 'b> Outputs<'a, 'b> {
             }
             let mut b = TableBuilder::new(file, self.opts.clone());
             if self.tier == Tier::Capacity {
+                b.set_index(self.opts.capacity_index);
                 b.capture_meta_tail();
             }
             self.current = Some((id, b));
@@ -242,10 +244,13 @@ impl<'a, 'b> Outputs<'a, 'b> {
         let (id, builder) = self.current.take().expect("opened above");
         let s = builder.finish()?;
         if let Some((off, tail)) = &s.meta_tail {
-            self.env
-                .tables
-                .store()
-                .record_meta_tail(id, s.file_size, *off, tail)?;
+            self.env.tables.store().record_meta_tail(
+                id,
+                s.file_size,
+                *off,
+                tail,
+                Some(MetaKinds::of(&s.props)),
+            )?;
         }
         let p_lo = s.smallest_point.as_deref().map(types::user_key);
         let p_hi = s.largest_point.as_deref().map(types::user_key);

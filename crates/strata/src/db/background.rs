@@ -119,6 +119,7 @@ pub(crate) fn table_options(o: &crate::Options, level: usize) -> TableBuilderOpt
         restart_interval: o.block_restart_interval,
         bloom_bits_per_key: o.bloom_bits_per_key,
         compression: o.compression_for_level(level),
+        capacity_index: o.capacity_index,
     }
 }
 

@@ -40,6 +40,14 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
             crate::tier::Tier::Capacity => s.tier.capacity_table_bytes += f.size,
         }
     }
+    if let Some(m) = inner.tables.store().meta_totals() {
+        s.tier.capacity_meta_tables = m.tables;
+        s.tier.capacity_meta_bytes = m.bytes;
+        s.tier.capacity_meta_known_tables = m.known_tables;
+        s.tier.capacity_index_bytes = m.index_bytes;
+        s.tier.capacity_filter_bytes = m.filter_bytes;
+        s.tier.capacity_trie_bytes = m.trie_bytes;
+    }
     if let Some(c) = inner.tables.store().data_cache() {
         s.tier.pcache_usage = c.usage();
         s.tier.pcache_capacity = c.capacity();

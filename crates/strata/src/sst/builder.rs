@@ -2,7 +2,9 @@
 
 use super::block::BlockBuilder;
 use super::filter::FilterBuilder;
-use super::format::{write_block, BlockHandle, Footer, FORMAT_VERSION};
+use super::format::{write_block, BlockHandle, Footer, FORMAT_VERSION, FORMAT_VERSION_MASHMETA};
+use super::index::trie::MashMetaBuilder;
+use super::index::IndexKind;
 use super::properties::TableProperties;
 use crate::error::{Error, Result};
 use crate::options::Compression;
@@ -22,6 +24,14 @@ pub struct TableBuilderOptions {
     pub restart_interval: usize,
     pub bloom_bits_per_key: f64,
     pub compression: Compression,
+    /// The index of tables written to the capacity tier ([`TableBuilder::set_index`]); fast-tier
+    /// tables always get a block index and bloom filter.
+    #[serde(default = "block_index")]
+    pub capacity_index: IndexKind,
+}
+
+fn block_index() -> IndexKind {
+    IndexKind::Block
 }
 
 /// What a finished table holds, for its `FileMeta`.
@@ -83,6 +93,8 @@ pub struct TableBuilder {
     opts: TableBuilderOptions,
     data: BlockBuilder,
     index: BlockBuilder,
+    /// With a MashMeta index: the trie being collected (and no block index or filter).
+    trie: Option<MashMetaBuilder>,
     filter: Option<FilterBuilder>,
     range_dels: Vec<RangeTombstone>,
     props: TableProperties,
@@ -98,12 +110,29 @@ impl TableBuilder {
         self.capture_tail = true;
     }
 
+    /// Chooses the table's index before the first entry is added: a MashMeta trie replaces both
+    /// the block index and the bloom filter.
+    pub fn set_index(&mut self, kind: IndexKind) {
+        debug_assert_eq!(
+            self.props.num_entries, 0,
+            "set_index after entries were added"
+        );
+        match kind {
+            IndexKind::Block => self.trie = None,
+            IndexKind::MashMeta => {
+                self.trie = Some(MashMetaBuilder::new());
+                self.filter = None;
+            }
+        }
+    }
+
     pub fn new(file: Box<dyn WritableFile>, opts: TableBuilderOptions) -> Self {
         let filter =
             (opts.bloom_bits_per_key > 0.0).then(|| FilterBuilder::new(opts.bloom_bits_per_key));
         TableBuilder {
             data: BlockBuilder::new(opts.restart_interval),
             index: BlockBuilder::new(1),
+            trie: None,
             props: TableProperties {
                 compression: opts.compression.type_byte() as u64,
                 smallest_seq: u64::MAX,
@@ -127,6 +156,9 @@ impl TableBuilder {
         }
         if let Some(f) = self.filter.as_mut() {
             f.add_key(p.user_key);
+        }
+        if let Some(t) = self.trie.as_mut() {
+            t.add(p.user_key);
         }
         self.props.num_entries += 1;
         if p.kind == ValueKind::Delete {
@@ -164,9 +196,14 @@ impl TableBuilder {
         let (h, _) = write_block(self.file.as_mut(), &raw, self.opts.compression)?;
         self.props.num_data_blocks += 1;
         self.props.data_size += h.size;
-        let mut v = Vec::new();
-        h.encode_to(&mut v);
-        self.index.add(&last, &v);
+        match self.trie.as_mut() {
+            Some(t) => t.finish_block(h),
+            None => {
+                let mut v = Vec::new();
+                h.encode_to(&mut v);
+                self.index.add(&last, &v);
+            }
+        }
         Ok(())
     }
 
@@ -222,7 +259,13 @@ impl TableBuilder {
             self.props.smallest_seq = 0;
         }
         // The index is written before properties so its size can be recorded.
-        let index_raw = self.index.finish();
+        let (index_raw, version) = match &self.trie {
+            Some(t) => {
+                self.props.index_type = 1;
+                (t.finish(), FORMAT_VERSION_MASHMETA)
+            }
+            None => (self.index.finish(), FORMAT_VERSION),
+        };
         let (index_h, _) = write_block(self.file.as_mut(), &index_raw, Compression::None)?;
         self.props.index_size = index_h.size;
         let (ph, _) = write_block(self.file.as_mut(), &self.props.encode(), Compression::None)?;
@@ -237,7 +280,7 @@ impl TableBuilder {
         let footer = Footer {
             metaindex: meta_h,
             index: index_h,
-            version: FORMAT_VERSION,
+            version,
         };
         self.file.append(&footer.encode())?;
         self.file.sync()?;

@@ -15,6 +15,9 @@ use crate::wal;
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"STRATAT1");
 /// The table format version written by this release.
 pub const FORMAT_VERSION: u32 = 1;
+/// The same layout, but the footer's index handle points at a MashMeta block (and there is no
+/// bloom filter): releases that only know version 1 refuse the table instead of misreading it.
+pub const FORMAT_VERSION_MASHMETA: u32 = 2;
 pub const FOOTER_SIZE: usize = 48;
 pub const BLOCK_TRAILER_SIZE: usize = 5;
 
@@ -85,9 +88,10 @@ impl Footer {
             },
             version: decode_fixed32(&b[32..]).unwrap_or(0),
         };
-        if footer.version != FORMAT_VERSION {
+        if footer.version != FORMAT_VERSION && footer.version != FORMAT_VERSION_MASHMETA {
             return Err(crate::error::ErrorRepr::NotADatabase(format!(
-                "unsupported table format version {} (this release reads {FORMAT_VERSION})",
+                "unsupported table format version {} (this release reads {FORMAT_VERSION} and \
+                 {FORMAT_VERSION_MASHMETA})",
                 footer.version
             ))
             .into());

@@ -2,7 +2,7 @@
 //!
 //! Owns the table format (documented byte by byte in `docs/format.md`, "Table files"): data
 //! blocks with prefix compression and restart points, a checksum and compression byte per block,
-//! an index block, a whole-table bloom filter, a range-deletion block, a properties block, a
+//! an index block and a whole-table bloom filter or a MashMeta trie (`index`), a range-deletion block, a properties block, a
 //! meta-index and a fixed 48-byte footer with magic number and format version.
 //!
 //! Invariants: every block read is checksum-verified before it is decoded; a mismatch is
@@ -13,6 +13,7 @@ pub mod block;
 pub mod builder;
 pub mod filter;
 pub mod format;
+pub mod index;
 pub mod properties;
 pub mod reader;
 

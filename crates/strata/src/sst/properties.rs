@@ -22,6 +22,8 @@ pub struct TableProperties {
     pub data_size: u64,
     pub index_size: u64,
     pub filter_size: u64,
+    /// 0: a block index (and maybe a bloom filter); 1: a MashMeta trie (`index_size` bytes).
+    pub index_type: u64,
     /// 0 none, 1 lz4, 2 zstd: the compression requested for data blocks.
     pub compression: u64,
     pub smallest_seq: SeqNo,
@@ -35,6 +37,7 @@ macro_rules! props {
             "strata.data.size" => data_size,
             "strata.filter.size" => filter_size,
             "strata.index.size" => index_size,
+            "strata.index.type" => index_type,
             "strata.largest.seq" => largest_seq,
             "strata.num.data.blocks" => num_data_blocks,
             "strata.num.deletions" => num_deletions,

@@ -1,4 +1,5 @@
-//! Reads a table: point lookups through the bloom filter and index, and two-level iteration.
+//! Reads a table: point lookups through the bloom filter and block index, or through the
+//! MashMeta trie, and two-level iteration over either index.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -8,7 +9,9 @@ use bytes::Bytes;
 use super::block::{Block, BlockIter};
 use super::builder::{META_FILTER, META_PROPERTIES, META_RANGE_DEL};
 use super::filter::BloomFilter;
+use super::format::FORMAT_VERSION_MASHMETA;
 use super::format::{read_block, read_block_cached, BlockHandle, Footer, FOOTER_SIZE};
+use super::index::{IndexCursor, MashMeta, TableIndex};
 use super::properties::TableProperties;
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
@@ -23,7 +26,7 @@ use crate::types::{self, compare_bytewise, compare_internal, SeqNo, ValueKind};
 pub struct Table {
     id: u64,
     file: Arc<dyn RandomAccessFile>,
-    index: Block,
+    index: TableIndex,
     filter: Option<BloomFilter>,
     range_dels: Vec<RangeTombstone>,
     fragments: Fragments,
@@ -58,8 +61,21 @@ impl Table {
         }
         let footer_bytes = file.read_at(size - FOOTER_SIZE as u64, FOOTER_SIZE)?;
         let footer = Footer::decode(&footer_bytes, size).map_err(ctx)?;
-        let index = Block::new(read_block(file.as_ref(), footer.index, "index").map_err(ctx)?)
-            .map_err(ctx)?;
+        let index_bytes = read_block(file.as_ref(), footer.index, "index").map_err(ctx)?;
+        let index = if footer.version == FORMAT_VERSION_MASHMETA {
+            let t = MashMeta::decode(&index_bytes).map_err(ctx)?;
+            if let Some(last) = t.num_blocks().checked_sub(1) {
+                let h = t.block(last);
+                if h.offset.saturating_add(h.size) > size {
+                    return Err(ctx(Error::corruption(
+                        "MashMeta block handle points past the file",
+                    )));
+                }
+            }
+            TableIndex::Trie(Arc::new(t))
+        } else {
+            TableIndex::Blocks(Block::new(index_bytes).map_err(ctx)?)
+        };
         let meta =
             Block::new(read_block(file.as_ref(), footer.metaindex, "meta-index").map_err(ctx)?)
                 .map_err(ctx)?;
@@ -131,17 +147,30 @@ impl Table {
     }
 
     /// The index: for each data block, its separator key (an internal key `>=` every key of
-    /// the block) and its handle, in order. For inspection tools; reads nothing.
+    /// the block; empty with a MashMeta index, which keeps no separators) and its handle, in
+    /// order. For inspection tools; reads nothing.
     pub fn index_entries(&self) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
         let mut out = Vec::new();
-        let mut it = self.index.iter(compare_internal);
-        it.seek_to_first();
-        while it.valid() {
-            out.push((it.key().to_vec(), BlockHandle::decode(it.value())?));
-            it.next();
+        match &self.index {
+            TableIndex::Blocks(b) => {
+                let mut it = b.iter(compare_internal);
+                it.seek_to_first();
+                while it.valid() {
+                    out.push((it.key().to_vec(), BlockHandle::decode(it.value())?));
+                    it.next();
+                }
+                it.status()?;
+            }
+            TableIndex::Trie(t) => {
+                out.extend((0..t.num_blocks()).map(|i| (Vec::new(), t.block(i))))
+            }
         }
-        it.status()?;
         Ok(out)
+    }
+
+    /// The table's index (block index or MashMeta trie).
+    pub fn index(&self) -> &TableIndex {
+        &self.index
     }
 
     pub fn range_tombstones(&self) -> &[RangeTombstone] {
@@ -197,6 +226,9 @@ impl Table {
         user_key: &[u8],
         cache_only: bool,
     ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
+        if let TableIndex::Trie(t) = &self.index {
+            return self.get_by_trie(t, lookup, user_key, cache_only);
+        }
         if let Some(f) = &self.filter {
             self.stats.bloom_checked.fetch_add(1, Relaxed);
             if !f.may_contain(user_key) {
@@ -204,49 +236,85 @@ impl Table {
                 return Ok(None);
             }
         }
-        let mut idx = self.index.iter(compare_internal);
+        let mut idx = self.index.cursor();
         idx.seek(lookup);
         let mut found = None;
         if idx.valid() {
-            let h = BlockHandle::decode(idx.value())?;
-            let block = if cache_only {
-                let cached = self.cache.as_ref().and_then(|c| c.get(self.id, h.offset));
-                match cached {
-                    Some(b) => {
-                        self.stats.block_cache_hits.fetch_add(1, Relaxed);
-                        b
-                    }
-                    None => {
-                        return Err(crate::error::ErrorRepr::Incomplete(
-                            "data block not in the block cache",
-                        )
-                        .into())
-                    }
-                }
-            } else {
-                self.read_data_block(h, true)?
-            };
-            let mut it = block.iter(compare_internal);
-            it.seek(lookup);
-            it.status()?;
-            if it.valid() {
-                let p = types::parse_internal_key(it.key())?;
-                if p.user_key == user_key {
-                    found = Some((p.seq, p.kind, it.value_bytes()));
-                }
-            }
+            let block = self.block_for_get(idx.handle()?, cache_only)?;
+            found = Self::first_at_or_after(&block, lookup, user_key)?;
         }
         idx.status()?;
+        let found = found.flatten();
         if found.is_none() && self.filter.is_some() {
             self.stats.bloom_false_positive.fetch_add(1, Relaxed);
         }
         Ok(found)
     }
 
+    /// A lookup through the MashMeta trie: an absent key reads nothing; a present one reads the
+    /// block holding its newest version, and the following block(s) only when every version in
+    /// that block is newer than the lookup's snapshot.
+    fn get_by_trie(
+        &self,
+        t: &MashMeta,
+        lookup: &[u8],
+        user_key: &[u8],
+        cache_only: bool,
+    ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
+        self.stats.trie_checked.fetch_add(1, Relaxed);
+        let Some(b) = t.find_block(user_key) else {
+            self.stats.trie_rejected.fetch_add(1, Relaxed);
+            return Ok(None);
+        };
+        for i in b..t.num_blocks() {
+            let block = self.block_for_get(t.block(i), cache_only)?;
+            if let Some(r) = Self::first_at_or_after(&block, lookup, user_key)? {
+                return Ok(r);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The data block at `h` for a point lookup; with `cache_only`, `Incomplete` unless cached.
+    fn block_for_get(&self, h: BlockHandle, cache_only: bool) -> Result<Block> {
+        if !cache_only {
+            return self.read_data_block(h, true);
+        }
+        match self.cache.as_ref().and_then(|c| c.get(self.id, h.offset)) {
+            Some(b) => {
+                self.stats.block_cache_hits.fetch_add(1, Relaxed);
+                Ok(b)
+            }
+            None => {
+                Err(crate::error::ErrorRepr::Incomplete("data block not in the block cache").into())
+            }
+        }
+    }
+
+    /// The first entry of `block` at or after `lookup`: `Some(Some(..))` if it is a version of
+    /// `user_key`, `Some(None)` if it is another key, `None` if the block ends first.
+    #[allow(clippy::type_complexity)]
+    fn first_at_or_after(
+        block: &Block,
+        lookup: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<Option<(SeqNo, ValueKind, Bytes)>>> {
+        let mut it = block.iter(compare_internal);
+        it.seek(lookup);
+        it.status()?;
+        if !it.valid() {
+            return Ok(None);
+        }
+        let p = types::parse_internal_key(it.key())?;
+        Ok(Some(
+            (p.user_key == user_key).then(|| (p.seq, p.kind, it.value_bytes())),
+        ))
+    }
+
     /// A two-level iterator over the point entries.
     pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
         TableIter {
-            index: self.index.iter(compare_internal),
+            index: self.index.cursor(),
             table: self.clone(),
             data: None,
             err: None,
@@ -258,7 +326,7 @@ impl Table {
 /// Iterates a table's point entries: the index iterator picks a block, a block iterator walks it.
 pub struct TableIter {
     table: Arc<Table>,
-    index: BlockIter,
+    index: IndexCursor,
     data: Option<BlockIter>,
     err: Option<Error>,
     fill_cache: bool,
@@ -274,7 +342,9 @@ impl TableIter {
             }
             return false;
         }
-        let r = BlockHandle::decode(self.index.value())
+        let r = self
+            .index
+            .handle()
             .and_then(|h| self.table.read_data_block(h, self.fill_cache));
         match r {
             Ok(b) => {
@@ -351,12 +421,18 @@ impl InternalIterator for TableIter {
     }
     fn seek(&mut self, target: &[u8]) {
         self.index.seek(target);
-        if self.load_block() {
+        // The block index points at the block whose last key is `>= target`; the MashMeta trie
+        // at the block where the target's user key starts, and its versions newer than the
+        // target may fill that block and more: seek in each block until one holds the target.
+        while self.load_block() {
             if let Some(d) = self.data.as_mut() {
                 d.seek(target);
             }
+            if self.err.is_some() || self.check_data() {
+                break;
+            }
+            self.index.next();
         }
-        self.skip_forward();
     }
     fn next(&mut self) {
         if let Some(d) = self.data.as_mut() {

@@ -14,6 +14,7 @@ use bytes::Bytes;
 
 use super::Tier;
 use crate::cache::persistent::{MetaCache, PersistentCache};
+use crate::cache::persistent::{MetaKinds, MetaTotals};
 use crate::error::{Error, Result};
 use crate::sst::format::{BlockHandle, Footer, FOOTER_SIZE};
 use crate::stats::TierStats;
@@ -86,11 +87,30 @@ impl TableStore {
     }
 
     /// Records the metadata tail of a capacity table just written.
-    pub fn record_meta_tail(&self, id: u64, size: u64, offset: u64, tail: &[u8]) -> Result<()> {
+    pub fn record_meta_tail(
+        &self,
+        id: u64,
+        size: u64,
+        offset: u64,
+        tail: &[u8],
+        kinds: Option<MetaKinds>,
+    ) -> Result<()> {
         match &self.c.meta {
-            Some(m) => m.insert(id, size, offset, tail),
+            Some(m) => m.insert(id, size, offset, tail, kinds),
             None => Ok(()),
         }
+    }
+
+    /// Notes what an opened capacity table's metadata is made of (for [`Self::meta_totals`]).
+    pub fn note_meta_kinds(&self, id: u64, kinds: MetaKinds) {
+        if let Some(m) = &self.c.meta {
+            m.note_kinds(id, kinds);
+        }
+    }
+
+    /// Capacity-table metadata held on the fast tier; `None` without a MetaCache.
+    pub fn meta_totals(&self) -> Option<MetaTotals> {
+        self.c.meta.as_ref().map(|m| m.totals())
     }
 
     /// Opens table `id` of `size` bytes on `tier` for reading.
@@ -107,7 +127,7 @@ impl TableStore {
                     Some(t) => t,
                     None => {
                         let (off, tail) = fetch_tail(&remote)?;
-                        self.record_meta_tail(id, size, off, &tail)?;
+                        self.record_meta_tail(id, size, off, &tail, None)?;
                         (off, tail)
                     }
                 };

@@ -4,8 +4,12 @@
 //! u64, table size u64, tail offset u64, tail length u64, CRC32C of the tail u32, CRC32C of the
 //! header's first 48 bytes u32 (both masked), reserved u32 — then the table's bytes from the
 //! tail offset to its end.
+//!
+//! The cache also keeps, in memory, each sidecar's size (read from the directory at open) and —
+//! once the table has been written or opened in this process — how much of it is index, bloom
+//! filter or MashMeta trie ([`MetaCache::totals`], the figures RocksMash §3.3 sets out to shrink).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -26,8 +30,52 @@ const HEADER: usize = 56;
 pub struct MetaCache {
     dir: PathBuf,
     storage: Arc<dyn Storage>,
-    present: Mutex<HashSet<u64>>,
+    present: Mutex<HashMap<u64, Sidecar>>,
     stats: Arc<TierStats>,
+}
+
+/// What one sidecar holds.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sidecar {
+    bytes: u64,
+    kinds: Option<MetaKinds>,
+}
+
+/// The index, filter and trie bytes of one capacity table's metadata.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MetaKinds {
+    pub index: u64,
+    pub filter: u64,
+    pub trie: u64,
+}
+
+impl MetaKinds {
+    /// From a table's properties.
+    pub fn of(p: &crate::sst::TableProperties) -> MetaKinds {
+        let (index, trie) = match p.index_type {
+            1 => (0, p.index_size),
+            _ => (p.index_size, 0),
+        };
+        MetaKinds {
+            index,
+            filter: p.filter_size,
+            trie,
+        }
+    }
+}
+
+/// Capacity-table metadata held on the fast tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MetaTotals {
+    /// Sidecars, and their bytes on the fast tier (headers included).
+    pub tables: u64,
+    pub bytes: u64,
+    /// Of the tables whose make-up is known (written or opened since the database opened):
+    /// how many, and their block-index, bloom-filter and MashMeta-trie bytes.
+    pub known_tables: u64,
+    pub index_bytes: u64,
+    pub filter_bytes: u64,
+    pub trie_bytes: u64,
 }
 
 impl MetaCache {
@@ -40,14 +88,15 @@ impl MetaCache {
     ) -> Result<MetaCache> {
         let dir = db_dir.join("meta");
         storage.create_dir_all(&dir)?;
-        let mut present = HashSet::new();
+        let mut present = HashMap::new();
         for name in storage.list(&dir)? {
             let id = name
                 .strip_suffix(".meta")
                 .and_then(|s| s.parse::<u64>().ok());
             match id {
                 Some(id) if live.contains(&id) => {
-                    present.insert(id);
+                    let bytes = storage.open(&dir.join(&name))?.size();
+                    present.insert(id, Sidecar { bytes, kinds: None });
                 }
                 _ => storage.remove(&dir.join(&name))?,
             }
@@ -65,7 +114,14 @@ impl MetaCache {
     }
 
     /// Stores the tail of table `id` (bytes `offset..table_size`).
-    pub fn insert(&self, id: u64, table_size: u64, offset: u64, tail: &[u8]) -> Result<()> {
+    pub fn insert(
+        &self,
+        id: u64,
+        table_size: u64,
+        offset: u64,
+        tail: &[u8],
+        kinds: Option<MetaKinds>,
+    ) -> Result<()> {
         let mut h = Vec::with_capacity(HEADER + tail.len());
         put_fixed64(&mut h, MAGIC);
         put_fixed32(&mut h, 1);
@@ -81,7 +137,13 @@ impl MetaCache {
         let mut f = self.storage.create(&self.path(id))?;
         f.append(&h)?;
         f.sync()?;
-        self.present.lock().insert(id);
+        self.present.lock().insert(
+            id,
+            Sidecar {
+                bytes: h.len() as u64,
+                kinds,
+            },
+        );
         self.stats.meta_builds.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -89,7 +151,7 @@ impl MetaCache {
     /// The tail of table `id` and its offset, if a valid sidecar is present (one local read).
     /// A damaged or mismatched sidecar is deleted and reported as absent.
     pub fn get(&self, id: u64, table_size: u64) -> Option<(u64, Bytes)> {
-        if !self.present.lock().contains(&id) {
+        if !self.present.lock().contains_key(&id) {
             return None;
         }
         let path = self.path(id);
@@ -128,6 +190,29 @@ impl MetaCache {
         }
     }
 
+    /// Records what table `id`'s metadata is made of (when the table is opened).
+    pub fn note_kinds(&self, id: u64, kinds: MetaKinds) {
+        if let Some(s) = self.present.lock().get_mut(&id) {
+            s.kinds = Some(kinds);
+        }
+    }
+
+    /// What the sidecars hold.
+    pub fn totals(&self) -> MetaTotals {
+        let mut t = MetaTotals::default();
+        for s in self.present.lock().values() {
+            t.tables += 1;
+            t.bytes += s.bytes;
+            if let Some(k) = s.kinds {
+                t.known_tables += 1;
+                t.index_bytes += k.index;
+                t.filter_bytes += k.filter;
+                t.trie_bytes += k.trie;
+            }
+        }
+        t
+    }
+
     /// Drops the sidecar of a deleted table.
     pub fn remove(&self, id: u64) {
         self.present.lock().remove(&id);
@@ -155,7 +240,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let live = HashSet::from([1u64]);
         let mc = MetaCache::open(dir.path(), Arc::new(LocalFs), &live, Arc::default()).unwrap();
-        mc.insert(1, 110, 100, b"0123456789").unwrap();
+        mc.insert(1, 110, 100, b"0123456789", None).unwrap();
         assert_eq!(mc.get(1, 110).unwrap().1.as_ref(), b"0123456789");
         let path = mc.path(1);
         let mut data = std::fs::read(&path).unwrap();

@@ -17,7 +17,7 @@ mod meta;
 mod naive;
 
 pub use lap::LapCache;
-pub use meta::MetaCache;
+pub use meta::{MetaCache, MetaKinds, MetaTotals};
 pub use naive::NaiveCache;
 
 use bytes::Bytes;

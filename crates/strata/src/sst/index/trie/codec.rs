@@ -1,0 +1,309 @@
+//! The MashMeta block's bytes (`docs/format.md`, "MashMeta block"), and their validation.
+//!
+//! Layout (all varints LEB128, bit strings packed least-significant bit first, each padded to a
+//! whole byte):
+//!
+//! ```text
+//! version u8 (1) | n_keys | n_nodes | n_blocks | prefix_len | prefix
+//! | fixed_len | [common_len | common suffix, when fixed_len > 0] | suffix_len
+//! | parens (2·n_nodes bits) | labels (n_nodes − 1 bytes) | terminal (n_nodes bits)
+//! | suffix map (n_keys + suffix_len bits) | suffix bytes | block map (n_keys + n_blocks bits)
+//! | first block offset | n_blocks × block size
+//! ```
+//!
+//! The block arrives checksummed (it is a table block), but the decoder still treats it as
+//! untrusted: every count is bounded by the bytes present, and the structure is checked in one
+//! pass (balanced parentheses, one label per child in increasing order, every leaf terminal, a
+//! suffix only on leaves, a block map ending in a block boundary) so no query can index out of
+//! range or loop. It is fuzzed (`mashmeta` target).
+
+use vers_vecs::{BitVec, BpTree, RsVec};
+
+use super::MashMeta;
+use crate::coding::{put_varint64, Decoder};
+use crate::error::{Error, Result};
+use crate::sst::format::{BlockHandle, BLOCK_TRAILER_SIZE};
+
+pub const VERSION: u8 = 1;
+
+/// A growable bit string.
+#[derive(Default, Clone, Debug)]
+pub struct Bits {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Bits {
+    pub fn push(&mut self, bit: bool) {
+        if self.len.is_multiple_of(64) {
+            self.words.push(0);
+        }
+        if bit {
+            self.words[self.len / 64] |= 1 << (self.len % 64);
+        }
+        self.len += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.words[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        let bytes = self.len.div_ceil(8);
+        out.extend(self.words.iter().flat_map(|w| w.to_le_bytes()).take(bytes));
+    }
+
+    fn read(d: &mut Decoder<'_>, len: usize) -> Option<Bits> {
+        let raw = d.bytes(len.div_ceil(8))?;
+        let mut words = vec![0u64; len.div_ceil(64)];
+        for (i, b) in raw.iter().enumerate() {
+            words[i / 8] |= (*b as u64) << (8 * (i % 8));
+        }
+        if !len.is_multiple_of(64) {
+            // Padding bits must be zero: one encoding per trie.
+            let last = words.last().copied().unwrap_or(0);
+            if last >> (len % 64) != 0 {
+                return None;
+            }
+        }
+        Some(Bits { words, len })
+    }
+
+    fn to_bitvec(&self) -> BitVec {
+        let mut v = BitVec::from_limbs(&self.words);
+        v.drop_last(self.words.len() * 64 - self.len);
+        v
+    }
+
+    fn ones(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+}
+
+/// The parts of a MashMeta block, before query structures are built over them.
+#[derive(Default, Clone, Debug)]
+pub struct Encoded {
+    pub n_keys: u64,
+    pub n_nodes: u64,
+    pub prefix: Vec<u8>,
+    /// Non-zero: every key is this long and ends with `common_suffix`, which the trie omits.
+    pub fixed_len: u64,
+    pub common_suffix: Vec<u8>,
+    pub parens: Bits,
+    pub labels: Vec<u8>,
+    pub terminal: Bits,
+    pub suffix_map: Bits,
+    pub suffix_bytes: Vec<u8>,
+    pub block_map: Bits,
+    pub blocks: Vec<BlockHandle>,
+}
+
+impl Encoded {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![VERSION];
+        for v in [self.n_keys, self.n_nodes, self.blocks.len() as u64] {
+            put_varint64(&mut out, v);
+        }
+        put_varint64(&mut out, self.prefix.len() as u64);
+        out.extend_from_slice(&self.prefix);
+        put_varint64(&mut out, self.fixed_len);
+        if self.fixed_len > 0 {
+            put_varint64(&mut out, self.common_suffix.len() as u64);
+            out.extend_from_slice(&self.common_suffix);
+        }
+        put_varint64(&mut out, self.suffix_bytes.len() as u64);
+        self.parens.write(&mut out);
+        out.extend_from_slice(&self.labels);
+        self.terminal.write(&mut out);
+        self.suffix_map.write(&mut out);
+        out.extend_from_slice(&self.suffix_bytes);
+        self.block_map.write(&mut out);
+        put_varint64(&mut out, self.blocks.first().map_or(0, |h| h.offset));
+        for h in &self.blocks {
+            put_varint64(&mut out, h.size);
+        }
+        out
+    }
+}
+
+fn bad(what: &str) -> Error {
+    Error::corruption(format!("malformed MashMeta block: {what}"))
+}
+
+/// A count read from the block, bounded by `max` (what the remaining bytes could describe).
+fn count(d: &mut Decoder<'_>, max: usize, what: &str) -> Result<usize> {
+    let v = d.varint64().ok_or_else(|| bad(what))?;
+    usize::try_from(v)
+        .ok()
+        .filter(|&v| v <= max)
+        .ok_or_else(|| bad(what))
+}
+
+/// Decodes and validates a MashMeta block.
+pub fn decode(b: &[u8]) -> Result<MashMeta> {
+    let mut d = Decoder::new(b);
+    match d.u8() {
+        Some(VERSION) => {}
+        Some(v) => return Err(bad(&format!("unknown version {v}"))),
+        None => return Err(bad("empty")),
+    }
+    // Every node costs at least 2 bits and every key or block at least one: a count beyond
+    // 8 × the block's bytes is damage, and rejecting it early bounds every allocation below.
+    let cap = b.len().saturating_mul(8);
+    let n_keys = count(&mut d, cap, "key count")?;
+    let n_nodes = count(&mut d, cap, "node count")?;
+    let n_blocks = count(&mut d, cap, "block count")?;
+    let plen = count(&mut d, b.len(), "prefix length")?;
+    let prefix = d.bytes(plen).ok_or_else(|| bad("prefix"))?.to_vec();
+    let fixed_len = d.varint64().ok_or_else(|| bad("fixed length"))?;
+    let mut common_suffix = Vec::new();
+    if fixed_len > 0 {
+        let clen = count(&mut d, b.len(), "common suffix length")?;
+        common_suffix = d.bytes(clen).ok_or_else(|| bad("common suffix"))?.to_vec();
+        if (plen + clen) as u64 > fixed_len {
+            return Err(bad("prefix and common suffix longer than the keys"));
+        }
+    }
+    let slen = count(&mut d, b.len(), "suffix length")?;
+    if (n_keys == 0) != (n_nodes == 0) || n_nodes < n_keys {
+        return Err(bad("key and node counts disagree"));
+    }
+    let parens = Bits::read(&mut d, 2 * n_nodes).ok_or_else(|| bad("parentheses"))?;
+    let labels = d
+        .bytes(n_nodes.saturating_sub(1))
+        .ok_or_else(|| bad("labels"))?
+        .to_vec();
+    let terminal = Bits::read(&mut d, n_nodes).ok_or_else(|| bad("terminal bits"))?;
+    let suffix_map = Bits::read(&mut d, n_keys + slen).ok_or_else(|| bad("suffix map"))?;
+    let suffix_bytes = d.bytes(slen).ok_or_else(|| bad("suffix bytes"))?.to_vec();
+    let block_map = Bits::read(&mut d, n_keys + n_blocks).ok_or_else(|| bad("block map"))?;
+    let mut offset = d.varint64().ok_or_else(|| bad("first block offset"))?;
+    let mut blocks = Vec::with_capacity(n_blocks);
+    for _ in 0..n_blocks {
+        let size = d.varint64().ok_or_else(|| bad("block size"))?;
+        blocks.push(BlockHandle { offset, size });
+        offset = offset
+            .checked_add(size)
+            .and_then(|o| o.checked_add(BLOCK_TRAILER_SIZE as u64))
+            .ok_or_else(|| bad("block offsets overflow"))?;
+    }
+    if !d.is_empty() {
+        return Err(bad("trailing bytes"));
+    }
+    check_shape(&parens, &labels, &terminal, &suffix_map, n_keys)?;
+    if terminal.ones() != n_keys || suffix_map.ones() != slen || block_map.ones() != n_keys {
+        return Err(bad("counts disagree with the bit strings"));
+    }
+    if n_keys > 0 && (n_blocks == 0 || block_map.get(block_map.len() - 1)) {
+        return Err(bad("block map does not end in a block boundary"));
+    }
+    let e = Encoded {
+        n_keys: n_keys as u64,
+        n_nodes: n_nodes as u64,
+        prefix,
+        fixed_len,
+        common_suffix,
+        parens,
+        labels,
+        terminal,
+        suffix_map,
+        suffix_bytes,
+        block_map,
+        blocks,
+    };
+    Ok(MashMeta::from_encoded(e, b.len()))
+}
+
+/// One pass over the DFUDS string: "(" then each node's degree in "(" and a ")"; checks the
+/// parentheses balance exactly at the end, each node's child labels increase, every leaf is
+/// terminal, and the suffix map gives a suffix only to leaves.
+fn check_shape(
+    parens: &Bits,
+    labels: &[u8],
+    terminal: &Bits,
+    suffix_map: &Bits,
+    n_keys: usize,
+) -> Result<()> {
+    if parens.is_empty() {
+        return Ok(());
+    }
+    if !parens.get(0) {
+        return Err(bad("missing the leading parenthesis"));
+    }
+    let (mut excess, mut pos, mut node, mut label, mut key, mut spos) = (1i64, 1, 0, 0, 0, 0);
+    while pos < parens.len() {
+        let start = pos;
+        while pos < parens.len() && parens.get(pos) {
+            pos += 1;
+        }
+        if pos == parens.len() {
+            return Err(bad("a node without its closing parenthesis"));
+        }
+        let degree = pos - start;
+        pos += 1;
+        excess += degree as i64 - 1;
+        // Only the last ")" may close the string: the tree is connected.
+        if excess < 0 || (excess == 0 && pos != parens.len()) {
+            return Err(bad("unbalanced parentheses"));
+        }
+        let kids = labels
+            .get(label..label + degree)
+            .ok_or_else(|| bad("too few labels"))?;
+        if kids.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(bad("child labels out of order"));
+        }
+        label += degree;
+        let term = terminal.get(node);
+        if degree == 0 && !term {
+            return Err(bad("a leaf that ends no key"));
+        }
+        if term {
+            // This key's suffix length, in unary.
+            let mut len = 0;
+            while spos < suffix_map.len() && suffix_map.get(spos) {
+                len += 1;
+                spos += 1;
+            }
+            if spos == suffix_map.len() || key >= n_keys {
+                return Err(bad("suffix map too short"));
+            }
+            spos += 1;
+            key += 1;
+            if len > 0 && degree > 0 {
+                return Err(bad("a suffix on an inner node"));
+            }
+        }
+        node += 1;
+    }
+    if excess != 0 || label != labels.len() || node != terminal.len() || key != n_keys {
+        return Err(bad("shape disagrees with the counts"));
+    }
+    Ok(())
+}
+
+/// The query structures over a decoded block.
+pub struct Parts {
+    pub tree: BpTree,
+    pub parens: RsVec,
+    pub terminal: RsVec,
+    pub suffix_map: RsVec,
+    pub block_map: RsVec,
+}
+
+pub fn parts(e: &Encoded) -> Parts {
+    Parts {
+        tree: BpTree::from_bit_vector(e.parens.to_bitvec()),
+        parens: RsVec::from_bit_vec(e.parens.to_bitvec()),
+        terminal: RsVec::from_bit_vec(e.terminal.to_bitvec()),
+        suffix_map: RsVec::from_bit_vec(e.suffix_map.to_bitvec()),
+        block_map: RsVec::from_bit_vec(e.block_map.to_bitvec()),
+    }
+}
