@@ -5,7 +5,7 @@
 //! rest of that key as its suffix (the "compressed" trie); the bytes every key shares are kept
 //! once as the prefix. Pure: no I/O.
 
-use super::codec::{Bits, Encoded};
+use super::codec::{Bits, Encoded, DENSE_DEGREE};
 use crate::sst::format::BlockHandle;
 
 /// Collects the keys of one table as the builder writes it.
@@ -98,8 +98,9 @@ impl MashMetaBuilder {
             &k[..k.len() - slen]
         };
         e.parens.push(true); // the extra leading "(" that balances DFUDS
-                             // Frames: the key range [lo, hi) of one node; its keys share `depth` bytes past the
-                             // prefix. Pushed in reverse so children come off the stack in label order.
+
+        // Frames: the key range [lo, hi) of one node; its keys share `depth` bytes past the
+        // prefix. Pushed in reverse so children come off the stack in label order.
         let mut stack = vec![(0usize, n, plen)];
         while let Some((lo, hi, depth)) = stack.pop() {
             // A leaf always ends its one key (after its suffix).
@@ -129,9 +130,20 @@ impl MashMetaBuilder {
                 children.push((i, j, c));
                 i = j;
             }
+            if children.len() > DENSE_DEGREE {
+                // A dense node: its labels as a 256-bit set (fewer bits than a byte each).
+                e.dense.push(e.n_nodes - 1);
+                let mut set = [0u8; 32];
+                for &(_, _, c) in &children {
+                    set[c as usize / 8] |= 1 << (c % 8);
+                }
+                e.bitmaps.extend_from_slice(&set);
+            }
             for &(_, _, c) in &children {
                 e.parens.push(true);
-                e.labels.push(c);
+                if children.len() <= DENSE_DEGREE {
+                    e.labels.push(c);
+                }
             }
             e.parens.push(false);
             for &(i, j, _) in children.iter().rev() {

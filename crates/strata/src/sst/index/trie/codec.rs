@@ -5,10 +5,11 @@
 //!
 //! ```text
 //! version u8 (1) | n_keys | n_nodes | n_blocks | prefix_len | prefix
-//! | fixed_len | [common_len | common suffix, when fixed_len > 0] | suffix_len
-//! | parens (2·n_nodes bits) | labels (n_nodes − 1 bytes) | terminal (n_nodes bits)
-//! | suffix map (n_keys + suffix_len bits) | suffix bytes | block map (n_keys + n_blocks bits)
-//! | first block offset | n_blocks × block size
+//! | fixed_len | [common_len | common suffix, when fixed_len > 0] | suffix_len | labels_len
+//! | n_dense | parens (2·n_nodes bits) | labels (labels_len bytes)
+//! | dense node ids (n_dense varints, deltas) | label sets (32 bytes per dense node)
+//! | terminal (n_nodes bits) | suffix map (n_keys + suffix_len bits; absent if suffix_len = 0)
+//! | suffix bytes | block map (n_keys + n_blocks bits) | first block offset | n_blocks × size
 //! ```
 //!
 //! The block arrives checksummed (it is a table block), but the decoder still treats it as
@@ -25,6 +26,9 @@ use crate::error::{Error, Result};
 use crate::sst::format::{BlockHandle, BLOCK_TRAILER_SIZE};
 
 pub const VERSION: u8 = 1;
+/// A node with more children than this keeps their labels as a 256-bit set (32 bytes) instead
+/// of a byte each: RocksMash's sparse encoding, with SuRF's dense one where it is smaller.
+pub const DENSE_DEGREE: usize = 32;
 
 /// A growable bit string.
 #[derive(Default, Clone, Debug)]
@@ -99,6 +103,9 @@ pub struct Encoded {
     pub common_suffix: Vec<u8>,
     pub parens: Bits,
     pub labels: Vec<u8>,
+    /// Ids of the dense nodes (increasing) and their label sets, 32 bytes each.
+    pub dense: Vec<u64>,
+    pub bitmaps: Vec<u8>,
     pub terminal: Bits,
     pub suffix_map: Bits,
     pub suffix_bytes: Vec<u8>,
@@ -120,10 +127,20 @@ impl Encoded {
             out.extend_from_slice(&self.common_suffix);
         }
         put_varint64(&mut out, self.suffix_bytes.len() as u64);
+        put_varint64(&mut out, self.labels.len() as u64);
+        put_varint64(&mut out, self.dense.len() as u64);
         self.parens.write(&mut out);
         out.extend_from_slice(&self.labels);
+        let mut last = 0;
+        for &d in &self.dense {
+            put_varint64(&mut out, d - last);
+            last = d;
+        }
+        out.extend_from_slice(&self.bitmaps);
         self.terminal.write(&mut out);
-        self.suffix_map.write(&mut out);
+        if !self.suffix_bytes.is_empty() {
+            self.suffix_map.write(&mut out);
+        }
         out.extend_from_slice(&self.suffix_bytes);
         self.block_map.write(&mut out);
         put_varint64(&mut out, self.blocks.first().map_or(0, |h| h.offset));
@@ -173,16 +190,40 @@ pub fn decode(b: &[u8]) -> Result<MashMeta> {
         }
     }
     let slen = count(&mut d, b.len(), "suffix length")?;
+    let llen = count(&mut d, b.len(), "labels length")?;
+    let n_dense = count(&mut d, n_nodes, "dense node count")?;
     if (n_keys == 0) != (n_nodes == 0) || n_nodes < n_keys {
         return Err(bad("key and node counts disagree"));
     }
     let parens = Bits::read(&mut d, 2 * n_nodes).ok_or_else(|| bad("parentheses"))?;
-    let labels = d
-        .bytes(n_nodes.saturating_sub(1))
-        .ok_or_else(|| bad("labels"))?
+    let labels = d.bytes(llen).ok_or_else(|| bad("labels"))?.to_vec();
+    let mut dense = Vec::with_capacity(n_dense);
+    let mut last = 0u64;
+    for i in 0..n_dense {
+        let delta = d.varint64().ok_or_else(|| bad("dense node id"))?;
+        if i > 0 && delta == 0 {
+            return Err(bad("dense node ids not increasing"));
+        }
+        last = last
+            .checked_add(delta)
+            .filter(|&id| id < n_nodes as u64)
+            .ok_or_else(|| bad("dense node id out of range"))?;
+        dense.push(last);
+    }
+    let bitmaps = d
+        .bytes(n_dense * 32)
+        .ok_or_else(|| bad("label sets"))?
         .to_vec();
     let terminal = Bits::read(&mut d, n_nodes).ok_or_else(|| bad("terminal bits"))?;
-    let suffix_map = Bits::read(&mut d, n_keys + slen).ok_or_else(|| bad("suffix map"))?;
+    let suffix_map = if slen > 0 {
+        Bits::read(&mut d, n_keys + slen).ok_or_else(|| bad("suffix map"))?
+    } else {
+        let mut z = Bits::default();
+        for _ in 0..n_keys {
+            z.push(false);
+        }
+        z
+    };
     let suffix_bytes = d.bytes(slen).ok_or_else(|| bad("suffix bytes"))?.to_vec();
     let block_map = Bits::read(&mut d, n_keys + n_blocks).ok_or_else(|| bad("block map"))?;
     let mut offset = d.varint64().ok_or_else(|| bad("first block offset"))?;
@@ -198,7 +239,7 @@ pub fn decode(b: &[u8]) -> Result<MashMeta> {
     if !d.is_empty() {
         return Err(bad("trailing bytes"));
     }
-    check_shape(&parens, &labels, &terminal, &suffix_map, n_keys)?;
+    check_shape(&parens, &labels, (&dense, &bitmaps), &terminal, &suffix_map, n_keys)?;
     if terminal.ones() != n_keys || suffix_map.ones() != slen || block_map.ones() != n_keys {
         return Err(bad("counts disagree with the bit strings"));
     }
@@ -213,6 +254,8 @@ pub fn decode(b: &[u8]) -> Result<MashMeta> {
         common_suffix,
         parens,
         labels,
+        dense,
+        bitmaps,
         terminal,
         suffix_map,
         suffix_bytes,
@@ -228,6 +271,7 @@ pub fn decode(b: &[u8]) -> Result<MashMeta> {
 fn check_shape(
     parens: &Bits,
     labels: &[u8],
+    (dense, bitmaps): (&[u64], &[u8]),
     terminal: &Bits,
     suffix_map: &Bits,
     n_keys: usize,
@@ -239,6 +283,7 @@ fn check_shape(
         return Err(bad("missing the leading parenthesis"));
     }
     let (mut excess, mut pos, mut node, mut label, mut key, mut spos) = (1i64, 1, 0, 0, 0, 0);
+    let mut next_dense = 0;
     while pos < parens.len() {
         let start = pos;
         while pos < parens.len() && parens.get(pos) {
@@ -254,13 +299,26 @@ fn check_shape(
         if excess < 0 || (excess == 0 && pos != parens.len()) {
             return Err(bad("unbalanced parentheses"));
         }
-        let kids = labels
-            .get(label..label + degree)
-            .ok_or_else(|| bad("too few labels"))?;
-        if kids.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(bad("child labels out of order"));
+        if dense.get(next_dense) == Some(&(node as u64)) {
+            // One encoding per trie: a node is dense exactly when it has many children.
+            let set = &bitmaps[32 * next_dense..32 * next_dense + 32];
+            let ones: usize = set.iter().map(|b| b.count_ones() as usize).sum();
+            if ones != degree || degree <= DENSE_DEGREE {
+                return Err(bad("a dense node's label set disagrees with its degree"));
+            }
+            next_dense += 1;
+        } else {
+            if degree > DENSE_DEGREE {
+                return Err(bad("a node with many children is not dense"));
+            }
+            let kids = labels
+                .get(label..label + degree)
+                .ok_or_else(|| bad("too few labels"))?;
+            if kids.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(bad("child labels out of order"));
+            }
+            label += degree;
         }
-        label += degree;
         let term = terminal.get(node);
         if degree == 0 && !term {
             return Err(bad("a leaf that ends no key"));
@@ -283,15 +341,28 @@ fn check_shape(
         }
         node += 1;
     }
-    if excess != 0 || label != labels.len() || node != terminal.len() || key != n_keys {
+    if excess != 0
+        || label != labels.len()
+        || next_dense != dense.len()
+        || node != terminal.len()
+        || key != n_keys
+    {
         return Err(bad("shape disagrees with the counts"));
     }
     Ok(())
 }
 
+/// Bits per block of the min-max tree behind `findclose`: a search scans up to two blocks, so
+/// smaller blocks are faster at the price of a larger (in-memory only) tree.
+const TREE_BLOCK: usize = 128;
+
 /// The query structures over a decoded block.
 pub struct Parts {
-    pub tree: BpTree,
+    pub tree: BpTree<TREE_BLOCK>,
+    /// 1 at dense nodes; and for the `k`-th dense node, the children of dense nodes before it
+    /// (their labels are not in the label array).
+    pub dense: RsVec,
+    pub dense_children_before: Vec<u32>,
     pub parens: RsVec,
     pub terminal: RsVec,
     pub suffix_map: RsVec,
@@ -299,8 +370,26 @@ pub struct Parts {
 }
 
 pub fn parts(e: &Encoded) -> Parts {
+    let mut dense = Bits::default();
+    let mut ids = e.dense.iter().peekable();
+    for node in 0..e.n_nodes {
+        let is = ids.peek() == Some(&&node);
+        if is {
+            ids.next();
+        }
+        dense.push(is);
+    }
+    let mut before = Vec::with_capacity(e.dense.len() + 1);
+    let mut sum = 0u32;
+    before.push(0);
+    for set in e.bitmaps.chunks(32) {
+        sum += set.iter().map(|b| b.count_ones()).sum::<u32>();
+        before.push(sum);
+    }
     Parts {
-        tree: BpTree::from_bit_vector(e.parens.to_bitvec()),
+        dense: RsVec::from_bit_vec(dense.to_bitvec()),
+        dense_children_before: before,
+        tree: BpTree::<TREE_BLOCK>::from_bit_vector(e.parens.to_bitvec()),
         parens: RsVec::from_bit_vec(e.parens.to_bitvec()),
         terminal: RsVec::from_bit_vec(e.terminal.to_bitvec()),
         suffix_map: RsVec::from_bit_vec(e.suffix_map.to_bitvec()),

@@ -38,10 +38,14 @@ pub struct MashMeta {
     fixed_len: usize,
     common_suffix: Vec<u8>,
     labels: Vec<u8>,
+    /// Label sets of dense nodes, 32 bytes each.
+    bitmaps: Vec<u8>,
     suffix_bytes: Vec<u8>,
     blocks: Vec<BlockHandle>,
     /// Absent for a table without point keys.
     parts: Option<Parts>,
+    /// Where each child of the root starts (every lookup passes the root: no `findclose`).
+    root_children: Vec<u32>,
     encoded_len: usize,
 }
 
@@ -57,17 +61,27 @@ pub enum Probe {
 impl MashMeta {
     pub(crate) fn from_encoded(e: Encoded, encoded_len: usize) -> MashMeta {
         let parts = (e.n_nodes > 0).then(|| codec::parts(&e));
-        MashMeta {
+        let mut m = MashMeta {
             n_keys: e.n_keys as usize,
             prefix: e.prefix,
             fixed_len: e.fixed_len as usize,
             common_suffix: e.common_suffix,
             labels: e.labels,
+            bitmaps: e.bitmaps,
             suffix_bytes: e.suffix_bytes,
             blocks: e.blocks,
             parts,
+            root_children: Vec::new(),
             encoded_len,
+        };
+        if let Some(p) = &m.parts {
+            let ones = p.parens.rank1(1);
+            let degree = m.degree(p, 1, 1 - ones);
+            m.root_children = (0..degree)
+                .map(|j| m.child(p, 1, degree, j) as u32)
+                .collect();
         }
+        m
     }
 
     /// Decodes a MashMeta block (see [`codec`]).
@@ -135,16 +149,20 @@ impl MashMeta {
         }
     }
 
-    /// Walks `rest` (a key past the prefix) down the trie.
+    /// Walks `rest` (a key past the prefix) down the trie. Per level: one rank over the
+    /// parentheses (the node's id and where its labels start), the degree from the bits that
+    /// follow, a binary search of the labels and, unless the first child is taken, one
+    /// `findclose`. Where a subtree ends is computed only when a miss needs it.
     fn walk(&self, p: &Parts, rest: &[u8]) -> Probe {
-        // `pos` starts the current node's description; `end` is where its subtree ends.
-        let (mut pos, mut end, mut depth) = (1usize, p.parens.len(), 0usize);
+        let mut pos = 1usize;
+        let mut depth = 0usize;
         loop {
-            let id = p.parens.rank0(pos);
-            let degree = p.parens.select0(id) - pos;
-            let rank = p.terminal.rank1(id);
+            let ones = p.parens.rank1(pos);
+            let id = pos - ones;
+            let degree = self.degree(p, pos, id);
             if degree == 0 {
                 // A leaf: terminal (checked at decode), holding key `rank`.
+                let rank = p.terminal.rank1(id);
                 let s = self.suffix(p, rank);
                 return match rest[depth..].cmp(s) {
                     Ordering::Equal => Probe::Found(rank),
@@ -153,30 +171,137 @@ impl MashMeta {
                 };
             }
             if depth == rest.len() {
-                let term = p.terminal.get(id) == Some(1);
-                return if term {
+                let rank = p.terminal.rank1(id);
+                return if p.terminal.get(id) == Some(1) {
                     Probe::Found(rank)
                 } else {
                     Probe::Absent(rank)
                 };
             }
-            let first = p.parens.rank1(pos) - 1;
-            let kids = &self.labels[first..first + degree];
-            // The start of child `j`: its "(" is the `j`-th from the right of this node's run.
-            let child = |j: usize| p.tree.close(pos + degree - 1 - j).map_or(end, |c| c + 1);
-            match kids.binary_search(&rest[depth]) {
+            match self.find_child(p, ones, id, degree, rest[depth]) {
                 Ok(j) => {
-                    let next_end = if j + 1 < degree { child(j + 1) } else { end };
-                    pos = child(j);
-                    end = next_end;
+                    pos = self.child(p, pos, degree, j);
                     depth += 1;
                 }
                 Err(j) => {
-                    let after = if j < degree { child(j) } else { end };
+                    let after = if j < degree {
+                        self.child(p, pos, degree, j)
+                    } else {
+                        self.subtree_end(p, pos)
+                    };
                     return Probe::Absent(p.terminal.rank1(p.parens.rank0(after)));
                 }
             }
         }
+    }
+
+    /// Which child of node `id` (with `ones` "(" before it and `degree` children) has label
+    /// `c`: `Ok(j)`, or `Err(j)` with `j` the children whose labels are smaller.
+    #[inline]
+    fn find_child(
+        &self,
+        p: &Parts,
+        ones: usize,
+        id: usize,
+        degree: usize,
+        c: u8,
+    ) -> Result<usize, usize> {
+        let dense_before = p.dense.rank1(id);
+        if p.dense.get(id) == Some(1) {
+            let set = &self.bitmaps[32 * dense_before..32 * dense_before + 32];
+            let (byte, bit) = (c as usize / 8, c % 8);
+            let below = set[..byte].iter().map(|b| b.count_ones() as usize).sum::<usize>()
+                + (set[byte] & ((1u8 << bit) - 1)).count_ones() as usize;
+            return if set[byte] >> bit & 1 == 1 {
+                Ok(below)
+            } else {
+                Err(below)
+            };
+        }
+        // Sparse labels sit in "(" order, minus the children of dense nodes before this one.
+        let first = ones - 1 - p.dense_children_before[dense_before] as usize;
+        self.labels[first..first + degree].binary_search(&c)
+    }
+
+    /// The label of child `j` of node `id` (see [`Self::find_child`]).
+    fn label(&self, p: &Parts, ones: usize, id: usize, j: usize) -> u8 {
+        let dense_before = p.dense.rank1(id);
+        if p.dense.get(id) == Some(1) {
+            let set = &self.bitmaps[32 * dense_before..32 * dense_before + 32];
+            let mut seen = 0;
+            for c in 0..=255u8 {
+                if set[c as usize / 8] >> (c % 8) & 1 == 1 {
+                    if seen == j {
+                        return c;
+                    }
+                    seen += 1;
+                }
+            }
+            return 0;
+        }
+        self.labels[ones - 1 - p.dense_children_before[dense_before] as usize + j]
+    }
+
+    /// The degree of the node starting at `pos` (id `id`): the run of "(" before its ")".
+    #[inline]
+    fn degree(&self, p: &Parts, pos: usize, id: usize) -> usize {
+        // At most 256 children: a few words of bits, cheaper than a select.
+        let mut run = 0;
+        while run <= 256 {
+            let at = pos + run;
+            let n = (p.parens.len() - at).min(64);
+            if n == 0 {
+                break;
+            }
+            let ones = p.parens.get_bits(at, n).unwrap_or(0).trailing_ones() as usize;
+            run += ones;
+            if ones < n {
+                return run;
+            }
+        }
+        p.parens.select0(id) - pos
+    }
+
+    /// Where child `j` of the node at `pos` (of `degree` children) starts: the first right
+    /// after the node, the others after the ")" matching their "(".
+    #[inline]
+    fn child(&self, p: &Parts, pos: usize, degree: usize, j: usize) -> usize {
+        if pos == 1 {
+            if let Some(&c) = self.root_children.get(j) {
+                return c as usize;
+            }
+        }
+        let first = pos + degree + 1;
+        if j == 0 {
+            return first;
+        }
+        // When the children before `j` are all leaves (each a lone ")"), child `j` follows them
+        // directly: the common case low in the trie, and no search.
+        if first + j <= p.parens.len() {
+            let mut at = 0;
+            while at < j {
+                let n = (j - at).min(64);
+                if p.parens.get_bits(first + at, n) != Some(0) {
+                    break;
+                }
+                at += n;
+            }
+            if at >= j {
+                return first + j;
+            }
+        }
+        p.tree
+            .close(pos + degree - 1 - j)
+            .map_or(p.parens.len(), |c| c + 1)
+    }
+
+    /// Where the subtree of the node at `pos` ends (the next node in depth-first order that is
+    /// not its descendant): the ")" just before a node closes the "(" that points at it, and the
+    /// subtree ends where the excess first drops below that.
+    fn subtree_end(&self, p: &Parts, pos: usize) -> usize {
+        p.tree
+            .fwd_search(pos - 1, -1)
+            .map_or(p.parens.len(), |c| c + 1)
     }
 
     /// The data block to read for `key`: `None` when the table does not hold it.
@@ -196,9 +321,22 @@ impl MashMeta {
     }
 
     fn suffix<'a>(&'a self, p: &Parts, r: usize) -> &'a [u8] {
+        if self.suffix_bytes.is_empty() {
+            return &[];
+        }
         // Key r's suffix is the run of ones before the r-th zero of the suffix map.
         let end_bit = p.suffix_map.select0(r);
-        let start_bit = if r == 0 {
+        // The run is usually short: read it backwards from the bits before the zero.
+        let n = end_bit.min(64);
+        let before = p.suffix_map.get_bits(end_bit - n, n).unwrap_or(0);
+        let run = if n == 0 {
+            0
+        } else {
+            (before << (64 - n)).leading_ones() as usize
+        };
+        let start_bit = if run < n || end_bit <= 64 {
+            end_bit - run.min(n)
+        } else if r == 0 {
             0
         } else {
             p.suffix_map.select0(r - 1) + 1
@@ -231,14 +369,11 @@ impl MashMeta {
                 k.extend_from_slice(tail);
                 out.push(k);
             }
-            let first = p.parens.rank1(pos) - 1;
+            let ones = p.parens.rank1(pos);
             for j in (0..degree).rev() {
-                let Some(c) = p.tree.close(pos + degree - 1 - j) else {
-                    continue;
-                };
                 let mut k = path.clone();
-                k.push(self.labels[first + j]);
-                stack.push((c + 1, k));
+                k.push(self.label(p, ones, id, j));
+                stack.push((self.child(p, pos, degree, j), k));
             }
         }
         out
