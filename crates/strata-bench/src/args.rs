@@ -166,8 +166,9 @@ pub struct BenchArgs {
     pub placement_policy: PlacementArg,
 
     /// Index of capacity-tier tables: `mashmeta` (RocksMash's succinct trie, index and exact
-    /// filter in one) or `block` (block index + bloom filter, as fast-tier tables).
-    #[arg(long, alias = "capacity_index", value_enum, default_value_t = CapacityIndexArg::Mashmeta)]
+    /// filter in one), `block` (block index + bloom filter, as fast-tier tables) or `auto` (per
+    /// table, the trie when it is no larger than index + filter).
+    #[arg(long, alias = "capacity_index", value_enum, default_value_t = CapacityIndexArg::Auto)]
     pub capacity_index: CapacityIndexArg,
 
     /// LogStore: bytes the fast tier may fill while compaction is deferred (reads are rare);

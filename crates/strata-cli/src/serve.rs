@@ -111,7 +111,7 @@ pub struct ServeArgs {
     /// Table placement: static (default) or logstore (tables move by temperature).
     #[arg(long, value_name = "POLICY")]
     pub placement_policy: Option<String>,
-    /// Index of capacity-tier tables: mashmeta (default) or block.
+    /// Index of capacity-tier tables: auto (default), mashmeta or block.
     #[arg(long, value_name = "KIND")]
     pub capacity_index: Option<String>,
     /// Persistent cache of capacity-tier blocks: lap, naive or none.

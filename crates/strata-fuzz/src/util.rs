@@ -192,7 +192,9 @@ pub fn build_table(
     opts: TableBuilderOptions,
 ) -> Vec<u8> {
     let (file, buf) = mem_writer();
+    let kind = opts.capacity_index;
     let mut b = TableBuilder::new(file, opts);
+    b.set_index(kind);
     for (k, v) in entries {
         b.add(k, v).expect("sorted seed entries");
     }
@@ -215,7 +217,7 @@ pub fn table_opts(compression: Compression, restart_interval: usize) -> TableBui
         restart_interval,
         bloom_bits_per_key: 10.0,
         compression,
-        capacity_index: strata::sst::index::IndexKind::MashMeta,
+        capacity_index: strata::sst::index::IndexKind::Block,
     }
 }
 

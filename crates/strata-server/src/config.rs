@@ -195,7 +195,8 @@ pub struct EngineConfig {
     /// temperature — informed, reverse, deferred and staging compactions; leveled only).
     pub placement_policy: String,
     /// Index of capacity-tier tables: `mashmeta` (a succinct trie: index and exact filter in
-    /// one; absent keys cost no capacity request) or `block` (block index + bloom filter).
+    /// one; absent keys cost no capacity request), `block` (block index + bloom filter) or
+    /// `auto` (per table, the trie when it is no larger than index + filter).
     pub capacity_index: String,
     /// `leveled`, or `split-forest` (SifrDB: several trees per level, less rewriting for
     /// write-heavy data). Used when the database is created; an existing one keeps its style.
@@ -313,7 +314,7 @@ impl EngineConfig {
             capacity_index: strata::sst::index::IndexKind::parse(&self.capacity_index).ok_or_else(
                 || {
                     ConfigError(format!(
-                        "engine.capacity-index: unknown index {:?} (mashmeta or block)",
+                        "engine.capacity-index: unknown index {:?} (auto, mashmeta or block)",
                         self.capacity_index
                     ))
                 },

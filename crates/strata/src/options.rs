@@ -87,10 +87,12 @@ pub struct Options {
     /// Bloom filter bits per key; 0 disables filters. Default 10 (about 1% false positives).
     pub bloom_bits_per_key: f64,
     /// How capacity-tier tables find their data blocks: `MashMeta` (RocksMash's succinct trie,
-    /// an index and an exact filter in one: no capacity-tier request for an absent key) or
-    /// `Block` (a block index and a bloom filter, as fast-tier tables always have). Each table
-    /// records its kind, so changing this affects only tables written afterwards.
-    /// Default `MashMeta`.
+    /// an index and an exact filter in one: no capacity-tier request for an absent key),
+    /// `Block` (a block index and a bloom filter, as fast-tier tables always have), or `Auto`
+    /// (per table, MashMeta when its trie is no larger than the index and filter: keys with
+    /// shared prefixes, as most tables of a level have; block + bloom for high-entropy keys,
+    /// where an exact structure costs more than a filter). Each table records its kind, so
+    /// changing this affects only tables written afterwards. Default `Auto`.
     pub capacity_index: crate::sst::index::IndexKind,
     /// Compression by output level; the last entry applies to all deeper levels.
     /// Default: none for L0 and L1, LZ4 below.
@@ -177,7 +179,7 @@ impl Default for Options {
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10.0,
-            capacity_index: crate::sst::index::IndexKind::MashMeta,
+            capacity_index: crate::sst::index::IndexKind::Auto,
             compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
             block_cache_capacity: 64 << 20,
             max_open_files: 1000,

@@ -79,6 +79,7 @@ pub enum PlacementArg {
 #[serde(rename_all = "lowercase")]
 pub enum CapacityIndexArg {
     #[default]
+    Auto,
     Mashmeta,
     Block,
 }

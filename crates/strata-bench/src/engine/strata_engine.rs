@@ -45,6 +45,7 @@ pub fn options(cfg: &EngineConfig) -> Options {
     o.capacity_index = match cfg.capacity_index {
         super::CapacityIndexArg::Mashmeta => strata::sst::index::IndexKind::MashMeta,
         super::CapacityIndexArg::Block => strata::sst::index::IndexKind::Block,
+        super::CapacityIndexArg::Auto => strata::sst::index::IndexKind::Auto,
     };
     if cfg.placement_policy == super::PlacementArg::Logstore {
         o.placement_policy = strata::tier::PlacementPolicy::LogStore;

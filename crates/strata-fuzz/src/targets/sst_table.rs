@@ -100,5 +100,9 @@ pub fn seeds() -> Vec<Vec<u8>> {
         out.push([&[1u8][..], &build_table(&entries, &tombs, table_opts(c, ri))].concat());
     }
     out.push([&[1u8][..], &build_table(&[], &tombs, table_opts(Compression::None, 1))].concat());
+    // A capacity table with a MashMeta index (format version 2).
+    let mut o = table_opts(Compression::Lz4, 4);
+    o.capacity_index = strata::sst::index::IndexKind::MashMeta;
+    out.push([&[1u8][..], &build_table(&entries, &tombs, o)].concat());
     out
 }

@@ -95,6 +95,9 @@ pub struct TableBuilder {
     index: BlockBuilder,
     /// With a MashMeta index: the trie being collected (and no block index or filter).
     trie: Option<MashMetaBuilder>,
+    /// `IndexKind::Auto`: the trie, the block index and the filter are all collected, and the
+    /// smaller of trie vs. index + filter is written.
+    auto: bool,
     filter: Option<FilterBuilder>,
     range_dels: Vec<RangeTombstone>,
     props: TableProperties,
@@ -117,12 +120,14 @@ impl TableBuilder {
             self.props.num_entries, 0,
             "set_index after entries were added"
         );
+        self.auto = kind == IndexKind::Auto;
         match kind {
             IndexKind::Block => self.trie = None,
             IndexKind::MashMeta => {
                 self.trie = Some(MashMetaBuilder::new());
                 self.filter = None;
             }
+            IndexKind::Auto => self.trie = Some(MashMetaBuilder::new()),
         }
     }
 
@@ -133,6 +138,7 @@ impl TableBuilder {
             data: BlockBuilder::new(opts.restart_interval),
             index: BlockBuilder::new(1),
             trie: None,
+            auto: false,
             props: TableProperties {
                 compression: opts.compression.type_byte() as u64,
                 smallest_seq: u64::MAX,
@@ -196,13 +202,13 @@ impl TableBuilder {
         let (h, _) = write_block(self.file.as_mut(), &raw, self.opts.compression)?;
         self.props.num_data_blocks += 1;
         self.props.data_size += h.size;
-        match self.trie.as_mut() {
-            Some(t) => t.finish_block(h),
-            None => {
-                let mut v = Vec::new();
-                h.encode_to(&mut v);
-                self.index.add(&last, &v);
-            }
+        if let Some(t) = self.trie.as_mut() {
+            t.finish_block(h);
+        }
+        if self.trie.is_none() || self.auto {
+            let mut v = Vec::new();
+            h.encode_to(&mut v);
+            self.index.add(&last, &v);
         }
         Ok(())
     }
@@ -231,8 +237,23 @@ impl TableBuilder {
         });
         let mut meta = BlockBuilder::new(1);
         let mut entries: Vec<(&str, BlockHandle)> = Vec::new();
-        if let Some(mut f) = self.filter.take() {
-            let raw = f.finish();
+        let mut filter_raw = self.filter.take().map(|mut f| f.finish());
+        let trie_raw = self.trie.as_ref().map(|t| t.finish());
+        let index_raw = match &trie_raw {
+            Some(t) if self.auto => {
+                let index = self.index.finish();
+                let block_bytes = index.len() + filter_raw.as_ref().map_or(0, |f| f.len());
+                if t.len() <= block_bytes {
+                    filter_raw = None;
+                    None
+                } else {
+                    Some(index)
+                }
+            }
+            Some(_) => None,
+            None => Some(self.index.finish()),
+        };
+        if let Some(raw) = filter_raw {
             let (h, _) = write_block(self.file.as_mut(), &raw, Compression::None)?;
             self.props.filter_size = h.size;
             entries.push((META_FILTER, h));
@@ -259,12 +280,13 @@ impl TableBuilder {
             self.props.smallest_seq = 0;
         }
         // The index is written before properties so its size can be recorded.
-        let (index_raw, version) = match &self.trie {
-            Some(t) => {
+        let (index_raw, version) = match (index_raw, trie_raw) {
+            (Some(index), _) => (index, FORMAT_VERSION),
+            (None, Some(trie)) => {
                 self.props.index_type = 1;
-                (t.finish(), FORMAT_VERSION_MASHMETA)
+                (trie, FORMAT_VERSION_MASHMETA)
             }
-            None => (self.index.finish(), FORMAT_VERSION),
+            (None, None) => (self.index.finish(), FORMAT_VERSION),
         };
         let (index_h, _) = write_block(self.file.as_mut(), &index_raw, Compression::None)?;
         self.props.index_size = index_h.size;

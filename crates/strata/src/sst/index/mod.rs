@@ -28,8 +28,12 @@ pub enum IndexKind {
     /// Separator keys in an index block, plus a bloom filter.
     Block,
     /// RocksMash's MashMeta succinct trie: index and exact filter in one.
-    #[default]
     MashMeta,
+    /// Per table, MashMeta when its trie is no larger than the block index and bloom filter
+    /// would be (keys with shared prefixes), else those (high-entropy keys, where an exact
+    /// structure must be larger than a filter).
+    #[default]
+    Auto,
 }
 
 impl IndexKind {
@@ -37,6 +41,7 @@ impl IndexKind {
         match self {
             IndexKind::Block => "block",
             IndexKind::MashMeta => "mashmeta",
+            IndexKind::Auto => "auto",
         }
     }
 
@@ -44,6 +49,7 @@ impl IndexKind {
         match s {
             "block" => Some(IndexKind::Block),
             "mashmeta" => Some(IndexKind::MashMeta),
+            "auto" => Some(IndexKind::Auto),
             _ => None,
         }
     }

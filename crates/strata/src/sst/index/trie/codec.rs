@@ -239,7 +239,14 @@ pub fn decode(b: &[u8]) -> Result<MashMeta> {
     if !d.is_empty() {
         return Err(bad("trailing bytes"));
     }
-    check_shape(&parens, &labels, (&dense, &bitmaps), &terminal, &suffix_map, n_keys)?;
+    check_shape(
+        &parens,
+        &labels,
+        (&dense, &bitmaps),
+        &terminal,
+        &suffix_map,
+        n_keys,
+    )?;
     if terminal.ones() != n_keys || suffix_map.ones() != slen || block_map.ones() != n_keys {
         return Err(bad("counts disagree with the bit strings"));
     }

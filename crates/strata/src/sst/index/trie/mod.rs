@@ -210,7 +210,10 @@ impl MashMeta {
         if p.dense.get(id) == Some(1) {
             let set = &self.bitmaps[32 * dense_before..32 * dense_before + 32];
             let (byte, bit) = (c as usize / 8, c % 8);
-            let below = set[..byte].iter().map(|b| b.count_ones() as usize).sum::<usize>()
+            let below = set[..byte]
+                .iter()
+                .map(|b| b.count_ones() as usize)
+                .sum::<usize>()
                 + (set[byte] & ((1u8 << bit) - 1)).count_ones() as usize;
             return if set[byte] >> bit & 1 == 1 {
                 Ok(below)

@@ -362,3 +362,73 @@ fn tables_read_the_same_with_either_index() {
         }
     }
 }
+
+/// `IndexKind::Auto` writes the trie for keys with shared prefixes and the block index + bloom
+/// filter for high-entropy keys, whichever is smaller, and either reads back.
+#[test]
+fn auto_picks_the_smaller_index() {
+    use std::sync::Arc;
+
+    use crate::sst::index::{IndexKind, TableIndex};
+    use crate::sst::{Table, TableBuilder, TableBuilderOptions};
+    use crate::stats::EngineStats;
+    use crate::storage::{LocalFs, Storage};
+    use crate::types;
+    use crate::Compression;
+
+    let dir = tempfile::tempdir().unwrap();
+    for hashed in [false, true] {
+        let mut keys: Vec<Vec<u8>> = (0..20_000u64)
+            .map(|i| {
+                let v = if hashed {
+                    i.wrapping_mul(0x9e3779b97f4a7c15)
+                } else {
+                    1_000_000 + i * 2
+                };
+                let mut k = v.to_be_bytes().to_vec();
+                k.resize(16, b'0');
+                k
+            })
+            .collect();
+        keys.sort();
+        let p = dir.path().join(format!("{hashed}.sst"));
+        let opts = TableBuilderOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            bloom_bits_per_key: 10.0,
+            compression: Compression::None,
+            capacity_index: IndexKind::Auto,
+        };
+        let mut b = TableBuilder::new(LocalFs.create(&p).unwrap(), opts);
+        b.set_index(IndexKind::Auto);
+        for (i, k) in keys.iter().enumerate() {
+            b.add(&types::internal_key(k, i as u64 + 1, 1), &[1u8; 100])
+                .unwrap();
+        }
+        let s = b.finish().unwrap();
+        let t = Table::open(
+            1,
+            LocalFs.open(&p).unwrap(),
+            None,
+            Arc::new(EngineStats::default()),
+        )
+        .unwrap();
+        match t.index() {
+            TableIndex::Trie(_) => {
+                assert!(
+                    !hashed,
+                    "a trie over hashed keys is larger than index + filter"
+                );
+                assert_eq!((s.props.index_type, s.props.filter_size), (1, 0));
+            }
+            TableIndex::Blocks(_) => {
+                assert!(hashed, "sequential keys should get the trie");
+                assert!(s.props.filter_size > 0);
+            }
+        }
+        for k in keys.iter().step_by(101) {
+            let l = types::lookup_key(k, u64::MAX >> 8);
+            assert!(t.get(&l, k).unwrap().is_some());
+        }
+    }
+}
