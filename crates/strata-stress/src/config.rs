@@ -106,6 +106,9 @@ pub struct StressConfig {
     pub capacity_timeout_rate: f64,
     pub capacity_timeout_ms: u64,
     pub persistent_cache_bytes: u64,
+    /// Index of capacity-tier tables (MashMeta trie, block index + bloom, or per table).
+    #[serde(default)]
+    pub capacity_index: strata::sst::index::IndexKind,
 }
 
 fn pick<T: Clone>(rng: &mut Rng, xs: &[T]) -> T {
@@ -213,6 +216,14 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         },
         capacity_timeout_ms: pick(rng, &[5, 50]),
         persistent_cache_bytes: pick(rng, &[256 << 10, 1 << 20, 8 << 20]),
+        capacity_index: pick(
+            rng,
+            &[
+                strata::sst::index::IndexKind::Auto,
+                strata::sst::index::IndexKind::MashMeta,
+                strata::sst::index::IndexKind::Block,
+            ],
+        ),
     }
 }
 
@@ -263,6 +274,7 @@ impl StressConfig {
             wal_sync_interval: self.wal_sync_interval_ms.map(Duration::from_millis),
             fast_levels: self.fast_levels,
             capacity_levels: self.capacity_levels,
+            capacity_index: self.capacity_index,
             ..Options::default()
         };
         if self.split_forest {

@@ -131,24 +131,16 @@ fn lookups(c: &mut Criterion) {
                     let l = types::lookup_key(k, u64::MAX >> 8);
                     assert!(t.table.get(&l, k).expect("get").is_some());
                 }
-                let before = t
-                    .stats
-                    .block_cache_hits
-                    .load(std::sync::atomic::Ordering::Relaxed)
-                    + t.stats
-                        .block_reads
-                        .load(std::sync::atomic::Ordering::Relaxed);
+                let blocks_read = || {
+                    use std::sync::atomic::Ordering::Relaxed;
+                    t.stats.block_cache_hits.load(Relaxed) + t.stats.block_reads.load(Relaxed)
+                };
+                let before = blocks_read();
                 for k in &missing {
                     let l = types::lookup_key(k, u64::MAX >> 8);
                     assert!(t.table.get(&l, k).expect("get").is_none());
                 }
-                let after = t
-                    .stats
-                    .block_cache_hits
-                    .load(std::sync::atomic::Ordering::Relaxed)
-                    + t.stats
-                        .block_reads
-                        .load(std::sync::atomic::Ordering::Relaxed);
+                let after = blocks_read();
                 eprintln!(
                     "{:>4} {:>10} {:>9} {:>12} {:>10} {:>10} {:>10.2} {:>14}",
                     size,

@@ -28,6 +28,11 @@ pub fn small_options(rng: &mut Rng) -> Options {
         block_cache_capacity: [0, 64 * 1024, 4 << 20][rng.below(3) as usize],
         level_compaction_dynamic_level_bytes: rng.chance(70),
         num_levels: 4 + rng.below(4) as usize,
+        capacity_index: [
+            strata::sst::index::IndexKind::Auto,
+            strata::sst::index::IndexKind::MashMeta,
+            strata::sst::index::IndexKind::Block,
+        ][rng.below(3) as usize],
         ..Options::default()
     }
 }

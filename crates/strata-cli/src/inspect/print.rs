@@ -249,6 +249,34 @@ pub fn table(
             writeln!(out, "  [{} .. {}) @{}", show(&r.start), show(&r.end), r.seq)?;
         }
     }
+    if let strata::sst::index::TableIndex::Trie(m) = t.index() {
+        // A MashMeta trie keeps no separators: show each block's first key that starts in it.
+        writeln!(
+            out,
+            "index: MashMeta trie, {} keys, {} bytes ({:.2} per key), {} blocks:",
+            m.num_keys(),
+            m.encoded_len(),
+            m.encoded_len() as f64 / m.num_keys().max(1) as f64,
+            m.num_blocks()
+        )?;
+        let keys = m.keys();
+        let mut first = vec![None; m.num_blocks()];
+        for (r, k) in keys.iter().enumerate().rev() {
+            if let Some(f) = first.get_mut(m.block_of_key(r)) {
+                *f = Some(k);
+            }
+        }
+        for (i, f) in first.iter().enumerate() {
+            let h = m.block(i);
+            let first = f.map_or_else(|| "(continues the previous key)".into(), |k| show(k));
+            writeln!(
+                out,
+                "  block {i}: offset {} size {}  first new key {first}",
+                h.offset, h.size
+            )?;
+        }
+        return entries_of(out, t, entries);
+    }
     let index = inspect::index_of(t)?;
     writeln!(out, "index ({} blocks):", index.len())?;
     for (i, (sep, h)) in index.iter().enumerate() {
@@ -261,6 +289,12 @@ pub fn table(
             h.offset, h.size
         )?;
     }
+    entries_of(out, t, entries)
+}
+
+/// The table's entries, up to `entries` of them (0: all; `None`: none).
+fn entries_of(out: &mut impl Write, t: &Arc<Table>, entries: Option<u64>) -> Result<()> {
+    let p = t.properties();
     if let Some(limit) = entries {
         writeln!(out, "entries:")?;
         let mut printed = 0u64;
