@@ -166,7 +166,23 @@ pub fn reseal_table(d: &mut [u8]) {
         return;
     };
     let mut handles = vec![footer.index, footer.metaindex];
-    for h in [footer.index, footer.metaindex] {
+    // A MashMeta table (version 2) lists its data blocks in the trie block, not an index block.
+    let mut blocks_of = vec![footer.metaindex];
+    if footer.version == strata::sst::format::FORMAT_VERSION_MASHMETA {
+        let end = footer.index.offset.saturating_add(footer.index.size);
+        if let Some(raw) = usize::try_from(footer.index.offset)
+            .ok()
+            .zip(usize::try_from(end).ok())
+            .and_then(|(s, e)| d.get(s..e))
+        {
+            if let Ok(m) = strata::sst::index::MashMeta::decode(raw) {
+                handles.extend((0..m.num_blocks()).map(|i| m.block(i)));
+            }
+        }
+    } else {
+        blocks_of.push(footer.index);
+    }
+    for h in blocks_of {
         if let Some(b) = raw_block(d, h) {
             let mut it = b.iter(compare_bytewise);
             it.seek_to_first();

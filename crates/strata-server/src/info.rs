@@ -351,6 +351,8 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
     s.kv("capacity_index_bytes", t.capacity_index_bytes);
     s.kv("capacity_filter_bytes", t.capacity_filter_bytes);
     s.kv("capacity_trie_bytes", t.capacity_trie_bytes);
+    s.kv("fast_index_bytes", t.fast_index_bytes);
+    s.kv("fast_filter_bytes", t.fast_filter_bytes);
     s.kv("data_cache_hits", t.pcache_hits);
     s.kv("data_cache_misses", t.pcache_misses);
     s.kv("data_cache_hit_rate", format!("{:.4}", t.pcache_hit_rate));

@@ -588,6 +588,11 @@ pub struct TierSnapshot {
     pub capacity_index_bytes: u64,
     pub capacity_filter_bytes: u64,
     pub capacity_trie_bytes: u64,
+    /// Of the fast-tier tables opened since the database opened: how many, and their
+    /// block-index and bloom-filter bytes (they never have a trie).
+    pub fast_meta_known_tables: u64,
+    pub fast_index_bytes: u64,
+    pub fast_filter_bytes: u64,
     pub pcache_hits: u64,
     pub pcache_misses: u64,
     pub pcache_hit_rate: f64,
@@ -614,7 +619,7 @@ impl fmt::Display for TierSnapshot {
         write!(
             f,
             "tiers: fast {} in tables ({} reads, {}; {:.1}% of table reads local)  capacity {} in tables: {} GETs ({}, p50 {:.1}ms p99 {:.1}ms) {} PUTs ({}) {} DELETEs, {} retries, {} errors\n\
-             capacity meta bytes {} in {} tables (of {} known: index {} filter {} trie {})\n\
+             capacity meta bytes {} in {} tables (of {} known: index {} filter {} trie {})  fast meta (of {} tables opened: index {} filter {})\n\
              caches: meta local reads {} built {}  data cache hit {} miss {} ({:.1}% hits) inserts {} rejected {} evictions {} invalidated {} ({} / {})",
             human(self.fast_table_bytes),
             self.fast_reads,
@@ -636,6 +641,9 @@ impl fmt::Display for TierSnapshot {
             human(self.capacity_index_bytes),
             human(self.capacity_filter_bytes),
             human(self.capacity_trie_bytes),
+            self.fast_meta_known_tables,
+            human(self.fast_index_bytes),
+            human(self.fast_filter_bytes),
             self.meta_local_reads,
             self.meta_builds,
             self.pcache_hits,

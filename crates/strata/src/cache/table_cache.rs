@@ -1,6 +1,7 @@
 //! Open table readers by file id, bounded by `max_open_files`. Opening a table reads its footer,
 //! index, filter, range tombstones and properties once (for capacity tables, from the local
-//! MetaCache sidecar); later lookups reuse them.
+//! MetaCache sidecar); later lookups reuse them. It also remembers, for every live fast-tier
+//! table opened since the database opened, its index and filter bytes (`fast_meta`).
 
 use std::sync::Arc;
 
@@ -20,6 +21,8 @@ pub struct TableCache {
     tables: Cache<u64, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
     stats: Arc<EngineStats>,
+    /// Index, filter and trie bytes of the fast-tier tables opened so far (until deleted).
+    fast_meta: parking_lot::Mutex<std::collections::HashMap<u64, MetaKinds>>,
 }
 
 impl TableCache {
@@ -34,6 +37,7 @@ impl TableCache {
             tables: Cache::new(capacity.max(16)),
             block_cache,
             stats,
+            fast_meta: Default::default(),
         }
     }
 
@@ -49,9 +53,12 @@ impl TableCache {
             self.block_cache.clone(),
             self.stats.clone(),
         )?);
-        if f.tier == crate::tier::Tier::Capacity {
-            self.store
-                .note_meta_kinds(f.id, MetaKinds::of(t.properties()));
+        let kinds = MetaKinds::of(t.properties());
+        match f.tier {
+            crate::tier::Tier::Capacity => self.store.note_meta_kinds(f.id, kinds),
+            crate::tier::Tier::Fast => {
+                self.fast_meta.lock().insert(f.id, kinds);
+            }
         }
         self.tables.insert(f.id, t.clone());
         Ok(t)
@@ -65,6 +72,20 @@ impl TableCache {
     /// Forgets table `id` (after its file is deleted).
     pub fn evict(&self, id: u64) {
         self.tables.remove(&id);
+        self.fast_meta.lock().remove(&id);
+    }
+
+    /// Of the fast-tier tables opened since the database opened and not deleted: how many, and
+    /// their index, filter and trie bytes.
+    pub fn fast_meta(&self) -> (u64, MetaKinds) {
+        let m = self.fast_meta.lock();
+        let mut sum = MetaKinds::default();
+        for k in m.values() {
+            sum.index += k.index;
+            sum.filter += k.filter;
+            sum.trie += k.trie;
+        }
+        (m.len() as u64, sum)
     }
 
     /// The table files behind the cache.

@@ -48,6 +48,10 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         s.tier.capacity_filter_bytes = m.filter_bytes;
         s.tier.capacity_trie_bytes = m.trie_bytes;
     }
+    let (n, k) = inner.tables.fast_meta();
+    s.tier.fast_meta_known_tables = n;
+    s.tier.fast_index_bytes = k.index;
+    s.tier.fast_filter_bytes = k.filter;
     if let Some(c) = inner.tables.store().data_cache() {
         s.tier.pcache_usage = c.usage();
         s.tier.pcache_capacity = c.capacity();

@@ -25,7 +25,8 @@ pub struct TableBuilderOptions {
     pub bloom_bits_per_key: f64,
     pub compression: Compression,
     /// The index of tables written to the capacity tier ([`TableBuilder::set_index`]); fast-tier
-    /// tables always get a block index and bloom filter.
+    /// tables always get a block index and bloom filter. A job serialized before this field
+    /// existed wrote block indexes, so that is what it reads as (`Options` defaults to `Auto`).
     #[serde(default = "block_index")]
     pub capacity_index: IndexKind,
 }

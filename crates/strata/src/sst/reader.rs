@@ -66,7 +66,9 @@ impl Table {
             let t = MashMeta::decode(&index_bytes).map_err(ctx)?;
             if let Some(last) = t.num_blocks().checked_sub(1) {
                 let h = t.block(last);
-                if h.offset.saturating_add(h.size) > size {
+                let data_end = size.saturating_sub(FOOTER_SIZE as u64);
+                let trailer = super::format::BLOCK_TRAILER_SIZE as u64;
+                if h.offset.saturating_add(h.size).saturating_add(trailer) > data_end {
                     return Err(ctx(Error::corruption(
                         "MashMeta block handle points past the file",
                     )));

@@ -181,13 +181,18 @@ pub fn decode(b: &[u8]) -> Result<MashMeta> {
     let plen = count(&mut d, b.len(), "prefix length")?;
     let prefix = d.bytes(plen).ok_or_else(|| bad("prefix"))?.to_vec();
     let fixed_len = d.varint64().ok_or_else(|| bad("fixed length"))?;
+    let fixed_len = usize::try_from(fixed_len).map_err(|_| bad("fixed length"))?;
     let mut common_suffix = Vec::new();
+    // With keys of one length, the length of every key's middle (what the trie holds).
+    let mut middle = None;
     if fixed_len > 0 {
         let clen = count(&mut d, b.len(), "common suffix length")?;
         common_suffix = d.bytes(clen).ok_or_else(|| bad("common suffix"))?.to_vec();
-        if (plen + clen) as u64 > fixed_len {
-            return Err(bad("prefix and common suffix longer than the keys"));
-        }
+        middle = Some(
+            fixed_len
+                .checked_sub(plen + clen)
+                .ok_or_else(|| bad("prefix and common suffix longer than the keys"))?,
+        );
     }
     let slen = count(&mut d, b.len(), "suffix length")?;
     let llen = count(&mut d, b.len(), "labels length")?;
@@ -243,9 +248,8 @@ pub fn decode(b: &[u8]) -> Result<MashMeta> {
         &parens,
         &labels,
         (&dense, &bitmaps),
-        &terminal,
-        &suffix_map,
-        n_keys,
+        (&terminal, &suffix_map, n_keys),
+        middle,
     )?;
     if terminal.ones() != n_keys || suffix_map.ones() != slen || block_map.ones() != n_keys {
         return Err(bad("counts disagree with the bit strings"));
@@ -257,7 +261,7 @@ pub fn decode(b: &[u8]) -> Result<MashMeta> {
         n_keys: n_keys as u64,
         n_nodes: n_nodes as u64,
         prefix,
-        fixed_len,
+        fixed_len: fixed_len as u64,
         common_suffix,
         parens,
         labels,
@@ -274,14 +278,15 @@ pub fn decode(b: &[u8]) -> Result<MashMeta> {
 
 /// One pass over the DFUDS string: "(" then each node's degree in "(" and a ")"; checks the
 /// parentheses balance exactly at the end, each node's child labels increase, every leaf is
-/// terminal, and the suffix map gives a suffix only to leaves.
+/// terminal, and the suffix map gives a suffix only to leaves. With keys of one length
+/// (`middle`: the length of the part the trie holds), every key must end at a leaf, at exactly
+/// that depth (edges plus suffix): the lookup compares the shared tail only then.
 fn check_shape(
     parens: &Bits,
     labels: &[u8],
     (dense, bitmaps): (&[u64], &[u8]),
-    terminal: &Bits,
-    suffix_map: &Bits,
-    n_keys: usize,
+    (terminal, suffix_map, n_keys): (&Bits, &Bits, usize),
+    middle: Option<usize>,
 ) -> Result<()> {
     if parens.is_empty() {
         return Ok(());
@@ -291,6 +296,8 @@ fn check_shape(
     }
     let (mut excess, mut pos, mut node, mut label, mut key, mut spos) = (1i64, 1, 0, 0, 0, 0);
     let mut next_dense = 0;
+    // Depth of the nodes still to visit: (children left, their depth), innermost last.
+    let mut pending: Vec<(usize, usize)> = Vec::new();
     while pos < parens.len() {
         let start = pos;
         while pos < parens.len() && parens.get(pos) {
@@ -301,6 +308,20 @@ fn check_shape(
         }
         let degree = pos - start;
         pos += 1;
+        let depth = match pending.last_mut() {
+            Some((left, d)) => {
+                let d = *d;
+                *left -= 1;
+                if *left == 0 {
+                    pending.pop();
+                }
+                d
+            }
+            None => 0,
+        };
+        if degree > 0 {
+            pending.push((degree, depth + 1));
+        }
         excess += degree as i64 - 1;
         // Only the last ")" may close the string: the tree is connected.
         if excess < 0 || (excess == 0 && pos != parens.len()) {
@@ -344,6 +365,9 @@ fn check_shape(
             key += 1;
             if len > 0 && degree > 0 {
                 return Err(bad("a suffix on an inner node"));
+            }
+            if middle.is_some_and(|m| degree > 0 || depth + len != m) {
+                return Err(bad("a key of the wrong length for a fixed-length trie"));
             }
         }
         node += 1;

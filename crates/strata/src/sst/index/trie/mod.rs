@@ -64,7 +64,8 @@ impl MashMeta {
         let mut m = MashMeta {
             n_keys: e.n_keys as usize,
             prefix: e.prefix,
-            fixed_len: e.fixed_len as usize,
+            // Checked to fit at decode.
+            fixed_len: usize::try_from(e.fixed_len).unwrap_or(usize::MAX),
             common_suffix: e.common_suffix,
             labels: e.labels,
             bitmaps: e.bitmaps,

@@ -432,3 +432,24 @@ fn auto_picks_the_smaller_index() {
         }
     }
 }
+
+/// Found in review: a block declaring keys of one length whose trie holds middles of different
+/// lengths ("a" and "ab", the first ending at an inner node) decoded, then listed keys out of
+/// order and probed them wrongly. It is corruption now.
+#[test]
+fn fixed_length_trie_with_keys_of_other_lengths_is_corruption() {
+    let bytes = [
+        1, 2, 3, 1, 0, // version, keys, nodes, blocks, prefix length
+        3, 1, b'z', // fixed length 3, common suffix "z"
+        0, 2, 0, // suffix bytes, label bytes, dense nodes
+        0x0b, b'a', b'b', 0x06, 0x03, 0, 10,
+    ];
+    let e = MashMeta::decode(&bytes).unwrap_err();
+    assert!(e.to_string().contains("wrong length"), "{e}");
+    // The same shape without a fixed length is a valid trie of "a" and "ab".
+    let mut ok = bytes.to_vec();
+    ok.splice(5..8, [0]);
+    let m = MashMeta::decode(&ok).unwrap();
+    assert_eq!(m.keys(), vec![b"a".to_vec(), b"ab".to_vec()]);
+    assert_eq!(m.probe(b"ab"), Probe::Found(1));
+}
