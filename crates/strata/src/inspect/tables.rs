@@ -164,7 +164,9 @@ impl TableOpener {
 }
 
 /// Calls `f` for each point entry of `table` in order, reading (and checksumming) every data
-/// block; stops early when `f` returns false. Checks that internal keys strictly increase.
+/// block; stops early when `f` returns false. Checks that internal keys strictly increase and,
+/// with a MashMeta index and from the start, that the trie lists exactly the table's user keys,
+/// each at the block holding its newest version.
 pub fn for_each_entry(
     table: &Arc<Table>,
     start_user_key: Option<&[u8]>,
@@ -177,8 +179,39 @@ pub fn for_each_entry(
     }
     let mut dump = TableDump::default();
     let mut prev: Option<Vec<u8>> = None;
+    // With a MashMeta index, read from the start: the next key number the trie must give.
+    let trie = match (table.index(), start_user_key) {
+        (crate::sst::index::TableIndex::Trie(m), None) => Some(m.clone()),
+        _ => None,
+    };
+    let mut next_key = 0usize;
+    let mismatch = |what: String| {
+        Error::corruption(format!(
+            "table {:06}: the MashMeta index disagrees with the data: {what}",
+            table.id()
+        ))
+    };
+    let mut stopped = false;
     while it.valid() {
         let p = parse_internal_key(it.key())?;
+        if let Some(m) = &trie {
+            let new_key = prev
+                .as_deref()
+                .is_none_or(|k| crate::types::user_key(k) != p.user_key);
+            if new_key {
+                if m.probe(p.user_key) != crate::sst::index::trie::Probe::Found(next_key) {
+                    return Err(mismatch(format!("key number {next_key} not found as such")));
+                }
+                let block = it.block_number();
+                if block != Some(m.block_of_key(next_key)) {
+                    return Err(mismatch(format!(
+                        "key number {next_key} is in block {block:?}, the trie says {}",
+                        m.block_of_key(next_key)
+                    )));
+                }
+                next_key += 1;
+            }
+        }
         if let Some(prev) = &prev {
             if crate::types::compare_internal(prev, it.key()).is_ge() {
                 return Err(Error::corruption(format!(
@@ -197,11 +230,21 @@ pub fn for_each_entry(
             value: it.value().to_vec(),
         });
         if !go {
+            stopped = true;
             break;
         }
         it.next();
     }
     it.status()?;
+    if let Some(m) = trie.filter(|_| !stopped) {
+        if next_key != m.num_keys() {
+            return Err(mismatch(format!(
+                "{} keys in the data, {} in the trie",
+                next_key,
+                m.num_keys()
+            )));
+        }
+    }
     dump.data_blocks = table.index_entries()?.len() as u64;
     Ok(dump)
 }

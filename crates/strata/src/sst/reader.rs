@@ -325,6 +325,13 @@ impl Table {
     }
 }
 
+impl TableIter {
+    /// The number of the data block the iterator is in, with a MashMeta index (for checks).
+    pub fn block_number(&self) -> Option<usize> {
+        self.index.block_number()
+    }
+}
+
 /// Iterates a table's point entries: the index iterator picks a block, a block iterator walks it.
 pub struct TableIter {
     table: Arc<Table>,

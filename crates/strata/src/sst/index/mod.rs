@@ -152,4 +152,13 @@ impl IndexCursor {
             IndexCursor::Trie { .. } => Ok(()),
         }
     }
+
+    /// The current block's number, for a MashMeta index (`None` for a block index, whose
+    /// cursor does not count blocks).
+    pub fn block_number(&self) -> Option<usize> {
+        match self {
+            IndexCursor::Blocks(_) => None,
+            IndexCursor::Trie { at, .. } => *at,
+        }
+    }
 }

@@ -50,6 +50,11 @@ impl MashMetaBuilder {
         self.ends.len()
     }
 
+    /// Data blocks finished so far.
+    pub fn num_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
     /// Encodes the trie, the block map and the block handles (format in `docs/format.md`).
     pub fn finish(&self) -> Vec<u8> {
         self.build().encode()
