@@ -37,6 +37,8 @@ fi
 echo "capacity-tier tests use $STRATA_S3_URL at $AWS_ENDPOINT_URL"
 
 cargo test --workspace --features strata/invariants "$@"
+# The foyer peer cache (feature `foyer`, off by default) keeps building and working.
+cargo test -p strata --features foyer --lib cache::persistent::foyer "$@"
 
 # The Python binding (bindings/python, outside the cargo workspace): built and installed with
 # pip into a virtualenv under the target directory, then its pytest suite.

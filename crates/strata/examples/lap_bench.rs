@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example lap_bench -- [--keys N] [--reads N] [--threads N]
 //!     [--latency-ms MS] [--update-pct P] [--compression lz4|none] [--naive-files N] [--dir DIR]
+//!     [--kinds lap,naive,none]   (add `foyer` when built with `--features foyer`)
 //! ```
 //!
 //! Loads `keys` records of 1 KiB (16-byte keys; values half random, half zeros, so LZ4 halves
@@ -35,6 +36,28 @@ struct Args {
     compression: Compression,
     naive_files: u64,
     dir: String,
+    kinds: Vec<PersistentCacheKind>,
+}
+
+fn kind(name: &str) -> PersistentCacheKind {
+    match name {
+        "lap" => PersistentCacheKind::Lap,
+        "naive" => PersistentCacheKind::Naive,
+        "none" => PersistentCacheKind::None,
+        #[cfg(feature = "foyer")]
+        "foyer" => PersistentCacheKind::Foyer,
+        k => panic!("--kinds takes lap, naive, none (and foyer with --features foyer), not {k}"),
+    }
+}
+
+fn kind_name(k: PersistentCacheKind) -> &'static str {
+    match k {
+        PersistentCacheKind::Lap => "LAP",
+        PersistentCacheKind::Naive => "naive",
+        PersistentCacheKind::None => "none",
+        #[cfg(feature = "foyer")]
+        PersistentCacheKind::Foyer => "foyer",
+    }
 }
 
 fn args() -> Args {
@@ -47,6 +70,11 @@ fn args() -> Args {
         compression: Compression::Lz4,
         naive_files: 0,
         dir: "strata-data/lap-bench".into(),
+        kinds: vec![
+            PersistentCacheKind::Lap,
+            PersistentCacheKind::Naive,
+            PersistentCacheKind::None,
+        ],
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -60,6 +88,7 @@ fn args() -> Args {
             "--update-pct" => a.update_pct = n(),
             "--naive-files" => a.naive_files = n(),
             "--dir" => a.dir = v[i + 1].clone(),
+            "--kinds" => a.kinds = v[i + 1].split(',').map(kind).collect(),
             "--compression" => {
                 a.compression = match v[i + 1].as_str() {
                     "lz4" => Compression::Lz4,
@@ -241,11 +270,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for dist in ["uniform", "zipfian"] {
         let zipf = Arc::new(Zipf::new(a.keys, 0.99));
         for pct in [10u64, 20, 30] {
-            for kind in [
-                PersistentCacheKind::Lap,
-                PersistentCacheKind::Naive,
-                PersistentCacheKind::None,
-            ] {
+            for &kind in &a.kinds {
                 if kind == PersistentCacheKind::None && pct != 10 {
                     continue;
                 }
@@ -306,11 +331,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     / (after.fast_table_bytes + after.capacity_table_bytes).max(1) as f64;
                 println!(
                     "| {dist} | {} | {pct}% | {:.1}% | {:.0} | {gets} | {:.0}% |",
-                    match kind {
-                        PersistentCacheKind::Lap => "LAP",
-                        PersistentCacheKind::Naive => "naive",
-                        PersistentCacheKind::None => "none",
-                    },
+                    kind_name(kind),
                     ratio * 100.0,
                     ops,
                     fast_share * 100.0

@@ -91,6 +91,9 @@ pub enum PcacheKind {
     Lap,
     Naive,
     None,
+    /// foyer's hybrid cache (build with `--features foyer`).
+    #[cfg(feature = "foyer")]
+    Foyer,
 }
 
 /// Capacity-tier emulation (applied to object stores; see each engine for local directories).

@@ -76,6 +76,8 @@ pub fn options(cfg: &EngineConfig) -> Options {
                 _ if cfg.persistent_cache_bytes == 0 => PersistentCacheKind::None,
                 PcacheKind::Lap => PersistentCacheKind::Lap,
                 PcacheKind::Naive => PersistentCacheKind::Naive,
+                #[cfg(feature = "foyer")]
+                PcacheKind::Foyer => PersistentCacheKind::Foyer,
                 PcacheKind::None => PersistentCacheKind::None,
             },
             capacity: cfg.persistent_cache_bytes,

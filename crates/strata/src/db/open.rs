@@ -347,6 +347,10 @@ fn open_tiers(
                     pc,
                     ts.clone(),
                 )?)),
+                #[cfg(feature = "foyer")]
+                PersistentCacheKind::Foyer => Some(Arc::new(
+                    crate::cache::persistent::FoyerCache::open(&dir.join("foyer"), pc, ts.clone())?,
+                )),
             };
             (Some(meta), data)
         }

@@ -12,10 +12,14 @@
 //!
 //! Depends on `storage` and `stats`; never on the engine above.
 
+#[cfg(feature = "foyer")]
+mod foyer;
 mod lap;
 mod meta;
 mod naive;
 
+#[cfg(feature = "foyer")]
+pub use foyer::FoyerCache;
 pub use lap::LapCache;
 pub use meta::{MetaCache, MetaKinds, MetaTotals};
 pub use naive::NaiveCache;
@@ -46,6 +50,9 @@ pub enum PersistentCacheKind {
     Lap,
     /// File-granularity LRU, append-only (the baseline).
     Naive,
+    /// foyer's hybrid cache (feature `foyer`): the peer SlateDB uses.
+    #[cfg(feature = "foyer")]
+    Foyer,
 }
 
 /// Persistent data cache options.
