@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example lap_bench -- [--keys N] [--reads N] [--threads N]
 //!     [--latency-ms MS] [--update-pct P] [--compression lz4|none] [--naive-files N] [--dir DIR]
-//!     [--kinds lap,naive,none]   (add `foyer` when built with `--features foyer`)
+//!     [--kinds lap,naive,none]   (add `foyer` when built with `--features foyer`) [--hotrap BOOL]
 //! ```
 //!
 //! Loads `keys` records of 1 KiB (16-byte keys; values half random, half zeros, so LZ4 halves
@@ -16,7 +16,9 @@
 //! throughput. `--update-pct` mixes in updates (the compaction churn that LAP's invalidation
 //! is designed for). The memory block cache is off so every capacity-tier block read meets the
 //! persistent cache. The naive cache's files are 4 MiB (its default) unless `--naive-files N`
-//! splits each cache size into `N` files (finer granularity: a stronger baseline). Prints a
+//! splits each cache size into `N` files (finer granularity: a stronger baseline). HotRAP is off
+//! unless `--hotrap true`: it would bring hot records back to the fast tier, so the cache under
+//! test would see fewer of the repeats it exists for (RocksMash has no HotRAP). Prints a
 //! Markdown table.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,6 +39,7 @@ struct Args {
     naive_files: u64,
     dir: String,
     kinds: Vec<PersistentCacheKind>,
+    hotrap: bool,
 }
 
 fn kind(name: &str) -> PersistentCacheKind {
@@ -75,6 +78,7 @@ fn args() -> Args {
             PersistentCacheKind::Naive,
             PersistentCacheKind::None,
         ],
+        hotrap: false,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -89,6 +93,7 @@ fn args() -> Args {
             "--naive-files" => a.naive_files = n(),
             "--dir" => a.dir = v[i + 1].clone(),
             "--kinds" => a.kinds = v[i + 1].split(',').map(kind).collect(),
+            "--hotrap" => a.hotrap = v[i + 1].parse().expect("--hotrap true|false"),
             "--compression" => {
                 a.compression = match v[i + 1].as_str() {
                     "lz4" => Compression::Lz4,
@@ -172,6 +177,7 @@ fn options(
     cache_bytes: u64,
     compression: Compression,
     naive_files: u64,
+    hotrap: bool,
 ) -> Options {
     let defaults = PersistentCacheOptions::default();
     let mut c = CapacityOptions::new(format!(
@@ -203,6 +209,10 @@ fn options(
             },
             ..defaults
         },
+        hotrap: strata::tier::hot::HotRapOptions {
+            enabled: hotrap,
+            ..Default::default()
+        },
         ..Options::default()
     }
 }
@@ -228,6 +238,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             0,
             a.compression,
             0,
+            a.hotrap,
         )
     };
     if !db_dir.join("CURRENT").exists() {
@@ -283,6 +294,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     data_bytes * pct / 100,
                     a.compression,
                     a.naive_files,
+                    a.hotrap,
                 );
                 let db = Db::open(&db_dir, o)?;
                 let run = |n: u64, seed: u64| -> Result<f64, strata::Error> {
