@@ -63,6 +63,14 @@ fn key_set(size: usize, hashed: bool) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     (keys, missing)
 }
 
+/// Every 97th key with its lookup key (1031 of 100 000).
+fn probe_keys(keys: &[Vec<u8>]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    keys.iter()
+        .step_by(97)
+        .map(|k| (types::lookup_key(k, u64::MAX >> 8), k.clone()))
+        .collect()
+}
+
 struct Built {
     table: Arc<Table>,
     stats: Arc<EngineStats>,
@@ -153,17 +161,16 @@ fn lookups(c: &mut Criterion) {
                     after - before
                 );
                 let table = t.table.clone();
-                let probes: Vec<(Vec<u8>, Vec<u8>)> = keys
-                    .iter()
-                    .step_by(97)
-                    .map(|k| (types::lookup_key(k, u64::MAX >> 8), k.clone()))
-                    .collect();
-                g.bench_function(format!("hit/{}/{size}B/{order}", kind.name()), |b| {
+                let probes = probe_keys(&keys);
+                let gets = |b: &mut criterion::Bencher, probes: &[(Vec<u8>, Vec<u8>)]| {
                     b.iter(|| {
-                        for (l, k) in &probes {
+                        for (l, k) in probes {
                             black_box(table.get(l, k).expect("get"));
                         }
                     })
+                };
+                g.bench_function(format!("hit/{}/{size}B/{order}", kind.name()), |b| {
+                    gets(b, &probes)
                 });
                 g.bench_function(format!("index/{}/{size}B/{order}", kind.name()), |b| {
                     let mut cur = table.index().cursor();
@@ -174,17 +181,9 @@ fn lookups(c: &mut Criterion) {
                         }
                     })
                 });
-                let absent: Vec<(Vec<u8>, Vec<u8>)> = missing
-                    .iter()
-                    .step_by(97)
-                    .map(|k| (types::lookup_key(k, u64::MAX >> 8), k.clone()))
-                    .collect();
+                let absent = probe_keys(&missing);
                 g.bench_function(format!("miss/{}/{size}B/{order}", kind.name()), |b| {
-                    b.iter(|| {
-                        for (l, k) in &absent {
-                            black_box(table.get(l, k).expect("get"));
-                        }
-                    })
+                    gets(b, &absent)
                 });
             }
             eprintln!(

@@ -1,6 +1,7 @@
 //! Background work: one thread flushes sealed memtables (oldest first) and reaps obsolete
 //! files; `max_background_compactions` threads run picked compactions. Also the foreground
-//! entry points that wait on background work: `flush`, `compact_range`, `wait_idle`, shutdown.
+//! entry points that wait on background work: `flush`, `wait_idle`, shutdown (`compact_range`
+//! is in `manual`).
 //!
 //! Failure policy: a failed flush, a failed manifest write, or a corrupt (or unreadable-format)
 //! table found by compaction sets the background error (writes fail; reads go on; reopening
@@ -19,8 +20,8 @@ pub(crate) use super::job_slot::JobSlot;
 use super::write::{set_bg_error, switch_memtable, wal_path};
 use super::{DbInner, DbState};
 use crate::compaction::{
-    self, level_targets, write_tables, CompactionEnv, CompactionInput, CompactionJob,
-    CompactionReason, HotRoute, Pick, PickerInput, PickerOptions, PromotedRecord,
+    self, write_tables, CompactionEnv, CompactionInput, CompactionJob, CompactionReason, HotRoute,
+    Pick, PickerInput, PickerOptions, PromotedRecord,
 };
 use crate::error::{ErrorKind, ErrorRepr, Result};
 use crate::iter::InternalIterator;
@@ -645,119 +646,6 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
         }
         inner.bg_cv.notify_all();
         inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
-    }
-}
-
-/// Manual compaction of `[begin, end]` down to the last level.
-pub(crate) fn compact_range(
-    inner: &Arc<DbInner>,
-    begin: Option<&[u8]>,
-    end: Option<&[u8]>,
-) -> Result<()> {
-    if inner.opts.compaction_style == crate::version::CompactionStyle::SplitForest {
-        return super::forest::compact_all(inner);
-    }
-    flush(inner)?;
-    // Only data written before the call is pushed down, so a steady write load cannot keep the
-    // call busy forever.
-    let start_seq = inner.last_seq.load(Ordering::Acquire);
-    let n = inner.opts.num_levels;
-    // Levels above the last move their data down, one level at a time.
-    let popts = picker_options(&inner.opts);
-    let mut level = 0;
-    while level < n - 1 {
-        let mut st = inner.state.lock();
-        if let Some(e) = &st.bg_error {
-            return Err(e.clone());
-        }
-        if inner.shutting_down.load(Ordering::Acquire) {
-            return Err(ErrorRepr::Closed.into());
-        }
-        let v = st.versions.current();
-        let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
-        let base = level_targets(&sizes, &popts).base_level;
-        let mut inputs: Vec<_> = v.levels[level]
-            .files()
-            .filter(|f| f.overlaps(begin, end) && f.smallest_seq <= start_seq)
-            .cloned()
-            .collect();
-        if level == 0 && !inputs.is_empty() {
-            // L0 tables overlap each other: compacting only some of them could leave an older
-            // version of a key in L0 above a newer one moved down. Take them all.
-            inputs = v.levels[0].files().cloned().collect();
-        }
-        if inputs.is_empty() {
-            level += 1;
-            continue;
-        }
-        let output = if level == 0 { base } else { level + 1 };
-        let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
-        let pick = compaction::picker::pick_for(
-            &v,
-            &st.busy,
-            &writing,
-            tier_now(inner, &st, output),
-            level,
-            inputs,
-            output,
-            CompactionReason::Manual,
-            f64::MAX,
-        );
-        match pick {
-            Some(p) => {
-                run_pick(inner, st, p)?;
-                reap(inner);
-                // Stay on this level until nothing in range remains.
-            }
-            None => {
-                // Files are busy with a background compaction: wait for it.
-                inner.bg_cv.wait_for(&mut st, Duration::from_millis(20));
-            }
-        }
-    }
-    // Rewrite the last level in range too when that can change it (RocksDB's
-    // `kIfHaveCompactionFilter`, plus tables holding tombstones, whose space is reclaimed there).
-    let last = n - 1;
-    loop {
-        let mut st = inner.state.lock();
-        if let Some(e) = &st.bg_error {
-            return Err(e.clone());
-        }
-        let v = st.versions.current();
-        let inputs: Vec<_> = v.levels[last]
-            .files()
-            .filter(|f| f.overlaps(begin, end))
-            .cloned()
-            .collect();
-        let worth = inner.opts.compaction_filter.is_some()
-            || inputs
-                .iter()
-                .any(|f| f.num_deletions > 0 || f.num_range_deletions > 0);
-        if inputs.is_empty() || !worth {
-            return Ok(());
-        }
-        let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
-        let pick = compaction::picker::pick_for(
-            &v,
-            &st.busy,
-            &writing,
-            tier_now(inner, &st, last),
-            last,
-            inputs,
-            last,
-            CompactionReason::Manual,
-            f64::MAX,
-        );
-        match pick {
-            Some(p) => {
-                run_pick(inner, st, p)?;
-                reap(inner);
-                return Ok(());
-            }
-            None => {
-                inner.bg_cv.wait_for(&mut st, Duration::from_millis(20));
-            }
-        }
     }
 }
 

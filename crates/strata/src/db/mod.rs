@@ -11,6 +11,7 @@
 mod background;
 mod forest;
 mod job_slot;
+mod manual;
 mod open;
 mod promote;
 mod properties;
@@ -290,7 +291,7 @@ impl Db {
     /// Compacts every level overlapping `[begin, end]` (`None`: unbounded) down to the last
     /// level, after a flush. Blocks until done.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        background::compact_range(self.inner(), begin, end)
+        manual::compact_range(self.inner(), begin, end)
     }
 
     /// Makes every write acknowledged so far durable (fsync of the WAL).

@@ -81,14 +81,11 @@ impl FoyerCache {
 
 impl PersistentCache for FoyerCache {
     fn get(&self, table: u64, offset: u64, len: usize) -> Option<Bytes> {
-        let k = key(table, offset);
-        let entry = match self.cache.memory().get(&k) {
-            Some(e) => Some(e.value().clone()),
-            None => futures::executor::block_on(self.cache.get(&k))
-                .ok()
-                .flatten()
-                .map(|e| e.value().clone()),
-        }?;
+        // The hybrid lookup answers from foyer's memory tier first, then its disk.
+        let entry = futures::executor::block_on(self.cache.get(&key(table, offset)))
+            .ok()
+            .flatten()
+            .map(|e| e.value().clone())?;
         if entry.len() != len {
             return None;
         }
