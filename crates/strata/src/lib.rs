@@ -22,6 +22,7 @@ pub mod memtable;
 pub mod metrics;
 pub mod options;
 pub mod range_del;
+pub mod recovery;
 pub mod sst;
 pub mod stats;
 pub mod storage;
@@ -36,7 +37,7 @@ pub use db::{Db, RunInfo, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use iter::DbIterator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
-pub use stats::{DbStats, ForestStats, LevelStats};
+pub use stats::{DbStats, ExtendedWalStats, ForestStats, LevelStats};
 pub use version::CompactionStyle;
 
 /// The README's examples, compiled and run as doctests.

@@ -110,6 +110,20 @@ pub struct Options {
     pub wal_sync_interval: Option<Duration>,
     /// Manifest size that triggers rewriting it as one snapshot record. Default 64 MiB.
     pub max_manifest_file_size: u64,
+    /// Where the write-ahead log lives and the manifest is mirrored (RocksMash §3.4): a
+    /// directory apart from the database directory — a network volume in the cloud — so that
+    /// losing the fast tier's disk loses nothing that reached the log. `None` (the default)
+    /// keeps the WAL in the database directory.
+    pub wal_location: Option<std::path::PathBuf>,
+    /// The extended WAL (RocksMash §3.4; needs `wal_location`): the WAL is kept while fast-tier
+    /// tables still hold its records, and each new fast-tier table's key list is logged when
+    /// it is installed, so the fast tier can be rebuilt from the log location and the capacity
+    /// tier after a node loss (`strata recover`). Default false.
+    pub extended_wal: bool,
+    /// With the extended WAL: fast-tier tables pinning a WAL file older than this are pushed
+    /// to the next level (RocksMash's TTL flush), which bounds the WAL. `None` never pushes.
+    /// Default 10 minutes.
+    pub extended_wal_ttl: Option<Duration>,
     /// The capacity tier (RocksMash §3.1): the last `capacity_levels` levels are written there.
     /// `None` keeps every table on the fast tier (the database directory).
     pub capacity: Option<crate::storage::object::CapacityOptions>,
@@ -187,6 +201,9 @@ impl Default for Options {
             compaction_rate_limit: 0,
             wal_sync_interval: None,
             max_manifest_file_size: 64 << 20,
+            wal_location: None,
+            extended_wal: false,
+            extended_wal_ttl: Some(Duration::from_secs(600)),
             compaction_filter: None,
             concurrent_memtable_writes: false,
             pipelined_write: false,
@@ -228,6 +245,9 @@ impl std::fmt::Debug for Options {
             .field("persistent_cache", &self.persistent_cache)
             .field("compaction_style", &self.compaction_style)
             .field("forest", &self.forest)
+            .field("wal_location", &self.wal_location)
+            .field("extended_wal", &self.extended_wal)
+            .field("extended_wal_ttl", &self.extended_wal_ttl)
             .finish_non_exhaustive()
     }
 }
@@ -252,6 +272,11 @@ impl Options {
         let bad = |m: &str| Err(Error::invalid(m.to_string()));
         if self.num_levels < 2 || self.num_levels > 16 {
             return bad("num_levels must be in 2..=16");
+        }
+        if self.extended_wal && self.wal_location.is_none() {
+            return bad(
+                "extended_wal needs wal_location: a WAL beside the fast tier is lost with it",
+            );
         }
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size must be at least 4096");

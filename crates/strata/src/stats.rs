@@ -201,6 +201,23 @@ pub struct DbStats {
     pub hotrap: Option<crate::tier::hot::HotRapStats>,
     /// LogStore's figures, with `placement_policy = logstore`.
     pub logstore: Option<LogStoreStats>,
+    /// The extended WAL's figures, when it is on.
+    pub extended_wal: Option<ExtendedWalStats>,
+}
+
+/// The extended WAL's figures (RocksMash §3.4), in `DbStats::extended_wal`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ExtendedWalStats {
+    /// WAL files kept in the log location, and the bytes they hold.
+    pub live_wal_files: usize,
+    pub live_wal_bytes: u64,
+    /// Key-list records logged (one per install) and their bytes.
+    pub key_lists: u64,
+    pub key_list_bytes: u64,
+    /// Entries logged inline (records the live WAL no longer held).
+    pub inlined_entries: u64,
+    /// WAL files deleted once no table needed them.
+    pub wal_files_deleted: u64,
 }
 
 /// LogStore's figures, in `DbStats::logstore`.
@@ -415,6 +432,18 @@ impl fmt::Display for DbStats {
         }
         if let Some(h) = &self.hotrap {
             write!(f, "\n{h}")?;
+        }
+        if let Some(e) = &self.extended_wal {
+            write!(
+                f,
+                "\nextended wal: {} files ({})  key lists {} ({})  inlined entries {}  files deleted {}",
+                e.live_wal_files,
+                human(e.live_wal_bytes),
+                e.key_lists,
+                human(e.key_list_bytes),
+                e.inlined_entries,
+                e.wal_files_deleted
+            )?;
         }
         if let Some(l) = &self.logstore {
             write!(

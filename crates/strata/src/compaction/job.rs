@@ -22,6 +22,9 @@ pub enum CompactionReason {
     Reverse,
     /// LogStore §V-D: hot, overlapping L0 tables merged on the fast tier alone.
     Staging,
+    /// RocksMash §3.4: a fast-tier table pinning a WAL file older than the extended WAL's TTL
+    /// is pushed to the next level.
+    WalTtl,
 }
 
 /// HotRAP retention and promotion by compaction (§3.1): user keys in `[lo, hi]` that are in

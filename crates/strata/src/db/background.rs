@@ -100,7 +100,11 @@ pub(crate) fn pick_next(
         .as_ref()
         .map(|ls| super::temperature::snapshot(inner, ls, &v));
     input.temperature = temps.as_ref();
-    inner.policy.pick(&input)
+    inner.policy.pick(&input).or_else(|| match busy {
+        // Lowest priority: the extended WAL's TTL push-down.
+        None => super::extended::ttl_pick(inner, st, &v),
+        Some(_) => None,
+    })
 }
 
 /// The tier placement gives tables written into `level` now.
@@ -222,13 +226,18 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
     }
 }
 
-/// Deletes files of tables no live version references.
+/// Deletes files of tables no live version references, and WAL files no table needs.
 pub(crate) fn reap(inner: &DbInner) {
-    for (id, tier) in inner.state.lock().versions.reaper().take() {
+    let doomed = inner.state.lock().versions.reaper().take();
+    let any = !doomed.is_empty();
+    for (id, tier) in doomed {
         inner.tables.evict(id);
         if let Err(e) = inner.tables.store().remove(id, tier) {
             tracing::warn!(table = id, error = %e, "could not delete obsolete table");
         }
+    }
+    if any {
+        super::extended::purge_wals(inner);
     }
 }
 
@@ -271,11 +280,14 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
     )?;
     // New tables' directory entries must be durable before the manifest names them.
     inner.storage.sync_dir(&inner.dir)?;
+    // Flushes do not filter: every record is the WAL's.
+    let pinned = super::extended::log_tables(inner, &res.outputs, false)?;
     let mut st = inner.state.lock();
     let edit = VersionEdit {
         log_number: Some(next_log),
         last_sequence: Some(inner.last_seq.load(Ordering::Acquire)),
         added: res.outputs.iter().map(|f| (0, f.clone())).collect(),
+        wal_pins: pinned.pins(),
         ..Default::default()
     };
     // On failure the edit may still have reached the disk, so the outputs are not deleted here:
@@ -295,11 +307,17 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
     inner.install_super_version(&st);
     inner.bg_cv.notify_all();
     drop(st);
+    drop(pinned);
     // The log's records are in a synced table now: it owes no fsync any more.
     inner.wal.lock().retire(mem.wal_number());
-    let _ = inner
-        .storage
-        .remove(&wal_path(&inner.dir, mem.wal_number()));
+    if inner.extended.is_some() {
+        // Kept while fast-tier tables hold its records (RocksMash §3.4).
+        super::extended::purge_wals(inner);
+    } else {
+        let _ = inner
+            .storage
+            .remove(&wal_path(&inner.log_dir, mem.wal_number()));
+    }
     Ok(())
 }
 
@@ -497,6 +515,26 @@ pub(crate) fn run_pick(
             })
             .map(|r| (r.outputs.clone(), Some((r, route_level))))
     };
+    // The extended WAL logs the new fast-tier tables' key lists before the manifest names them.
+    let mut pinned = super::extended::Pinned::none();
+    let result = result.and_then(|(outputs, r)| {
+        let Some((res, _)) = &r else {
+            return Ok((outputs, r));
+        };
+        let all: Vec<FileMeta> = outputs.iter().chain(&res.fast_outputs).cloned().collect();
+        match super::extended::log_tables(inner, &all, inner.opts.compaction_filter.is_some()) {
+            Ok(p) => {
+                pinned = p;
+                Ok((outputs, r))
+            }
+            Err(e) => {
+                for f in &all {
+                    let _ = inner.tables.store().remove(f.id, f.tier);
+                }
+                Err(e)
+            }
+        }
+    });
     let mut st = inner.state.lock();
     let mut manifest_failed = None;
     let installed = result.and_then(
@@ -523,6 +561,7 @@ pub(crate) fn run_pick(
                 edit.added
                     .extend(r.fast_outputs.iter().map(|f| (*level as u32, f.clone())));
             }
+            edit.wal_pins = pinned.pins();
             // On failure the edit may still have reached the disk: keep the outputs (orphans
             // are removed at the next open) and stop writing, as after a failed flush.
             st.versions

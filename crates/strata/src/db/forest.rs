@@ -109,9 +109,14 @@ pub(crate) fn run_forest_pick(
     let checkpoint = |c: Checkpoint| -> Result<()> {
         // New tables' directory entries must be durable before the manifest names them.
         inner.storage.sync_dir(&inner.dir)?;
+        let filtered = inner.opts.compaction_filter.is_some();
+        let pinned = super::extended::log_tables(inner, &c.outputs, filtered)?;
         let mut j = journal.lock();
         let mut st = inner.state.lock();
-        let mut edit = VersionEdit::default();
+        let mut edit = VersionEdit {
+            wal_pins: pinned.pins(),
+            ..Default::default()
+        };
         for id in &c.consumed {
             let (l, run) = level_of[id];
             edit.deleted.push((l as u32, *id));
@@ -167,10 +172,26 @@ pub(crate) fn run_forest_pick(
                 }
             });
     drop(e);
-    let mut st = inner.state.lock();
     let j = journal.into_inner();
+    // Key lists of the outputs no checkpoint installed.
+    let mut pinned = super::extended::Pinned::none();
+    let result = result.and_then(|r| {
+        let fresh: Vec<_> = r
+            .outputs
+            .iter()
+            .filter(|f| !j.installed.contains(&f.id))
+            .cloned()
+            .collect();
+        pinned =
+            super::extended::log_tables(inner, &fresh, inner.opts.compaction_filter.is_some())?;
+        Ok(r)
+    });
+    let mut st = inner.state.lock();
     let installed = result.and_then(|r| {
-        let mut edit = VersionEdit::default();
+        let mut edit = VersionEdit {
+            wal_pins: pinned.pins(),
+            ..Default::default()
+        };
         for ((l, _), rest) in &j.remaining {
             for id in rest {
                 edit.deleted.push((*l as u32, *id));

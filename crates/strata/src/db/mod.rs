@@ -9,6 +9,7 @@
 //! Depends on every engine module; nothing in the engine depends on `db` except the public API.
 
 mod background;
+mod extended;
 mod forest;
 mod job_slot;
 mod manual;
@@ -22,6 +23,20 @@ mod temperature;
 mod write;
 
 pub use snapshot::Snapshot;
+
+// For node-loss recovery (`crate::recovery`), which writes tables and key lists as the engine does.
+pub(crate) use background::{table_options, write_l0};
+pub(crate) use extended::ExtendedWal as ExtendedWalHandle;
+
+/// Logs the key lists of `metas` into `wal` (recovery's replay mode, before a handle exists).
+pub(crate) fn log_key_lists<'a>(
+    ext: &'a extended::ExtendedWal,
+    tables: &crate::cache::TableCache,
+    wal: &parking_lot::Mutex<crate::wal::LogSet>,
+    metas: &[crate::version::FileMeta],
+) -> Result<extended::Pinned<'a>> {
+    extended::log_tables_with(ext, tables, wal, None, metas, false)
+}
 
 /// One sorted run, as [`Db::sorted_runs`] reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,6 +101,10 @@ pub(crate) struct DbState {
 
 pub(crate) struct DbInner {
     pub dir: PathBuf,
+    /// Where WAL files live: `Options::wal_location`, or `dir`.
+    pub log_dir: PathBuf,
+    /// The extended WAL's retention state (`Options::extended_wal`).
+    pub extended: Option<extended::ExtendedWal>,
     pub opts: Options,
     pub storage: Arc<dyn Storage>,
     pub stats: Arc<EngineStats>,
@@ -118,6 +137,8 @@ pub(crate) struct DbInner {
     /// LogStore's temperatures and deferral state (`placement_policy = logstore`).
     pub logstore: Option<Arc<temperature::LogStore>>,
     pub _lock: Box<dyn DirLock>,
+    /// The log location's lock, when it is apart from `dir`.
+    pub _log_lock: Option<Box<dyn DirLock>>,
 }
 
 impl DbInner {

@@ -1,7 +1,8 @@
 //! Opening a database: directory checks and lock, manifest recovery, WAL replay into L0
 //! tables, orphan cleanup, and starting background threads.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
@@ -27,7 +28,7 @@ use crate::storage::object::CapacityTier;
 use crate::storage::{default_storage, Storage};
 use crate::tier::{TableStore, TablesConfig, Tier};
 use crate::version::{current_path, FileMeta, VersionEdit, VersionSet};
-use crate::wal::{LogReader, LogSet, LogWriter, ReadOutcome};
+use crate::wal::{keylist, LogReader, LogSet, LogWriter, ReadOutcome};
 
 fn parse_number(name: &str, suffix: &str) -> Option<u64> {
     let stem = name.strip_suffix(suffix)?;
@@ -50,7 +51,47 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         storage.create_dir_all(dir)?;
     }
     let lock = storage.lock(&dir.join("LOCK"))?;
+    let log_dir = opts
+        .wal_location
+        .clone()
+        .unwrap_or_else(|| dir.to_path_buf());
+    let separate_log = log_dir != dir;
+    if opts.extended_wal && !separate_log {
+        return Err(Error::invalid(
+            "extended_wal needs a wal_location apart from the database directory",
+        ));
+    }
+    let log_lock = if separate_log {
+        storage.create_dir_all(&log_dir)?;
+        Some(storage.lock(&log_dir.join("LOCK"))?)
+    } else {
+        None
+    };
+    if separate_log
+        && !storage.exists(&current_path(dir))?
+        && storage.exists(&current_path(&log_dir))?
+    {
+        // The fast directory is gone but the log location holds a database: a node loss.
+        tracing::warn!(
+            dir = %dir.display(),
+            log = %log_dir.display(),
+            "the database directory holds no database but its log location does: rebuilding \
+             the fast tier from the extended WAL"
+        );
+        crate::recovery::rebuild(
+            dir,
+            &log_dir,
+            &storage,
+            &opts,
+            crate::recovery::RecoveryMode::Parallel,
+        )?;
+    }
     let names = storage.list(dir)?;
+    let log_names = if separate_log {
+        storage.list(&log_dir)?
+    } else {
+        Vec::new()
+    };
     let mut versions = if storage.exists(&current_path(dir))? {
         if opts.error_if_exists {
             return Err(ErrorRepr::AlreadyExists(dir.display().to_string()).into());
@@ -93,6 +134,10 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             opts.compaction_style,
         )?
     };
+    versions.set_log_location(
+        separate_log.then(|| (storage.clone(), log_dir.clone())),
+        opts.extended_wal,
+    )?;
     if versions.style() != opts.compaction_style {
         tracing::info!(
             created = versions.style().name(),
@@ -103,7 +148,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     }
     // Numbers of files a crash left behind (WALs written after the last manifest record, half
     // written tables) must never be handed out again.
-    for n in &names {
+    for n in names.iter().chain(&log_names) {
         if let Some(num) = parse_number(n, ".log")
             .or_else(|| parse_number(n, ".sst"))
             .or_else(|| n.strip_prefix("MANIFEST-").and_then(|s| s.parse().ok()))
@@ -127,50 +172,42 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         stats.clone(),
     ));
 
-    // Replay WALs newer than the manifest's log number into L0 tables.
-    let mut wals: Vec<u64> = names
+    // Replay WALs newer than the manifest's log number into L0 tables. They are in the log
+    // location, or in the database directory if it had none before.
+    let mut wals: Vec<(u64, PathBuf)> = names
         .iter()
-        .filter_map(|n| parse_number(n, ".log"))
-        .filter(|&n| n >= versions.log_number)
+        .map(|n| (n, dir))
+        .chain(log_names.iter().map(|n| (n, log_dir.as_path())))
+        .filter_map(|(n, d)| parse_number(n, ".log").map(|num| (num, d.join(n))))
+        .filter(|(n, _)| *n >= versions.log_number)
         .collect();
     wals.sort_unstable();
+    // Logs in the database directory while the log is elsewhere: their records cannot be
+    // referenced by key lists (the files go once replayed).
+    let foreign_wals = separate_log && wals.iter().any(|(_, p)| !p.starts_with(&log_dir));
     let mut last_seq = versions.last_sequence;
-    let mut added: Vec<FileMeta> = Vec::new();
-    let cancel = AtomicBool::new(false);
-    let flush_mem = |mem: &Arc<MemTable>, added: &mut Vec<FileMeta>| -> Result<()> {
-        if mem.is_empty() {
-            return Ok(());
-        }
-        let e = crate::compaction::CompactionEnv {
-            tables: tables.clone(),
-            output_tier: Tier::Fast,
-            file_numbers: versions.file_numbers(),
-            rate_limiter: None,
-            cancel: &cancel,
-            filter: None,
-            checkpoint: None,
-        };
-        let r = super::background::write_l0(mem, &[], &opts, &e)?;
-        added.extend(r.outputs);
-        Ok(())
-    };
+    let mut first_seqs: HashMap<u64, u64> = HashMap::new();
     let mut mem = Arc::new(MemTable::with_bloom(0, opts.memtable_bloom_bytes()));
     let mut recovered: Vec<Arc<MemTable>> = Vec::new();
     // Only the last log holding anything may end in a torn write: an empty log after it can be
     // left by a crash during an earlier open, after it created its new log.
     let mut last_nonempty = None;
-    for (i, &number) in wals.iter().enumerate() {
-        if storage.open(&wal_path(dir, number))?.size() > 0 {
+    for (i, (_, path)) in wals.iter().enumerate() {
+        if storage.open(path)?.size() > 0 {
             last_nonempty = Some(i);
         }
     }
-    for (i, &number) in wals.iter().enumerate() {
+    for (i, (number, path)) in wals.iter().enumerate() {
         let name = format!("{number:06}.log");
-        let data = storage.read_all(&wal_path(dir, number))?;
+        let data = storage.read_all(path)?;
         let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
         while let Some(rec) = reader.next_record()? {
+            if keylist::is_key_list(&rec) {
+                continue;
+            }
             let (seq, batch) =
                 WriteBatch::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
+            first_seqs.entry(*number).or_insert(seq);
             apply_to_memtable(&mem, &batch, seq);
             last_seq = last_seq.max(seq + batch.len() as u64 - 1);
             if mem.approximate_size() >= opts.write_buffer_size {
@@ -184,26 +221,84 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             tracing::warn!(wal = %name, offset, dropped, "dropped torn WAL tail");
         }
     }
-    // Only now that every log replayed cleanly is anything written.
     recovered.push(mem);
-    for m in &recovered {
-        flush_mem(m, &mut added)?;
+    // Only now that every log replayed cleanly is anything written.
+    let wal_number = versions.new_file_number();
+    let wal = LogWriter::new(storage.create(&wal_path(&log_dir, wal_number))?, wal_number);
+    storage.sync_dir(&log_dir)?;
+    let wal = Mutex::new(LogSet::new(wal, storage.clone(), &log_dir));
+    // The extended WAL keeps every log in the log location until no table needs it.
+    let extended = if opts.extended_wal {
+        let ext = super::extended::ExtendedWal::default();
+        let mut kept: Vec<u64> = log_names
+            .iter()
+            .filter_map(|n| parse_number(n, ".log"))
+            .filter(|&n| n < wal_number)
+            .collect();
+        kept.sort_unstable();
+        // A file without a write batch starts where the next one does.
+        let mut next_first = last_seq + 1;
+        for &n in kept.iter().rev() {
+            let first = match first_seqs.get(&n) {
+                Some(&s) => Some(s),
+                None => super::extended::first_seq_of(storage.as_ref(), &wal_path(&log_dir, n))?,
+            };
+            let first = first.unwrap_or(next_first).min(next_first);
+            ext.wal_created(n, first);
+            next_first = first;
+        }
+        ext.wal_created(wal_number, last_seq + 1);
+        Some(ext)
+    } else {
+        None
+    };
+    let mut added: Vec<FileMeta> = Vec::new();
+    let cancel = AtomicBool::new(false);
+    for m in recovered.iter().filter(|m| !m.is_empty()) {
+        let e = crate::compaction::CompactionEnv {
+            tables: tables.clone(),
+            output_tier: Tier::Fast,
+            file_numbers: versions.file_numbers(),
+            rate_limiter: None,
+            cancel: &cancel,
+            filter: None,
+            checkpoint: None,
+        };
+        let r = super::background::write_l0(m, &[], &opts, &e)?;
+        added.extend(r.outputs);
     }
     drop(recovered);
-    let wal_number = versions.new_file_number();
-    let wal = LogWriter::new(storage.create(&wal_path(dir, wal_number))?, wal_number);
     storage.sync_dir(dir)?;
-    let wal = LogSet::new(wal, storage.clone(), dir);
+    let pinned = match &extended {
+        Some(ext) => super::extended::log_tables_with(
+            ext,
+            &tables,
+            &wal,
+            opts.extended_wal_ttl,
+            &added,
+            foreign_wals,
+        )?,
+        None => super::extended::Pinned::none(),
+    };
     versions.log_and_apply(VersionEdit {
         log_number: Some(wal_number),
         last_sequence: Some(last_seq),
         added: added.into_iter().map(|f| (0, f)).collect(),
+        wal_pins: pinned.pins(),
         ..Default::default()
     })?;
-    for number in wals {
-        storage.remove(&wal_path(dir, number))?;
+    drop(pinned);
+    for (_, path) in &wals {
+        // Replayed logs go, except the log location's under the extended WAL (key lists may
+        // reference their records; the retention rule deletes them).
+        if extended.is_none() || !path.starts_with(&log_dir) {
+            storage.remove(path)?;
+        }
     }
     remove_orphans(dir, storage.as_ref(), &versions, wal_number)?;
+    if separate_log && extended.is_none() {
+        remove_orphan_logs(&log_dir, storage.as_ref(), wal_number)?;
+    }
     let live_capacity: HashSet<u64> = versions
         .current()
         .all_files()
@@ -241,6 +336,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     });
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
+        log_dir,
+        extended,
+        _log_lock: log_lock,
         rate_limiter: (opts.compaction_rate_limit > 0)
             .then(|| Arc::new(RateLimiter::new(opts.compaction_rate_limit))),
         storage,
@@ -261,7 +359,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         bg_cv: Condvar::new(),
         commit: super::write::CommitPipeline::new(last_seq, sv.mem.clone(), l0_files),
         sv: arc_swap::ArcSwap::from_pointee(sv),
-        wal: Mutex::new(wal),
+        wal,
         last_seq: AtomicU64::new(last_seq),
         snapshots: Arc::new(SnapshotList::default()),
         shutting_down: AtomicBool::new(false),
@@ -388,6 +486,18 @@ fn remove_orphans(
         if orphan {
             tracing::info!(file = %name, "removing orphaned file");
             storage.remove(&dir.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes log files other than the live one from a separate log location (without the
+/// extended WAL nothing older is needed once replayed).
+fn remove_orphan_logs(log_dir: &Path, storage: &dyn Storage, wal: u64) -> Result<()> {
+    for name in storage.list(log_dir)? {
+        if parse_number(&name, ".log").is_some_and(|n| n != wal) {
+            tracing::info!(file = %name, "removing an old WAL from the log location");
+            storage.remove(&log_dir.join(&name))?;
         }
     }
     Ok(())

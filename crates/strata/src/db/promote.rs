@@ -202,6 +202,8 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
             return Ok(());
         }
         let meta = write_promoted(inner, &survivors)?;
+        // Promoted records are old: the extended WAL logs them inline.
+        let pinned = super::extended::log_tables(inner, std::slice::from_ref(&meta), false)?;
         for _ in 0..64 {
             let mut st = inner.state.lock();
             let v = st.versions.current();
@@ -217,6 +219,7 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
                 let n = survivors.len() as u64;
                 if let Err(e) = st.versions.log_and_apply(VersionEdit {
                     added: vec![(0, meta)],
+                    wal_pins: pinned.pins(),
                     ..Default::default()
                 }) {
                     // As after a failed flush: the edit may have reached the disk (the table

@@ -33,6 +33,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         }
         s.logstore = Some(super::temperature::stats(ls));
     }
+    s.extended_wal = super::extended::stats(inner);
     s.total_sst_bytes = sizes.iter().sum();
     for f in v.all_files() {
         match f.tier {

@@ -18,9 +18,13 @@ const TAG_NUM_LEVELS: u64 = 7;
 const TAG_STYLE: u64 = 8;
 const TAG_ADDED_TO_RUN: u64 = 9;
 const TAG_RUN_CUT: u64 = 10;
+const TAG_WAL_PIN: u64 = 11;
 
 /// The manifest format identifier written in the first record of every manifest.
 pub const MANIFEST_FORMAT: &str = "strata.manifest.v1";
+/// The format of manifests of databases with the extended WAL: v1 plus `wal_pins` (tag 11),
+/// which releases that only know v1 must refuse.
+pub const MANIFEST_FORMAT_V2: &str = "strata.manifest.v2";
 
 /// A change to the tree's shape and counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,6 +50,10 @@ pub struct VersionEdit {
     /// into run `into` of the next level, or of `level` itself for the last level, and the
     /// input tables entirely below `key` deleted).
     pub run_cuts: Vec<(u32, u64, Vec<u8>, u64)>,
+    /// `(table, wal)`: with the extended WAL, the oldest WAL file a fast-tier table added by
+    /// this edit needs for node-loss recovery (its key list's file, or an older one holding
+    /// records it references). Kept until the table is deleted.
+    pub wal_pins: Vec<(u64, u64)>,
 }
 
 /// How a database compacts: chosen at creation and recorded in the manifest.
@@ -176,6 +184,11 @@ impl VersionEdit {
             put_length_prefixed(&mut b, key);
             put_varint64(&mut b, *into);
         }
+        for (id, wal) in &self.wal_pins {
+            put_varint64(&mut b, TAG_WAL_PIN);
+            put_varint64(&mut b, *id);
+            put_varint64(&mut b, *wal);
+        }
         b
     }
 
@@ -228,6 +241,11 @@ impl VersionEdit {
                     .ok_or_else(|| bad("run cut"))?;
                     e.run_cuts.push(c);
                 }
+                TAG_WAL_PIN => {
+                    let p = (|| Some((d.varint64()?, d.varint64()?)))()
+                        .ok_or_else(|| bad("wal pin"))?;
+                    e.wal_pins.push(p);
+                }
                 TAG_STYLE => {
                     let v = d.varint64().ok_or_else(|| bad("compaction style"))?;
                     e.style =
@@ -259,6 +277,7 @@ mod tests {
             style: Some(CompactionStyle::SplitForest),
             deleted: vec![(1, 4)],
             run_cuts: vec![(2, 40, b"m".to_vec(), 44)],
+            wal_pins: vec![(8, 5)],
             added_to_run: vec![(
                 3,
                 41,

@@ -4,12 +4,19 @@
 //! Files: `MANIFEST-<n>` (a log of encoded [`VersionEdit`]s whose first record is a full
 //! snapshot) and `CURRENT` (the name of the live manifest, replaced atomically by writing
 //! `CURRENT.tmp`, syncing it, renaming it over `CURRENT` and syncing the directory).
+//!
+//! With a separate log location the manifest is mirrored there (the same files, written in the
+//! same order, each record synced in both places before an edit counts as logged), so a node
+//! that loses the fast directory can recover the tree from the log location alone. With the
+//! extended WAL the set also keeps each fast-tier table's WAL pin (see [`VersionEdit::wal_pins`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::edit::{CompactionStyle, VersionEdit, MANIFEST_FORMAT};
+use std::collections::HashMap;
+
+use super::edit::{CompactionStyle, VersionEdit, MANIFEST_FORMAT, MANIFEST_FORMAT_V2};
 use super::file_meta::Reaper;
 use super::version::Version;
 use crate::error::{Error, ErrorRepr, Result};
@@ -40,6 +47,34 @@ pub struct VersionSet {
     reaper: Arc<Reaper>,
     /// The compaction style recorded at creation (leveled for manifests that predate it).
     style: CompactionStyle,
+    /// Where the manifest is mirrored (the log location), and the mirror's open manifest.
+    mirror: Option<(Arc<dyn Storage>, PathBuf)>,
+    mirror_writer: Option<LogWriter>,
+    /// Whether fast-tier tables must carry WAL pins (the extended WAL); manifests are then
+    /// written in format v2.
+    extended: bool,
+    /// Live fast-tier table → the oldest WAL file it needs (extended WAL).
+    wal_pins: HashMap<u64, u64>,
+}
+
+/// Writes manifest `number` holding `snap` and points `CURRENT` at it, in `dir`.
+fn write_manifest_in(
+    storage: &dyn Storage,
+    dir: &Path,
+    number: u64,
+    snap: &[u8],
+) -> Result<LogWriter> {
+    let mut w = LogWriter::new(storage.create(&manifest_path(dir, number))?, number);
+    w.add_record(snap)?;
+    w.sync()?;
+    let tmp = dir.join("CURRENT.tmp");
+    let mut f = storage.create(&tmp)?;
+    f.append(format!("MANIFEST-{number:06}\n").as_bytes())?;
+    f.sync()?;
+    drop(f);
+    storage.rename(&tmp, &current_path(dir))?;
+    storage.sync_dir(dir)?;
+    Ok(w)
 }
 
 impl VersionSet {
@@ -63,9 +98,43 @@ impl VersionSet {
             manifest_number: 0,
             max_manifest_size,
             reaper: Arc::default(),
+            mirror: None,
+            mirror_writer: None,
+            extended: false,
+            wal_pins: HashMap::new(),
         };
         vs.write_new_manifest()?;
         Ok(vs)
+    }
+
+    /// Mirrors the manifest to `dir` from the next manifest written on (call before the first
+    /// `log_and_apply`, which starts a new manifest), and asks for WAL pins if `extended`.
+    pub fn set_log_location(
+        &mut self,
+        mirror: Option<(Arc<dyn Storage>, PathBuf)>,
+        extended: bool,
+    ) -> Result<()> {
+        let changed = self.mirror.as_ref().map(|m| &m.1) != mirror.as_ref().map(|m| &m.1)
+            || self.extended != extended;
+        self.mirror = mirror;
+        self.extended = extended;
+        if changed && self.manifest.is_some() {
+            self.write_new_manifest()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the database to `dir` (node-loss recovery builds a new fast directory from the
+    /// mirrored manifest): the next manifest is written there.
+    pub fn relocate(&mut self, dir: &Path, storage: Arc<dyn Storage>) {
+        self.dir = dir.to_path_buf();
+        self.storage = storage;
+        self.manifest = None;
+    }
+
+    /// Live fast-tier tables' WAL pins (extended WAL).
+    pub fn wal_pins(&self) -> &HashMap<u64, u64> {
+        &self.wal_pins
     }
 
     /// Recovers from `CURRENT` and the manifest it names. Nothing is written until the first
@@ -97,12 +166,13 @@ impl VersionSet {
         let (mut log_number, mut next_file, mut last_seq) = (0, 1, 0);
         let mut first = true;
         let mut style = CompactionStyle::Leveled;
+        let mut pins = HashMap::new();
         while let Some(rec) = reader.next_record()? {
             let edit =
                 VersionEdit::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
             if first {
                 match edit.format.as_deref() {
-                    Some(MANIFEST_FORMAT) => {}
+                    Some(MANIFEST_FORMAT) | Some(MANIFEST_FORMAT_V2) => {}
                     Some(f) => {
                         return Err(ErrorRepr::NotADatabase(format!(
                             "manifest format {f:?} is not supported by this release"
@@ -124,6 +194,7 @@ impl VersionSet {
                 first = false;
             }
             version = version.apply(&edit, &reaper)?.0;
+            pins.extend(edit.wal_pins.iter().copied());
             log_number = edit.log_number.unwrap_or(log_number);
             next_file = edit.next_file_number.unwrap_or(next_file);
             last_seq = last_seq.max(edit.last_sequence.unwrap_or(0));
@@ -149,7 +220,13 @@ impl VersionSet {
             .ok_or_else(|| {
                 Error::corruption(format!("{name}: table or manifest number out of range"))
             })?;
+        let live: std::collections::HashSet<u64> = version.all_files().map(|f| f.id).collect();
+        pins.retain(|id, _| live.contains(id));
         let vs = VersionSet {
+            mirror: None,
+            mirror_writer: None,
+            extended: !pins.is_empty(),
+            wal_pins: pins,
             dir: dir.to_path_buf(),
             storage,
             current: Arc::new(version),
@@ -201,8 +278,13 @@ impl VersionSet {
     }
 
     fn snapshot_edit(&self) -> VersionEdit {
+        let format = if self.extended || !self.wal_pins.is_empty() {
+            MANIFEST_FORMAT_V2
+        } else {
+            MANIFEST_FORMAT
+        };
         let mut e = VersionEdit {
-            format: Some(MANIFEST_FORMAT.into()),
+            format: Some(format.into()),
             num_levels: Some(self.current.num_levels() as u64),
             log_number: Some(self.log_number),
             next_file_number: Some(self.next_file_number.load(Ordering::SeqCst)),
@@ -224,29 +306,36 @@ impl VersionSet {
                 }
             }
         }
+        let mut pins: Vec<(u64, u64)> = self.wal_pins.iter().map(|(a, b)| (*a, *b)).collect();
+        pins.sort_unstable();
+        e.wal_pins = pins;
         e
     }
 
-    /// Writes a new manifest holding a snapshot of the current state and points CURRENT at it.
+    /// Writes a new manifest holding a snapshot of the current state and points CURRENT at it
+    /// (in the log location first, when mirrored: a mirror never names less than the fast
+    /// directory's manifest does).
     fn write_new_manifest(&mut self) -> Result<()> {
         let old = self.manifest_number;
         let number = self.new_file_number();
-        let path = manifest_path(&self.dir, number);
-        let mut w = LogWriter::new(self.storage.create(&path)?, number);
-        let snap = self.snapshot_edit();
-        w.add_record(&snap.encode())?;
-        w.sync()?;
-        let tmp = self.dir.join("CURRENT.tmp");
-        let mut f = self.storage.create(&tmp)?;
-        f.append(format!("MANIFEST-{number:06}\n").as_bytes())?;
-        f.sync()?;
-        drop(f);
-        self.storage.rename(&tmp, &current_path(&self.dir))?;
-        self.storage.sync_dir(&self.dir)?;
+        let snap = self.snapshot_edit().encode();
+        self.mirror_writer = None;
+        if let Some((storage, dir)) = &self.mirror {
+            self.mirror_writer = Some(write_manifest_in(storage.as_ref(), dir, number, &snap)?);
+        }
+        let w = write_manifest_in(self.storage.as_ref(), &self.dir, number, &snap)?;
         self.manifest = Some(w);
         self.manifest_number = number;
         if old != 0 && old != number {
-            self.storage.remove(&manifest_path(&self.dir, old))?;
+            // The old manifest may be absent (a relocated or newly mirrored database).
+            for (storage, dir) in std::iter::once((&self.storage, &self.dir))
+                .chain(self.mirror.iter().map(|m| (&m.0, &m.1)))
+            {
+                let p = manifest_path(dir, old);
+                if storage.exists(&p)? {
+                    storage.remove(&p)?;
+                }
+            }
         }
         Ok(())
     }
@@ -254,6 +343,8 @@ impl VersionSet {
     /// Logs `edit` durably, then makes the resulting version current.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
         let (next, removed) = self.current.apply(&edit, &self.reaper)?;
+        let prev_pins = self.wal_pins.clone();
+        self.update_pins(&edit, &next)?;
         if let Some(l) = edit.log_number {
             debug_assert!(l >= self.log_number);
         }
@@ -274,13 +365,22 @@ impl VersionSet {
         let res = if needs_rewrite {
             self.write_new_manifest()
         } else {
+            let rec = edit.encode();
+            let mirrored = match self.mirror_writer.as_mut() {
+                Some(w) => w.add_record(&rec).and_then(|_| w.sync()),
+                None if self.mirror.is_some() => Err(Error::invalid("manifest mirror not open")),
+                None => Ok(()),
+            };
             let m = self.manifest.as_mut().expect("manifest present");
-            m.add_record(&edit.encode()).and_then(|_| m.sync())
+            mirrored
+                .and_then(|_| m.add_record(&rec))
+                .and_then(|_| m.sync())
         };
         if let Err(e) = res {
             // The edit may or may not be on disk; start a fresh manifest next time, and keep
             // serving the previous version (its files are all still present).
             self.manifest = None;
+            self.wal_pins = prev_pins;
             self.current = prev_version;
             self.log_number = prev_log;
             self.last_sequence = prev_seq;
@@ -290,6 +390,37 @@ impl VersionSet {
             f.mark_obsolete();
         }
         Ok(self.current.clone())
+    }
+
+    /// Applies `edit`'s pins and drops those of tables `next` no longer holds. With the
+    /// extended WAL, a fast-tier table new to the tree without a pin is refused: it would be
+    /// lost with the fast tier.
+    fn update_pins(&mut self, edit: &VersionEdit, next: &Version) -> Result<()> {
+        self.wal_pins.extend(edit.wal_pins.iter().copied());
+        if !self.extended && self.wal_pins.is_empty() {
+            return Ok(());
+        }
+        let added = edit
+            .added
+            .iter()
+            .map(|(_, f)| f)
+            .chain(edit.added_to_run.iter().map(|(_, _, f)| f));
+        for f in added {
+            if self.extended
+                && f.tier == crate::tier::Tier::Fast
+                && !self.wal_pins.contains_key(&f.id)
+            {
+                return Err(Error::invalid(format!(
+                    "fast-tier table {} installed without an extended-WAL key list",
+                    f.id
+                )));
+            }
+        }
+        if !edit.deleted.is_empty() {
+            let live: std::collections::HashSet<u64> = next.all_files().map(|f| f.id).collect();
+            self.wal_pins.retain(|id, _| live.contains(id));
+        }
+        Ok(())
     }
 }
 

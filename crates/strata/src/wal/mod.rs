@@ -4,9 +4,12 @@
 //! Owns: [`LogWriter`] (append, flush, sync), [`LogReader`] (replay with torn-tail
 //! tolerance) and [`LogSet`] (the live WALs and the fsyncs they still owe). Invariants: a record is acknowledged only after it is flushed to the OS (and
 //! synced if asked); on replay, a damaged suffix of the *last* log with nothing valid after it is
-//! a torn tail and is dropped, any other damage is corruption. Depends on `storage`, `error`.
+//! a torn tail and is dropped, any other damage is corruption. With the extended WAL the log
+//! also carries key-list records ([`keylist`]) next to write batches. Depends on `storage`,
+//! `coding`, `error`.
 
 mod format;
+pub mod keylist;
 mod reader;
 mod set;
 mod writer;

@@ -1,0 +1,422 @@
+//! The extended WAL at run time (RocksMash §3.4): logging the key lists of new fast-tier tables
+//! before the manifest names them, the WAL retention rule, and the TTL push-down.
+//!
+//! Invariants:
+//! - Live WAL files are contiguous: files are only ever deleted below a bound, so every
+//!   sequence number from the oldest live file's first one on is in the log location.
+//! - A key list references a record (by sequence number) only if that record is at or above
+//!   the oldest live WAL's first sequence number at the time the list is built, and that file
+//!   is pinned (pending) from then until the table is in the manifest (whose pin takes over)
+//!   or the install is abandoned. Older records, and records a compaction filter may have
+//!   changed, are logged inline.
+//! - A WAL file is deleted only below `min(log_number, every live or pending pin)`.
+//! - A key list is durable in the WAL before the manifest edit installing its table is
+//!   written, so a manifest found after a node loss never names a table without a key list.
+//!
+//! Depends on `wal` (key-list format), `version`, `sst`; never on the server, CLI or benchmark.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::{DbInner, DbState};
+use crate::compaction::{self, CompactionReason, Pick};
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::tier::Tier;
+use crate::types::{trailer, SeqNo};
+use crate::version::{FileMeta, Version};
+use crate::wal::keylist::{self, ContentCrc, KeyList, KeyListEntry};
+
+/// Retention state of the live WAL files.
+#[derive(Default)]
+struct Retention {
+    /// Live WAL file → (the first sequence number it may hold, when it was created or found).
+    wals: BTreeMap<u64, (SeqNo, Instant)>,
+    /// Tables whose key lists are logged but not installed yet → the WAL file they pin.
+    pending: HashMap<u64, u64>,
+}
+
+/// The extended WAL's run-time state (present when `Options::extended_wal` is on).
+#[derive(Default)]
+pub(crate) struct ExtendedWal {
+    state: Mutex<Retention>,
+    /// Key-list records logged and their bytes; entries logged inline; WAL files deleted.
+    pub lists: std::sync::atomic::AtomicU64,
+    pub list_bytes: std::sync::atomic::AtomicU64,
+    pub inlined: std::sync::atomic::AtomicU64,
+    pub wals_deleted: std::sync::atomic::AtomicU64,
+}
+
+/// Pins of key lists logged for an install; dropping it releases the pending pins (after the
+/// install, the manifest's pins hold the files).
+pub(crate) struct Pinned<'a> {
+    ext: Option<&'a ExtendedWal>,
+    pins: Vec<(u64, u64)>,
+}
+
+impl Pinned<'_> {
+    pub fn none() -> Self {
+        Pinned {
+            ext: None,
+            pins: Vec::new(),
+        }
+    }
+    /// `(table, wal)` pairs for [`crate::version::VersionEdit::wal_pins`].
+    pub fn pins(&self) -> Vec<(u64, u64)> {
+        self.pins.clone()
+    }
+}
+
+impl Drop for Pinned<'_> {
+    fn drop(&mut self) {
+        if let Some(ext) = self.ext {
+            let mut r = ext.state.lock();
+            for (id, _) in &self.pins {
+                r.pending.remove(id);
+            }
+        }
+    }
+}
+
+impl ExtendedWal {
+    /// Registers a live WAL file whose records all have sequence numbers ≥ `first_seq`.
+    pub fn wal_created(&self, number: u64, first_seq: SeqNo) {
+        self.state
+            .lock()
+            .wals
+            .insert(number, (first_seq, Instant::now()));
+    }
+}
+
+/// The WAL file holding `seq`: the newest live file whose first sequence number is ≤ `seq`.
+fn wal_of(wals: &BTreeMap<u64, (SeqNo, Instant)>, seq: SeqNo) -> Option<u64> {
+    wals.iter()
+        .rev()
+        .find(|(_, (first, _))| *first <= seq)
+        .map(|(n, _)| *n)
+}
+
+/// Builds, logs (durably) and pins the key lists of the fast-tier tables among `metas`, which
+/// an install is about to add. `filtered`: the tables come from a compaction that ran the
+/// compaction filter, so values may differ from the WAL's and every entry is logged inline.
+pub(crate) fn log_tables<'a>(
+    inner: &'a DbInner,
+    metas: &[FileMeta],
+    filtered: bool,
+) -> Result<Pinned<'a>> {
+    match inner.extended.as_ref() {
+        None => Ok(Pinned::none()),
+        Some(ext) => log_tables_with(
+            ext,
+            &inner.tables,
+            &inner.wal,
+            inner.opts.extended_wal_ttl,
+            metas,
+            filtered,
+        ),
+    }
+}
+
+/// [`log_tables`] with its parts spelled out (open calls it before the handle exists).
+pub(crate) fn log_tables_with<'a>(
+    ext: &'a ExtendedWal,
+    tables: &crate::cache::TableCache,
+    wal: &Mutex<crate::wal::LogSet>,
+    ttl: Option<std::time::Duration>,
+    metas: &[FileMeta],
+    filtered: bool,
+) -> Result<Pinned<'a>> {
+    let fast: Vec<&FileMeta> = metas.iter().filter(|m| m.tier == Tier::Fast).collect();
+    if fast.is_empty() {
+        return Ok(Pinned::none());
+    }
+    // Pin the oldest live WAL while the lists are built, so what they reference stays.
+    let (floor_wal, floor_seq) = {
+        let mut r = ext.state.lock();
+        let Some((&n, &(first, _))) = r.wals.iter().next() else {
+            return Err(crate::Error::invalid(
+                "extended WAL without a live WAL file",
+            ));
+        };
+        // Records in files past their TTL are re-logged inline rather than referenced, so
+        // that rewriting a table releases old files (the TTL push-down relies on it).
+        let young = ttl.and_then(|ttl| {
+            r.wals
+                .values()
+                .find(|(_, created)| created.elapsed() < ttl)
+                .map(|(s, _)| *s)
+        });
+        for m in &fast {
+            r.pending.insert(m.id, n);
+        }
+        (n, young.unwrap_or(first).max(first))
+    };
+    let mut pinned = Pinned {
+        ext: Some(ext),
+        pins: fast.iter().map(|m| (m.id, floor_wal)).collect(),
+    };
+    let mut lists = Vec::with_capacity(fast.len());
+    let mut min_ref = Vec::with_capacity(fast.len());
+    let mut inlined = 0u64;
+    for m in &fast {
+        let table = tables.get(m)?;
+        let mut crc = ContentCrc::default();
+        let mut entries = Vec::with_capacity(m.num_entries as usize);
+        let mut lowest = None::<SeqNo>;
+        let mut it = table.clone().iter(false);
+        it.seek_to_first();
+        while it.valid() {
+            let (k, v) = (it.key(), it.value());
+            crc.add_point(k, v);
+            let seq = trailer(k) >> 8;
+            if !filtered && seq >= floor_seq {
+                entries.push(KeyListEntry::Ref(seq));
+                lowest = Some(lowest.map_or(seq, |l| l.min(seq)));
+            } else {
+                inlined += 1;
+                entries.push(KeyListEntry::Inline {
+                    ikey: k.to_vec(),
+                    value: v.to_vec(),
+                });
+            }
+            it.next();
+        }
+        it.status()?;
+        let tombstones = table.range_tombstones().to_vec();
+        for t in &tombstones {
+            crc.add_tombstone(t);
+        }
+        lists.push(KeyList {
+            table: m.id,
+            entries,
+            tombstones,
+            checksum: crc.value(),
+        });
+        min_ref.push(lowest);
+    }
+    let rec = keylist::encode(&lists);
+    let list_wal = {
+        let mut wal = wal.lock();
+        let n = wal.current().number();
+        wal.current().add_record(&rec)?;
+        wal.sync()?;
+        n
+    };
+    {
+        let mut r = ext.state.lock();
+        for ((id, pin), lowest) in pinned.pins.iter_mut().zip(&min_ref) {
+            let data = lowest.and_then(|s| wal_of(&r.wals, s)).unwrap_or(list_wal);
+            *pin = data.min(list_wal);
+            r.pending.insert(*id, *pin);
+        }
+    }
+    use std::sync::atomic::Ordering::Relaxed;
+    ext.lists.fetch_add(1, Relaxed);
+    ext.list_bytes.fetch_add(rec.len() as u64, Relaxed);
+    ext.inlined.fetch_add(inlined, Relaxed);
+    Ok(pinned)
+}
+
+/// The WAL files that may go: every live file below `min(log_number, pins)`.
+fn deletable(live: &[u64], log_number: u64, pins: impl Iterator<Item = u64>) -> Vec<u64> {
+    let bound = pins.fold(log_number, u64::min);
+    live.iter().copied().filter(|&n| n < bound).collect()
+}
+
+/// Deletes WAL files no unflushed memtable and no fast-tier table (live or being installed)
+/// needs any more.
+pub(crate) fn purge_wals(inner: &DbInner) {
+    let Some(ext) = inner.extended.as_ref() else {
+        return;
+    };
+    let doomed = {
+        let st = inner.state.lock();
+        let mut r = ext.state.lock();
+        let live: Vec<u64> = r.wals.keys().copied().collect();
+        let pins = st
+            .versions
+            .wal_pins()
+            .values()
+            .chain(r.pending.values())
+            .copied();
+        let doomed = deletable(&live, st.versions.log_number, pins);
+        // The newest file is the one being written: never deleted.
+        let doomed: Vec<u64> = doomed
+            .into_iter()
+            .filter(|n| Some(n) != live.last())
+            .collect();
+        for n in &doomed {
+            r.wals.remove(n);
+        }
+        doomed
+    };
+    for n in doomed {
+        match inner
+            .storage
+            .remove(&super::write::wal_path(&inner.log_dir, n))
+        {
+            Ok(()) => {
+                ext.wals_deleted
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Err(e) => tracing::warn!(wal = n, error = %e, "could not delete an old WAL file"),
+        }
+    }
+}
+
+/// The TTL push-down (RocksMash §3.4): when the oldest live WAL file is older than
+/// `extended_wal_ttl` and a fast-tier table pins it, compacts that table into the next level
+/// (all of L0 for an L0 table), whose outputs re-log the old records inline or put them on the
+/// capacity tier, releasing the file.
+pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pick> {
+    let ext = inner.extended.as_ref()?;
+    let ttl = inner.opts.extended_wal_ttl?;
+    let created: BTreeMap<u64, Instant> = {
+        let r = ext.state.lock();
+        r.wals.iter().map(|(n, (_, c))| (*n, *c)).collect()
+    };
+    let pins = st.versions.wal_pins();
+    let (pin, level, file) = v
+        .levels
+        .iter()
+        .enumerate()
+        .flat_map(|(l, lv)| lv.files().map(move |f| (l, f)))
+        .filter(|(_, f)| f.tier == Tier::Fast && !st.busy.contains(&f.id))
+        .filter_map(|(l, f)| pins.get(&f.id).map(|p| (*p, l, f)))
+        .min_by_key(|(p, l, _)| (*p, *l))
+        .map(|(p, l, f)| (p, l, f.clone()))?;
+    // Only a table pinning an expired file is pushed (a young pin holds nothing back).
+    if created.get(&pin).is_some_and(|c| c.elapsed() < ttl) {
+        return None;
+    }
+    let last = v.num_levels() - 1;
+    if level == last {
+        return None;
+    }
+    let popts = super::background::picker_options(&inner.opts);
+    let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
+    let output = if level == 0 {
+        compaction::level_targets(&sizes, &popts).base_level.max(1)
+    } else {
+        level + 1
+    };
+    let inputs: Vec<_> = if level == 0 {
+        v.levels[0].files().cloned().collect()
+    } else {
+        vec![file]
+    };
+    let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
+    compaction::picker::pick_for(
+        v,
+        &st.busy,
+        &writing,
+        super::background::tier_now(inner, st, output),
+        level,
+        inputs,
+        output,
+        CompactionReason::WalTtl,
+        0.0,
+    )
+}
+
+/// The first sequence number a WAL file holds (`None`: no write batch in it), read from its
+/// first records.
+pub(crate) fn first_seq_of(
+    storage: &dyn crate::storage::Storage,
+    path: &std::path::Path,
+) -> Result<Option<SeqNo>> {
+    let f = storage.open(path)?;
+    let size = f.size();
+    if size == 0 {
+        return Ok(None);
+    }
+    let scan = |data: &[u8]| -> Result<Option<SeqNo>> {
+        let mut reader = crate::wal::LogReader::new(data, path.display().to_string(), true);
+        while let Some(rec) = reader.next_record()? {
+            if !keylist::is_key_list(&rec) {
+                return Ok(crate::coding::decode_fixed64(&rec));
+            }
+        }
+        Ok(None)
+    };
+    let head = f.read_at(0, size.min(1 << 20) as usize)?;
+    match scan(&head)? {
+        Some(s) => Ok(Some(s)),
+        None if size > head.len() as u64 => scan(&storage.read_all(path)?),
+        None => Ok(None),
+    }
+}
+
+/// Figures for `Db::stats`.
+pub(crate) fn stats(inner: &DbInner) -> Option<crate::stats::ExtendedWalStats> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let ext = inner.extended.as_ref()?;
+    let wals: Vec<u64> = ext.state.lock().wals.keys().copied().collect();
+    let bytes = wals
+        .iter()
+        .filter_map(|n| {
+            let p = super::write::wal_path(&inner.log_dir, *n);
+            inner.storage.open(&p).ok().map(|f| f.size())
+        })
+        .sum();
+    Some(crate::stats::ExtendedWalStats {
+        live_wal_files: wals.len(),
+        live_wal_bytes: bytes,
+        key_lists: ext.lists.load(Relaxed),
+        key_list_bytes: ext.list_bytes.load(Relaxed),
+        inlined_entries: ext.inlined.load(Relaxed),
+        wal_files_deleted: ext.wals_deleted.load(Relaxed),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deletable_is_everything_below_the_lowest_pin_and_log_number() {
+        let live = [3, 5, 8, 9];
+        let cases: &[(u64, &[u64], &[u64])] = &[
+            (9, &[], &[3, 5, 8]),
+            (9, &[5], &[3]),
+            (9, &[8, 5, 9], &[3]),
+            (5, &[8], &[3]),
+            (3, &[], &[]),
+            (9, &[3], &[]),
+            (100, &[100], &[3, 5, 8, 9]),
+        ];
+        for (log_number, pins, want) in cases {
+            assert_eq!(
+                deletable(&live, *log_number, pins.iter().copied()),
+                want.to_vec(),
+                "log_number {log_number} pins {pins:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn wal_of_finds_the_newest_file_starting_at_or_below() {
+        let now = Instant::now();
+        let wals: BTreeMap<u64, (SeqNo, Instant)> = [
+            (3, (1, now)),
+            (5, (100, now)),
+            (8, (100, now)),
+            (9, (250, now)),
+        ]
+        .into_iter()
+        .collect();
+        // File 5 holds no batch (its first equals the next one's): 100..249 are in 8.
+        for (seq, want) in [
+            (1, Some(3)),
+            (99, Some(3)),
+            (100, Some(8)),
+            (249, Some(8)),
+            (250, Some(9)),
+            (0, None),
+        ] {
+            assert_eq!(wal_of(&wals, seq), want, "seq {seq}");
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Parallel rebuild (RocksMash §3.4, Fig. 10–11): every lost fast-tier table rebuilt from its
+//! key list by a pool of workers (largest tables first), then installed in its level and run
+//! with one manifest edit.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::wal_scan::{Op, WalScan};
+use super::RecoveryReport;
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::sst::builder::TableBuilder;
+use crate::storage::Storage;
+use crate::tier::{TableStore, TablesConfig, Tier};
+use crate::types::{append_internal_key, compare_internal, SeqNo};
+use crate::version::{FileMeta, VersionEdit, VersionSet};
+use crate::wal::keylist::{ContentCrc, KeyList, KeyListEntry};
+
+/// The fast tier's table files in `dir`.
+pub(super) fn fast_store(dir: &Path, storage: &Arc<dyn Storage>) -> TableStore {
+    TableStore::new(TablesConfig {
+        dir: dir.to_path_buf(),
+        fast: storage.clone(),
+        capacity: None,
+        meta: None,
+        data_cache: None,
+        stats: Default::default(),
+    })
+}
+
+/// The key lists of `lost`, each checked present.
+pub(super) fn lists_of<'a>(
+    scan: &'a WalScan,
+    lost: &[(usize, u64, FileMeta)],
+) -> Result<Vec<&'a KeyList>> {
+    lost.iter()
+        .map(|(_, _, f)| {
+            scan.lists.get(&f.id).ok_or_else(|| {
+                Error::corruption(format!(
+                    "fast-tier table {} has no key list in the log location",
+                    f.id
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The sequence numbers the key lists reference.
+pub(super) fn referenced(lists: &[&KeyList]) -> HashSet<SeqNo> {
+    lists
+        .iter()
+        .flat_map(|l| l.entries.iter())
+        .filter_map(|e| match e {
+            KeyListEntry::Ref(s) => Some(*s),
+            KeyListEntry::Inline { .. } => None,
+        })
+        .collect()
+}
+
+/// Calls `f(internal key, value)` for each point entry of `list` in table order, resolving
+/// references through `idx`, checking order and finally the content CRC (tombstones included).
+pub(super) fn for_each_entry(
+    list: &KeyList,
+    idx: &HashMap<SeqNo, Op<'_>>,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
+) -> Result<()> {
+    let id = list.table;
+    let mut crc = ContentCrc::default();
+    let mut prev: Vec<u8> = Vec::new();
+    let mut cur: Vec<u8> = Vec::new();
+    for (i, e) in list.entries.iter().enumerate() {
+        cur.clear();
+        let value: &[u8] = match e {
+            KeyListEntry::Ref(seq) => {
+                let op = idx.get(seq).ok_or_else(|| {
+                    Error::corruption(format!(
+                        "table {id}: the WAL operation with sequence number {seq} is missing \
+                         from the log location"
+                    ))
+                })?;
+                append_internal_key(&mut cur, op.key, *seq, op.kind as u8);
+                op.value
+            }
+            KeyListEntry::Inline { ikey, value } => {
+                cur.extend_from_slice(ikey);
+                value
+            }
+        };
+        if i > 0 && compare_internal(&prev, &cur) != std::cmp::Ordering::Less {
+            return Err(Error::corruption(format!(
+                "table {id}: key list entries out of order at entry {i}"
+            )));
+        }
+        crc.add_point(&cur, value);
+        f(&cur, value)?;
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    for t in &list.tombstones {
+        crc.add_tombstone(t);
+    }
+    if crc.value() != list.checksum {
+        return Err(Error::corruption(format!(
+            "table {id}: the entries found do not match the key list's checksum"
+        )));
+    }
+    Ok(())
+}
+
+fn build_one(
+    store: &TableStore,
+    opts: &Options,
+    level: usize,
+    old: &FileMeta,
+    list: &KeyList,
+    idx: &HashMap<SeqNo, Op<'_>>,
+) -> Result<FileMeta> {
+    let file = store.create(old.id, Tier::Fast)?;
+    let mut b = TableBuilder::new(file, crate::db::table_options(opts, level));
+    for_each_entry(list, idx, |k, v| b.add(k, v))?;
+    for t in &list.tombstones {
+        b.add_range_tombstone(t.clone());
+    }
+    let s = b.finish()?;
+    if s.props.num_entries != old.num_entries
+        || s.props.num_range_deletions != old.num_range_deletions
+    {
+        return Err(Error::corruption(format!(
+            "table {}: rebuilt with {} entries and {} range deletions, the manifest says {} and {}",
+            old.id,
+            s.props.num_entries,
+            s.props.num_range_deletions,
+            old.num_entries,
+            old.num_range_deletions
+        )));
+    }
+    Ok(FileMeta {
+        size: s.file_size,
+        ..old.clone()
+    })
+}
+
+pub(super) fn run(
+    dir: &Path,
+    storage: &Arc<dyn Storage>,
+    opts: &Options,
+    versions: &mut VersionSet,
+    lost: &[(usize, u64, FileMeta)],
+    scan: &WalScan,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    let t = Instant::now();
+    let lists = lists_of(scan, lost)?;
+    let idx = scan.index(&referenced(&lists));
+    report.index_secs = super::secs(t.elapsed());
+    let t = Instant::now();
+    let store = fast_store(dir, storage);
+    let mut order: Vec<usize> = (0..lost.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(lost[i].2.size));
+    let next = AtomicUsize::new(0);
+    let slots: Vec<parking_lot::Mutex<Option<Result<FileMeta>>>> =
+        lost.iter().map(|_| parking_lot::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..report.threads.min(lost.len()).max(1) {
+            s.spawn(|| {
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let (level, _, old) = &lost[i];
+                    let r = build_one(&store, opts, *level, old, lists[i], &idx);
+                    if r.is_err() {
+                        let _ = store.remove(old.id, Tier::Fast);
+                    }
+                    *slots[i].lock() = Some(r);
+                }
+            });
+        }
+    });
+    let mut edit = VersionEdit::default();
+    for ((level, run, old), slot) in lost.iter().zip(slots) {
+        let new = slot
+            .into_inner()
+            .ok_or_else(|| Error::invalid("a rebuild worker did not finish"))??;
+        report.entries += new.num_entries;
+        report.bytes_written += new.size;
+        edit.deleted.push((*level as u32, old.id));
+        if *run == 0 {
+            edit.added.push((*level as u32, new));
+        } else {
+            edit.added_to_run.push((*level as u32, *run, new));
+        }
+    }
+    report.tables_written = lost.len();
+    storage.sync_dir(dir)?;
+    versions.log_and_apply(edit)?;
+    report.build_secs = super::secs(t.elapsed());
+    Ok(())
+}
