@@ -171,6 +171,16 @@ pub struct BenchArgs {
     #[arg(long, alias = "capacity_index", value_enum, default_value_t = CapacityIndexArg::Auto)]
     pub capacity_index: CapacityIndexArg,
 
+    /// Where Strata's WAL lives and its manifest is mirrored (a directory apart from the
+    /// database, e.g. a network volume), so losing the fast tier loses nothing (RocksMash §3.4).
+    #[arg(long, alias = "wal_location")]
+    pub wal_location: Option<std::path::PathBuf>,
+
+    /// Strata's extended WAL (needs --wal-location): the WAL keeps the fast tier's records and
+    /// logs each new fast-tier table's key list, for `strata recover` after a node loss.
+    #[arg(long, alias = "extended_wal", default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub extended_wal: bool,
+
     /// LogStore: bytes the fast tier may fill while compaction is deferred (reads are rare);
     /// default twice --fast-tier-budget, else 1 GiB.
     #[arg(long, alias = "defer_fast_bytes", value_parser = parse_bytes)]

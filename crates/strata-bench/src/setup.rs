@@ -54,6 +54,8 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         placement_policy: args.placement_policy,
         defer_fast_bytes: args.defer_fast_bytes,
         capacity_index: args.capacity_index,
+        wal_location: args.wal_location.clone(),
+        extended_wal: args.extended_wal,
         compaction_style: args.compaction_style,
         trees_per_level: args.trees_per_level,
         cleaning_threshold: args.cleaning_threshold,
@@ -89,6 +91,12 @@ pub fn engine_dirs(kind: EngineKind, cfg: &EngineConfig) -> Vec<PathBuf> {
     if let Some(c) = cfg.capacity_dir() {
         if !v.contains(&c) {
             v.push(c);
+        }
+    }
+    // Strata's log location is part of its state (wiped and copied with it).
+    if let (EngineKind::Strata, Some(w)) = (kind, &cfg.wal_location) {
+        if !v.contains(w) {
+            v.push(w.clone());
         }
     }
     v

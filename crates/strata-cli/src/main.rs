@@ -9,6 +9,7 @@
 
 mod inspect;
 mod logging;
+mod recover;
 mod serve;
 mod stress;
 
@@ -42,6 +43,9 @@ enum Command {
     /// Randomized crash stress test: a child runs a random workload under random options and
     /// is SIGKILLed at random moments; every reopen is checked against acknowledged writes.
     Stress(stress::StressArgs),
+    /// Rebuild a database whose fast directory was lost, from its log location (extended WAL,
+    /// mirrored manifest) and capacity tier (RocksMash §3.4).
+    Recover(recover::RecoverArgs),
     /// The child process of `strata stress` (internal).
     #[command(hide = true)]
     StressChild(stress::ChildArgs),
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Stress(args) => return stress::run(args),
+        Command::Recover(args) => recover::run(args),
         Command::StressChild(args) => stress::run_child(args),
     };
     match result {

@@ -185,6 +185,24 @@ impl WriteBatch {
     }
 }
 
+/// An encoded batch's first sequence number, its record count, and its operations, decoded in
+/// place (recovery reads whole WALs this way). Untrusted input: a bad header is `Corruption`
+/// here, a malformed operation an `Err` from the iterator; the caller checks the count.
+pub(crate) fn decode_ops(
+    rec: &[u8],
+) -> Result<(SeqNo, u32, impl Iterator<Item = Result<BatchOp<'_>>> + '_)> {
+    let mut d = Decoder::new(rec);
+    let (Some(seq), Some(count)) = (d.fixed64(), d.fixed32()) else {
+        return Err(Error::corruption("write batch shorter than its header"));
+    };
+    if count == 0 || seq == 0 || seq.saturating_add(count as u64 - 1) > MAX_SEQ {
+        return Err(Error::corruption(format!(
+            "write batch with sequence {seq} and count {count} is invalid"
+        )));
+    }
+    Ok((seq, count, BatchIter { d }))
+}
+
 struct BatchIter<'a> {
     d: Decoder<'a>,
 }

@@ -122,6 +122,11 @@ pub struct EngineConfig {
     pub defer_fast_bytes: Option<u64>,
     #[serde(default)]
     pub capacity_index: CapacityIndexArg,
+    /// Strata's log location and extended WAL (`--wal-location`, `--extended-wal`).
+    #[serde(default)]
+    pub wal_location: Option<PathBuf>,
+    #[serde(default)]
+    pub extended_wal: bool,
     #[serde(default)]
     pub compaction_style: StyleArg,
     /// Split forest: trees per level, early-cleaning threshold, search threads (engine

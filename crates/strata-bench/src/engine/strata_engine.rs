@@ -47,6 +47,8 @@ pub fn options(cfg: &EngineConfig) -> Options {
         super::CapacityIndexArg::Block => strata::sst::index::IndexKind::Block,
         super::CapacityIndexArg::Auto => strata::sst::index::IndexKind::Auto,
     };
+    o.wal_location = cfg.wal_location.clone();
+    o.extended_wal = cfg.extended_wal;
     if cfg.placement_policy == super::PlacementArg::Logstore {
         o.placement_policy = strata::tier::PlacementPolicy::LogStore;
         o.logstore.defer_fast_bytes = cfg.defer_fast_bytes;

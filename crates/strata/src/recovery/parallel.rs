@@ -2,20 +2,19 @@
 //! key list by a pool of workers (largest tables first), then installed in its level and run
 //! with one manifest edit.
 
-use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::wal_scan::{Op, WalScan};
+use super::wal_scan::WalScan;
 use super::RecoveryReport;
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::sst::builder::TableBuilder;
 use crate::storage::Storage;
 use crate::tier::{TableStore, TablesConfig, Tier};
-use crate::types::{append_internal_key, compare_internal, SeqNo};
+use crate::types::{append_internal_key, compare_internal};
 use crate::version::{FileMeta, VersionEdit, VersionSet};
 use crate::wal::keylist::{ContentCrc, KeyList, KeyListEntry};
 
@@ -48,23 +47,11 @@ pub(super) fn lists_of<'a>(
         .collect()
 }
 
-/// The sequence numbers the key lists reference.
-pub(super) fn referenced(lists: &[&KeyList]) -> HashSet<SeqNo> {
-    lists
-        .iter()
-        .flat_map(|l| l.entries.iter())
-        .filter_map(|e| match e {
-            KeyListEntry::Ref(s) => Some(*s),
-            KeyListEntry::Inline { .. } => None,
-        })
-        .collect()
-}
-
 /// Calls `f(internal key, value)` for each point entry of `list` in table order, resolving
-/// references through `idx`, checking order and finally the content CRC (tombstones included).
+/// references through `scan`, checking order and finally the content CRC (tombstones included).
 pub(super) fn for_each_entry(
     list: &KeyList,
-    idx: &HashMap<SeqNo, Op<'_>>,
+    scan: &WalScan,
     mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
     let id = list.table;
@@ -75,7 +62,7 @@ pub(super) fn for_each_entry(
         cur.clear();
         let value: &[u8] = match e {
             KeyListEntry::Ref(seq) => {
-                let op = idx.get(seq).ok_or_else(|| {
+                let op = scan.op(*seq).ok_or_else(|| {
                     Error::corruption(format!(
                         "table {id}: the WAL operation with sequence number {seq} is missing \
                          from the log location"
@@ -115,11 +102,11 @@ fn build_one(
     level: usize,
     old: &FileMeta,
     list: &KeyList,
-    idx: &HashMap<SeqNo, Op<'_>>,
+    scan: &WalScan,
 ) -> Result<FileMeta> {
     let file = store.create(old.id, Tier::Fast)?;
     let mut b = TableBuilder::new(file, crate::db::table_options(opts, level));
-    for_each_entry(list, idx, |k, v| b.add(k, v))?;
+    for_each_entry(list, scan, |k, v| b.add(k, v))?;
     for t in &list.tombstones {
         b.add_range_tombstone(t.clone());
     }
@@ -151,10 +138,9 @@ pub(super) fn run(
     scan: &WalScan,
     report: &mut RecoveryReport,
 ) -> Result<()> {
-    let t = Instant::now();
+    // The "Find" phase is the readers' indexing (counted in `read_secs`) plus the lookups each
+    // worker makes while it builds.
     let lists = lists_of(scan, lost)?;
-    let idx = scan.index(&referenced(&lists));
-    report.index_secs = super::secs(t.elapsed());
     let t = Instant::now();
     let store = fast_store(dir, storage);
     let mut order: Vec<usize> = (0..lost.len()).collect();
@@ -167,7 +153,7 @@ pub(super) fn run(
             s.spawn(|| {
                 while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let (level, _, old) = &lost[i];
-                    let r = build_one(&store, opts, *level, old, lists[i], &idx);
+                    let r = build_one(&store, opts, *level, old, lists[i], scan);
                     if r.is_err() {
                         let _ = store.remove(old.id, Tier::Fast);
                     }

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use super::parallel::{fast_store, for_each_entry, lists_of, referenced};
+use super::parallel::{fast_store, for_each_entry, lists_of};
 use super::wal_scan::WalScan;
 use super::RecoveryReport;
 use crate::cache::TableCache;
@@ -58,10 +58,9 @@ pub(super) fn run(
     }
     let t = Instant::now();
     let lists = lists_of(scan, lost)?;
-    let idx = scan.index(&referenced(&lists));
     let mut recs: Vec<(SeqNo, Rec)> = Vec::new();
     for list in &lists {
-        for_each_entry(list, &idx, |ik, value| {
+        for_each_entry(list, scan, |ik, value| {
             let p = parse_internal_key(ik)?;
             recs.push((
                 p.seq,
@@ -74,7 +73,6 @@ pub(super) fn run(
         }
     }
     recs.sort_by_key(|(s, _)| *s);
-    drop(idx);
     report.index_secs = super::secs(t.elapsed());
 
     let t = Instant::now();

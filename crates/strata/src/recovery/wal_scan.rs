@@ -1,14 +1,16 @@
-//! Reading every WAL file of a log location in parallel (recovery's "Read" phase): write
-//! batches with their sequence numbers, and the key lists logged beside them.
+//! Reading every WAL file of a log location in parallel (recovery's "Read" and "Find" phases):
+//! one reader per file keeps the file's write batches in one buffer and indexes their
+//! operations densely by sequence number (a file's batches hold consecutive sequence numbers,
+//! so the index is a vector, not a hash map), and collects the key lists logged beside them.
 //!
 //! Only the newest file holding anything may end in a torn write (as at a normal open); any
-//! other damage is corruption. A table's key list logged twice (a retried install) keeps the
-//! last one.
+//! other damage is corruption. A table's key list logged twice keeps the last one.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::batch::{BatchOp, WriteBatch};
+use crate::batch::{decode_ops, BatchOp};
 use crate::error::{Error, Result};
 use crate::storage::Storage;
 use crate::types::{SeqNo, ValueKind};
@@ -21,8 +23,8 @@ pub(super) struct WalScan {
     pub bytes: u64,
     /// Each file's first write-batch sequence number.
     pub first_seqs: Vec<Option<SeqNo>>,
-    /// Every write batch, in log order, with its first sequence number.
-    pub batches: Vec<(SeqNo, WriteBatch)>,
+    /// Files holding batches, by ascending first sequence number.
+    files: Vec<FileScan>,
     pub lists: HashMap<u64, KeyList>,
 }
 
@@ -33,10 +35,32 @@ pub(super) struct Op<'a> {
     pub value: &'a [u8],
 }
 
+/// Where an operation's key and value lie in its file's buffer (`kind` 0xff: no point
+/// operation has this sequence number — a range deletion, or a gap).
+#[derive(Clone, Copy)]
+struct Loc {
+    key: u32,
+    key_len: u32,
+    value: u32,
+    value_len: u32,
+    kind: u8,
+}
+
+const NONE: Loc = Loc {
+    key: 0,
+    key_len: 0,
+    value: 0,
+    value_len: 0,
+    kind: 0xff,
+};
+
 struct FileScan {
     bytes: u64,
     first: Option<SeqNo>,
-    batches: Vec<(SeqNo, WriteBatch)>,
+    /// Every batch payload of the file, back to back.
+    buf: Vec<u8>,
+    /// `ops[i]`: the operation with sequence number `first + i`.
+    ops: Vec<Loc>,
     lists: Vec<KeyList>,
 }
 
@@ -54,18 +78,61 @@ fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<
     let mut out = FileScan {
         bytes: data.len() as u64,
         first: None,
-        batches: Vec::new(),
+        buf: Vec::new(),
+        ops: Vec::new(),
         lists: Vec::new(),
     };
+    let too_big = || Error::corruption(format!("{name}: WAL file too large to index"));
     while let Some(rec) = reader.next_record()? {
         if keylist::is_key_list(&rec) {
             out.lists.extend(keylist::decode(&rec)?);
             continue;
         }
-        let (seq, batch) =
-            WriteBatch::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
-        out.first.get_or_insert(seq);
-        out.batches.push((seq, batch));
+        let base = out.buf.len();
+        out.buf.extend_from_slice(&rec);
+        let stored = &out.buf[base..];
+        let (seq, count, ops) = decode_ops(stored)?;
+        let first = *out.first.get_or_insert(seq);
+        let at = seq
+            .checked_sub(first)
+            .filter(|d| *d as usize >= out.ops.len())
+            .ok_or_else(|| {
+                Error::corruption(format!(
+                    "{name}: write batch with sequence {seq} after later ones"
+                ))
+            })? as usize;
+        out.ops.resize(at, NONE);
+        let off = |s: &[u8]| -> Result<u32> {
+            u32::try_from(s.as_ptr() as usize - out.buf.as_ptr() as usize).map_err(|_| too_big())
+        };
+        let mut n = 0u32;
+        let mut locs = Vec::with_capacity(count as usize);
+        for op in ops {
+            n += 1;
+            locs.push(match op.map_err(|e| Error::corruption(format!("{name}: {e}")))? {
+                BatchOp::Put(k, v) => Loc {
+                    key: off(k)?,
+                    key_len: k.len() as u32,
+                    value: off(v)?,
+                    value_len: v.len() as u32,
+                    kind: ValueKind::Put as u8,
+                },
+                BatchOp::Delete(k) => Loc {
+                    key: off(k)?,
+                    key_len: k.len() as u32,
+                    value: 0,
+                    value_len: 0,
+                    kind: ValueKind::Delete as u8,
+                },
+                BatchOp::DeleteRange(..) => NONE,
+            });
+        }
+        if n != count {
+            return Err(Error::corruption(format!(
+                "{name}: write batch header counts {count} records but holds {n}"
+            )));
+        }
+        out.ops.extend(locs);
     }
     if let ReadOutcome::TornTail { offset, dropped } = reader.outcome() {
         tracing::warn!(wal = %name, offset, dropped, "dropped torn WAL tail");
@@ -73,7 +140,7 @@ fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<
     Ok(out)
 }
 
-/// Reads every `*.log` in `log_dir` with `threads` readers.
+/// Reads and indexes every `*.log` in `log_dir` with `threads` readers.
 pub(super) fn scan(log_dir: &Path, storage: &dyn Storage, threads: usize) -> Result<WalScan> {
     let mut numbers: Vec<u64> = storage
         .list(log_dir)?
@@ -88,70 +155,61 @@ pub(super) fn scan(log_dir: &Path, storage: &dyn Storage, threads: usize) -> Res
             last_nonempty = Some(i);
         }
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<FileScan>>> = (0..numbers.len()).map(|_| None).collect();
+    let next = AtomicUsize::new(0);
     let slots: Vec<parking_lot::Mutex<Option<Result<FileScan>>>> = (0..numbers.len())
         .map(|_| parking_lot::Mutex::new(None))
         .collect();
     std::thread::scope(|s| {
         for _ in 0..threads.min(numbers.len()).max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(n) = numbers.get(i) else { break };
-                let r = scan_file(storage, &path(*n), Some(i) >= last_nonempty);
-                *slots[i].lock() = Some(r);
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(n) = numbers.get(i) else { break };
+                    let r = scan_file(storage, &path(*n), Some(i) >= last_nonempty);
+                    *slots[i].lock() = Some(r);
+                }
             });
         }
     });
-    for (i, s) in slots.into_iter().enumerate() {
-        results[i] = s.into_inner();
-    }
     let mut out = WalScan {
         numbers: numbers.clone(),
         bytes: 0,
         first_seqs: Vec::with_capacity(numbers.len()),
-        batches: Vec::new(),
+        files: Vec::new(),
         lists: HashMap::new(),
     };
-    for r in results {
-        let f = r.ok_or_else(|| Error::invalid("a WAL reader did not finish"))??;
+    for s in slots {
+        let f = s
+            .into_inner()
+            .ok_or_else(|| Error::invalid("a WAL reader did not finish"))??;
         out.bytes += f.bytes;
         out.first_seqs.push(f.first);
-        out.batches.extend(f.batches);
-        for l in f.lists {
+        let mut f = f;
+        for l in std::mem::take(&mut f.lists) {
             out.lists.insert(l.table, l);
         }
+        if f.first.is_some() {
+            out.files.push(f);
+        }
     }
+    out.files.sort_by_key(|f| f.first);
     Ok(out)
 }
 
 impl WalScan {
-    /// The operations with the sequence numbers in `needed` (the "Find" phase's index). Range
-    /// deletions are not point entries and are left out.
-    pub fn index(&self, needed: &HashSet<SeqNo>) -> HashMap<SeqNo, Op<'_>> {
-        let mut idx = HashMap::with_capacity(needed.len());
-        for (first, batch) in &self.batches {
-            for (j, op) in batch.iter().enumerate() {
-                let seq = first + j as u64;
-                if !needed.contains(&seq) {
-                    continue;
-                }
-                let op = match op {
-                    BatchOp::Put(key, value) => Op {
-                        kind: ValueKind::Put,
-                        key,
-                        value,
-                    },
-                    BatchOp::Delete(key) => Op {
-                        kind: ValueKind::Delete,
-                        key,
-                        value: &[],
-                    },
-                    BatchOp::DeleteRange(..) => continue,
-                };
-                idx.insert(seq, op);
-            }
-        }
-        idx
+    /// The put or delete with sequence number `seq`, if a WAL file holds one.
+    pub fn op(&self, seq: SeqNo) -> Option<Op<'_>> {
+        let i = self
+            .files
+            .partition_point(|f| f.first.is_some_and(|s| s <= seq));
+        let f = self.files.get(i.checked_sub(1)?)?;
+        let loc = f.ops.get((seq - f.first?) as usize)?;
+        let kind = ValueKind::from_u8(loc.kind)?;
+        let at = |o: u32, n: u32| f.buf.get(o as usize..(o as usize + n as usize));
+        Some(Op {
+            kind,
+            key: at(loc.key, loc.key_len)?,
+            value: at(loc.value, loc.value_len)?,
+        })
     }
 }
