@@ -31,10 +31,16 @@ fn crash_options_with(
     forest: bool,
     logstore: bool,
     node_loss: bool,
+    object_log: bool,
 ) -> Options {
     let mut o = crash_options_local();
     if node_loss {
-        o.wal_location = Some(base.join("wal"));
+        o.wal_location = Some(if object_log {
+            // An object-store log location (object_store's local file system).
+            format!("file://{}", base.join("walobj").display()).into()
+        } else {
+            base.join("wal")
+        });
         o.extended_wal = true;
         o.extended_wal_ttl = Some(Duration::from_millis(300));
     }
@@ -129,10 +135,11 @@ fn crash_child() {
     let forest = std::env::var("STRATA_CRASH_FOREST").is_ok();
     let logstore = std::env::var("STRATA_CRASH_LOGSTORE").is_ok();
     let node_loss = std::env::var("STRATA_CRASH_NODE_LOSS").is_ok();
+    let object_log = std::env::var("STRATA_CRASH_NODE_LOSS").is_ok_and(|v| v == "object");
     let base = std::path::PathBuf::from(&dir);
     let db = Db::open(
         base.join("db"),
-        crash_options_with(&base, tiered, forest, logstore, node_loss),
+        crash_options_with(&base, tiered, forest, logstore, node_loss, object_log),
     )
     .unwrap();
     // The harness printed "test crash_child ... " without a newline: end that line.
@@ -224,10 +231,18 @@ fn run(seed: u64, rounds: u64, tiered: bool, forest: bool) {
 }
 
 fn run_mode(seed: u64, rounds: u64, tiered: bool, forest: bool, logstore: bool) {
-    run_full(seed, rounds, tiered, forest, logstore, false)
+    run_full(seed, rounds, tiered, forest, logstore, false, false)
 }
 
-fn run_full(seed: u64, rounds: u64, tiered: bool, forest: bool, logstore: bool, node_loss: bool) {
+fn run_full(
+    seed: u64,
+    rounds: u64,
+    tiered: bool,
+    forest: bool,
+    logstore: bool,
+    node_loss: bool,
+    object_log: bool,
+) {
     let mut recovered_tables = 0usize;
     let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().unwrap();
@@ -249,7 +264,10 @@ fn run_full(seed: u64, rounds: u64, tiered: bool, forest: bool, logstore: bool, 
             cmd.env("STRATA_CRASH_LOGSTORE", "1");
         }
         if node_loss {
-            cmd.env("STRATA_CRASH_NODE_LOSS", "1");
+            cmd.env(
+                "STRATA_CRASH_NODE_LOSS",
+                if object_log { "object" } else { "dir" },
+            );
         }
         let mut child = cmd
             .env("STRATA_CRASH_DIR", dir.path())
@@ -328,7 +346,8 @@ fn run_full(seed: u64, rounds: u64, tiered: bool, forest: bool, logstore: bool, 
         );
 
         let opts = || {
-            let mut o = crash_options_with(dir.path(), tiered, forest, logstore, node_loss);
+            let mut o =
+                crash_options_with(dir.path(), tiered, forest, logstore, node_loss, object_log);
             // The checks below need the reopened database idle once compactions are waited for.
             o.extended_wal_ttl = None;
             o
@@ -516,7 +535,7 @@ fn node_loss_after_sigkill_loses_no_acknowledged_write() {
         .unwrap_or(12);
     for seed in seeds(1) {
         with_seed("crash", seed, move || {
-            run_full(seed, rounds, false, false, false, true)
+            run_full(seed, rounds, false, false, false, true, false)
         });
     }
 }
@@ -534,7 +553,25 @@ fn node_loss_with_a_capacity_tier_loses_no_acknowledged_write() {
         .unwrap_or(12);
     for seed in seeds(1) {
         with_seed("crash", seed, move || {
-            run_full(seed, rounds, true, false, false, true)
+            run_full(seed, rounds, true, false, false, true, false)
+        });
+    }
+}
+
+/// Node loss with the log location on an object store (object_store's local file system): the
+/// WAL and the manifest mirror are segments uploaded at each sync.
+#[test]
+fn node_loss_with_an_object_store_log_loses_no_acknowledged_write() {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
+    for seed in seeds(1) {
+        with_seed("crash", seed, move || {
+            run_full(seed, rounds, true, false, false, true, true)
         });
     }
 }

@@ -315,7 +315,7 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
         super::extended::purge_wals(inner);
     } else {
         let _ = inner
-            .storage
+            .log_storage
             .remove(&wal_path(&inner.log_dir, mem.wal_number()));
     }
     Ok(())

@@ -254,7 +254,7 @@ pub(crate) fn purge_wals(inner: &DbInner) {
     };
     for n in doomed {
         match inner
-            .storage
+            .log_storage
             .remove(&super::write::wal_path(&inner.log_dir, n))
         {
             Ok(()) => {
@@ -358,7 +358,7 @@ pub(crate) fn stats(inner: &DbInner) -> Option<crate::stats::ExtendedWalStats> {
         .iter()
         .filter_map(|n| {
             let p = super::write::wal_path(&inner.log_dir, *n);
-            inner.storage.open(&p).ok().map(|f| f.size())
+            inner.log_storage.open(&p).ok().map(|f| f.size())
         })
         .sum();
     Some(crate::stats::ExtendedWalStats {

@@ -101,8 +101,10 @@ pub(crate) struct DbState {
 
 pub(crate) struct DbInner {
     pub dir: PathBuf,
-    /// Where WAL files live: `Options::wal_location`, or `dir`.
+    /// Where WAL files live: `Options::wal_location`, or `dir`; and the storage holding them
+    /// (an object-store log location stages in `dir/wal-stage`).
     pub log_dir: PathBuf,
+    pub log_storage: Arc<dyn Storage>,
     /// The extended WAL's retention state (`Options::extended_wal`).
     pub extended: Option<extended::ExtendedWal>,
     pub opts: Options,

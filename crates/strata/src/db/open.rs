@@ -51,10 +51,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         storage.create_dir_all(dir)?;
     }
     let lock = storage.lock(&dir.join("LOCK"))?;
-    let log_dir = opts
-        .wal_location
-        .clone()
-        .unwrap_or_else(|| dir.to_path_buf());
+    let (log_storage, log_dir) = crate::storage::object::log_location(dir, &storage, &opts)?;
     let separate_log = log_dir != dir;
     if opts.extended_wal && !separate_log {
         return Err(Error::invalid(
@@ -62,14 +59,14 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         ));
     }
     let log_lock = if separate_log {
-        storage.create_dir_all(&log_dir)?;
-        Some(storage.lock(&log_dir.join("LOCK"))?)
+        log_storage.create_dir_all(&log_dir)?;
+        Some(log_storage.lock(&log_dir.join("LOCK"))?)
     } else {
         None
     };
     if separate_log
         && !storage.exists(&current_path(dir))?
-        && storage.exists(&current_path(&log_dir))?
+        && log_storage.exists(&current_path(&log_dir))?
     {
         // The fast directory is gone but the log location holds a database: a node loss.
         tracing::warn!(
@@ -80,15 +77,16 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         );
         crate::recovery::rebuild(
             dir,
-            &log_dir,
             &storage,
+            &log_dir,
+            &log_storage,
             &opts,
             crate::recovery::RecoveryMode::Parallel,
         )?;
     }
     let names = storage.list(dir)?;
     let log_names = if separate_log {
-        storage.list(&log_dir)?
+        log_storage.list(&log_dir)?
     } else {
         Vec::new()
     };
@@ -106,14 +104,16 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         // A crash during the very first open can leave a manifest (and CURRENT.tmp) without
         // CURRENT: with no table or log beside them they hold nothing, so start afresh.
         let leftover = |n: &str| n.starts_with("MANIFEST-") || n == "CURRENT.tmp";
+        // `wal-stage`: an object-store log location's staging directory, created above.
+        let ours = |n: &str| n == "LOCK" || (n == "wal-stage" && log_dir.starts_with(dir));
         if !names.is_empty()
-            && names.iter().all(|n| n == "LOCK" || leftover(n))
+            && names.iter().all(|n| ours(n) || leftover(n))
             && opts.create_if_missing
         {
             for n in names.iter().filter(|n| leftover(n)) {
                 storage.remove(&dir.join(n))?;
             }
-        } else if let Some(other) = names.iter().find(|n| n.as_str() != "LOCK") {
+        } else if let Some(other) = names.iter().find(|n| !ours(n)) {
             return Err(ErrorRepr::NotADatabase(format!(
                 "{} has no CURRENT file but holds {other:?}; refusing to overwrite it",
                 dir.display()
@@ -135,7 +135,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         )?
     };
     versions.set_log_location(
-        separate_log.then(|| (storage.clone(), log_dir.clone())),
+        separate_log.then(|| (log_storage.clone(), log_dir.clone())),
         opts.extended_wal,
     )?;
     if versions.style() != opts.compaction_style {
@@ -174,17 +174,21 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
 
     // Replay WALs newer than the manifest's log number into L0 tables. They are in the log
     // location, or in the database directory if it had none before.
-    let mut wals: Vec<(u64, PathBuf)> = names
+    let mut wals: Vec<(u64, PathBuf, &Arc<dyn Storage>)> = names
         .iter()
-        .map(|n| (n, dir))
-        .chain(log_names.iter().map(|n| (n, log_dir.as_path())))
-        .filter_map(|(n, d)| parse_number(n, ".log").map(|num| (num, d.join(n))))
-        .filter(|(n, _)| *n >= versions.log_number)
+        .map(|n| (n, dir, &storage))
+        .chain(
+            log_names
+                .iter()
+                .map(|n| (n, log_dir.as_path(), &log_storage)),
+        )
+        .filter_map(|(n, d, s)| parse_number(n, ".log").map(|num| (num, d.join(n), s)))
+        .filter(|(n, _, _)| *n >= versions.log_number)
         .collect();
-    wals.sort_unstable();
+    wals.sort_unstable_by_key(|(n, _, _)| *n);
     // Logs in the database directory while the log is elsewhere: their records cannot be
     // referenced by key lists (the files go once replayed).
-    let foreign_wals = separate_log && wals.iter().any(|(_, p)| !p.starts_with(&log_dir));
+    let foreign_wals = separate_log && wals.iter().any(|(_, p, _)| !p.starts_with(&log_dir));
     let mut last_seq = versions.last_sequence;
     let mut first_seqs: HashMap<u64, u64> = HashMap::new();
     let mut mem = Arc::new(MemTable::with_bloom(0, opts.memtable_bloom_bytes()));
@@ -192,14 +196,14 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     // Only the last log holding anything may end in a torn write: an empty log after it can be
     // left by a crash during an earlier open, after it created its new log.
     let mut last_nonempty = None;
-    for (i, (_, path)) in wals.iter().enumerate() {
-        if storage.open(path)?.size() > 0 {
+    for (i, (_, path, st)) in wals.iter().enumerate() {
+        if st.open(path)?.size() > 0 {
             last_nonempty = Some(i);
         }
     }
-    for (i, (number, path)) in wals.iter().enumerate() {
+    for (i, (number, path, st)) in wals.iter().enumerate() {
         let name = format!("{number:06}.log");
-        let data = storage.read_all(path)?;
+        let data = st.read_all(path)?;
         let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
         while let Some(rec) = reader.next_record()? {
             if keylist::is_key_list(&rec) {
@@ -224,24 +228,34 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     recovered.push(mem);
     // Only now that every log replayed cleanly is anything written.
     let wal_number = versions.new_file_number();
-    let wal = LogWriter::new(storage.create(&wal_path(&log_dir, wal_number))?, wal_number);
-    storage.sync_dir(&log_dir)?;
-    let wal = Mutex::new(LogSet::new(wal, storage.clone(), &log_dir));
+    let wal = LogWriter::new(
+        log_storage.create(&wal_path(&log_dir, wal_number))?,
+        wal_number,
+    );
+    log_storage.sync_dir(&log_dir)?;
+    let wal = Mutex::new(LogSet::new(wal, log_storage.clone(), &log_dir));
     // The extended WAL keeps every log in the log location until no table needs it.
     let extended = if opts.extended_wal {
         let ext = super::extended::ExtendedWal::default();
-        let mut kept: Vec<u64> = log_names
-            .iter()
-            .filter_map(|n| parse_number(n, ".log"))
-            .filter(|&n| n < wal_number)
-            .collect();
+        let bound = versions.wal_bound();
+        let mut kept: Vec<u64> = Vec::new();
+        for n in log_names.iter().filter_map(|n| parse_number(n, ".log")) {
+            if n < bound {
+                // Nothing needs it: finish a deletion a crash interrupted.
+                log_storage.remove(&wal_path(&log_dir, n))?;
+            } else if n < wal_number {
+                kept.push(n);
+            }
+        }
         kept.sort_unstable();
         // A file without a write batch starts where the next one does.
         let mut next_first = last_seq + 1;
         for &n in kept.iter().rev() {
             let first = match first_seqs.get(&n) {
                 Some(&s) => Some(s),
-                None => super::extended::first_seq_of(storage.as_ref(), &wal_path(&log_dir, n))?,
+                None => {
+                    super::extended::first_seq_of(log_storage.as_ref(), &wal_path(&log_dir, n))?
+                }
             };
             let first = first.unwrap_or(next_first).min(next_first);
             ext.wal_created(n, first);
@@ -288,16 +302,17 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         ..Default::default()
     })?;
     drop(pinned);
-    for (_, path) in &wals {
+    for (_, path, st) in &wals {
         // Replayed logs go, except the log location's under the extended WAL (key lists may
         // reference their records; the retention rule deletes them).
         if extended.is_none() || !path.starts_with(&log_dir) {
-            storage.remove(path)?;
+            st.remove(path)?;
         }
     }
+    drop(wals);
     remove_orphans(dir, storage.as_ref(), &versions, wal_number)?;
     if separate_log && extended.is_none() {
-        remove_orphan_logs(&log_dir, storage.as_ref(), wal_number)?;
+        remove_orphan_logs(&log_dir, log_storage.as_ref(), wal_number)?;
     }
     let live_capacity: HashSet<u64> = versions
         .current()
@@ -337,6 +352,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         log_dir,
+        log_storage,
         extended,
         _log_lock: log_lock,
         rate_limiter: (opts.compaction_rate_limit > 0)

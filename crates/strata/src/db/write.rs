@@ -549,7 +549,9 @@ fn make_room_for_write(inner: &Arc<DbInner>) -> Result<Arc<MemTable>> {
 /// no write group is in flight. The sealed log is not fsynced here (see `wal::LogSet`).
 pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
     let number = st.versions.new_file_number();
-    let file = inner.storage.create(&wal_path(&inner.log_dir, number))?;
+    let file = inner
+        .log_storage
+        .create(&wal_path(&inner.log_dir, number))?;
     if let Some(ext) = &inner.extended {
         // No group is in flight: every later write gets a sequence number above this.
         ext.wal_created(number, inner.last_seq.load(Ordering::Acquire) + 1);

@@ -77,10 +77,12 @@ pub struct RecoveryReport {
 
 /// Rebuilds the fast tier of the database whose log location is `log_dir` into `dir` (empty
 /// or absent), so that opening `dir` with the same options finds every acknowledged write.
+/// `log_storage` holds `log_dir` (an object-store log location's storage, or `storage`).
 pub fn rebuild(
     dir: &Path,
-    log_dir: &Path,
     storage: &Arc<dyn Storage>,
+    log_dir: &Path,
+    log_storage: &Arc<dyn Storage>,
     opts: &Options,
     mode: RecoveryMode,
 ) -> Result<RecoveryReport> {
@@ -93,7 +95,7 @@ pub fn rebuild(
         ))
         .into());
     }
-    if !storage.exists(&current_path(log_dir))? {
+    if !log_storage.exists(&current_path(log_dir))? {
         return Err(ErrorRepr::NotADatabase(format!(
             "{} holds no mirrored manifest (CURRENT)",
             log_dir.display()
@@ -102,7 +104,7 @@ pub fn rebuild(
     }
     let mut versions = VersionSet::recover(
         log_dir,
-        storage.clone(),
+        log_storage.clone(),
         opts.num_levels,
         opts.max_manifest_file_size,
     )?;
@@ -133,7 +135,7 @@ pub fn rebuild(
         .unwrap_or(2)
         .max(2);
     let t = Instant::now();
-    let scan = wal_scan::scan(log_dir, storage.as_ref(), threads)?;
+    let scan = wal_scan::scan(log_dir, log_storage.as_ref(), threads, versions.wal_bound())?;
     let read_secs = t.elapsed().as_secs_f64();
     for n in &scan.numbers {
         versions.mark_file_number_used(*n);
@@ -148,7 +150,7 @@ pub fn rebuild(
         ..Default::default()
     };
     versions.relocate(dir, storage.clone());
-    versions.set_log_location(Some((storage.clone(), log_dir.to_path_buf())), true)?;
+    versions.set_log_location(Some((log_storage.clone(), log_dir.to_path_buf())), true)?;
     match mode {
         RecoveryMode::Parallel => {
             parallel::run(dir, storage, opts, &mut versions, &lost, &scan, &mut report)?
@@ -156,6 +158,7 @@ pub fn rebuild(
         RecoveryMode::Replay => replay::run(
             dir,
             log_dir,
+            log_storage,
             storage,
             opts,
             &mut versions,
@@ -172,19 +175,21 @@ pub fn rebuild(
 /// `strata recover`: rebuilds `dir` from `opts.wal_location` and the capacity tier, then opens
 /// the database (replaying the unflushed WAL tail) and closes it cleanly.
 pub fn recover(dir: &Path, opts: Options, mode: RecoveryMode) -> Result<RecoveryReport> {
-    let Some(log_dir) = opts.wal_location.clone() else {
+    if opts.wal_location.is_none() {
         return Err(Error::invalid(
             "recovery needs the log location (wal_location)",
         ));
-    };
+    }
     let storage = opts
         .storage
         .clone()
         .unwrap_or_else(crate::storage::default_storage);
     let mut report = {
+        let (log_storage, log_dir) = crate::storage::object::log_location(dir, &storage, &opts)?;
         // Hold the log location while rebuilding, as an open would.
-        let _lock = storage.lock(&log_dir.join("LOCK"))?;
-        rebuild(dir, &log_dir, &storage, &opts, mode)?
+        log_storage.create_dir_all(&log_dir)?;
+        let _lock = log_storage.lock(&log_dir.join("LOCK"))?;
+        rebuild(dir, &storage, &log_dir, &log_storage, &opts, mode)?
     };
     let t = Instant::now();
     let db = crate::Db::open(dir, opts)?;

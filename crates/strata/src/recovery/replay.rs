@@ -36,6 +36,7 @@ enum Rec {
 pub(super) fn run(
     dir: &Path,
     log_dir: &Path,
+    log_storage: &Arc<dyn Storage>,
     storage: &Arc<dyn Storage>,
     opts: &Options,
     versions: &mut VersionSet,
@@ -129,10 +130,10 @@ pub(super) fn run(
     }
     let number = versions.new_file_number();
     let path = log_dir.join(format!("{number:06}.log"));
-    let wal = LogWriter::new(storage.create(&path)?, number);
-    storage.sync_dir(log_dir)?;
+    let wal = LogWriter::new(log_storage.create(&path)?, number);
+    log_storage.sync_dir(log_dir)?;
     ext.wal_created(number, versions.last_sequence + 1);
-    let wal = Mutex::new(LogSet::new(wal, storage.clone(), log_dir));
+    let wal = Mutex::new(LogSet::new(wal, log_storage.clone(), log_dir));
     let pinned = crate::db::log_key_lists(&ext, &tables, &wal, &added)?;
     let mut edit = VersionEdit {
         wal_pins: pinned.pins(),

@@ -109,23 +109,25 @@ fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<
         let mut locs = Vec::with_capacity(count as usize);
         for op in ops {
             n += 1;
-            locs.push(match op.map_err(|e| Error::corruption(format!("{name}: {e}")))? {
-                BatchOp::Put(k, v) => Loc {
-                    key: off(k)?,
-                    key_len: k.len() as u32,
-                    value: off(v)?,
-                    value_len: v.len() as u32,
-                    kind: ValueKind::Put as u8,
+            locs.push(
+                match op.map_err(|e| Error::corruption(format!("{name}: {e}")))? {
+                    BatchOp::Put(k, v) => Loc {
+                        key: off(k)?,
+                        key_len: k.len() as u32,
+                        value: off(v)?,
+                        value_len: v.len() as u32,
+                        kind: ValueKind::Put as u8,
+                    },
+                    BatchOp::Delete(k) => Loc {
+                        key: off(k)?,
+                        key_len: k.len() as u32,
+                        value: 0,
+                        value_len: 0,
+                        kind: ValueKind::Delete as u8,
+                    },
+                    BatchOp::DeleteRange(..) => NONE,
                 },
-                BatchOp::Delete(k) => Loc {
-                    key: off(k)?,
-                    key_len: k.len() as u32,
-                    value: 0,
-                    value_len: 0,
-                    kind: ValueKind::Delete as u8,
-                },
-                BatchOp::DeleteRange(..) => NONE,
-            });
+            );
         }
         if n != count {
             return Err(Error::corruption(format!(
@@ -140,12 +142,19 @@ fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<
     Ok(out)
 }
 
-/// Reads and indexes every `*.log` in `log_dir` with `threads` readers.
-pub(super) fn scan(log_dir: &Path, storage: &dyn Storage, threads: usize) -> Result<WalScan> {
+/// Reads and indexes every `*.log` numbered `from` or above in `log_dir` with `threads`
+/// readers (files below `from` hold nothing needed, and may be partly deleted).
+pub(super) fn scan(
+    log_dir: &Path,
+    storage: &dyn Storage,
+    threads: usize,
+    from: u64,
+) -> Result<WalScan> {
     let mut numbers: Vec<u64> = storage
         .list(log_dir)?
         .iter()
         .filter_map(|n| parse_log_number(n))
+        .filter(|n| *n >= from)
         .collect();
     numbers.sort_unstable();
     let path = |n: u64| log_dir.join(format!("{n:06}.log"));
@@ -161,13 +170,11 @@ pub(super) fn scan(log_dir: &Path, storage: &dyn Storage, threads: usize) -> Res
         .collect();
     std::thread::scope(|s| {
         for _ in 0..threads.min(numbers.len()).max(1) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(n) = numbers.get(i) else { break };
-                    let r = scan_file(storage, &path(*n), Some(i) >= last_nonempty);
-                    *slots[i].lock() = Some(r);
-                }
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(n) = numbers.get(i) else { break };
+                let r = scan_file(storage, &path(*n), Some(i) >= last_nonempty);
+                *slots[i].lock() = Some(r);
             });
         }
     });

@@ -132,6 +132,17 @@ impl VersionSet {
         self.manifest = None;
     }
 
+    /// WAL files numbered below this hold nothing the tree needs: every record is in a table
+    /// and no fast-tier table's key list or references are in them (extended WAL). Files
+    /// below it may be partly deleted (an object-store log location deletes segment by
+    /// segment).
+    pub fn wal_bound(&self) -> u64 {
+        self.wal_pins
+            .values()
+            .copied()
+            .fold(self.log_number, u64::min)
+    }
+
     /// Live fast-tier tables' WAL pins (extended WAL).
     pub fn wal_pins(&self) -> &HashMap<u64, u64> {
         &self.wal_pins

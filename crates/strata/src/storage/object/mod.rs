@@ -12,9 +12,11 @@
 
 mod emulated;
 mod file;
+mod log;
 
 pub use emulated::{EmulatedStore, Emulation, EmulationStats};
 pub use file::{ObjectFile, ObjectWriter};
+pub use log::{log_location, ObjectLogStorage};
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -1,0 +1,336 @@
+//! A log location on an object store ([`ObjectLogStorage`]): WAL files and the mirrored
+//! manifest, kept as objects so that losing the node loses nothing that was synced.
+//!
+//! Every file is written to a local staging directory (in the fast directory: a write the OS
+//! has survives a process crash, as with a local WAL) and, at each `sync`, the bytes appended
+//! since the previous sync are uploaded as one object `<name>/<offset:016>` (one PUT per sync,
+//! so group commit batches them). Reads use the local copy while it exists and otherwise the
+//! objects, concatenated in offset order; a gap between segments is corruption. Renames (only
+//! `CURRENT.tmp` → `CURRENT`, written in one sync) replace the target's single segment with
+//! one PUT, which is atomic. Deleting a file takes one request per segment, so a crash can
+//! leave part of one: only WAL files the manifest no longer needs are deleted, and readers skip
+//! those (`VersionSet::wal_bound`). The lock is the staging directory's: an object store has none, so
+//! one log location must serve one database.
+//!
+//! Invariants: after `sync` returns, every byte appended to the file is in the object store;
+//! names are flat (no directories inside the log location). Depends on `storage` and
+//! `storage::object` (the retrying, emulatable client); never on the engine.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::CapacityTier;
+use crate::error::{Error, Result};
+use crate::storage::{DirLock, RandomAccessFile, RandomRwFile, Storage, WritableFile};
+
+/// See the module docs.
+pub struct ObjectLogStorage {
+    tier: Arc<CapacityTier>,
+    local: Arc<dyn Storage>,
+}
+
+impl ObjectLogStorage {
+    /// `tier`: the object store and prefix of the log location; `local`: the storage of the
+    /// staging directory (paths passed to this storage name files in it).
+    pub fn new(tier: Arc<CapacityTier>, local: Arc<dyn Storage>) -> Self {
+        ObjectLogStorage { tier, local }
+    }
+
+    fn name(path: &Path) -> Result<String> {
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+            .ok_or_else(|| Error::invalid(format!("log location path {}", path.display())))
+    }
+
+    /// The segments of `name`, by offset: (object name, offset, size).
+    fn segments(&self, name: &str) -> Result<Vec<(String, u64, u64)>> {
+        let mut v: Vec<(String, u64, u64)> = self
+            .tier
+            .list(&format!("{name}/"))?
+            .into_iter()
+            .filter_map(|(obj, size)| {
+                let off = obj.rsplit('/').next()?.parse::<u64>().ok()?;
+                Some((obj, off, size))
+            })
+            .collect();
+        v.sort_by_key(|s| s.1);
+        Ok(v)
+    }
+
+    fn remote_read(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let segs = self.segments(name)?;
+        if segs.is_empty() {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(segs.iter().map(|s| s.2 as usize).sum());
+        for (obj, off, size) in &segs {
+            let (off, size) = (*off, *size);
+            if off != out.len() as u64 {
+                let all: Vec<(u64, u64)> = segs.iter().map(|s| (s.1, s.2)).collect();
+                return Err(Error::corruption(format!(
+                    "log location: {name} has a gap before offset {off} (segments at/of {all:?})"
+                )));
+            }
+            if size > 0 {
+                out.extend_from_slice(&self.tier.get_range(
+                    &self.tier.path(&obj),
+                    0,
+                    size as usize,
+                )?);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    fn remote_remove(&self, name: &str) -> Result<()> {
+        for (obj, _, _) in self.segments(name)? {
+            self.tier.delete(&self.tier.path(&obj))?;
+        }
+        Ok(())
+    }
+}
+
+fn segment_name(name: &str, offset: u64) -> String {
+    format!("{name}/{offset:016}")
+}
+
+struct ObjectLogFile {
+    local: Box<dyn WritableFile>,
+    tier: Arc<CapacityTier>,
+    name: String,
+    uploaded: u64,
+    pending: Vec<u8>,
+}
+
+impl WritableFile for ObjectLogFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.local.append(data)?;
+        self.pending.extend_from_slice(data);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.local.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.local.sync()?;
+        if !self.pending.is_empty() {
+            let data = Bytes::from(std::mem::take(&mut self.pending));
+            let n = data.len() as u64;
+            let path = self.tier.path(&segment_name(&self.name, self.uploaded));
+            if let Err(e) = self.tier.put(&path, data.clone()) {
+                self.pending = data.to_vec();
+                return Err(e);
+            }
+            self.uploaded += n;
+        }
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        self.local.len()
+    }
+}
+
+/// A file read from the object store, held in memory.
+struct MemFile(Bytes);
+
+impl RandomAccessFile for MemFile {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let end = offset
+            .checked_add(len as u64)
+            .filter(|e| *e <= self.0.len() as u64)
+            .ok_or_else(|| Error::corruption("read past the end of a log-location file"))?;
+        Ok(self.0.slice(offset as usize..end as usize))
+    }
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+}
+
+impl Storage for ObjectLogStorage {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let name = Self::name(path)?;
+        self.remote_remove(&name)?;
+        Ok(Box::new(ObjectLogFile {
+            local: self.local.create(path)?,
+            tier: self.tier.clone(),
+            name,
+            uploaded: 0,
+            pending: Vec::new(),
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        if self.local.exists(path)? {
+            return self.local.open(path);
+        }
+        let name = Self::name(path)?;
+        match self.remote_read(&name)? {
+            Some(b) => Ok(Arc::new(MemFile(Bytes::from(b)))),
+            None => Err(Error::invalid(format!(
+                "log location: {name} does not exist"
+            ))),
+        }
+    }
+
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        if self.local.exists(path)? {
+            return self.local.read_all(path);
+        }
+        let name = Self::name(path)?;
+        self.remote_read(&name)?
+            .ok_or_else(|| Error::invalid(format!("log location: {name} does not exist")))
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        Ok(self.local.exists(path)? || !self.segments(&Self::name(path)?)?.is_empty())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let (f, t) = (Self::name(from)?, Self::name(to)?);
+        let data = self.read_all(from)?;
+        // One PUT replaces the target's first segment atomically; any later ones go after.
+        self.tier
+            .put(&self.tier.path(&segment_name(&t, 0)), Bytes::from(data))?;
+        for (obj, off, _) in self.segments(&t)? {
+            if off != 0 {
+                self.tier.delete(&self.tier.path(&obj))?;
+            }
+        }
+        self.remote_remove(&f)?;
+        if self.local.exists(from)? {
+            self.local.rename(from, to)?;
+        }
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.remote_remove(&Self::name(path)?)?;
+        if self.local.exists(path)? {
+            self.local.remove(path)?;
+        }
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names: Vec<String> = if self.local.exists(dir)? {
+            self.local.list(dir)?
+        } else {
+            Vec::new()
+        };
+        for (obj, _) in self.tier.list("")? {
+            if let Some((name, _)) = obj.split_once('/') {
+                if !names.iter().any(|n| n == name) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.local.create_dir_all(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.local.sync_dir(dir)
+    }
+
+    fn open_rw(&self, path: &Path, _size: u64) -> Result<Arc<dyn RandomRwFile>> {
+        Err(Error::invalid(format!(
+            "log location: {} cannot be opened for random writes",
+            path.display()
+        )))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>> {
+        self.local.lock(path)
+    }
+}
+
+/// The storage and directory of `opts.wal_location` for a database in `dir`: a directory on
+/// `storage`, or, for a URL (`s3://`, `file://`, `memory://`), an [`ObjectLogStorage`] staging in
+/// `dir/wal-stage` (with the capacity tier's emulation settings, if any).
+pub fn log_location(
+    dir: &Path,
+    storage: &Arc<dyn Storage>,
+    opts: &crate::Options,
+) -> Result<(Arc<dyn Storage>, PathBuf)> {
+    let Some(loc) = &opts.wal_location else {
+        return Ok((storage.clone(), dir.to_path_buf()));
+    };
+    let s = loc.to_string_lossy();
+    if !s.contains("://") {
+        return Ok((storage.clone(), loc.clone()));
+    }
+    let mut c = super::CapacityOptions::new(s.into_owned());
+    c.emulation = opts.capacity.as_ref().and_then(|c| c.emulation.clone());
+    let tier = CapacityTier::open(&c, None, Default::default())?;
+    let stage = dir.join("wal-stage");
+    Ok((
+        Arc::new(ObjectLogStorage::new(tier, storage.clone())),
+        stage,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::LocalFs;
+
+    fn store(name: &str) -> (tempfile::TempDir, ObjectLogStorage) {
+        let dir = tempfile::tempdir().unwrap();
+        let c = super::super::CapacityOptions::new(format!("memory://log-test-{name}"));
+        let tier = CapacityTier::open(&c, None, Default::default()).unwrap();
+        (dir, ObjectLogStorage::new(tier, Arc::new(LocalFs)))
+    }
+
+    #[test]
+    fn synced_bytes_survive_the_loss_of_the_staging_directory() {
+        let (dir, s) = store("sync");
+        let p = dir.path().join("000007.log");
+        let mut f = s.create(&p).unwrap();
+        f.append(b"hello ").unwrap();
+        f.sync().unwrap();
+        f.append(b"world").unwrap();
+        f.flush().unwrap();
+        // The local copy has everything flushed; the object store what was synced.
+        assert_eq!(s.read_all(&p).unwrap(), b"hello world");
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(s.read_all(&p).unwrap(), b"hello ");
+        f.sync().unwrap();
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(s.read_all(&p).unwrap(), b"hello world");
+        assert_eq!(
+            s.open(&p).unwrap().read_at(6, 5).unwrap().as_ref(),
+            b"world"
+        );
+        assert!(s
+            .list(dir.path())
+            .unwrap()
+            .contains(&"000007.log".to_string()));
+        s.remove(&p).unwrap();
+        assert!(!s.exists(&p).unwrap());
+    }
+
+    #[test]
+    fn rename_replaces_the_target() {
+        let (dir, s) = store("rename");
+        for content in ["MANIFEST-000003\n", "MANIFEST-000009\n"] {
+            let tmp = dir.path().join("CURRENT.tmp");
+            let mut f = s.create(&tmp).unwrap();
+            f.append(content.as_bytes()).unwrap();
+            f.sync().unwrap();
+            drop(f);
+            s.rename(&tmp, &dir.path().join("CURRENT")).unwrap();
+        }
+        std::fs::remove_file(dir.path().join("CURRENT")).unwrap();
+        assert_eq!(
+            s.read_all(&dir.path().join("CURRENT")).unwrap(),
+            b"MANIFEST-000009\n"
+        );
+        assert!(!s.exists(&dir.path().join("CURRENT.tmp")).unwrap());
+    }
+}
