@@ -76,7 +76,7 @@ impl ObjectLogStorage {
             }
             if size > 0 {
                 out.extend_from_slice(&self.tier.get_range(
-                    &self.tier.path(&obj),
+                    &self.tier.path(obj),
                     0,
                     size as usize,
                 )?);
