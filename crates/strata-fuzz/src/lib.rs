@@ -51,6 +51,7 @@ targets!(
     ralt_run,
     temperature_file,
     mashmeta,
+    key_list,
     meta_sidecar,
     lap_cache,
     compaction_job,

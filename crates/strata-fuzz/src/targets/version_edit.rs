@@ -48,6 +48,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
             },
         )],
         style: Some(strata::CompactionStyle::SplitForest),
+        wal_pins: vec![(10, 3)],
         added_to_run: vec![(
             5,
             77,

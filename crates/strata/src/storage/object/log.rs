@@ -300,8 +300,8 @@ mod tests {
         assert_eq!(s.read_all(&p).unwrap(), b"hello world");
         std::fs::remove_file(&p).unwrap();
         assert_eq!(s.read_all(&p).unwrap(), b"hello ");
+        // The open file (now unlinked locally) still uploads at its next sync.
         f.sync().unwrap();
-        std::fs::remove_file(&p).unwrap();
         assert_eq!(s.read_all(&p).unwrap(), b"hello world");
         assert_eq!(
             s.open(&p).unwrap().read_at(6, 5).unwrap().as_ref(),
