@@ -109,6 +109,13 @@ pub struct StressConfig {
     /// Index of capacity-tier tables (MashMeta trie, block index + bloom, or per table).
     #[serde(default)]
     pub capacity_index: strata::sst::index::IndexKind,
+    /// The extended WAL with the log location in `dir/wal` (a database field), and whether
+    /// this round ends in a node loss: the parent deletes `dir/db` before reopening, which
+    /// rebuilds the fast tier from the log location.
+    #[serde(default)]
+    pub extended_wal: bool,
+    #[serde(default)]
+    pub node_loss: bool,
 }
 
 fn pick<T: Clone>(rng: &mut Rng, xs: &[T]) -> T {
@@ -224,6 +231,8 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
                 strata::sst::index::IndexKind::Block,
             ],
         ),
+        extended_wal: rng.chance(25),
+        node_loss: rng.chance(30),
     }
 }
 
@@ -234,6 +243,7 @@ impl StressConfig {
         self.num_levels = db.num_levels;
         self.capacity = db.capacity;
         self.persistent_cache = db.persistent_cache;
+        self.extended_wal = db.extended_wal;
         if let Some(k) = self.fast_levels {
             self.fast_levels = Some(k.min(self.num_levels - 1));
         }
@@ -277,6 +287,12 @@ impl StressConfig {
             capacity_index: self.capacity_index,
             ..Options::default()
         };
+        if self.extended_wal {
+            o.wal_location = Some(dir.join("wal"));
+            o.extended_wal = true;
+            // Short, so TTL push-downs run within a round.
+            o.extended_wal_ttl = Some(Duration::from_millis(500));
+        }
         if self.split_forest {
             o.compaction_style = strata::CompactionStyle::SplitForest;
             o.forest = strata::compaction::ForestOptions {

@@ -56,6 +56,9 @@ pub struct Summary {
     pub injected_timeouts: u64,
     /// Capacity-tier tables found live at the reopens (summed over rounds).
     pub capacity_tables: u64,
+    /// Rounds ended by deleting the database directory (extended WAL): the reopen rebuilt
+    /// the fast tier from the log location.
+    pub node_losses: u64,
 }
 
 impl Summary {
@@ -73,13 +76,14 @@ impl Summary {
 
     pub fn details(&self) -> String {
         format!(
-            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
+            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
             self.seed,
             self.databases,
             self.acked_batches,
             self.in_flight_applied,
             self.in_flight_dropped,
             self.capacity_tables,
+            self.node_losses,
             self.injected_errors,
             self.injected_timeouts,
             self.write_errors,
@@ -178,7 +182,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
     let mut db_rounds_left = 0u64;
     for round in 0..args.rounds {
         if db_rounds_left == 0 {
-            for p in ["db", "cap", "state", "events.log", "config.json"] {
+            for p in ["db", "cap", "wal", "state", "events.log", "config.json"] {
                 remove(&dir.join(p))?;
             }
             db_cfg = None;
@@ -257,6 +261,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
         for b in &log.acked {
             expected.apply_acked(round, b);
         }
+        if cfg.extended_wal && cfg.node_loss {
+            // The node is lost: only the log location and the capacity tier remain.
+            remove(&dir.join("db"))?;
+            sum.node_losses += 1;
+        }
         match Db::open(dir.join("db"), cfg.to_options(dir, false)) {
             Ok(db) => {
                 sum.capacity_tables += db
@@ -301,6 +310,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
             for p in [
                 "db",
                 "cap",
+                "wal",
                 "state",
                 "events.log",
                 "config.json",
