@@ -4,12 +4,16 @@
 # `strata recover --recovery parallel` and `--recovery replay`, interleaved (P R P R ...),
 # each from a pristine copy of the log location (and capacity tier).
 #
-#   bench/recovery.sh [--num N] [--value-size B] [--repeats R] [--capacity true|false] [--out DIR]
+#   bench/recovery.sh [--num N] [--value-size B] [--repeats R] [--capacity true|false]
+#                     [--object-log-ms MS] [--out DIR]
+#
+# --object-log-ms MS puts the log location on an object store (object_store's local file
+# system, `file://`) with MS ms of emulated latency per request, instead of a directory.
 #
 # Prints one JSON report per run into $OUT and a summary (median and range per mode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-NUM=8000000 VALUE=128 REPEATS=3 CAPACITY=false
+NUM=8000000 VALUE=128 REPEATS=3 CAPACITY=false OBJMS=
 OUT=bench/results/recovery-$(date +%Y%m%d-%H%M)
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -17,6 +21,7 @@ while [ $# -gt 0 ]; do
     --value-size) VALUE="$2"; shift 2 ;;
     --repeats) REPEATS="$2"; shift 2 ;;
     --capacity) CAPACITY="$2"; shift 2 ;;
+    --object-log-ms) OBJMS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
@@ -30,13 +35,18 @@ rm -rf "$W"
 mkdir -p "$W"
 cap=()
 rcap=()
+if [ -n "$OBJMS" ]; then
+  wal=(--wal-location "file://$W/wal" --wal-latency-ms "$OBJMS")
+else
+  wal=(--wal-location "$W/wal")
+fi
 if [ "$CAPACITY" = true ]; then
   cap=(--capacity "file://$W/cap")
   rcap=(--capacity "file://$W/cap")
 fi
 echo "== load: fillrandom $NUM x $VALUE B ($(head -1 /proc/pressure/cpu))" >&2
 "$BIN" bench --benchmarks fillrandom --num "$NUM" --value-size "$VALUE" --db "$W/db" \
-  --wal-location "$W/wal" --extended-wal true --hotrap false "${cap[@]}" \
+  "${wal[@]}" --extended-wal true --hotrap false "${cap[@]}" \
   >"$OUT/load.txt" 2>&1
 du -sb "$W/db" "$W/wal" | tee "$OUT/sizes.txt" >&2
 rm -rf "$W/db"
@@ -48,7 +58,7 @@ for r in $(seq 1 "$REPEATS"); do
     cp -a "$W/wal.orig" "$W/wal"
     [ "$CAPACITY" = true ] && cp -a "$W/cap.orig" "$W/cap"
     echo "== $mode repeat $r ($(head -1 /proc/pressure/cpu))" >&2
-    "$BIN" recover --wal-location "$W/wal" "${rcap[@]}" --db "$W/new" --recovery "$mode" \
+    "$BIN" recover "${wal[@]}" "${rcap[@]}" --db "$W/new" --recovery "$mode" \
       --json >"$OUT/$mode-$r.json"
     python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], 'total %.2fs read %.2fs index %.2fs build %.2fs lost %d written %d' % (r['total_secs'], r['read_secs'], r['index_secs'], r['build_secs'], r['lost_tables'], r['tables_written']))" "$OUT/$mode-$r.json" "$mode" >&2
   done

@@ -176,6 +176,11 @@ pub struct BenchArgs {
     #[arg(long, alias = "wal_location")]
     pub wal_location: Option<std::path::PathBuf>,
 
+    /// Emulated latency per request of an object-store --wal-location (`file://`, `s3://`), in
+    /// milliseconds.
+    #[arg(long, alias = "wal_latency_ms", default_value_t = 0.0)]
+    pub wal_latency_ms: f64,
+
     /// Strata's extended WAL (needs --wal-location): the WAL keeps the fast tier's records and
     /// logs each new fast-tier table's key list, for `strata recover` after a node loss.
     #[arg(long, alias = "extended_wal", default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]

@@ -56,6 +56,10 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         capacity_index: args.capacity_index,
         wal_location: args.wal_location.clone(),
         extended_wal: args.extended_wal,
+        wal_emulation: (args.wal_latency_ms > 0.0).then(|| EmulationConfig {
+            latency: Duration::from_secs_f64(args.wal_latency_ms / 1000.0),
+            bandwidth: None,
+        }),
         compaction_style: args.compaction_style,
         trees_per_level: args.trees_per_level,
         cleaning_threshold: args.cleaning_threshold,
@@ -95,8 +99,14 @@ pub fn engine_dirs(kind: EngineKind, cfg: &EngineConfig) -> Vec<PathBuf> {
     }
     // Strata's log location is part of its state (wiped and copied with it).
     if let (EngineKind::Strata, Some(w)) = (kind, &cfg.wal_location) {
-        if !v.contains(w) {
-            v.push(w.clone());
+        let s = w.to_string_lossy();
+        let w = match s.strip_prefix("file://") {
+            Some(p) => PathBuf::from(p),
+            None if s.contains("://") => return v,
+            None => w.clone(),
+        };
+        if !v.contains(&w) {
+            v.push(w);
         }
     }
     v

@@ -13,9 +13,13 @@ use strata::recovery::RecoveryMode;
 
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
-    /// The log location the database was run with (`--wal-location`): a directory.
+    /// The log location the database was run with (`--wal-location`): a directory or an
+    /// object-store URL (`s3://bucket/prefix`, `file:///abs`).
     #[arg(long)]
     pub wal_location: PathBuf,
+    /// Emulated latency per request of an object-store log location, in milliseconds.
+    #[arg(long, default_value_t = 0.0)]
+    pub wal_latency_ms: f64,
     /// The capacity tier's URL (`file://`, `s3://`, `memory://`), if the database had one.
     #[arg(long)]
     pub capacity: Option<String>,
@@ -49,6 +53,12 @@ pub fn run(args: RecoverArgs) -> Result<()> {
         extended_wal: true,
         ..Default::default()
     };
+    if args.wal_latency_ms > 0.0 {
+        o.wal_emulation = Some(strata::storage::object::Emulation {
+            latency: std::time::Duration::from_secs_f64(args.wal_latency_ms / 1000.0),
+            ..Default::default()
+        });
+    }
     if let Some(url) = &args.capacity {
         o.capacity = Some(strata::storage::object::CapacityOptions::new(url.clone()));
     }

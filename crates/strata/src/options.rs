@@ -111,10 +111,14 @@ pub struct Options {
     /// Manifest size that triggers rewriting it as one snapshot record. Default 64 MiB.
     pub max_manifest_file_size: u64,
     /// Where the write-ahead log lives and the manifest is mirrored (RocksMash §3.4): a
-    /// directory apart from the database directory — a network volume in the cloud — so that
-    /// losing the fast tier's disk loses nothing that reached the log. `None` (the default)
-    /// keeps the WAL in the database directory.
+    /// directory apart from the database directory — a network volume in the cloud — or an
+    /// object-store URL (`s3://bucket/prefix`, `file:///abs`, `memory://name`: files are staged
+    /// in `<db>/wal-stage` and each sync uploads what it covers as one object), so that losing
+    /// the fast tier's disk loses nothing that reached the log (that was synced, for a URL).
+    /// `None` (the default) keeps the WAL in the database directory.
     pub wal_location: Option<std::path::PathBuf>,
+    /// Latency and bandwidth emulation of an object-store `wal_location` (benchmarks, tests).
+    pub wal_emulation: Option<crate::storage::object::Emulation>,
     /// The extended WAL (RocksMash §3.4; needs `wal_location`): the WAL is kept while fast-tier
     /// tables still hold its records, and each new fast-tier table's key list is logged when
     /// it is installed, so the fast tier can be rebuilt from the log location and the capacity
@@ -202,6 +206,7 @@ impl Default for Options {
             wal_sync_interval: None,
             max_manifest_file_size: 64 << 20,
             wal_location: None,
+            wal_emulation: None,
             extended_wal: false,
             extended_wal_ttl: Some(Duration::from_secs(600)),
             compaction_filter: None,

@@ -128,6 +128,8 @@ pub struct EngineConfig {
     #[serde(default)]
     pub extended_wal: bool,
     #[serde(default)]
+    pub wal_emulation: Option<EmulationConfig>,
+    #[serde(default)]
     pub compaction_style: StyleArg,
     /// Split forest: trees per level, early-cleaning threshold, search threads (engine
     /// defaults when absent).

@@ -49,6 +49,11 @@ pub fn options(cfg: &EngineConfig) -> Options {
     };
     o.wal_location = cfg.wal_location.clone();
     o.extended_wal = cfg.extended_wal;
+    o.wal_emulation = cfg.wal_emulation.map(|e| Emulation {
+        latency: e.latency,
+        bandwidth: e.bandwidth,
+        ..Default::default()
+    });
     if cfg.placement_policy == super::PlacementArg::Logstore {
         o.placement_policy = strata::tier::PlacementPolicy::LogStore;
         o.logstore.defer_fast_bytes = cfg.defer_fast_bytes;

@@ -133,19 +133,41 @@ impl WritableFile for ObjectLogFile {
     }
 }
 
-/// A file read from the object store, held in memory.
-struct MemFile(Bytes);
+/// A file of the object store, read segment by segment on demand (opening it costs one LIST:
+/// a reader of the first records of each WAL file does not fetch whole files).
+struct RemoteFile {
+    tier: Arc<CapacityTier>,
+    name: String,
+    /// (object, offset, size), contiguous from 0.
+    segs: Vec<(String, u64, u64)>,
+}
 
-impl RandomAccessFile for MemFile {
+impl RandomAccessFile for RemoteFile {
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
         let end = offset
             .checked_add(len as u64)
-            .filter(|e| *e <= self.0.len() as u64)
-            .ok_or_else(|| Error::corruption("read past the end of a log-location file"))?;
-        Ok(self.0.slice(offset as usize..end as usize))
+            .filter(|e| *e <= self.size())
+            .ok_or_else(|| {
+                Error::corruption(format!(
+                    "read past the end of log-location file {}",
+                    self.name
+                ))
+            })?;
+        let mut out = Vec::with_capacity(len);
+        for (obj, off, size) in &self.segs {
+            let (lo, hi) = (offset.max(*off), end.min(off + size));
+            if lo < hi {
+                out.extend_from_slice(&self.tier.get_range(
+                    &self.tier.path(obj),
+                    lo - off,
+                    (hi - lo) as usize,
+                )?);
+            }
+        }
+        Ok(Bytes::from(out))
     }
     fn size(&self) -> u64 {
-        self.0.len() as u64
+        self.segs.last().map_or(0, |(_, off, size)| off + size)
     }
 }
 
@@ -167,12 +189,26 @@ impl Storage for ObjectLogStorage {
             return self.local.open(path);
         }
         let name = Self::name(path)?;
-        match self.remote_read(&name)? {
-            Some(b) => Ok(Arc::new(MemFile(Bytes::from(b)))),
-            None => Err(Error::invalid(format!(
+        let segs = self.segments(&name)?;
+        if segs.is_empty() {
+            return Err(Error::invalid(format!(
                 "log location: {name} does not exist"
-            ))),
+            )));
         }
+        let mut at = 0;
+        for (_, off, size) in &segs {
+            if *off != at {
+                return Err(Error::corruption(format!(
+                    "log location: {name} has a gap before offset {off}"
+                )));
+            }
+            at += size;
+        }
+        Ok(Arc::new(RemoteFile {
+            tier: self.tier.clone(),
+            name,
+            segs,
+        }))
     }
 
     fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
@@ -252,7 +288,7 @@ impl Storage for ObjectLogStorage {
 
 /// The storage and directory of `opts.wal_location` for a database in `dir`: a directory on
 /// `storage`, or, for a URL (`s3://`, `file://`, `memory://`), an [`ObjectLogStorage`] staging in
-/// `dir/wal-stage` (with the capacity tier's emulation settings, if any).
+/// `dir/wal-stage` (emulated as `opts.wal_emulation` asks).
 pub fn log_location(
     dir: &Path,
     storage: &Arc<dyn Storage>,
@@ -266,7 +302,7 @@ pub fn log_location(
         return Ok((storage.clone(), loc.clone()));
     }
     let mut c = super::CapacityOptions::new(s.into_owned());
-    c.emulation = opts.capacity.as_ref().and_then(|c| c.emulation.clone());
+    c.emulation = opts.wal_emulation.clone();
     let tier = CapacityTier::open(&c, None, Default::default())?;
     let stage = dir.join("wal-stage");
     Ok((
