@@ -347,6 +347,12 @@ pub fn wal(out: &mut impl Write, path: &Path, w: &WalDump, limit: usize) -> Resu
             None => String::new(),
         }
     )?;
+    for (table, entries, inline) in &w.key_lists {
+        writeln!(
+            out,
+            "  key list of table {table}: {entries} entries ({inline} inline)"
+        )?;
+    }
     for (i, r) in w.records.iter().enumerate() {
         writeln!(
             out,

@@ -99,12 +99,13 @@ fn wal_of(wals: &BTreeMap<u64, (SeqNo, Instant)>, seq: SeqNo) -> Option<u64> {
 }
 
 /// Builds, logs (durably) and pins the key lists of the fast-tier tables among `metas`, which
-/// an install is about to add. `filtered`: the tables come from a compaction that ran the
-/// compaction filter, so values may differ from the WAL's and every entry is logged inline.
+/// an install is about to add. `inline_all`: log every entry inline — the tables may hold
+/// values the WAL does not (a compaction filter ran on them or on their sources). A failed WAL
+/// append or sync stops writes (as on the write path: the log may end in a partial record).
 pub(crate) fn log_tables<'a>(
     inner: &'a DbInner,
     metas: &[FileMeta],
-    filtered: bool,
+    inline_all: bool,
 ) -> Result<Pinned<'a>> {
     match inner.extended.as_ref() {
         None => Ok(Pinned::none()),
@@ -114,7 +115,8 @@ pub(crate) fn log_tables<'a>(
             &inner.wal,
             inner.opts.extended_wal_ttl,
             metas,
-            filtered,
+            inline_all,
+            Some(&|e: &crate::Error| super::write::set_bg_error(inner, e.clone())),
         ),
     }
 }
@@ -126,7 +128,8 @@ pub(crate) fn log_tables_with<'a>(
     wal: &Mutex<crate::wal::LogSet>,
     ttl: Option<std::time::Duration>,
     metas: &[FileMeta],
-    filtered: bool,
+    inline_all: bool,
+    on_wal_error: Option<&dyn Fn(&crate::Error)>,
 ) -> Result<Pinned<'a>> {
     let fast: Vec<&FileMeta> = metas.iter().filter(|m| m.tier == Tier::Fast).collect();
     if fast.is_empty() {
@@ -171,7 +174,7 @@ pub(crate) fn log_tables_with<'a>(
             let (k, v) = (it.key(), it.value());
             crc.add_point(k, v);
             let seq = trailer(k) >> 8;
-            if !filtered && seq >= floor_seq {
+            if !inline_all && seq >= floor_seq {
                 entries.push(KeyListEntry::Ref(seq));
                 lowest = Some(lowest.map_or(seq, |l| l.min(seq)));
             } else {
@@ -197,13 +200,20 @@ pub(crate) fn log_tables_with<'a>(
         min_ref.push(lowest);
     }
     let rec = keylist::encode(&lists);
-    let list_wal = {
+    let appended = {
         let mut wal = wal.lock();
         let n = wal.current().number();
-        wal.current().add_record(&rec)?;
-        wal.sync()?;
-        n
+        wal.current()
+            .add_record(&rec)
+            .and_then(|_| wal.sync())
+            .map(|_| n)
     };
+    // Reported after the WAL lock is released (lock order: `state` before `wal`).
+    let list_wal = appended.inspect_err(|e| {
+        if let Some(f) = on_wal_error {
+            f(e);
+        }
+    })?;
     {
         let mut r = ext.state.lock();
         for ((id, pin), lowest) in pinned.pins.iter_mut().zip(&min_ref) {
@@ -273,15 +283,24 @@ pub(crate) fn purge_wals(inner: &DbInner) {
 pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pick> {
     let ext = inner.extended.as_ref()?;
     let ttl = inner.opts.extended_wal_ttl?;
+    // A split forest's trees overlap: pushing one table out of a tree would put an older
+    // version above a newer one. Its merges move whole trees down on their own.
+    if inner.opts.compaction_style == crate::version::CompactionStyle::SplitForest {
+        return None;
+    }
     let created: BTreeMap<u64, Instant> = {
         let r = ext.state.lock();
         r.wals.iter().map(|(n, (_, c))| (*n, *c)).collect()
     };
     let pins = st.versions.wal_pins();
+    let last = v.num_levels() - 1;
+    // Tables in the last level cannot be pushed (without a capacity tier the WAL keeps what
+    // they hold); the others are, oldest pin first.
     let (pin, level, file) = v
         .levels
         .iter()
         .enumerate()
+        .take(last)
         .flat_map(|(l, lv)| lv.files().map(move |f| (l, f)))
         .filter(|(_, f)| f.tier == Tier::Fast && !st.busy.contains(&f.id))
         .filter_map(|(l, f)| pins.get(&f.id).map(|p| (*p, l, f)))
@@ -289,10 +308,6 @@ pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pic
         .map(|(p, l, f)| (p, l, f.clone()))?;
     // Only a table pinning an expired file is pushed (a young pin holds nothing back).
     if created.get(&pin).is_some_and(|c| c.elapsed() < ttl) {
-        return None;
-    }
-    let last = v.num_levels() - 1;
-    if level == last {
         return None;
     }
     let popts = super::background::picker_options(&inner.opts);
@@ -308,7 +323,7 @@ pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pic
         vec![file]
     };
     let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
-    compaction::picker::pick_for(
+    let mut pick = compaction::picker::pick_for(
         v,
         &st.busy,
         &writing,
@@ -318,7 +333,11 @@ pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pic
         output,
         CompactionReason::WalTtl,
         0.0,
-    )
+    )?;
+    // A trivial move keeps the table, its key list and its pin: rewrite it instead, so its
+    // old records are re-logged inline (or go to the capacity tier).
+    pick.trivial_move = false;
+    Some(pick)
 }
 
 /// The first sequence number a WAL file holds (`None`: no write batch in it), read from its

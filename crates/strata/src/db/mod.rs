@@ -28,14 +28,16 @@ pub use snapshot::Snapshot;
 pub(crate) use background::{table_options, write_l0};
 pub(crate) use extended::ExtendedWal as ExtendedWalHandle;
 
-/// Logs the key lists of `metas` into `wal` (recovery's replay mode, before a handle exists).
+/// Logs the key lists of `metas` into `wal` (recovery's replay mode, before a handle exists);
+/// `inline_all` as for compactions.
 pub(crate) fn log_key_lists<'a>(
     ext: &'a extended::ExtendedWal,
     tables: &crate::cache::TableCache,
     wal: &parking_lot::Mutex<crate::wal::LogSet>,
     metas: &[crate::version::FileMeta],
+    inline_all: bool,
 ) -> Result<extended::Pinned<'a>> {
-    extended::log_tables_with(ext, tables, wal, None, metas, false)
+    extended::log_tables_with(ext, tables, wal, None, metas, inline_all, None)
 }
 
 /// One sorted run, as [`Db::sorted_runs`] reports it.

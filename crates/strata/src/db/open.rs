@@ -186,18 +186,30 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         .filter(|(n, _, _)| *n >= versions.log_number)
         .collect();
     wals.sort_unstable_by_key(|(n, _, _)| *n);
-    // Logs in the database directory while the log is elsewhere: their records cannot be
-    // referenced by key lists (the files go once replayed).
-    let foreign_wals = separate_log && wals.iter().any(|(_, p, _)| !p.starts_with(&log_dir));
+    // The log the manifest names as the oldest unflushed one always exists: if it is in
+    // neither place, the log lived elsewhere and opening here would lose its writes.
+    if versions.log_number > 0 && !wals.iter().any(|(n, _, _)| *n == versions.log_number) {
+        return Err(Error::invalid(format!(
+            "the database's live WAL {:06}.log is in neither {} nor {}: was wal_location \
+             changed? Open it with the log location it last used",
+            versions.log_number,
+            dir.display(),
+            log_dir.display()
+        )));
+    }
     let mut last_seq = versions.last_sequence;
     let mut first_seqs: HashMap<u64, u64> = HashMap::new();
     let mut mem = Arc::new(MemTable::with_bloom(0, opts.memtable_bloom_bytes()));
     let mut recovered: Vec<Arc<MemTable>> = Vec::new();
-    // Only the last log holding anything may end in a torn write: an empty log after it can be
-    // left by a crash during an earlier open, after it created its new log.
+    // Only the last log holding a write may end in a torn write: a log after it can be left
+    // empty by a crash during an earlier open, after it created its new log, or hold only key
+    // lists (the extended WAL logs them at open and in node-loss recovery).
     let mut last_nonempty = None;
     for (i, (_, path, st)) in wals.iter().enumerate() {
-        if st.open(path)?.size() > 0 {
+        let size = st.open(path)?.size();
+        let writes = size > 0
+            && (!opts.extended_wal || super::extended::first_seq_of(st.as_ref(), path)?.is_some());
+        if writes {
             last_nonempty = Some(i);
         }
     }
@@ -290,7 +302,10 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             &wal,
             opts.extended_wal_ttl,
             &added,
-            foreign_wals,
+            // The replayed logs' tails may be durable only in this process's page cache (or
+            // the object-store log's local stage): these tables log their records inline.
+            true,
+            None,
         )?,
         None => super::extended::Pinned::none(),
     };

@@ -202,8 +202,13 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
             return Ok(());
         }
         let meta = write_promoted(inner, &survivors)?;
-        // Promoted records are old: the extended WAL logs them inline.
-        let pinned = super::extended::log_tables(inner, std::slice::from_ref(&meta), false)?;
+        // Promoted records are old (logged inline by the floor rule), and a compaction filter
+        // may have changed them since the WAL saw them.
+        let pinned = super::extended::log_tables(
+            inner,
+            std::slice::from_ref(&meta),
+            inner.opts.compaction_filter.is_some(),
+        )?;
         for _ in 0..64 {
             let mut st = inner.state.lock();
             let v = st.versions.current();

@@ -21,6 +21,8 @@ pub struct WalDump {
     pub records: Vec<WalRecord>,
     /// `(offset, bytes dropped)` when the log ended in a torn tail (only tolerated when asked).
     pub torn_tail: Option<(u64, u64)>,
+    /// Extended-WAL key lists logged in this file: `(table, entries, of which inline)`.
+    pub key_lists: Vec<(u64, usize, usize)>,
 }
 
 /// Reads one WAL. With `tolerate_tail`, a damaged suffix with nothing valid after it is dropped
@@ -33,7 +35,21 @@ pub fn read_wal(path: &Path, tolerate_tail: bool) -> Result<WalDump> {
     let data = LocalFs.read_all(path)?;
     let mut reader = LogReader::new(&data, name.clone(), tolerate_tail);
     let mut records = Vec::new();
+    let mut key_lists = Vec::new();
     while let Some(rec) = reader.next_record()? {
+        if crate::wal::keylist::is_key_list(&rec) {
+            for l in crate::wal::keylist::decode(&rec)
+                .map_err(|e| Error::corruption(format!("{name}: {e}")))?
+            {
+                let inline = l
+                    .entries
+                    .iter()
+                    .filter(|e| matches!(e, crate::wal::keylist::KeyListEntry::Inline { .. }))
+                    .count();
+                key_lists.push((l.table, l.entries.len(), inline));
+            }
+            continue;
+        }
         let (seq, batch) = WriteBatch::decode(&rec)
             .map_err(|e| Error::corruption(format!("{name}: record {}: {e}", records.len())))?;
         records.push(WalRecord { seq, batch });
@@ -46,6 +62,7 @@ pub fn read_wal(path: &Path, tolerate_tail: bool) -> Result<WalDump> {
         name,
         records,
         torn_tail,
+        key_lists,
     })
 }
 

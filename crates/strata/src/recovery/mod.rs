@@ -137,8 +137,15 @@ pub fn rebuild(
     let t = Instant::now();
     let scan = wal_scan::scan(log_dir, log_storage.as_ref(), threads, versions.wal_bound())?;
     let read_secs = t.elapsed().as_secs_f64();
-    for n in &scan.numbers {
-        versions.mark_file_number_used(*n);
+    // Every number in the log location is used, including logs below the bound and manifests
+    // a crash left unnamed.
+    for name in log_storage.list(log_dir)? {
+        let digits = name
+            .strip_suffix(".log")
+            .or_else(|| name.strip_prefix("MANIFEST-"));
+        if let Some(n) = digits.and_then(|d| d.parse::<u64>().ok()) {
+            versions.mark_file_number_used(n);
+        }
     }
     let mut report = RecoveryReport {
         mode: format!("{mode:?}").to_lowercase(),

@@ -15,7 +15,7 @@ use crate::sst::builder::TableBuilder;
 use crate::storage::Storage;
 use crate::tier::{TableStore, TablesConfig, Tier};
 use crate::types::{append_internal_key, compare_internal};
-use crate::version::{FileMeta, VersionEdit, VersionSet};
+use crate::version::{FileMeta, VersionSet};
 use crate::wal::keylist::{ContentCrc, KeyList, KeyListEntry};
 
 /// The fast tier's table files in `dir`.
@@ -162,23 +162,18 @@ pub(super) fn run(
             });
         }
     });
-    let mut edit = VersionEdit::default();
-    for ((level, run, old), slot) in lost.iter().zip(slots) {
+    let mut rebuilt = std::collections::HashMap::with_capacity(lost.len());
+    for ((_, _, old), slot) in lost.iter().zip(slots) {
         let new = slot
             .into_inner()
             .ok_or_else(|| Error::invalid("a rebuild worker did not finish"))??;
         report.entries += new.num_entries;
         report.bytes_written += new.size;
-        edit.deleted.push((*level as u32, old.id));
-        if *run == 0 {
-            edit.added.push((*level as u32, new));
-        } else {
-            edit.added_to_run.push((*level as u32, *run, new));
-        }
+        rebuilt.insert(old.id, new);
     }
     report.tables_written = lost.len();
     storage.sync_dir(dir)?;
-    versions.log_and_apply(edit)?;
+    versions.replace_tables(&rebuilt)?;
     report.build_secs = super::secs(t.elapsed());
     Ok(())
 }

@@ -134,7 +134,14 @@ pub(super) fn run(
     log_storage.sync_dir(log_dir)?;
     ext.wal_created(number, versions.last_sequence + 1);
     let wal = Mutex::new(LogSet::new(wal, log_storage.clone(), log_dir));
-    let pinned = crate::db::log_key_lists(&ext, &tables, &wal, &added)?;
+    // With a compaction filter, values may differ from the WAL's: keep them inline.
+    let pinned = crate::db::log_key_lists(
+        &ext,
+        &tables,
+        &wal,
+        &added,
+        opts.compaction_filter.is_some(),
+    )?;
     let mut edit = VersionEdit {
         wal_pins: pinned.pins(),
         ..Default::default()

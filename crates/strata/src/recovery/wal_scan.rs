@@ -3,8 +3,10 @@
 //! operations densely by sequence number (a file's batches hold consecutive sequence numbers,
 //! so the index is a vector, not a hash map), and collects the key lists logged beside them.
 //!
-//! Only the newest file holding anything may end in a torn write (as at a normal open); any
-//! other damage is corruption. A table's key list logged twice keeps the last one.
+//! Any file may end in a torn write: the extended WAL keeps files whose torn tail an earlier
+//! open dropped, and whatever a dropped tail held that a table needs is caught later (a
+//! missing operation or key list, a content checksum). Other damage is corruption. A table's
+//! key list logged twice keeps the last one.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -95,7 +97,9 @@ fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<
         let first = *out.first.get_or_insert(seq);
         let at = seq
             .checked_sub(first)
-            .filter(|d| *d as usize >= out.ops.len())
+            // No gap inside a log is longer than the log (one writer assigns consecutive
+            // sequence numbers): a longer one is damage, not a reason to allocate.
+            .filter(|d| *d as usize >= out.ops.len() && *d - out.ops.len() as u64 <= out.bytes)
             .ok_or_else(|| {
                 Error::corruption(format!(
                     "{name}: write batch with sequence {seq} after later ones"
@@ -158,12 +162,6 @@ pub(super) fn scan(
         .collect();
     numbers.sort_unstable();
     let path = |n: u64| log_dir.join(format!("{n:06}.log"));
-    let mut last_nonempty = None;
-    for (i, n) in numbers.iter().enumerate() {
-        if storage.open(&path(*n))?.size() > 0 {
-            last_nonempty = Some(i);
-        }
-    }
     let next = AtomicUsize::new(0);
     let slots: Vec<parking_lot::Mutex<Option<Result<FileScan>>>> = (0..numbers.len())
         .map(|_| parking_lot::Mutex::new(None))
@@ -173,7 +171,7 @@ pub(super) fn scan(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(n) = numbers.get(i) else { break };
-                let r = scan_file(storage, &path(*n), Some(i) >= last_nonempty);
+                let r = scan_file(storage, &path(*n), true);
                 *slots[i].lock() = Some(r);
             });
         }

@@ -132,6 +132,27 @@ impl VersionSet {
         self.manifest = None;
     }
 
+    /// Replaces the metadata of tables the version already holds (same ids, levels and runs;
+    /// node-loss recovery rebuilt their files, whose sizes may differ) and logs the result as a
+    /// new manifest. (`log_and_apply` of a delete and re-add keeps a table's old metadata.)
+    pub fn replace_tables(&mut self, new: &HashMap<u64, super::FileMeta>) -> Result<()> {
+        let mut snap = self.snapshot_edit();
+        let metas = snap
+            .added
+            .iter_mut()
+            .map(|(_, f)| f)
+            .chain(snap.added_to_run.iter_mut().map(|(_, _, f)| f));
+        for f in metas {
+            if let Some(n) = new.get(&f.id) {
+                *f = n.clone();
+            }
+        }
+        let (v, _) = Version::new(self.current.num_levels()).apply(&snap, &self.reaper)?;
+        self.current = Arc::new(v);
+        self.manifest = None;
+        self.log_and_apply(VersionEdit::default()).map(|_| ())
+    }
+
     /// WAL files numbered below this hold nothing the tree needs: every record is in a table
     /// and no fast-tier table's key list or references are in them (extended WAL). Files
     /// below it may be partly deleted (an object-store log location deletes segment by
@@ -355,7 +376,10 @@ impl VersionSet {
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
         let (next, removed) = self.current.apply(&edit, &self.reaper)?;
         let prev_pins = self.wal_pins.clone();
-        self.update_pins(&edit, &next)?;
+        if let Err(e) = self.update_pins(&edit, &next) {
+            self.wal_pins = prev_pins;
+            return Err(e);
+        }
         if let Some(l) = edit.log_number {
             debug_assert!(l >= self.log_number);
         }

@@ -122,6 +122,10 @@ pub fn encode(lists: &[KeyList]) -> Vec<u8> {
     b
 }
 
+fn d_len(d: &Decoder<'_>) -> usize {
+    d.buf.len()
+}
+
 /// Decodes a key-list record (see [`is_key_list`]).
 pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
     let bad = |what: &str| Error::corruption(format!("key-list record: {what}"));
@@ -144,7 +148,8 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
         if count > rec.len() as u64 {
             return Err(bad("entry count exceeds the record"));
         }
-        let mut entries = Vec::with_capacity(count as usize);
+        // Reserve what the bytes can hold at most (two per entry), not what the count claims.
+        let mut entries = Vec::with_capacity((count as usize).min(d_len(&d) / 2));
         let mut prev = 0i64;
         for _ in 0..count {
             match d.u8().ok_or_else(|| bad("truncated entry"))? {
@@ -179,7 +184,7 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
         if nt > rec.len() as u64 {
             return Err(bad("tombstone count exceeds the record"));
         }
-        let mut tombstones = Vec::with_capacity(nt as usize);
+        let mut tombstones = Vec::with_capacity((nt as usize).min(d_len(&d) / 3));
         for _ in 0..nt {
             let start = d
                 .length_prefixed()
@@ -188,6 +193,9 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
                 .length_prefixed()
                 .ok_or_else(|| bad("truncated tombstone"))?;
             let seq = d.varint64().ok_or_else(|| bad("truncated tombstone"))?;
+            if seq == 0 || seq > MAX_SEQ {
+                return Err(bad(&format!("tombstone with sequence number {seq}")));
+            }
             tombstones.push(RangeTombstone::new(start, end, seq));
         }
         let checksum = d.fixed32().ok_or_else(|| bad("truncated checksum"))?;

@@ -7,7 +7,9 @@
 //! so group commit batches them). Reads use the local copy while it exists and otherwise the
 //! objects, concatenated in offset order; a gap between segments is corruption. Renames (only
 //! `CURRENT.tmp` → `CURRENT`, written in one sync) replace the target's single segment with
-//! one PUT, which is atomic. Deleting a file takes one request per segment, so a crash can
+//! one PUT, which is atomic. There is no lock on the object store itself: one log location
+//! must serve one database at a time (the local staging directory's lock only guards one
+//! node). Deleting a file takes one request per segment, so a crash can
 //! leave part of one: only WAL files the manifest no longer needs are deleted, and readers skip
 //! those (`VersionSet::wal_bound`). The lock is the staging directory's: an object store has none, so
 //! one log location must serve one database.
@@ -174,7 +176,12 @@ impl RandomAccessFile for RemoteFile {
 impl Storage for ObjectLogStorage {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let name = Self::name(path)?;
-        self.remote_remove(&name)?;
+        // A WAL number is never handed out twice once any of its segments exists (openers
+        // mark every listed number used): no request on the write path. Other files (a
+        // manifest a crash left unnamed, `CURRENT.tmp`) may have segments of an earlier life.
+        if !name.ends_with(".log") {
+            self.remote_remove(&name)?;
+        }
         Ok(Box::new(ObjectLogFile {
             local: self.local.create(path)?,
             tier: self.tier.clone(),
