@@ -158,17 +158,9 @@ impl WriteBatch {
     /// Decodes an encoded batch (a WAL record payload): its first sequence number and its
     /// operations. Untrusted input: any inconsistency is `Corruption`.
     pub fn decode(rec: &[u8]) -> Result<(SeqNo, WriteBatch)> {
-        let mut d = Decoder::new(rec);
-        let (Some(seq), Some(count)) = (d.fixed64(), d.fixed32()) else {
-            return Err(Error::corruption("write batch shorter than its header"));
-        };
-        if count == 0 || seq == 0 || seq.saturating_add(count as u64 - 1) > MAX_SEQ {
-            return Err(Error::corruption(format!(
-                "write batch with sequence {seq} and count {count} is invalid"
-            )));
-        }
+        let (seq, count, ops) = decode_ops(rec)?;
         let mut batch = WriteBatch::new();
-        for op in (BatchIter { d }) {
+        for op in ops {
             match op? {
                 BatchOp::Put(k, v) => batch.put(k, v),
                 BatchOp::Delete(k) => batch.delete(k),

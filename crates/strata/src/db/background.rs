@@ -151,6 +151,30 @@ pub(crate) fn write_l0(
     )
 }
 
+/// [`write_l0`] for a database that is not running yet (open's WAL replay, node-loss
+/// recovery): fast-tier L0 tables, no rate limit, no filter.
+pub(crate) fn write_l0_offline(
+    mem: &Arc<crate::memtable::MemTable>,
+    tables: &Arc<crate::cache::TableCache>,
+    file_numbers: Arc<std::sync::atomic::AtomicU64>,
+    opts: &crate::Options,
+) -> Result<Vec<FileMeta>> {
+    if mem.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let e = CompactionEnv {
+        tables: tables.clone(),
+        output_tier: Tier::Fast,
+        file_numbers,
+        rate_limiter: None,
+        cancel: &cancel,
+        filter: None,
+        checkpoint: None,
+    };
+    Ok(write_l0(mem, &[], opts, &e)?.outputs)
+}
+
 pub(crate) fn env(
     inner: &DbInner,
     file_numbers: Arc<std::sync::atomic::AtomicU64>,

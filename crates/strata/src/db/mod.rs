@@ -25,7 +25,7 @@ mod write;
 pub use snapshot::Snapshot;
 
 // For node-loss recovery (`crate::recovery`), which writes tables and key lists as the engine does.
-pub(crate) use background::{table_options, write_l0};
+pub(crate) use background::{table_options, write_l0_offline};
 pub(crate) use extended::ExtendedWal as ExtendedWalHandle;
 
 /// Logs the key lists of `metas` into `wal` (recovery's replay mode, before a handle exists);

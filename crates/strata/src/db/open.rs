@@ -279,19 +279,13 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         None
     };
     let mut added: Vec<FileMeta> = Vec::new();
-    let cancel = AtomicBool::new(false);
-    for m in recovered.iter().filter(|m| !m.is_empty()) {
-        let e = crate::compaction::CompactionEnv {
-            tables: tables.clone(),
-            output_tier: Tier::Fast,
-            file_numbers: versions.file_numbers(),
-            rate_limiter: None,
-            cancel: &cancel,
-            filter: None,
-            checkpoint: None,
-        };
-        let r = super::background::write_l0(m, &[], &opts, &e)?;
-        added.extend(r.outputs);
+    for m in &recovered {
+        added.extend(super::background::write_l0_offline(
+            m,
+            &tables,
+            versions.file_numbers(),
+            &opts,
+        )?);
     }
     drop(recovered);
     storage.sync_dir(dir)?;

@@ -8,7 +8,6 @@
 //! under LogStore's placement this mode is refused.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -83,22 +82,15 @@ pub(super) fn run(
         None,
         Default::default(),
     ));
-    let cancel = AtomicBool::new(false);
     let mut added: Vec<FileMeta> = Vec::new();
+    let numbers = versions.file_numbers();
     let flush = |mem: &Arc<MemTable>, added: &mut Vec<FileMeta>| -> Result<()> {
-        if mem.is_empty() {
-            return Ok(());
-        }
-        let e = crate::compaction::CompactionEnv {
-            tables: tables.clone(),
-            output_tier: Tier::Fast,
-            file_numbers: versions.file_numbers(),
-            rate_limiter: None,
-            cancel: &cancel,
-            filter: None,
-            checkpoint: None,
-        };
-        added.extend(crate::db::write_l0(mem, &[], opts, &e)?.outputs);
+        added.extend(crate::db::write_l0_offline(
+            mem,
+            &tables,
+            numbers.clone(),
+            opts,
+        )?);
         Ok(())
     };
     let bloom = opts.memtable_bloom_bytes();
