@@ -404,22 +404,6 @@ fn run_full(
                 })
                 .unwrap_or_default();
             objects.sort();
-            // An input of a compaction the reopened database ran may reach the reaper a
-            // moment after the compaction counts as finished: give it a bounded while.
-            for _ in 0..20 {
-                if objects == live {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-                db.wait_for_compactions().unwrap();
-                objects = std::fs::read_dir(dir.path().join("cap/tables"))
-                    .map(|d| {
-                        d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                objects.sort();
-            }
             assert_eq!(
                 objects, live,
                 "round {round}: orphaned or missing capacity objects"

@@ -252,14 +252,19 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
 
 /// Deletes files of tables no live version references, and WAL files no table needs.
 pub(crate) fn reap(inner: &DbInner) {
-    let doomed = inner.state.lock().versions.reaper().take();
-    let any = !doomed.is_empty();
-    for (id, tier) in doomed {
-        inner.tables.evict(id);
-        if let Err(e) = inner.tables.store().remove(id, tier) {
-            tracing::warn!(table = id, error = %e, "could not delete obsolete table");
+    // The deletions happen under `state`, so that a concurrent reaper (one waiting for
+    // idleness) returns only once the files are gone.
+    let any = {
+        let st = inner.state.lock();
+        let doomed = st.versions.reaper().take();
+        for (id, tier) in &doomed {
+            inner.tables.evict(*id);
+            if let Err(e) = inner.tables.store().remove(*id, *tier) {
+                tracing::warn!(table = id, error = %e, "could not delete obsolete table");
+            }
         }
-    }
+        !doomed.is_empty()
+    };
     if any {
         super::extended::purge_wals(inner);
     }
