@@ -182,12 +182,23 @@ impl Storage for LocalFs {
             .truncate(false)
             .open(path)
             .map_err(|e| Error::io(path.display(), e))?;
-        match f.try_lock() {
-            Ok(()) => Ok(Box::new(LocalLock { _f: f })),
-            Err(std::fs::TryLockError::WouldBlock) => {
-                Err(ErrorRepr::Locked(path.display().to_string()).into())
+        // A lock this process just released can stay held for a moment: a thread that spawns
+        // a process (std::process::Command) shares every open file description with the child
+        // until its exec closes them, and an flock lives while any of them is open. So a busy
+        // lock is retried for a short while before it counts as held by another user (seen in
+        // the node-loss crash tests, which close and reopen while other tests spawn children).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(250);
+        loop {
+            match f.try_lock() {
+                Ok(()) => return Ok(Box::new(LocalLock { _f: f })),
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(ErrorRepr::Locked(path.display().to_string()).into())
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(path.display(), e)),
             }
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(path.display(), e)),
         }
     }
 }
