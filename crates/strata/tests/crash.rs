@@ -514,59 +514,43 @@ fn run_full(
     );
 }
 
-/// Node loss (RocksMash §3.4): after every kill the database directory is deleted; reopening
-/// rebuilds the fast tier from the extended WAL in the log location (or the replay baseline
-/// does), and every acknowledged write must be back.
+/// Node loss (RocksMash §3.4): after every kill the database directory is deleted; recovery
+/// rebuilds the fast tier from the extended WAL in the log location (by opening, with
+/// `recover` in parallel mode, or with the replay baseline) and every acknowledged write must
+/// be back. `STRATA_CRASH_ROUNDS` overrides the 12 rounds.
+fn node_loss(tiered: bool, object_log: bool) {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
+    for seed in seeds(1) {
+        with_seed("crash", seed, move || {
+            run_full(seed, rounds, tiered, false, false, true, object_log)
+        });
+    }
+}
+
+/// The log location in a directory, no capacity tier: every table is on the lost tier.
 #[test]
 fn node_loss_after_sigkill_loses_no_acknowledged_write() {
-    if std::env::var("STRATA_CRASH_DIR").is_ok() {
-        return;
-    }
-    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(12);
-    for seed in seeds(1) {
-        with_seed("crash", seed, move || {
-            run_full(seed, rounds, false, false, false, true, false)
-        });
-    }
+    node_loss(false, false)
 }
 
-/// Node loss with a capacity tier: only the fast tier is rebuilt, the capacity tier is read in
-/// place, and the TTL push-down keeps moving old tables down while the child writes.
+/// With a capacity tier: only the fast tier is rebuilt, the capacity tier is read in place, and
+/// the TTL push-down keeps moving old tables down while the child writes.
 #[test]
 fn node_loss_with_a_capacity_tier_loses_no_acknowledged_write() {
-    if std::env::var("STRATA_CRASH_DIR").is_ok() {
-        return;
-    }
-    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(12);
-    for seed in seeds(1) {
-        with_seed("crash", seed, move || {
-            run_full(seed, rounds, true, false, false, true, false)
-        });
-    }
+    node_loss(true, false)
 }
 
-/// Node loss with the log location on an object store (object_store's local file system): the
-/// WAL and the manifest mirror are segments uploaded at each sync.
+/// The log location on an object store (object_store's local file system): the WAL and the
+/// manifest mirror are segments uploaded at each sync.
 #[test]
 fn node_loss_with_an_object_store_log_loses_no_acknowledged_write() {
-    if std::env::var("STRATA_CRASH_DIR").is_ok() {
-        return;
-    }
-    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(12);
-    for seed in seeds(1) {
-        with_seed("crash", seed, move || {
-            run_full(seed, rounds, true, false, false, true, true)
-        });
-    }
+    node_loss(true, true)
 }
 
 #[test]

@@ -288,10 +288,6 @@ pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pic
     if inner.opts.compaction_style == crate::version::CompactionStyle::SplitForest {
         return None;
     }
-    let created: BTreeMap<u64, Instant> = {
-        let r = ext.state.lock();
-        r.wals.iter().map(|(n, (_, c))| (*n, *c)).collect()
-    };
     let pins = st.versions.wal_pins();
     let last = v.num_levels() - 1;
     // Tables in the last level cannot be pushed (without a capacity tier the WAL keeps what
@@ -307,7 +303,13 @@ pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pic
         .min_by_key(|(p, l, _)| (*p, *l))
         .map(|(p, l, f)| (p, l, f.clone()))?;
     // Only a table pinning an expired file is pushed (a young pin holds nothing back).
-    if created.get(&pin).is_some_and(|c| c.elapsed() < ttl) {
+    let young = ext
+        .state
+        .lock()
+        .wals
+        .get(&pin)
+        .is_some_and(|(_, c)| c.elapsed() < ttl);
+    if young {
         return None;
     }
     let popts = super::background::picker_options(&inner.opts);

@@ -375,9 +375,10 @@ impl VersionSet {
     /// Logs `edit` durably, then makes the resulting version current.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
         let (next, removed) = self.current.apply(&edit, &self.reaper)?;
-        let prev_pins = self.wal_pins.clone();
+        // Only databases with pins pay for keeping the previous ones (restored on failure).
+        let prev_pins = (self.extended || !self.wal_pins.is_empty()).then(|| self.wal_pins.clone());
         if let Err(e) = self.update_pins(&edit, &next) {
-            self.wal_pins = prev_pins;
+            self.wal_pins = prev_pins.unwrap_or_default();
             return Err(e);
         }
         if let Some(l) = edit.log_number {
@@ -415,7 +416,9 @@ impl VersionSet {
             // The edit may or may not be on disk; start a fresh manifest next time, and keep
             // serving the previous version (its files are all still present).
             self.manifest = None;
-            self.wal_pins = prev_pins;
+            if let Some(p) = prev_pins {
+                self.wal_pins = p;
+            }
             self.current = prev_version;
             self.log_number = prev_log;
             self.last_sequence = prev_seq;

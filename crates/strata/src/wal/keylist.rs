@@ -122,10 +122,6 @@ pub fn encode(lists: &[KeyList]) -> Vec<u8> {
     b
 }
 
-fn d_len(d: &Decoder<'_>) -> usize {
-    d.buf.len()
-}
-
 /// Decodes a key-list record (see [`is_key_list`]).
 pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
     let bad = |what: &str| Error::corruption(format!("key-list record: {what}"));
@@ -149,7 +145,7 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
             return Err(bad("entry count exceeds the record"));
         }
         // Reserve what the bytes can hold at most (two per entry), not what the count claims.
-        let mut entries = Vec::with_capacity((count as usize).min(d_len(&d) / 2));
+        let mut entries = Vec::with_capacity((count as usize).min(d.buf.len() / 2));
         let mut prev = 0i64;
         for _ in 0..count {
             match d.u8().ok_or_else(|| bad("truncated entry"))? {
@@ -184,7 +180,7 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
         if nt > rec.len() as u64 {
             return Err(bad("tombstone count exceeds the record"));
         }
-        let mut tombstones = Vec::with_capacity((nt as usize).min(d_len(&d) / 3));
+        let mut tombstones = Vec::with_capacity((nt as usize).min(d.buf.len() / 3));
         for _ in 0..nt {
             let start = d
                 .length_prefixed()
