@@ -102,6 +102,12 @@ impl Error {
         ErrorRepr::InvalidArgument(msg.into()).into()
     }
 
+    /// An I/O failure outside the engine (a remote service, a network link), for
+    /// implementations of the engine's traits in other crates.
+    pub fn external(what: impl fmt::Display, msg: impl Into<String>) -> Self {
+        Self::io(what, std::io::Error::other(msg.into()))
+    }
+
     /// Whether this is a corruption (checksum or decode failure).
     pub fn is_corruption(&self) -> bool {
         self.kind() == ErrorKind::Corruption

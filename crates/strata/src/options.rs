@@ -172,6 +172,16 @@ pub struct Options {
     pub compaction_style: crate::version::CompactionStyle,
     /// Split-forest tuning (trees per level, early-cleaning threshold, parallel search).
     pub forest: crate::compaction::ForestOptions,
+    /// Runs compaction jobs on a compaction service (CaaS-LSM): `strata_compaction`'s gRPC
+    /// client, or any implementation. `None` (default): every job runs locally.
+    pub compaction_service: Option<Arc<dyn crate::compaction::remote::CompactionService>>,
+    /// With a service: every eligible job remote (`Remote`), or per job by estimated time and
+    /// local load (`Hybrid`, default). `Local` ignores the service.
+    pub compaction_mode: crate::compaction::remote::CompactionMode,
+    /// How much of a remote result is read back before it is installed.
+    pub remote_verify: crate::compaction::remote::VerifyLevel,
+    /// This database's name on the compaction service; default: its directory.
+    pub compaction_instance: Option<String>,
     /// The storage the database lives on. `None` means the local file system; tests pass
     /// fault-injecting wrappers here.
     pub storage: Option<Arc<dyn Storage>>,
@@ -223,6 +233,10 @@ impl Default for Options {
             persistent_cache: Default::default(),
             compaction_style: Default::default(),
             forest: Default::default(),
+            compaction_service: None,
+            compaction_mode: crate::compaction::remote::CompactionMode::Hybrid,
+            remote_verify: Default::default(),
+            compaction_instance: None,
             storage: None,
         }
     }
@@ -253,6 +267,14 @@ impl std::fmt::Debug for Options {
             .field("wal_location", &self.wal_location)
             .field("extended_wal", &self.extended_wal)
             .field("extended_wal_ttl", &self.extended_wal_ttl)
+            .field(
+                "compaction_service",
+                &self
+                    .compaction_service
+                    .as_ref()
+                    .map(|s| s.name().to_string()),
+            )
+            .field("compaction_mode", &self.compaction_mode)
             .finish_non_exhaustive()
     }
 }

@@ -203,6 +203,8 @@ pub struct DbStats {
     pub logstore: Option<LogStoreStats>,
     /// The extended WAL's figures, when it is on.
     pub extended_wal: Option<ExtendedWalStats>,
+    /// Remote compaction's figures, when a compaction service is configured.
+    pub remote_compaction: Option<crate::compaction::remote::runner::RemoteCompactionStats>,
 }
 
 /// The extended WAL's figures (RocksMash §3.4), in `DbStats::extended_wal`.

@@ -2,9 +2,12 @@
 //! exchanges (`CompactionJob` in, `CompactionResult` out), and the job's accessors a runner
 //! calls before executing it.
 //!
-//! Flag byte: bit 0 = decode a `CompactionResult` (else a `CompactionJob`). Properties: a
-//! decoded message serializes to JSON that decodes to the same message.
+//! Flag byte: bit 1 = decode a `RemoteJob` with the worker's validating decoder; else bit 0 =
+//! decode a `CompactionResult`, else a `CompactionJob`. Properties: a decoded message
+//! serializes to JSON that decodes to the same message; a validated remote job's attempts take
+//! disjoint table numbers inside its reserved range, none of them an input's.
 
+use strata::compaction::remote::{ControlMetadata, JobStorage, RemoteJob, MAX_ATTEMPTS};
 use strata::compaction::{
     CompactionInput, CompactionJob, CompactionReason, CompactionResult, HotRoute, PromotedRecord,
 };
@@ -17,6 +20,23 @@ use crate::util::split_flag;
 
 pub fn run(data: &[u8]) {
     let (flag, rest) = split_flag(data);
+    if flag & 2 != 0 {
+        let Ok(job) = RemoteJob::decode(rest) else {
+            return;
+        };
+        let back = RemoteJob::decode(&job.encode()).expect("a valid job re-decodes");
+        assert_eq!(back, job, "remote job round trip");
+        let all = job.job.output_ids.clone().expect("validated");
+        let mut prev_end = all.start;
+        for a in 0..MAX_ATTEMPTS {
+            let ids = job.attempt_ids(a).expect("every attempt has numbers");
+            assert!(ids.start >= prev_end && ids.end <= all.end, "attempt {a}: {ids:?} in {all:?}");
+            assert!(job.job.input_ids().all(|i| !ids.contains(&i)));
+            prev_end = ids.end;
+        }
+        assert!(job.attempt_ids(MAX_ATTEMPTS).is_err());
+        return;
+    }
     if flag & 1 != 0 {
         if let Ok(r) = serde_json::from_slice::<CompactionResult>(rest) {
             let json = serde_json::to_vec(&r).expect("serializes");
@@ -100,7 +120,25 @@ pub fn seeds() -> Vec<Vec<u8>> {
             compression: Compression::Zstd(3),
             capacity_index: strata::sst::index::IndexKind::MashMeta,
         },
+        score: 1.5,
+        filter: Some(strata::compaction::FilterSpec {
+            name: "strata.ttl".into(),
+            params: [("ttl_secs".to_string(), "60".to_string())].into(),
+        }),
+        output_ids: Some(100..200),
     };
+    let mut plain = job.clone();
+    plain.forest = None;
+    plain.output_ids = None;
+    let remote = RemoteJob::new(
+        ControlMetadata::of("db-1", &plain),
+        JobStorage {
+            fast_dir: "/data/db-1".into(),
+            capacity_url: Some("s3://bucket/db-1".into()),
+        },
+        plain,
+        1000,
+    );
     let result = CompactionResult {
         outputs: vec![meta(11)],
         fast_outputs: vec![meta(12)],
@@ -118,5 +156,6 @@ pub fn seeds() -> Vec<Vec<u8>> {
     vec![
         [&[0u8][..], &serde_json::to_vec(&job).expect("json")].concat(),
         [&[1u8][..], &serde_json::to_vec(&result).expect("json")].concat(),
+        [&[2u8][..], &remote.encode()].concat(),
     ]
 }

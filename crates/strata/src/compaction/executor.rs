@@ -32,6 +32,9 @@ pub struct CompactionEnv<'a> {
     /// The tier new tables are written to.
     pub output_tier: Tier,
     pub file_numbers: Arc<AtomicU64>,
+    /// Table numbers from `file_numbers` must stay below this (a remote job's reserved
+    /// range); reaching it fails the job.
+    pub id_limit: Option<u64>,
     pub rate_limiter: Option<Arc<RateLimiter>>,
     /// Set when the database shuts down; the job stops early with an error.
     pub cancel: &'a AtomicBool,
@@ -185,6 +188,11 @@ impl<'a, 'b> Outputs<'a, 'b> {
     fn open(&mut self) -> Result<&mut TableBuilder> {
         if self.current.is_none() {
             let id = self.env.file_numbers.fetch_add(1, Ordering::SeqCst);
+            if self.env.id_limit.is_some_and(|limit| id >= limit) {
+                return Err(Error::invalid(format!(
+                    "compaction ran out of its reserved table numbers (next {id})"
+                )));
+            }
             self.created.push(id);
             let mut file = self.env.tables.store().create(id, self.tier)?;
             if let Some(l) = &self.env.rate_limiter {

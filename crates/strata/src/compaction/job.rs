@@ -114,6 +114,18 @@ pub struct CompactionJob {
     pub bottommost: bool,
     pub target_file_size: u64,
     pub table: TableBuilderOptions,
+    /// The picker's score (scheduling priority of a remote job).
+    #[serde(default)]
+    pub score: f64,
+    /// The database's compaction filter, by name and parameters, when it has a spec (a
+    /// worker rebuilds it; a local run uses the filter object itself).
+    #[serde(default)]
+    pub filter: Option<crate::compaction::FilterSpec>,
+    /// Table numbers the outputs must take (a remote job: reserved from the instance's
+    /// counter, so a worker's tables never collide with the instance's); `None`: the
+    /// executor's counter, unbounded.
+    #[serde(default)]
+    pub output_ids: Option<std::ops::Range<u64>>,
 }
 
 impl CompactionJob {

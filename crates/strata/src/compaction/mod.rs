@@ -17,10 +17,11 @@ pub mod logstore;
 pub mod picker;
 pub mod policy;
 pub mod rate_limiter;
+pub mod remote;
 pub mod runner;
 
 pub use executor::{run_compaction, write_tables, CompactionEnv, CompactionResult};
-pub use filter::{CompactionFilter, FilterDecision};
+pub use filter::{CompactionFilter, FilterDecision, FilterSpec, TtlFilter};
 pub use forest::{ForestOptions, SplitForestPolicy};
 pub use job::{
     CompactionInput, CompactionJob, CompactionReason, ForestMerge, HotRoute, PromotedRecord,

@@ -167,6 +167,7 @@ pub(crate) fn write_l0_offline(
         tables: tables.clone(),
         output_tier: Tier::Fast,
         file_numbers,
+        id_limit: None,
         rate_limiter: None,
         cancel: &cancel,
         filter: None,
@@ -184,6 +185,7 @@ pub(crate) fn env(
         tables: inner.tables.clone(),
         output_tier,
         file_numbers,
+        id_limit: None,
         rate_limiter: inner.rate_limiter.clone(),
         cancel: &inner.shutting_down,
         filter: inner.opts.compaction_filter.clone(),
@@ -527,6 +529,9 @@ pub(crate) fn run_pick(
             bottommost: pick.bottommost,
             target_file_size: inner.opts.target_file_size_base,
             table: table_options(&inner.opts, out),
+            score: pick.score,
+            filter: inner.opts.compaction_filter.as_ref().and_then(|f| f.spec()),
+            output_ids: None,
         };
         let route_level = job.route.as_ref().map(|r| r.level);
         inner

@@ -101,6 +101,9 @@ pub(crate) fn run_forest_pick(
         bottommost: pick.bottommost,
         target_file_size: inner.opts.target_file_size_base,
         table: table_options(&inner.opts, out),
+        score: pick.score,
+        filter: inner.opts.compaction_filter.as_ref().and_then(|f| f.spec()),
+        output_ids: None,
     };
     if pick.reason == CompactionReason::JournalResume {
         inner.stats.forest.resumes.fetch_add(1, Ordering::Relaxed);

@@ -133,7 +133,9 @@ pub(crate) struct DbInner {
     /// Picks compactions: leveled, split forest or LogStore.
     pub policy: Box<dyn crate::compaction::CompactionPolicy>,
     /// Runs compaction jobs (locally today; remote compaction plugs in here).
-    pub runner: Box<dyn crate::compaction::CompactionRunner>,
+    pub runner: Arc<dyn crate::compaction::CompactionRunner>,
+    /// The remote-compaction runner (also `runner`), for its statistics.
+    pub remote: Option<Arc<crate::compaction::remote::ServiceRunner>>,
     /// HotRAP, when on and a capacity tier is configured.
     pub hot: Option<Arc<crate::tier::hot::HotRap>>,
     /// Parallel search of capacity-tier candidates (a capacity tier and `search_threads` ≥ 2).

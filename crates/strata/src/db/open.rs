@@ -358,6 +358,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let search = (opts.capacity.is_some() && opts.forest.search_threads >= 2).then(|| {
         super::search::SearchPool::new(opts.forest.search_threads, tables.clone(), stats.clone())
     });
+    let remote = remote_runner(dir, &opts)?;
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         log_dir,
@@ -401,7 +402,11 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
                 })
             }
         },
-        runner: Box::new(crate::compaction::LocalRunner),
+        runner: match &remote {
+            Some(r) => r.clone(),
+            None => Arc::new(crate::compaction::LocalRunner),
+        },
+        remote,
         hot,
         search,
         logstore,
@@ -415,6 +420,36 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     super::temperature::start(&inner);
     super::promote::start_hot_thread(&inner);
     Ok(inner)
+}
+
+/// The remote-compaction runner, when a compaction service is configured.
+fn remote_runner(
+    dir: &Path,
+    opts: &Options,
+) -> Result<Option<Arc<crate::compaction::remote::ServiceRunner>>> {
+    use crate::compaction::remote::{CompactionMode, RemoteOptions, ServiceRunner};
+    let Some(service) = &opts.compaction_service else {
+        return Ok(None);
+    };
+    if opts.compaction_mode == CompactionMode::Local {
+        return Ok(None);
+    }
+    let fast_dir = std::path::absolute(dir).map_err(|e| Error::io(dir.display(), e))?;
+    let mut r = RemoteOptions::new(
+        opts.compaction_mode,
+        opts.compaction_instance
+            .clone()
+            .unwrap_or_else(|| fast_dir.display().to_string()),
+        fast_dir,
+    );
+    // A store handed over as an object has no URL a worker could open.
+    r.capacity_url = match (&opts.capacity, &opts.capacity_store) {
+        (Some(c), None) => Some(c.url.clone()),
+        _ => None,
+    };
+    r.local_threads = opts.max_background_compactions.max(1);
+    r.verify = opts.remote_verify;
+    Ok(Some(Arc::new(ServiceRunner::new(service.clone(), r))))
 }
 
 /// Opens the capacity tier and the fast-tier caches in front of it, as the options ask.

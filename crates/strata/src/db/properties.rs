@@ -34,6 +34,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         s.logstore = Some(super::temperature::stats(ls));
     }
     s.extended_wal = super::extended::stats(inner);
+    s.remote_compaction = inner.remote.as_ref().map(|r| r.stats());
     s.total_sst_bytes = sizes.iter().sum();
     for f in v.all_files() {
         match f.tier {

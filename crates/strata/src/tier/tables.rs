@@ -34,6 +34,10 @@ pub struct TablesConfig {
 /// Table files on both tiers.
 pub struct TableStore {
     c: TablesConfig,
+    /// New fast-tier tables are created here instead of `c.dir` (a compaction worker's
+    /// scratch directory: nothing it writes appears in the database directory until the job
+    /// succeeds).
+    staging: Option<PathBuf>,
 }
 
 /// The object name of capacity table `id`.
@@ -48,7 +52,13 @@ pub fn local_path(dir: &Path, id: u64) -> PathBuf {
 
 impl TableStore {
     pub fn new(c: TablesConfig) -> Self {
-        TableStore { c }
+        TableStore { c, staging: None }
+    }
+
+    /// New fast-tier tables go to `dir` instead of the database directory.
+    pub fn with_staging(mut self, dir: PathBuf) -> Self {
+        self.staging = Some(dir);
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -79,7 +89,10 @@ impl TableStore {
     pub fn create(&self, id: u64, tier: Tier) -> Result<Box<dyn WritableFile>> {
         match tier {
             Tier::Fast => Ok(Box::new(FastWriter {
-                inner: self.c.fast.create(&local_path(&self.c.dir, id))?,
+                inner: self.c.fast.create(&local_path(
+                    self.staging.as_ref().unwrap_or(&self.c.dir),
+                    id,
+                ))?,
                 stats: self.c.stats.clone(),
             })),
             Tier::Capacity => Ok(Box::new(self.tier_handle()?.writer(&object_name(id)))),
@@ -148,7 +161,10 @@ impl TableStore {
     /// Deletes a table's file and everything cached about it.
     pub fn remove(&self, id: u64, tier: Tier) -> Result<()> {
         match tier {
-            Tier::Fast => self.c.fast.remove(&local_path(&self.c.dir, id)),
+            Tier::Fast => self.c.fast.remove(&local_path(
+                self.staging.as_ref().unwrap_or(&self.c.dir),
+                id,
+            )),
             Tier::Capacity => {
                 if let Some(m) = &self.c.meta {
                     m.remove(id);

@@ -1,0 +1,238 @@
+//! Runs a [`RemoteJob`] on a compaction worker (a CaaS-LSM Compaction Service Agent) from the
+//! job alone: capacity-tier inputs are read from the object store directly, fast-tier inputs
+//! from the instance's directory through a path shared with the worker.
+//!
+//! Invariants: a job naming a directory or capacity URL outside the worker's roots is refused
+//! before anything is read; outputs take the attempt's reserved table numbers; fast-tier
+//! outputs are written in the worker's scratch directory and moved into the instance's
+//! directory only when the whole job succeeded (capacity outputs are multipart uploads,
+//! visible only when complete); a failed job leaves nothing behind but what a crash leaves,
+//! which the instance's next open collects. Depends on the executor and the storage layer.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::RemoteJob;
+use crate::cache::TableCache;
+use crate::compaction::filter::{self, CompactionFilter, FilterSpec};
+use crate::compaction::{run_compaction, CompactionEnv, CompactionResult};
+use crate::error::{Error, Result};
+use crate::stats::EngineStats;
+use crate::storage::object::{CapacityOptions, CapacityTier};
+use crate::storage::Storage;
+use crate::tier::{local_path, TableStore, TablesConfig, Tier};
+
+/// Rebuilds a compaction filter from its spec (an embedder's registry of named filters).
+pub type FilterFactory = dyn Fn(&FilterSpec) -> Result<Arc<dyn CompactionFilter>> + Send + Sync;
+
+/// A worker's configuration and the connections it keeps between jobs.
+pub struct WorkerEnv {
+    /// Directories and URL prefixes (`s3://bucket/prefix`, `file:///dir`, `memory://name`)
+    /// jobs may name; nothing else is read or written.
+    roots: Vec<String>,
+    scratch: PathBuf,
+    storage: Arc<dyn Storage>,
+    filters: Option<Arc<FilterFactory>>,
+    capacity: Mutex<HashMap<String, Arc<CapacityTier>>>,
+}
+
+impl WorkerEnv {
+    /// A worker writing its staging files under `scratch`, which is created; staging files a
+    /// previous run of the worker left (it was killed mid-job) are removed.
+    pub fn new(roots: Vec<String>, scratch: PathBuf, storage: Arc<dyn Storage>) -> Result<Self> {
+        if roots.is_empty() {
+            return Err(Error::invalid(
+                "a compaction worker needs at least one root",
+            ));
+        }
+        storage.create_dir_all(&scratch)?;
+        for name in storage.list(&scratch)? {
+            if name.starts_with("job-") {
+                remove_dir(&storage, &scratch.join(&name));
+            }
+        }
+        Ok(WorkerEnv {
+            roots,
+            scratch,
+            storage,
+            filters: None,
+            capacity: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Named filters beyond the built-in ones.
+    pub fn with_filters(mut self, f: Arc<FilterFactory>) -> Self {
+        self.filters = Some(f);
+        self
+    }
+
+    pub fn scratch(&self) -> &Path {
+        &self.scratch
+    }
+
+    /// Refuses a job naming a location outside the roots.
+    pub fn check_paths(&self, job: &RemoteJob) -> Result<()> {
+        let dir = &job.storage.fast_dir;
+        let dir_ok = self
+            .roots
+            .iter()
+            .filter(|r| !r.contains("://"))
+            .any(|r| dir.starts_with(r));
+        if !dir_ok {
+            return Err(Error::invalid(format!(
+                "job names directory {} outside this worker's roots",
+                dir.display()
+            )));
+        }
+        if let Some(url) = &job.storage.capacity_url {
+            if !self.url_allowed(url) {
+                return Err(Error::invalid(format!(
+                    "job names capacity tier {url:?} outside this worker's roots"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn url_allowed(&self, url: &str) -> bool {
+        if url.contains("/../") || url.ends_with("/..") {
+            return false;
+        }
+        if let Some(path) = url.strip_prefix("file://") {
+            let p = Path::new(path);
+            if self
+                .roots
+                .iter()
+                .any(|r| !r.contains("://") && p.starts_with(r))
+            {
+                return true;
+            }
+        }
+        self.roots.iter().filter(|r| r.contains("://")).any(|r| {
+            let r = r.trim_end_matches('/');
+            url == r
+                || url
+                    .strip_prefix(r)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    }
+
+    fn capacity(&self, url: &str) -> Result<Arc<CapacityTier>> {
+        let mut m = self.capacity.lock();
+        if let Some(c) = m.get(url) {
+            return Ok(c.clone());
+        }
+        let c = CapacityTier::open(&CapacityOptions::new(url), None, Default::default())?;
+        m.insert(url.to_string(), c.clone());
+        Ok(c)
+    }
+
+    fn filter(&self, spec: &FilterSpec) -> Result<Arc<dyn CompactionFilter>> {
+        match &self.filters {
+            Some(f) => f(spec).or_else(|_| filter::from_spec(spec)),
+            None => filter::from_spec(spec),
+        }
+    }
+}
+
+fn remove_dir(storage: &Arc<dyn Storage>, dir: &Path) {
+    if let Ok(names) = storage.list(dir) {
+        for n in names {
+            let _ = storage.remove(&dir.join(n));
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Runs attempt `attempt` of `job`; `name` names its staging directory (unique per attempt).
+/// Returns the outputs in place, ready for the instance to verify and install.
+pub fn execute(
+    job: &RemoteJob,
+    attempt: u32,
+    name: &str,
+    env: &WorkerEnv,
+    cancel: &AtomicBool,
+) -> Result<CompactionResult> {
+    job.validate()?;
+    env.check_paths(job)?;
+    let ids = job.attempt_ids(attempt)?;
+    let capacity = job
+        .storage
+        .capacity_url
+        .as_deref()
+        .map(|u| env.capacity(u))
+        .transpose()?;
+    let staging = env.scratch.join(format!("job-{name}"));
+    env.storage.create_dir_all(&staging)?;
+    let stats = Arc::new(EngineStats::default());
+    let store = TableStore::new(TablesConfig {
+        dir: job.storage.fast_dir.clone(),
+        fast: env.storage.clone(),
+        capacity,
+        meta: None,
+        data_cache: None,
+        stats: stats.tier.clone(),
+    })
+    .with_staging(staging.clone());
+    let tables = Arc::new(TableCache::new(Arc::new(store), 1024, None, stats));
+    let filter = job.job.filter.as_ref().map(|s| env.filter(s)).transpose();
+    let r = filter.and_then(|filter| {
+        let cenv = CompactionEnv {
+            tables,
+            output_tier: job.job.output_tier,
+            file_numbers: Arc::new(AtomicU64::new(ids.start)),
+            id_limit: Some(ids.end),
+            rate_limiter: None,
+            cancel,
+            filter,
+            checkpoint: None,
+        };
+        run_compaction(&job.job, &cenv)
+    });
+    let r = r.and_then(|r| {
+        publish(env, &staging, &job.storage.fast_dir, &r)?;
+        Ok(r)
+    });
+    remove_dir(&env.storage, &staging);
+    r
+}
+
+/// Moves the fast-tier outputs from staging into the instance's directory.
+fn publish(env: &WorkerEnv, staging: &Path, dir: &Path, r: &CompactionResult) -> Result<()> {
+    let fast: Vec<u64> = r
+        .outputs
+        .iter()
+        .chain(&r.fast_outputs)
+        .filter(|f| f.tier == Tier::Fast)
+        .map(|f| f.id)
+        .collect();
+    if fast.is_empty() {
+        return Ok(());
+    }
+    let s = &env.storage;
+    let mut moved = Vec::new();
+    let res = (|| -> Result<()> {
+        for id in &fast {
+            let (from, to) = (local_path(staging, *id), local_path(dir, *id));
+            if s.rename(&from, &to).is_err() {
+                // Another file system: copy and sync.
+                let bytes = s.read_all(&from)?;
+                let mut w = s.create(&to)?;
+                w.append(&bytes)?;
+                w.sync()?;
+            }
+            moved.push(to);
+        }
+        s.sync_dir(dir)
+    })();
+    if res.is_err() {
+        for p in moved {
+            let _ = s.remove(&p);
+        }
+    }
+    res
+}

@@ -1,0 +1,398 @@
+//! [`ServiceRunner`]: a [`CompactionRunner`] that sends jobs to a [`CompactionService`] and
+//! runs them locally when it must. Per job: ineligible jobs (split-forest merges with early
+//! cleaning, filters without a spec, a capacity tier known only as an object) run locally;
+//! otherwise [`hybrid::decide`] picks; a remote job reserves table numbers from the
+//! instance's counter, is started, polled until it ends, verified, and returned for the
+//! engine to install. Any failure (service unreachable, "use local", a job-level failure, a
+//! result that fails verification, the wait timing out) discards what the job wrote in its
+//! reserved numbers and runs the job locally, so a job is never lost and never installed
+//! twice.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::hybrid::{self, CompactionMode, DecisionInput, Place, Rate, Utilization};
+use super::verify::verify_result;
+use super::{
+    CompactionService, ControlMetadata, FailureClass, JobStorage, Outcome, RemoteJob, Started,
+};
+use crate::compaction::{
+    run_compaction, CompactionEnv, CompactionJob, CompactionResult, CompactionRunner,
+};
+use crate::error::{Error, Result};
+use crate::tier::Tier;
+
+/// How much of a remote result is read back before it is installed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum VerifyLevel {
+    /// Fast-tier outputs fully, capacity-tier outputs by their metadata and first and last
+    /// blocks (reading them whole would cost the link the remote job saved).
+    #[default]
+    Auto,
+    /// Metadata, first and last keys of every output.
+    Metadata,
+    /// Every block of every output.
+    Full,
+}
+
+/// How the runner reaches and uses the service.
+#[derive(Clone, Debug)]
+pub struct RemoteOptions {
+    pub mode: CompactionMode,
+    /// This database, as the control plane knows it.
+    pub instance: String,
+    pub fast_dir: PathBuf,
+    pub capacity_url: Option<String>,
+    /// The local pool's threads (`max_background_compactions`).
+    pub local_threads: usize,
+    /// The window of rule 1's utilization.
+    pub busy_window: Duration,
+    /// One `wait` call's long-poll.
+    pub poll: Duration,
+    /// The service unreachable for this long during a wait: run the job locally.
+    pub service_timeout: Duration,
+    /// A job not done after this long runs locally.
+    pub job_timeout: Duration,
+    pub verify: VerifyLevel,
+}
+
+impl RemoteOptions {
+    pub fn new(mode: CompactionMode, instance: String, fast_dir: PathBuf) -> Self {
+        RemoteOptions {
+            mode,
+            instance,
+            fast_dir,
+            capacity_url: None,
+            local_threads: 1,
+            busy_window: Duration::from_secs(5),
+            poll: Duration::from_millis(500),
+            service_timeout: Duration::from_secs(3),
+            job_timeout: Duration::from_secs(600),
+            verify: VerifyLevel::Auto,
+        }
+    }
+}
+
+/// Counters of remote compaction (`DbStats::remote_compaction`).
+#[derive(Default, Debug)]
+pub struct RemoteCounters {
+    pub remote_jobs: AtomicU64,
+    pub local_jobs: AtomicU64,
+    /// Local because the job cannot leave the process.
+    pub ineligible_jobs: AtomicU64,
+    /// Local by the hybrid decision.
+    pub local_by_estimate: AtomicU64,
+    pub lack_of_resources: AtomicU64,
+    pub service_unreachable: AtomicU64,
+    pub wait_timeouts: AtomicU64,
+    pub verify_failures: AtomicU64,
+    pub failures_retriable: AtomicU64,
+    pub failures_solvable: AtomicU64,
+    pub failures_fatal: AtomicU64,
+    pub workers_lost: AtomicU64,
+    pub queue_wait_micros: AtomicU64,
+    pub remote_micros: AtomicU64,
+    pub local_micros: AtomicU64,
+    /// Input bytes workers read and output bytes they wrote for this database.
+    pub transfer_read_bytes: AtomicU64,
+    pub transfer_write_bytes: AtomicU64,
+}
+
+/// A snapshot of [`RemoteCounters`] plus the current estimates.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct RemoteCompactionStats {
+    pub mode: String,
+    pub service: String,
+    pub remote_jobs: u64,
+    pub local_jobs: u64,
+    pub ineligible_jobs: u64,
+    pub local_by_estimate: u64,
+    pub lack_of_resources: u64,
+    pub service_unreachable: u64,
+    pub wait_timeouts: u64,
+    pub verify_failures: u64,
+    pub failures_retriable: u64,
+    pub failures_solvable: u64,
+    pub failures_fatal: u64,
+    pub workers_lost: u64,
+    pub queue_wait_micros: u64,
+    pub remote_micros: u64,
+    pub local_micros: u64,
+    pub transfer_read_bytes: u64,
+    pub transfer_write_bytes: u64,
+    /// Eq. 1's rates, microseconds per MiB (0: not measured yet).
+    pub local_us_per_mib: u64,
+    pub remote_us_per_mib: u64,
+    pub local_busy_percent: u64,
+}
+
+struct Estimates {
+    local: Rate,
+    remote: Rate,
+    busy: Utilization,
+    decisions: u64,
+}
+
+/// Runs jobs on a compaction service, locally when it must; see the module docs.
+pub struct ServiceRunner {
+    service: Arc<dyn CompactionService>,
+    opts: RemoteOptions,
+    est: Mutex<Estimates>,
+    counters: Arc<RemoteCounters>,
+}
+
+impl ServiceRunner {
+    pub fn new(service: Arc<dyn CompactionService>, opts: RemoteOptions) -> Self {
+        let busy = Utilization::new(opts.local_threads, opts.busy_window);
+        ServiceRunner {
+            service,
+            opts,
+            est: Mutex::new(Estimates {
+                local: Rate::default(),
+                remote: Rate::default(),
+                busy,
+                decisions: 0,
+            }),
+            counters: Arc::default(),
+        }
+    }
+
+    pub fn counters(&self) -> &Arc<RemoteCounters> {
+        &self.counters
+    }
+
+    pub fn stats(&self) -> RemoteCompactionStats {
+        let c = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut est = self.est.lock();
+        let per_mib = |r: &Rate| {
+            r.secs_per_byte
+                .map(|s| (s * (1u64 << 20) as f64 * 1e6) as u64)
+                .unwrap_or(0)
+        };
+        RemoteCompactionStats {
+            mode: format!("{:?}", self.opts.mode).to_lowercase(),
+            service: self.service.name().to_string(),
+            remote_jobs: l(&c.remote_jobs),
+            local_jobs: l(&c.local_jobs),
+            ineligible_jobs: l(&c.ineligible_jobs),
+            local_by_estimate: l(&c.local_by_estimate),
+            lack_of_resources: l(&c.lack_of_resources),
+            service_unreachable: l(&c.service_unreachable),
+            wait_timeouts: l(&c.wait_timeouts),
+            verify_failures: l(&c.verify_failures),
+            failures_retriable: l(&c.failures_retriable),
+            failures_solvable: l(&c.failures_solvable),
+            failures_fatal: l(&c.failures_fatal),
+            workers_lost: l(&c.workers_lost),
+            queue_wait_micros: l(&c.queue_wait_micros),
+            remote_micros: l(&c.remote_micros),
+            local_micros: l(&c.local_micros),
+            transfer_read_bytes: l(&c.transfer_read_bytes),
+            transfer_write_bytes: l(&c.transfer_write_bytes),
+            local_us_per_mib: per_mib(&est.local),
+            remote_us_per_mib: per_mib(&est.remote),
+            local_busy_percent: (est.busy.busy(Instant::now()) * 100.0) as u64,
+        }
+    }
+
+    fn eligible(&self, job: &CompactionJob, env: &CompactionEnv<'_>) -> bool {
+        let touches_capacity = job.output_tier == Tier::Capacity
+            || job
+                .inputs
+                .iter()
+                .any(|i| i.files.iter().any(|f| f.tier == Tier::Capacity));
+        job.forest.is_none()
+            && env.checkpoint.is_none()
+            // A filter that cannot be described cannot run elsewhere.
+            && (env.filter.is_none() || job.filter.is_some())
+            && (!touches_capacity || self.opts.capacity_url.is_some())
+    }
+
+    fn run_local(&self, job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<CompactionResult> {
+        let start = Instant::now();
+        let handle = self.est.lock().busy.begin(start);
+        let r = run_compaction(job, env);
+        let end = Instant::now();
+        let mut est = self.est.lock();
+        est.busy.end(handle, end);
+        if r.is_ok() {
+            est.local.observe(end - start, job.input_bytes());
+        }
+        drop(est);
+        self.counters.local_jobs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .local_micros
+            .fetch_add((end - start).as_micros() as u64, Ordering::Relaxed);
+        r
+    }
+
+    /// Removes whatever a failed remote job may have left under its reserved numbers.
+    fn discard(
+        &self,
+        rj: &RemoteJob,
+        reported: Option<&CompactionResult>,
+        env: &CompactionEnv<'_>,
+    ) {
+        let store = env.tables.store();
+        if let Some(r) = reported {
+            for f in r.outputs.iter().chain(&r.fast_outputs) {
+                env.tables.evict(f.id);
+                let _ = store.remove(f.id, f.tier);
+            }
+        }
+        // Fast-tier files are cheap to look for (a worker may have moved some in before it
+        // died); capacity objects nobody reported are collected by the next open's orphan
+        // sweep.
+        if let Some(ids) = rj.job.output_ids.clone() {
+            for id in ids {
+                let _ = store.remove(id, Tier::Fast);
+            }
+        }
+    }
+
+    fn run_remote(&self, job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<CompactionResult> {
+        let c = &self.counters;
+        let start = Instant::now();
+        let bytes = job.input_bytes();
+        let meta = ControlMetadata::of(&self.opts.instance, job);
+        let storage = JobStorage {
+            fast_dir: self.opts.fast_dir.clone(),
+            capacity_url: self.opts.capacity_url.clone(),
+        };
+        let per = RemoteJob::ids_needed(job) * super::MAX_ATTEMPTS as u64;
+        let first = env.file_numbers.fetch_add(per, Ordering::SeqCst);
+        let rj = RemoteJob::new(meta, storage, job.clone(), first);
+        let id = match self.service.start(&rj) {
+            Ok(Started::Queued(id)) => id,
+            Ok(Started::UseLocal(why)) => {
+                tracing::debug!(job = job.id, %why, "compaction service: use local");
+                c.lack_of_resources.fetch_add(1, Ordering::Relaxed);
+                return self.run_local(job, env);
+            }
+            Err(e) => {
+                tracing::warn!(job = job.id, error = %e, "compaction service unreachable; compacting locally");
+                c.service_unreachable.fetch_add(1, Ordering::Relaxed);
+                return self.run_local(job, env);
+            }
+        };
+        let mut unreachable_since: Option<Instant> = None;
+        let fallback = loop {
+            if env.cancel.load(Ordering::Relaxed) {
+                self.service.cancel(id);
+                self.discard(&rj, None, env);
+                return Err(Error::from(crate::error::ErrorRepr::Closed));
+            }
+            if start.elapsed() > self.opts.job_timeout {
+                c.wait_timeouts.fetch_add(1, Ordering::Relaxed);
+                break format!("not done after {:?}", self.opts.job_timeout);
+            }
+            match self.service.wait(id, self.opts.poll) {
+                Ok(Outcome::Pending) => unreachable_since = None,
+                Ok(Outcome::Done {
+                    result,
+                    attempt,
+                    worker,
+                    queue_wait,
+                    absorbed,
+                }) => {
+                    c.failures_retriable
+                        .fetch_add(absorbed.retriable as u64, Ordering::Relaxed);
+                    c.failures_solvable
+                        .fetch_add(absorbed.solvable as u64, Ordering::Relaxed);
+                    c.workers_lost
+                        .fetch_add(absorbed.workers_lost as u64, Ordering::Relaxed);
+                    match verify_result(&rj, attempt, &result, &env.tables, self.opts.verify) {
+                        Ok(()) => {
+                            let took = start.elapsed();
+                            self.est.lock().remote.observe(took, bytes);
+                            c.remote_jobs.fetch_add(1, Ordering::Relaxed);
+                            c.remote_micros
+                                .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+                            c.queue_wait_micros
+                                .fetch_add(queue_wait.as_micros() as u64, Ordering::Relaxed);
+                            c.transfer_read_bytes
+                                .fetch_add(result.read_bytes, Ordering::Relaxed);
+                            c.transfer_write_bytes
+                                .fetch_add(result.write_bytes, Ordering::Relaxed);
+                            tracing::debug!(job = job.id, %worker, ?took, "remote compaction verified");
+                            return Ok(result);
+                        }
+                        Err(e) => {
+                            tracing::error!(job = job.id, %worker, error = %e, "remote compaction result failed verification; compacting locally");
+                            c.verify_failures.fetch_add(1, Ordering::Relaxed);
+                            self.discard(&rj, Some(&result), env);
+                            return self.run_local(job, env);
+                        }
+                    }
+                }
+                Ok(Outcome::UseLocal(why)) => {
+                    c.lack_of_resources.fetch_add(1, Ordering::Relaxed);
+                    break why;
+                }
+                Ok(Outcome::Failed { class, message }) => {
+                    match class {
+                        FailureClass::Retriable => &c.failures_retriable,
+                        FailureClass::Solvable => &c.failures_solvable,
+                        FailureClass::Fatal => &c.failures_fatal,
+                    }
+                    .fetch_add(1, Ordering::Relaxed);
+                    break format!("{} failure: {message}", class.name());
+                }
+                Err(e) => {
+                    let since = *unreachable_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() > self.opts.service_timeout {
+                        c.service_unreachable.fetch_add(1, Ordering::Relaxed);
+                        break format!("service unreachable: {e}");
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        };
+        tracing::warn!(job = job.id, reason = %fallback, "remote compaction abandoned; compacting locally");
+        self.service.cancel(id);
+        self.discard(&rj, None, env);
+        self.run_local(job, env)
+    }
+}
+
+impl CompactionRunner for ServiceRunner {
+    fn run(&self, job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<CompactionResult> {
+        if !self.eligible(job, env) {
+            self.counters
+                .ineligible_jobs
+                .fetch_add(1, Ordering::Relaxed);
+            return self.run_local(job, env);
+        }
+        let place = {
+            let mut est = self.est.lock();
+            est.decisions += 1;
+            let d = DecisionInput {
+                mode: self.opts.mode,
+                local_busy: est.busy.busy(Instant::now()),
+                local: est.local,
+                remote: est.remote,
+                bytes: job.input_bytes(),
+                explore: est.decisions.is_multiple_of(hybrid::EXPLORE_EVERY),
+            };
+            hybrid::decide(&d)
+        };
+        match place {
+            Place::Local => {
+                self.counters
+                    .local_by_estimate
+                    .fetch_add(1, Ordering::Relaxed);
+                self.run_local(job, env)
+            }
+            Place::Remote => self.run_remote(job, env),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "service"
+    }
+}
