@@ -108,6 +108,12 @@ impl Error {
         Self::io(what, std::io::Error::other(msg.into()))
     }
 
+    /// An argument the caller got wrong (a bad URL or option), for implementations of the
+    /// engine's traits in other crates.
+    pub fn invalid_argument(msg: impl Into<String>) -> Self {
+        Self::invalid(msg)
+    }
+
     /// Whether this is a corruption (checksum or decode failure).
     pub fn is_corruption(&self) -> bool {
         self.kind() == ErrorKind::Corruption

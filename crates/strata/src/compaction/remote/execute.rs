@@ -201,6 +201,24 @@ pub fn execute(
     r
 }
 
+/// Deletes the outputs of an attempt the control plane did not accept (it gave the job to
+/// another worker, or the instance gave up on it): they were never installed.
+pub fn discard(job: &RemoteJob, r: &CompactionResult, env: &WorkerEnv) {
+    for f in r.outputs.iter().chain(&r.fast_outputs) {
+        let res = match f.tier {
+            Tier::Fast => env.storage.remove(&local_path(&job.storage.fast_dir, f.id)),
+            Tier::Capacity => match job.storage.capacity_url.as_deref().map(|u| env.capacity(u)) {
+                Some(Ok(c)) => c.delete(&c.path(&crate::tier::object_name(f.id))),
+                Some(Err(e)) => Err(e),
+                None => Ok(()),
+            },
+        };
+        if let Err(e) = res {
+            tracing::warn!(table = f.id, error = %e, "could not delete a discarded output");
+        }
+    }
+}
+
 /// Moves the fast-tier outputs from staging into the instance's directory.
 fn publish(env: &WorkerEnv, staging: &Path, dir: &Path, r: &CompactionResult) -> Result<()> {
     let fast: Vec<u64> = r

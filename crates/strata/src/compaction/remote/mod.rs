@@ -27,7 +27,7 @@ use super::executor::CompactionResult;
 use super::job::{CompactionJob, CompactionReason};
 use crate::error::{Error, ErrorKind, Result};
 
-pub use execute::{execute, FilterFactory, WorkerEnv};
+pub use execute::{discard, execute, FilterFactory, WorkerEnv};
 pub use hybrid::{CompactionMode, Place};
 pub use runner::{RemoteCounters, RemoteOptions, ServiceRunner, VerifyLevel};
 
