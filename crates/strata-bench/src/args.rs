@@ -186,6 +186,25 @@ pub struct BenchArgs {
     #[arg(long, alias = "extended_wal", default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub extended_wal: bool,
 
+    /// Strata: run compactions on this compaction service (CaaS-LSM control plane,
+    /// `http://host:port`).
+    #[arg(long, alias = "compaction_service")]
+    pub compaction_service: Option<String>,
+
+    /// The compaction service's token (or `STRATA_COMPACTION_TOKEN`).
+    #[arg(
+        long,
+        alias = "compaction_token",
+        env = "STRATA_COMPACTION_TOKEN",
+        hide_env_values = true
+    )]
+    pub compaction_token: Option<String>,
+
+    /// With --compaction-service: `remote` (every eligible job), `hybrid` (per job, by
+    /// estimated time and local load) or `local` (ignore the service).
+    #[arg(long, alias = "compaction_mode", default_value = "hybrid")]
+    pub compaction_mode: String,
+
     /// LogStore: bytes the fast tier may fill while compaction is deferred (reads are rare);
     /// default twice --fast-tier-budget, else 1 GiB.
     #[arg(long, alias = "defer_fast_bytes", value_parser = parse_bytes)]

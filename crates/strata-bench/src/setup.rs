@@ -56,6 +56,9 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         capacity_index: args.capacity_index,
         wal_location: args.wal_location.clone(),
         extended_wal: args.extended_wal,
+        compaction_service: args.compaction_service.clone(),
+        compaction_token: args.compaction_token.clone(),
+        compaction_mode: args.compaction_mode.clone(),
         wal_emulation: (args.wal_latency_ms > 0.0).then(|| EmulationConfig {
             latency: Duration::from_secs_f64(args.wal_latency_ms / 1000.0),
             bandwidth: None,

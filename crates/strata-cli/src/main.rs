@@ -7,6 +7,7 @@
 //! `strata-bench` crates; no
 //! library depends on this crate.
 
+mod compaction;
 mod inspect;
 mod logging;
 mod recover;
@@ -46,6 +47,12 @@ enum Command {
     /// Rebuild a database whose fast directory was lost, from its log location (extended WAL,
     /// mirrored manifest) and capacity tier (RocksMash §3.4).
     Recover(recover::RecoverArgs),
+    /// The compaction service's control plane (CaaS-LSM): workers register with it, databases
+    /// submit compaction jobs to it. `compaction-service status` prints a running one's state.
+    CompactionService(compaction::ServiceArgs),
+    /// A compaction worker: runs jobs the control plane assigns, reading and writing tables
+    /// under its roots.
+    CompactionWorker(compaction::WorkerArgs),
     /// The child process of `strata stress` (internal).
     #[command(hide = true)]
     StressChild(stress::ChildArgs),
@@ -63,6 +70,8 @@ fn main() -> ExitCode {
         Command::Stress(args) => return stress::run(args),
         Command::Recover(args) => recover::run(args),
         Command::StressChild(args) => stress::run_child(args),
+        Command::CompactionService(args) => compaction::run_service(args),
+        Command::CompactionWorker(args) => return compaction::run_worker(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -53,7 +53,9 @@ impl RemoteService {
             .build()
             .map_err(|e| unreachable(url, e))?;
         let mut ep = Endpoint::from_shared(url.to_string())
-            .map_err(|e| strata::Error::invalid_argument(format!("compaction service URL {url:?}: {e}")))?
+            .map_err(|e| {
+                strata::Error::invalid_argument(format!("compaction service URL {url:?}: {e}"))
+            })?
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true);
         if let Some(t) = tls {
@@ -140,7 +142,9 @@ pub fn outcome_of(r: proto::WaitReply) -> Outcome {
             class: class_of(r.failure),
             message: r.message,
         },
-        JobState::Unknown => Outcome::UseLocal(format!("the control plane lost the job: {}", r.message)),
+        JobState::Unknown => {
+            Outcome::UseLocal(format!("the control plane lost the job: {}", r.message))
+        }
     }
 }
 

@@ -30,7 +30,10 @@ impl ServiceConfig {
     pub fn plane(&self) -> PlaneConfig {
         let d = PlaneConfig::default();
         PlaneConfig {
-            heartbeat: self.heartbeat_ms.map(Duration::from_millis).unwrap_or(d.heartbeat),
+            heartbeat: self
+                .heartbeat_ms
+                .map(Duration::from_millis)
+                .unwrap_or(d.heartbeat),
             worker_timeout: self
                 .worker_timeout_ms
                 .map(Duration::from_millis)
@@ -81,7 +84,11 @@ mod tests {
     fn files_parse_and_reject_unknown_keys() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("w.toml");
-        std::fs::write(&p, "service = \"http://127.0.0.1:1\"\nroots = [\"/data\", \"s3://b/p\"]\nslots = 2\n").unwrap();
+        std::fs::write(
+            &p,
+            "service = \"http://127.0.0.1:1\"\nroots = [\"/data\", \"s3://b/p\"]\nslots = 2\n",
+        )
+        .unwrap();
         let w: WorkerConfig = load(&p).unwrap();
         assert_eq!(w.roots, vec!["/data", "s3://b/p"]);
         assert_eq!(w.slots, Some(2));
@@ -89,6 +96,8 @@ mod tests {
         let s: ServiceConfig = load(&p).unwrap();
         assert_eq!(s.plane().worker_timeout, Duration::from_millis(900));
         std::fs::write(&p, "lsiten = \"x\"\n").unwrap();
-        assert!(load::<ServiceConfig>(&p).unwrap_err().contains("unknown field"));
+        assert!(load::<ServiceConfig>(&p)
+            .unwrap_err()
+            .contains("unknown field"));
     }
 }

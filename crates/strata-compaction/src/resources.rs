@@ -48,7 +48,9 @@ impl Sampler {
             ..Default::default()
         };
         if let Some((at, cpu0, rx0, tx0)) = self.last {
-            let dt = now.saturating_duration_since(at).max(Duration::from_millis(1));
+            let dt = now
+                .saturating_duration_since(at)
+                .max(Duration::from_millis(1));
             let secs = dt.as_secs_f64();
             r.cpu = ((cpu_secs - cpu0) / secs / self.cores).clamp(0.0, 1.0);
             r.net_rx_bytes_per_sec = (rx.saturating_sub(rx0) as f64 / secs) as u64;
@@ -88,7 +90,10 @@ fn network_bytes() -> Option<(u64, u64)> {
     let mut tx = 0u64;
     for line in s.lines().skip(2) {
         let (_, nums) = line.split_once(':')?;
-        let f: Vec<u64> = nums.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        let f: Vec<u64> = nums
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
         rx += f.first().copied().unwrap_or(0);
         tx += f.get(8).copied().unwrap_or(0);
     }

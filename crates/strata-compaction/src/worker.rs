@@ -86,7 +86,11 @@ impl Shared {
     }
 
     /// Registers (again) unless another task already replaced `stale`.
-    async fn register(&self, stale: Option<&str>, sampler: &Mutex<Sampler>) -> Result<(), WorkerError> {
+    async fn register(
+        &self,
+        stale: Option<&str>,
+        sampler: &Mutex<Sampler>,
+    ) -> Result<(), WorkerError> {
         if let Some(s) = stale {
             if *self.id.lock() != s {
                 return Ok(());
@@ -110,7 +114,8 @@ impl Shared {
                 Ok(r) => {
                     let r = r.into_inner();
                     tracing::info!(worker = %r.worker_id, name = %self.name, "registered with the compaction service");
-                    *self.heartbeat.lock() = Duration::from_millis(r.heartbeat_ms.clamp(50, 10_000) as u64);
+                    *self.heartbeat.lock() =
+                        Duration::from_millis(r.heartbeat_ms.clamp(50, 10_000) as u64);
                     *self.id.lock() = r.worker_id;
                     return Ok(());
                 }
@@ -127,12 +132,17 @@ impl Shared {
 }
 
 /// Runs a worker until `shutdown` resolves or the service refuses it.
-pub async fn run(setup: WorkerSetup, shutdown: impl Future<Output = ()>) -> Result<(), WorkerError> {
+pub async fn run(
+    setup: WorkerSetup,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), WorkerError> {
     if setup.roots.is_empty() {
         return Err(WorkerError::Config("at least one --root is needed".into()));
     }
     if auth::attach(&mut Request::new(()), &setup.token).is_err() {
-        return Err(WorkerError::Config("the token must be printable ASCII".into()));
+        return Err(WorkerError::Config(
+            "the token must be printable ASCII".into(),
+        ));
     }
     let env = WorkerEnv::new(
         setup.roots.clone(),
@@ -145,7 +155,9 @@ pub async fn run(setup: WorkerSetup, shutdown: impl Future<Output = ()>) -> Resu
         .connect_timeout(Duration::from_secs(1))
         .tcp_nodelay(true);
     if let Some(t) = setup.tls {
-        ep = ep.tls_config(t).map_err(|e| WorkerError::Config(e.to_string()))?;
+        ep = ep
+            .tls_config(t)
+            .map_err(|e| WorkerError::Config(e.to_string()))?;
     }
     let client = CompactionServiceClient::new(ep.connect_lazy())
         .max_decoding_message_size(remote::MAX_JOB_BYTES + 4096)
@@ -166,8 +178,18 @@ pub async fn run(setup: WorkerSetup, shutdown: impl Future<Output = ()>) -> Resu
     shared.register(None, &sampler).await?;
     let refused = Arc::new(Notify::new());
     let refusal: Arc<Mutex<Option<WorkerError>>> = Arc::default();
-    let hb = tokio::spawn(heartbeats(shared.clone(), sampler.clone(), refused.clone(), refusal.clone()));
-    let fetch = tokio::spawn(fetch_loop(shared.clone(), sampler, refused.clone(), refusal.clone()));
+    let hb = tokio::spawn(heartbeats(
+        shared.clone(),
+        sampler.clone(),
+        refused.clone(),
+        refusal.clone(),
+    ));
+    let fetch = tokio::spawn(fetch_loop(
+        shared.clone(),
+        sampler,
+        refused.clone(),
+        refusal.clone(),
+    ));
     tokio::select! {
         _ = shutdown => {}
         _ = refused.notified() => {}
@@ -318,11 +340,17 @@ fn start_job(s: &Arc<Shared>, worker: String, a: proto::Assignment) {
         };
         let env = s.env.clone();
         let c = cancel.clone();
-        type Ran = (Option<RemoteJob>, Result<strata::compaction::CompactionResult, (FailureClass, String)>);
+        type Ran = (
+            Option<RemoteJob>,
+            Result<strata::compaction::CompactionResult, (FailureClass, String)>,
+        );
         let classify = |e: strata::Error| (FailureClass::of(&e), e.to_string());
         let ran = tokio::task::spawn_blocking(move || -> Ran {
             if let Some(class) = inject.0 {
-                return (None, Err((class, format!("injected {} failure", class.name()))));
+                return (
+                    None,
+                    Err((class, format!("injected {} failure", class.name()))),
+                );
             }
             let deadline = Instant::now() + inject.1;
             while Instant::now() < deadline && !c.load(Ordering::Relaxed) {
@@ -339,7 +367,10 @@ fn start_job(s: &Arc<Shared>, worker: String, a: proto::Assignment) {
         .await;
         let (job, result) = match ran {
             Ok(x) => x,
-            Err(e) => (None, Err((FailureClass::Retriable, format!("worker thread: {e}")))),
+            Err(e) => (
+                None,
+                Err((FailureClass::Retriable, format!("worker thread: {e}"))),
+            ),
         };
         let outcome = match &result {
             Ok(r) => complete_request::Outcome::Result(
@@ -351,12 +382,20 @@ fn start_job(s: &Arc<Shared>, worker: String, a: proto::Assignment) {
             }),
         };
         match &result {
-            Ok(r) => tracing::info!(job = job_id, attempt, took = ?started.elapsed(), outputs = r.outputs.len() + r.fast_outputs.len(), "compaction done"),
-            Err((class, e)) => tracing::warn!(job = job_id, attempt, class = class.name(), error = %e, "compaction failed"),
+            Ok(r) => {
+                tracing::info!(job = job_id, attempt, took = ?started.elapsed(), outputs = r.outputs.len() + r.fast_outputs.len(), "compaction done")
+            }
+            Err((class, e)) => {
+                tracing::warn!(job = job_id, attempt, class = class.name(), error = %e, "compaction failed")
+            }
         }
         let accepted = report(&s, &worker, job_id, attempt, outcome).await;
         if let (false, Some(job), Ok(r)) = (accepted, &job, &result) {
-            tracing::info!(job = job_id, attempt, "result not accepted; deleting its outputs");
+            tracing::info!(
+                job = job_id,
+                attempt,
+                "result not accepted; deleting its outputs"
+            );
             remote::discard(job, r, &s.env);
         }
         s.running.lock().remove(&job_id);

@@ -129,6 +129,14 @@ pub struct EngineConfig {
     pub extended_wal: bool,
     #[serde(default)]
     pub wal_emulation: Option<EmulationConfig>,
+    /// Strata's compaction service (`--compaction-service`) and mode; the token is never
+    /// written into reports.
+    #[serde(default)]
+    pub compaction_service: Option<String>,
+    #[serde(skip)]
+    pub compaction_token: Option<String>,
+    #[serde(default)]
+    pub compaction_mode: String,
     #[serde(default)]
     pub compaction_style: StyleArg,
     /// Split forest: trees per level, early-cleaning threshold, search threads (engine

@@ -107,7 +107,20 @@ fn compression_per_level(kind: CompressionKind, min_level: usize) -> Vec<Compres
 
 impl StrataEngine {
     pub fn open(cfg: &EngineConfig) -> anyhow::Result<Self> {
-        let db = Db::open(&cfg.fast_dir, options(cfg))?;
+        let mut o = options(cfg);
+        if let Some(url) = &cfg.compaction_service {
+            let token = cfg
+                .compaction_token
+                .as_deref()
+                .ok_or_else(|| anyhow::anyhow!("--compaction-service needs --compaction-token"))?;
+            o.compaction_service =
+                Some(strata_compaction::RemoteService::connect(url, token, None)?);
+            o.compaction_mode = cfg
+                .compaction_mode
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!(e))?;
+        }
+        let db = Db::open(&cfg.fast_dir, o)?;
         Ok(StrataEngine {
             db,
             write_opts: WriteOptions {
@@ -238,6 +251,9 @@ impl KvEngine for StrataEngine {
             "meta_local_reads": t.meta_local_reads,
             "pcache_hits": t.pcache_hits,
             "pcache_misses": t.pcache_misses,
+            "remote_compaction_jobs": s.remote_compaction.as_ref().map(|r| r.remote_jobs),
+            "local_compaction_jobs": s.remote_compaction.as_ref().map(|r| r.local_jobs),
+            "remote_compaction": s.remote_compaction,
         });
         match v {
             serde_json::Value::Object(m) => m,

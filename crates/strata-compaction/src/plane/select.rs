@@ -139,8 +139,14 @@ mod tests {
         let mut poor = w("poor", 0.1, 0.1, 1, 0);
         poor.memory_free = 1 << 20;
         // (workers, excluded, preferred, expected)
-        let cases: Vec<(Vec<WorkerView>, Vec<&str>, Option<&str>, Choice)> = vec![
-            (vec![], vec![], None, lack("no compaction workers are registered")),
+        type Case<'a> = (Vec<WorkerView>, Vec<&'a str>, Option<&'a str>, Choice);
+        let cases: Vec<Case> = vec![
+            (
+                vec![],
+                vec![],
+                None,
+                lack("no compaction workers are registered"),
+            ),
             (
                 vec![w("a", 0.9, 0.1, 2, 0), w("b", 0.1, 0.85, 2, 0)],
                 vec![],
@@ -149,7 +155,11 @@ mod tests {
             ),
             // The most free resources wins among the healthy.
             (
-                vec![w("a", 0.5, 0.5, 2, 0), w("b", 0.3, 0.3, 2, 1), w("c", 0.9, 0.0, 4, 0)],
+                vec![
+                    w("a", 0.5, 0.5, 2, 0),
+                    w("b", 0.3, 0.3, 2, 1),
+                    w("c", 0.9, 0.0, 4, 0),
+                ],
                 vec![],
                 None,
                 Choice::Worker(0),
@@ -189,7 +199,12 @@ mod tests {
                 Choice::Busy,
             ),
             // The preferred worker is gone: choose normally.
-            (vec![w("b", 0.0, 0.0, 2, 0)], vec![], Some("a"), Choice::Worker(0)),
+            (
+                vec![w("b", 0.0, 0.0, 2, 0)],
+                vec![],
+                Some("a"),
+                Choice::Worker(0),
+            ),
         ];
         for (i, (workers, excluded, preferred, want)) in cases.into_iter().enumerate() {
             let ex: Vec<String> = excluded.iter().map(|s| s.to_string()).collect();

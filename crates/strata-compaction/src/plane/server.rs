@@ -14,9 +14,7 @@ use tonic::{Request, Response, Status};
 
 use super::state::{Plane, PlaneConfig};
 use crate::auth;
-use crate::proto::compaction_service_server::{
-    CompactionService as Api, CompactionServiceServer,
-};
+use crate::proto::compaction_service_server::{CompactionService as Api, CompactionServiceServer};
 use crate::proto::*;
 
 /// Longest long poll a client may ask for.

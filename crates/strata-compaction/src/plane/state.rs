@@ -135,7 +135,12 @@ impl Plane {
     }
 
     /// Queues a job; `Err(reason)`: run it locally.
-    pub fn submit(&mut self, meta: ControlMetadata, body: Vec<u8>, now: Instant) -> Result<u64, String> {
+    pub fn submit(
+        &mut self,
+        meta: ControlMetadata,
+        body: Vec<u8>,
+        now: Instant,
+    ) -> Result<u64, String> {
         self.counters.submitted += 1;
         self.instances.insert(meta.instance.clone());
         if self.workers.is_empty() {
@@ -241,7 +246,10 @@ impl Plane {
                         attempt,
                         job: job.body.as_ref().clone(),
                     };
-                    let w = self.workers.get_mut(&wid).expect("chosen from the registry");
+                    let w = self
+                        .workers
+                        .get_mut(&wid)
+                        .expect("chosen from the registry");
                     w.running.insert(id);
                     w.outbox.push(a);
                     woken.push(w.notify.clone());
@@ -308,7 +316,13 @@ impl Plane {
         job.notify.notify_waiters();
     }
 
-    pub fn register(&mut self, name: String, slots: u32, resources: Resources, now: Instant) -> String {
+    pub fn register(
+        &mut self,
+        name: String,
+        slots: u32,
+        resources: Resources,
+        now: Instant,
+    ) -> String {
         let id = format!("w{}-{}", self.epoch, self.next_worker);
         self.next_worker += 1;
         tracing::info!(worker = %id, %name, slots, "compaction worker registered");
@@ -364,7 +378,9 @@ impl Plane {
 
     /// Whether `worker` has assignments waiting (or is unknown: its fetch must return).
     pub fn has_assignments(&self, worker: &str) -> bool {
-        self.workers.get(worker).is_none_or(|w| !w.outbox.is_empty())
+        self.workers
+            .get(worker)
+            .is_none_or(|w| !w.outbox.is_empty())
     }
 
     /// An attempt ended. Returns whether it is accepted (else stale: discard its outputs).
@@ -404,7 +420,15 @@ impl Plane {
             }
             complete_request::Outcome::Failure(f) => {
                 let class = FailureClass::try_from(f.class).unwrap_or(FailureClass::Fatal);
-                self.fail(id, worker, Failure { class, message: f.message }, now);
+                self.fail(
+                    id,
+                    worker,
+                    Failure {
+                        class,
+                        message: f.message,
+                    },
+                    now,
+                );
             }
         }
         true
@@ -508,7 +532,7 @@ impl Plane {
                     name: w.name.clone(),
                     slots: w.slots,
                     running: w.running.iter().copied().collect(),
-                    resources: Some(w.resources.clone()),
+                    resources: Some(w.resources),
                     last_heartbeat_ms_ago: now.saturating_duration_since(w.last_seen).as_millis()
                         as u64,
                 })
@@ -529,7 +553,7 @@ impl Plane {
                     })
                 })
                 .collect(),
-            counters: Some(self.counters.clone()),
+            counters: Some(self.counters),
             assigned: self
                 .jobs
                 .values()

@@ -102,7 +102,11 @@ fn failure_classes() {
     assert_eq!(fetched(&mut p, &a, now), vec![(j, 1)]);
     assert!(p.complete(&a, j, 1, fail(FailureClass::Retriable), now));
     p.dispatch(now);
-    assert_eq!(fetched(&mut p, &b, now), vec![(j, 2)], "retries exhausted: another worker");
+    assert_eq!(
+        fetched(&mut p, &b, now),
+        vec![(j, 2)],
+        "retries exhausted: another worker"
+    );
     assert!(p.complete(&b, j, 2, Done::Result(vec![1]), now));
     let r = p.poll(j).0;
     assert_eq!((r.retriable, r.solvable, r.attempt), (2, 0, 2));
@@ -144,7 +148,10 @@ fn lost_workers_jobs_go_first_to_others() {
     // A queued job of higher priority than j1's.
     let j3 = p.submit(meta(&[0, 1], 5.0), vec![], t0).unwrap();
     // b keeps beating, a falls silent.
-    assert!(p.heartbeat(&b, idle(), &[(j2, 0)], t0 + ms(1000)).unwrap().is_empty());
+    assert!(p
+        .heartbeat(&b, idle(), &[(j2, 0)], t0 + ms(1000))
+        .unwrap()
+        .is_empty());
     p.monitor(t0 + ms(1400));
     assert_eq!(p.status(t0).workers.len(), 2, "not lost before the timeout");
     p.monitor(t0 + ms(1600));
@@ -188,7 +195,15 @@ fn cancelled_jobs_are_aborted_on_their_worker() {
 fn overloaded_workers_send_jobs_back() {
     let now = Instant::now();
     let mut p = Plane::new(PlaneConfig::default(), 1);
-    let a = p.register("a".into(), 4, Resources { cpu: 0.95, ..idle() }, now);
+    let a = p.register(
+        "a".into(),
+        4,
+        Resources {
+            cpu: 0.95,
+            ..idle()
+        },
+        now,
+    );
     let j = p.submit(meta(&[0, 1], 1.0), vec![], now).unwrap();
     p.dispatch(now);
     assert_eq!(state(&p, j), JobState::UseLocal);
