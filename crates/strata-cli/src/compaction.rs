@@ -301,6 +301,8 @@ pub fn run_worker(a: WorkerArgs) -> ExitCode {
                 slots: a.slots.or(c.slots).unwrap_or(1),
                 name,
                 tls,
+                // The server's expiry filter, so `strata serve` databases compact remotely.
+                filters: Some(std::sync::Arc::new(strata_server::expiry::filter_from_spec)),
                 inject: Injection {
                     fail,
                     delay: std::time::Duration::from_millis(a.inject_delay_ms),

@@ -129,6 +129,15 @@ pub struct ServeArgs {
     /// Probability of an injected transient capacity-tier error (retried by the engine).
     #[arg(long, value_name = "P")]
     pub capacity_error_rate: Option<f64>,
+    /// Run compactions on this compaction service (CaaS-LSM control plane, `http://host:port`)
+    #[arg(long, value_name = "URL")]
+    pub compaction_service: Option<String>,
+    /// The compaction service's token (or `STRATA_COMPACTION_TOKEN`)
+    #[arg(long, env = "STRATA_COMPACTION_TOKEN", hide_env_values = true)]
+    pub compaction_token: Option<String>,
+    /// With a compaction service: remote, hybrid or local [default: hybrid]
+    #[arg(long, value_name = "MODE")]
+    pub compaction_mode: Option<String>,
     /// Any setting, as KEY=VALUE with TOML keys (`timeout=5`, `engine.num-levels=5`);
     /// repeatable
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -283,6 +292,18 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set(
         "engine.capacity-error-rate",
         args.capacity_error_rate.map(Value::Float),
+    )?;
+    set(
+        "engine.compaction-service",
+        args.compaction_service.as_ref().map(s),
+    )?;
+    set(
+        "engine.compaction-token",
+        args.compaction_token.as_ref().map(s),
+    )?;
+    set(
+        "engine.compaction-mode",
+        args.compaction_mode.as_ref().map(s),
     )?;
     let config: ServerConfig = Value::Table(table)
         .try_into()

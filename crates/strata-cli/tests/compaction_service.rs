@@ -6,6 +6,8 @@
 //! of each class, tokens are wrong and jobs name paths outside a worker's roots. Every install
 //! is a verified result (no verification failures), nothing is lost, no orphan table is left.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -363,4 +365,89 @@ fn bad_tokens_and_paths_outside_the_roots_are_refused() {
     let r = finish(db, &db_dir, &cap, &model);
     assert!(r["failures_fatal"].as_u64().unwrap() >= 1, "{r}");
     assert_eq!(r["remote_jobs"], 0, "{r}");
+}
+
+#[test]
+fn strata_serve_compacts_on_the_service() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    let port = free_port();
+    let _cp = service(root, port, "service");
+    let _w = worker(root, port, "w", root, &[]);
+    await_workers(port, 1);
+    let data = root.join("data");
+    let url = format!("http://127.0.0.1:{port}");
+    let server = common::ServerProcess::start(
+        &data,
+        &[
+            "--compaction-service",
+            &url,
+            "--compaction-token",
+            TOKEN,
+            "--compaction-mode",
+            "remote",
+            "--write-buffer-size",
+            "64kb",
+            "--set",
+            "engine.target-file-size-base=\"64kb\"",
+            "--set",
+            "engine.max-bytes-for-level-base=\"256kb\"",
+            "--set",
+            "engine.level0-file-num-compaction-trigger=2",
+        ],
+    );
+    let mut c = server.conn();
+    let value = "x".repeat(300);
+    for i in 0..6000 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("key:{}", (i * 7919) % 6000))
+            .arg(format!("{i}-{value}"))
+            .query(&mut c)
+            .unwrap();
+        if i % 1000 == 0 {
+            // Keys with a past expiry are removed by compactions, remote ones included.
+            let _: () = redis::cmd("SET")
+                .arg(format!("gone:{i}"))
+                .arg("v")
+                .arg("PX")
+                .arg(1)
+                .query(&mut c)
+                .unwrap();
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let info = loop {
+        let info: String = redis::cmd("INFO").arg("all").query(&mut c).unwrap();
+        let jobs = info
+            .lines()
+            .find_map(|l| l.strip_prefix("remote_compaction_jobs:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if jobs > 0 {
+            break info;
+        }
+        assert!(Instant::now() < deadline, "no remote compaction: {info}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(info.contains("remote_compaction_enabled:1"), "{info}");
+    assert!(
+        info.contains("remote_compaction_verify_failures:0"),
+        "{info}"
+    );
+    for i in (0..6000).step_by(97) {
+        let v: Option<String> = redis::cmd("GET")
+            .arg(format!("key:{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert!(v.is_some_and(|v| v.ends_with(&value)), "key:{i}");
+    }
+    let token: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("strata-compaction-token")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        token,
+        vec!["strata-compaction-token".to_string(), "(set)".to_string()]
+    );
 }

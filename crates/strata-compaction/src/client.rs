@@ -25,7 +25,9 @@ use crate::proto::{self, submit_reply, JobState};
 
 /// A control plane, as the engine sees it.
 pub struct RemoteService {
-    rt: tokio::runtime::Runtime,
+    /// Always `Some` until dropped (then shut down without blocking: the last reference may
+    /// be dropped inside another runtime).
+    rt: Option<tokio::runtime::Runtime>,
     client: CompactionServiceClient<Channel>,
     token: String,
     url: String,
@@ -66,7 +68,7 @@ impl RemoteService {
             ep.connect_lazy()
         };
         Ok(Arc::new(RemoteService {
-            rt,
+            rt: Some(rt),
             client: CompactionServiceClient::new(channel)
                 .max_decoding_message_size(strata::compaction::remote::MAX_JOB_BYTES + 4096)
                 .max_encoding_message_size(strata::compaction::remote::MAX_JOB_BYTES + 4096),
@@ -76,6 +78,10 @@ impl RemoteService {
             retry_after: Duration::from_secs(1),
             rpc_timeout: Duration::from_secs(5),
         }))
+    }
+
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.as_ref().expect("present until dropped").block_on(f)
     }
 
     fn request<T>(&self, msg: T, timeout: Duration) -> strata::Result<Request<T>> {
@@ -90,6 +96,14 @@ impl RemoteService {
             tracing::error!(url = %self.url, "the compaction service refused this database's token");
         }
         *self.down_until.lock() = Some(Instant::now() + self.retry_after);
+    }
+}
+
+impl Drop for RemoteService {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
     }
 }
 
@@ -161,7 +175,7 @@ impl CompactionService for RemoteService {
             self.rpc_timeout,
         )?;
         let mut c = self.client.clone();
-        match self.rt.block_on(c.submit(req)) {
+        match self.block_on(c.submit(req)) {
             Ok(r) => {
                 *self.down_until.lock() = None;
                 match r.into_inner().answer {
@@ -186,7 +200,7 @@ impl CompactionService for RemoteService {
             timeout + self.rpc_timeout,
         )?;
         let mut c = self.client.clone();
-        match self.rt.block_on(c.wait(req)) {
+        match self.block_on(c.wait(req)) {
             Ok(r) => Ok(outcome_of(r.into_inner())),
             Err(e) => {
                 // Back off a little, so a dead control plane is not spun on.
@@ -199,7 +213,7 @@ impl CompactionService for RemoteService {
     fn cancel(&self, id: u64) {
         if let Ok(req) = self.request(proto::CancelRequest { job_id: id }, Duration::from_secs(1)) {
             let mut c = self.client.clone();
-            let _ = self.rt.block_on(c.cancel(req));
+            let _ = self.block_on(c.cancel(req));
         }
     }
 

@@ -47,6 +47,8 @@ pub struct WorkerSetup {
     pub slots: u32,
     pub name: String,
     pub tls: Option<tonic::transport::ClientTlsConfig>,
+    /// Compaction filters beyond the engine's built-in ones, by name.
+    pub filters: Option<Arc<remote::FilterFactory>>,
     pub inject: Injection,
 }
 
@@ -144,12 +146,15 @@ pub async fn run(
             "the token must be printable ASCII".into(),
         ));
     }
-    let env = WorkerEnv::new(
+    let mut env = WorkerEnv::new(
         setup.roots.clone(),
         setup.scratch.clone(),
         strata::storage::default_storage(),
     )
     .map_err(|e| WorkerError::Config(e.to_string()))?;
+    if let Some(f) = setup.filters {
+        env = env.with_filters(f);
+    }
     let mut ep = Endpoint::from_shared(setup.service.clone())
         .map_err(|e| WorkerError::Config(format!("service URL {:?}: {e}", setup.service)))?
         .connect_timeout(Duration::from_secs(1))

@@ -211,6 +211,12 @@ pub struct EngineConfig {
     pub capacity_latency_ms: f64,
     pub capacity_mbps: f64,
     pub capacity_error_rate: f64,
+    /// Run compactions on this compaction service (`http://host:port`); empty: locally.
+    pub compaction_service: String,
+    /// The compaction service's token.
+    pub compaction_token: String,
+    /// `remote`, `hybrid` (per job, by estimated time and local load) or `local`.
+    pub compaction_mode: String,
 }
 
 impl Default for EngineConfig {
@@ -254,6 +260,9 @@ impl Default for EngineConfig {
             capacity_latency_ms: 0.0,
             capacity_mbps: 0.0,
             capacity_error_rate: 0.0,
+            compaction_service: String::new(),
+            compaction_token: String::new(),
+            compaction_mode: "hybrid".into(),
         }
     }
 }
@@ -456,6 +465,18 @@ impl EngineConfig {
         p("capacity-latency-ms", self.capacity_latency_ms.to_string());
         p("capacity-mbps", self.capacity_mbps.to_string());
         p("capacity-error-rate", self.capacity_error_rate.to_string());
+        p("compaction-service", self.compaction_service.clone());
+        // The token is a secret: shown as set or not.
+        p(
+            "compaction-token",
+            if self.compaction_token.is_empty() {
+                ""
+            } else {
+                "(set)"
+            }
+            .into(),
+        );
+        p("compaction-mode", self.compaction_mode.clone());
         v
     }
 }
@@ -565,6 +586,26 @@ impl ServerConfig {
     pub fn engine_options(&self) -> Result<Options, ConfigError> {
         let mut o = self.engine.to_options()?;
         self.engine.tier_options(&self.dir, &mut o)?;
+        let e = &self.engine;
+        o.compaction_mode = e
+            .compaction_mode
+            .parse()
+            .map_err(|m: String| ConfigError(format!("compaction-mode: {m}")))?;
+        if !e.compaction_service.is_empty() {
+            if e.compaction_token.is_empty() {
+                return Err(ConfigError(
+                    "compaction-service needs compaction-token".into(),
+                ));
+            }
+            o.compaction_service = Some(
+                strata_compaction::RemoteService::connect(
+                    &e.compaction_service,
+                    &e.compaction_token,
+                    None,
+                )
+                .map_err(|err| ConfigError(format!("compaction-service: {err}")))?,
+            );
+        }
         o.wal_sync_interval = match self.sync {
             SyncPolicy::Everysec => Some(Duration::from_secs(1)),
             SyncPolicy::Always | SyncPolicy::No => None,

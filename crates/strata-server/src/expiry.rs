@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use strata::compaction::FilterSpec;
 use strata::{CompactionFilter, FilterDecision};
 
 use crate::collections::gc::{self, DbSlot};
@@ -58,6 +59,8 @@ pub fn absolute_ms(value: i64, unit: Unit, relative: bool, now: u64) -> Option<u
 
 /// The compaction filter: drops expired keys of database 0 and stale collection sub-keys.
 pub struct ExpiryFilter {
+    /// A fixed clock (a filter rebuilt on a compaction worker); `None`: the wall clock.
+    now: Option<u64>,
     removed: Arc<AtomicU64>,
     db: Arc<DbSlot>,
     stale_removed: Arc<AtomicU64>,
@@ -69,6 +72,7 @@ impl ExpiryFilter {
     /// slot, sub-keys are all kept.
     pub fn new(removed: Arc<AtomicU64>) -> Self {
         ExpiryFilter {
+            now: None,
             removed,
             db: DbSlot::new(),
             stale_removed: Arc::new(AtomicU64::new(0)),
@@ -84,14 +88,47 @@ impl ExpiryFilter {
     }
 }
 
+/// The name remote compaction jobs carry the filter by.
+pub const FILTER_NAME: &str = "strata-server.expiry";
+
+/// Rebuilds the filter on a compaction worker from a job's spec: expired keys are removed as
+/// of the instance's clock when it built the job. The worker has no database to look up
+/// collection metadata in, so stale sub-keys are kept (a later local compaction removes
+/// them).
+pub fn filter_from_spec(spec: &FilterSpec) -> strata::Result<Arc<dyn CompactionFilter>> {
+    if spec.name != FILTER_NAME {
+        return Err(strata::Error::invalid_argument(format!(
+            "not the server's filter: {}",
+            spec.name
+        )));
+    }
+    let now = spec
+        .params
+        .get("now_ms")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| strata::Error::invalid_argument("expiry filter spec without now_ms"))?;
+    let mut f = ExpiryFilter::new(Arc::new(AtomicU64::new(0)));
+    f.now = Some(now);
+    Ok(Arc::new(f))
+}
+
 impl CompactionFilter for ExpiryFilter {
     fn name(&self) -> &str {
-        "strata-server.expiry"
+        FILTER_NAME
+    }
+
+    fn spec(&self) -> Option<FilterSpec> {
+        let now = self.now.unwrap_or_else(now_ms);
+        Some(FilterSpec {
+            name: FILTER_NAME.to_string(),
+            params: [("now_ms".to_string(), now.to_string())].into(),
+        })
     }
 
     fn filter(&self, _level: usize, key: &[u8], value: &[u8]) -> FilterDecision {
+        let now = self.now.unwrap_or_else(now_ms);
         if key.first() == Some(&keyspace::NS_SUB) {
-            if gc::is_stale(&self.db, key, now_ms()) {
+            if gc::is_stale(&self.db, key, now) {
                 self.stale_removed.fetch_add(1, Ordering::Relaxed);
                 return FilterDecision::Remove;
             }
@@ -101,7 +138,7 @@ impl CompactionFilter for ExpiryFilter {
             return FilterDecision::Keep;
         }
         match value::expiry_of(value) {
-            Ok(Some(at)) if at <= now_ms() => {
+            Ok(Some(at)) if at <= now => {
                 self.removed.fetch_add(1, Ordering::Relaxed);
                 FilterDecision::Remove
             }

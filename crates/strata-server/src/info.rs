@@ -406,6 +406,37 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         s.kv("hotrap_promoted_by_compaction", h.promoted_by_compaction);
         s.kv("hotrap_promoted_by_flush", h.promoted_by_flush);
     }
+    s.kv(
+        "remote_compaction_enabled",
+        u8::from(st.remote_compaction.is_some()),
+    );
+    if let Some(r) = &st.remote_compaction {
+        s.kv("remote_compaction_mode", &r.mode);
+        s.kv("remote_compaction_service", &r.service);
+        s.kv("remote_compaction_jobs", r.remote_jobs);
+        s.kv("remote_compaction_local_jobs", r.local_jobs);
+        s.kv("remote_compaction_ineligible_jobs", r.ineligible_jobs);
+        s.kv("remote_compaction_local_by_estimate", r.local_by_estimate);
+        s.kv("remote_compaction_queue_wait_micros", r.queue_wait_micros);
+        s.kv(
+            "remote_compaction_transfer_read_bytes",
+            r.transfer_read_bytes,
+        );
+        s.kv(
+            "remote_compaction_transfer_write_bytes",
+            r.transfer_write_bytes,
+        );
+        s.kv("remote_compaction_lack_of_resources", r.lack_of_resources);
+        s.kv(
+            "remote_compaction_service_unreachable",
+            r.service_unreachable,
+        );
+        s.kv("remote_compaction_verify_failures", r.verify_failures);
+        s.kv("remote_compaction_failures_retriable", r.failures_retriable);
+        s.kv("remote_compaction_failures_solvable", r.failures_solvable);
+        s.kv("remote_compaction_failures_fatal", r.failures_fatal);
+        s.kv("remote_compaction_workers_lost", r.workers_lost);
+    }
     s.kv("user_bytes_written", st.user_bytes_written);
     s.kv("keys_written", st.keys_written);
     s.kv("write_amp", format!("{:.2}", st.write_amp));
