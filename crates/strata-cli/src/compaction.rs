@@ -44,6 +44,26 @@ pub struct ServiceArgs {
 enum ServiceCmd {
     /// Print a running control plane's workers, queue and counters (JSON).
     Status(StatusArgs),
+    /// Measure a control plane's throughput with no-op jobs (run workers with `--noop`);
+    /// prints a JSON report.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    #[arg(long)]
+    service: String,
+    #[arg(long, env = "STRATA_COMPACTION_TOKEN", hide_env_values = true)]
+    token: String,
+    /// Jobs to run.
+    #[arg(long, default_value_t = 100_000)]
+    jobs: u64,
+    /// Jobs in flight (client loops).
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// HTTP/2 connections the loops share.
+    #[arg(long, default_value_t = 4)]
+    connections: usize,
 }
 
 #[derive(Args, Debug)]
@@ -91,6 +111,9 @@ pub struct WorkerArgs {
     /// Test hook: every job waits this long before it runs.
     #[arg(long, hide = true, default_value_t = 0)]
     inject_delay_ms: u64,
+    /// Complete every job at once without running it (`compaction-service bench`).
+    #[arg(long)]
+    noop: bool,
     #[arg(long, default_value = "info")]
     log_level: String,
 }
@@ -119,8 +142,21 @@ async fn ctrl_c() {
 }
 
 pub fn run_service(a: ServiceArgs) -> Result<()> {
-    if let Some(ServiceCmd::Status(s)) = a.cmd {
-        return status(s);
+    match a.cmd {
+        Some(ServiceCmd::Status(s)) => return status(s),
+        Some(ServiceCmd::Bench(b)) => {
+            let r = runtime()?.block_on(strata_compaction::loadgen::run(
+                &b.service,
+                &b.token,
+                b.jobs,
+                b.concurrency,
+                b.connections,
+            ));
+            let r = r.map_err(|e| anyhow!(e))?;
+            println!("{}", serde_json::to_string_pretty(&r)?);
+            return Ok(());
+        }
+        None => {}
     }
     crate::logging::init(&a.log_level)?;
     let mut c: ServiceConfig = match &a.config {
@@ -306,6 +342,7 @@ pub fn run_worker(a: WorkerArgs) -> ExitCode {
                 inject: Injection {
                     fail,
                     delay: std::time::Duration::from_millis(a.inject_delay_ms),
+                    noop: a.noop,
                 },
             },
             a.log_level.clone(),

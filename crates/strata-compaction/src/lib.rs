@@ -12,6 +12,7 @@
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod loadgen;
 pub mod plane;
 pub mod resources;
 pub mod tls;

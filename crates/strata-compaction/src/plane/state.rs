@@ -182,24 +182,40 @@ impl Plane {
     /// "use local" to jobs no worker can take. Returns the workers that got jobs.
     pub fn dispatch(&mut self, now: Instant) -> Vec<Arc<Notify>> {
         let mut woken = Vec::new();
-        let keys: Vec<(PriorityKey, u64)> = self.queue.iter().map(|(k, v)| (*k, *v)).collect();
-        for (key, id) in keys {
-            let views: Vec<WorkerView> = self
-                .workers
-                .iter()
-                .map(|(id, w)| WorkerView {
-                    id: id.clone(),
-                    cpu: w.resources.cpu,
-                    memory: w.resources.memory,
-                    memory_free: w.resources.memory_free_bytes,
-                    disk_free: w.resources.disk_free_bytes,
-                    slots: w.slots,
-                    running: w.running.len() as u32,
-                })
-                .collect();
-            if views.iter().all(|v| v.running >= v.slots) && !views.is_empty() {
+        if self.queue.is_empty() {
+            return woken;
+        }
+        let mut views: Vec<WorkerView> = self
+            .workers
+            .iter()
+            .map(|(id, w)| WorkerView {
+                id: id.clone(),
+                cpu: w.resources.cpu,
+                memory: w.resources.memory,
+                memory_free: w.resources.memory_free_bytes,
+                disk_free: w.resources.disk_free_bytes,
+                slots: w.slots,
+                running: w.running.len() as u32,
+            })
+            .collect();
+        let mut cursor: Option<PriorityKey> = None;
+        loop {
+            // Nothing more can start while every worker is full (an empty registry answers
+            // every job "use local" below).
+            if !views.is_empty() && views.iter().all(|v| v.running >= v.slots) {
                 break;
             }
+            let next = match cursor {
+                None => self.queue.iter().next(),
+                Some(c) => self
+                    .queue
+                    .range((std::ops::Bound::Excluded(c), std::ops::Bound::Unbounded))
+                    .next(),
+            };
+            let Some((&key, &id)) = next else {
+                break;
+            };
+            cursor = Some(key);
             let job = self.jobs.get(&id).expect("queued jobs exist");
             let choice = select::choose(
                 &views,
@@ -246,13 +262,13 @@ impl Plane {
                         attempt,
                         job: job.body.as_ref().clone(),
                     };
-                    let w = self
-                        .workers
-                        .get_mut(&wid)
-                        .expect("chosen from the registry");
+                    views[i].running += 1;
+                    let w = self.workers.get_mut(&wid).expect("chosen from the registry");
                     w.running.insert(id);
                     w.outbox.push(a);
-                    woken.push(w.notify.clone());
+                    if !woken.iter().any(|n| Arc::ptr_eq(n, &w.notify)) {
+                        woken.push(w.notify.clone());
+                    }
                 }
             }
         }
