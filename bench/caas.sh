@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Remote compaction (CaaS-LSM §5, the paper's setting on one machine): the database process is
+# pinned to one core (taskset -c 0) and its capacity-tier link is throttled (--capacity-mbps);
+# the control plane and one worker run on the other core, reading and writing the capacity
+# tier (a local object store, `file://`) unthrottled. Each workload runs for --secs with
+# 1 KiB values under local, remote and hybrid compaction, interleaved (L R H L R H ...).
+#
+#   bench/caas.sh [--workloads fillrandom,ycsba] [--secs S] [--repeats R] [--mbps M]
+#                 [--ycsb-num N] [--out DIR]
+#
+# Prints one JSON report per run into $OUT and a summary (median and range per mode) made by
+# bench/caas_summary.py.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORKLOADS=fillrandom,ycsba SECS=120 REPEATS=3 MBPS=10 YCSB_NUM=500000
+OUT=bench/results/caas-$(date +%Y%m%d-%H%M)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --workloads) WORKLOADS="$2"; shift 2 ;;
+    --secs) SECS="$2"; shift 2 ;;
+    --repeats) REPEATS="$2"; shift 2 ;;
+    --mbps) MBPS="$2"; shift 2 ;;
+    --ycsb-num) YCSB_NUM="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    *) echo "unknown flag $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$OUT"
+TARGET=${CARGO_TARGET_DIR:-target}
+cargo build --release -p strata-cli >&2
+BIN="$(pwd)/$TARGET/release/strata"
+W=${CAAS_WORK:-/tmp/strata-caas}
+TOKEN=caas-bench-token
+PORT=${CAAS_PORT:-7790}
+pids=()
+stop() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  pids=()
+}
+trap stop EXIT
+start_service() {
+  taskset -c 1 "$BIN" compaction-service --listen "127.0.0.1:$PORT" --token "$TOKEN" \
+    --log-level warn 2>"$OUT/service.log" &
+  pids+=($!)
+  sleep 0.5
+  taskset -c 1 "$BIN" compaction-worker --service "http://127.0.0.1:$PORT" --token "$TOKEN" \
+    --root "$W" --scratch "$W/scratch" --slots 1 --log-level warn 2>"$OUT/worker.log" &
+  pids+=($!)
+  for _ in $(seq 50); do
+    "$BIN" compaction-service status --service "http://127.0.0.1:$PORT" --token "$TOKEN" \
+      2>/dev/null | grep -q '"slots"' && return 0
+    sleep 0.2
+  done
+  echo "the worker did not register" >&2
+  exit 1
+}
+{
+  echo "date: $(date -Is)"
+  echo "commit: $(git describe --always --dirty)"
+  echo "cpu pressure before: $(head -1 /proc/pressure/cpu)"
+  echo "workloads=$WORKLOADS secs=$SECS repeats=$REPEATS mbps=$MBPS ycsb_num=$YCSB_NUM"
+  echo "db: taskset -c 0; control plane + 1 worker (1 slot): taskset -c 1"
+} > "$OUT/setup.txt"
+IFS=, read -r -a wls <<< "$WORKLOADS"
+for r in $(seq "$REPEATS"); do
+  for wl in "${wls[@]}"; do
+    for mode in local remote hybrid; do
+      rm -rf "$W"
+      mkdir -p "$W/cap" "$W/scratch"
+      svc=()
+      if [ "$mode" != local ]; then
+        start_service
+        svc=(--compaction-service "http://127.0.0.1:$PORT" --compaction-token "$TOKEN"
+             --compaction-mode "$mode")
+      fi
+      case "$wl" in
+        fillrandom) what=(--benchmarks fillrandom --num 1000000000 --duration "$SECS") ;;
+        ycsba) what=(--workload a --num "$YCSB_NUM" --duration "$SECS") ;;
+        *) echo "unknown workload $wl" >&2; exit 2 ;;
+      esac
+      echo "== $wl $mode run $r ($(head -1 /proc/pressure/cpu))" >&2
+      taskset -c 0 "$BIN" bench "${what[@]}" --value-size 1024 --db "$W/db" \
+        --capacity "file://$W/cap" --capacity-mbps "$MBPS" --cache-size 8MiB \
+        "${svc[@]}" --json "$OUT/$wl-$mode-$r.json" > "$OUT/$wl-$mode-$r.txt"
+      stop
+    done
+  done
+done
+rm -rf "$W"
+python3 bench/caas_summary.py "$OUT" | tee "$OUT/summary.txt"
