@@ -6,13 +6,16 @@
 # 1 KiB values under local, remote and hybrid compaction, interleaved (L R H L R H ...).
 #
 #   bench/caas.sh [--workloads fillrandom,ycsba] [--secs S] [--repeats R] [--mbps M]
-#                 [--ycsb-num N] [--out DIR]
+#                 [--ycsb-num N] [--fast-budget BYTES] [--out DIR]
+#
+# The fast tier is bounded (--fast-budget, default 512 MiB: a small fast disk), so compaction
+# outputs beyond it must cross the capacity link.
 #
 # Prints one JSON report per run into $OUT and a summary (median and range per mode) made by
 # bench/caas_summary.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKLOADS=fillrandom,ycsba SECS=120 REPEATS=3 MBPS=10 YCSB_NUM=500000
+WORKLOADS=fillrandom,ycsba SECS=120 REPEATS=3 MBPS=10 YCSB_NUM=500000 BUDGET=512MiB
 OUT=bench/results/caas-$(date +%Y%m%d-%H%M)
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -21,6 +24,7 @@ while [ $# -gt 0 ]; do
     --repeats) REPEATS="$2"; shift 2 ;;
     --mbps) MBPS="$2"; shift 2 ;;
     --ycsb-num) YCSB_NUM="$2"; shift 2 ;;
+    --fast-budget) BUDGET="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
@@ -45,7 +49,7 @@ start_service() {
   pids+=($!)
   sleep 0.5
   taskset -c 1 "$BIN" compaction-worker --service "http://127.0.0.1:$PORT" --token "$TOKEN" \
-    --root "$W" --scratch "$W/scratch" --slots 1 --log-level warn 2>"$OUT/worker.log" &
+    --root "$W" --scratch "$W/scratch" --slots 2 --log-level warn 2>"$OUT/worker.log" &
   pids+=($!)
   for _ in $(seq 50); do
     "$BIN" compaction-service status --service "http://127.0.0.1:$PORT" --token "$TOKEN" \
@@ -59,8 +63,8 @@ start_service() {
   echo "date: $(date -Is)"
   echo "commit: $(git describe --always --dirty)"
   echo "cpu pressure before: $(head -1 /proc/pressure/cpu)"
-  echo "workloads=$WORKLOADS secs=$SECS repeats=$REPEATS mbps=$MBPS ycsb_num=$YCSB_NUM"
-  echo "db: taskset -c 0; control plane + 1 worker (1 slot): taskset -c 1"
+  echo "workloads=$WORKLOADS secs=$SECS repeats=$REPEATS mbps=$MBPS ycsb_num=$YCSB_NUM fast_budget=$BUDGET value=1KiB cache=8MiB"
+  echo "db: taskset -c 0; control plane + 1 worker (2 slots): taskset -c 1"
 } > "$OUT/setup.txt"
 IFS=, read -r -a wls <<< "$WORKLOADS"
 for r in $(seq "$REPEATS"); do
@@ -81,7 +85,7 @@ for r in $(seq "$REPEATS"); do
       esac
       echo "== $wl $mode run $r ($(head -1 /proc/pressure/cpu))" >&2
       taskset -c 0 "$BIN" bench "${what[@]}" --value-size 1024 --db "$W/db" \
-        --capacity "file://$W/cap" --capacity-mbps "$MBPS" --cache-size 8MiB \
+        --capacity "file://$W/cap" --capacity-mbps "$MBPS" --cache-size 8MiB --fast-tier-budget "$BUDGET" \
         "${svc[@]}" --json "$OUT/$wl-$mode-$r.json" > "$OUT/$wl-$mode-$r.txt"
       stop
     done

@@ -82,11 +82,24 @@ struct Worker {
     name: String,
     slots: u32,
     resources: Resources,
+    /// Jobs it was running when `resources` was sampled.
+    jobs_at_report: u32,
     last_seen: Instant,
     running: BTreeSet<u64>,
     outbox: Vec<Assignment>,
     abort: Vec<u64>,
     notify: Arc<Notify>,
+}
+
+/// A worker's CPU use now: the reported use, less the share of the jobs that finished since
+/// the report (a worker whose only job just ended is not "above 80%" for the next one).
+fn current_cpu(w: &Worker) -> f64 {
+    let (then, now) = (w.jobs_at_report as f64, w.running.len() as f64);
+    if then > 0.0 && now < then {
+        w.resources.cpu * now / then
+    } else {
+        w.resources.cpu
+    }
 }
 
 /// See the module docs.
@@ -190,7 +203,7 @@ impl Plane {
             .iter()
             .map(|(id, w)| WorkerView {
                 id: id.clone(),
-                cpu: w.resources.cpu,
+                cpu: current_cpu(w),
                 memory: w.resources.memory,
                 memory_free: w.resources.memory_free_bytes,
                 disk_free: w.resources.disk_free_bytes,
@@ -263,7 +276,10 @@ impl Plane {
                         job: job.body.as_ref().clone(),
                     };
                     views[i].running += 1;
-                    let w = self.workers.get_mut(&wid).expect("chosen from the registry");
+                    let w = self
+                        .workers
+                        .get_mut(&wid)
+                        .expect("chosen from the registry");
                     w.running.insert(id);
                     w.outbox.push(a);
                     if !woken.iter().any(|n| Arc::ptr_eq(n, &w.notify)) {
@@ -348,6 +364,7 @@ impl Plane {
                 name,
                 slots: slots.max(1),
                 resources,
+                jobs_at_report: 0,
                 last_seen: now,
                 running: BTreeSet::new(),
                 outbox: Vec::new(),
@@ -371,6 +388,7 @@ impl Plane {
         let w = self.workers.get_mut(worker)?;
         w.last_seen = now;
         w.resources = resources;
+        w.jobs_at_report = running.len() as u32;
         let mut abort = std::mem::take(&mut w.abort);
         for (id, attempt) in running {
             let mine = matches!(

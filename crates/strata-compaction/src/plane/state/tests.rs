@@ -213,3 +213,35 @@ fn overloaded_workers_send_jobs_back() {
     p.dispatch(now);
     assert_eq!(fetched(&mut p, &a, now), vec![(j, 0)]);
 }
+
+#[test]
+fn a_busy_workers_finished_jobs_do_not_count_against_it() {
+    let now = Instant::now();
+    let mut p = Plane::new(PlaneConfig::default(), 1);
+    let a = p.register("a".into(), 1, idle(), now);
+    let j = p.submit(meta(&[0, 1], 1.0), vec![], now).unwrap();
+    p.dispatch(now);
+    assert_eq!(fetched(&mut p, &a, now), vec![(j, 0)]);
+    // Its heartbeat reports 95% CPU while it runs the job.
+    p.heartbeat(
+        &a,
+        Resources {
+            cpu: 0.95,
+            ..idle()
+        },
+        &[(j, 0)],
+        now,
+    )
+    .unwrap();
+    let k = p.submit(meta(&[0, 1], 1.0), vec![], now).unwrap();
+    p.dispatch(now);
+    assert_eq!(
+        state(&p, k),
+        JobState::Pending,
+        "queued while the slot is taken"
+    );
+    // The job ends before the next heartbeat: the next job goes to it, not back.
+    assert!(p.complete(&a, j, 0, Done::Result(vec![]), now));
+    p.dispatch(now);
+    assert_eq!(fetched(&mut p, &a, now), vec![(k, 0)]);
+}

@@ -29,13 +29,11 @@ use crate::tier::Tier;
 /// How much of a remote result is read back before it is installed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum VerifyLevel {
-    /// Fast-tier outputs fully, capacity-tier outputs by their metadata and first and last
-    /// blocks (reading them whole would cost the link the remote job saved).
+    /// Every output's metadata blocks (checksummed), properties, and first and last keys: a
+    /// few blocks per table. Data blocks are checksummed again whenever they are read.
     #[default]
-    Auto,
-    /// Metadata, first and last keys of every output.
     Metadata,
-    /// Every block of every output.
+    /// Every block of every output (reads all the job wrote, through the database's link).
     Full,
 }
 
@@ -72,7 +70,7 @@ impl RemoteOptions {
             poll: Duration::from_millis(500),
             service_timeout: Duration::from_secs(3),
             job_timeout: Duration::from_secs(600),
-            verify: VerifyLevel::Auto,
+            verify: VerifyLevel::Metadata,
         }
     }
 }
