@@ -64,8 +64,8 @@ pub enum WorkerError {
 }
 
 struct Running {
-    attempt: u32,
     cancel: Arc<AtomicBool>,
+    started: Instant,
 }
 
 struct Shared {
@@ -76,7 +76,10 @@ struct Shared {
     slots: u32,
     id: Mutex<String>,
     heartbeat: Mutex<Duration>,
-    running: Mutex<HashMap<u64, Running>>,
+    /// Attempts running, by (job, attempt).
+    running: Mutex<HashMap<(u64, u32), Running>>,
+    /// Serializes re-registration (the heartbeat and fetch tasks may both find the id stale).
+    registering: tokio::sync::Mutex<()>,
     slot_freed: Notify,
     inject: Mutex<Injection>,
 }
@@ -96,6 +99,7 @@ impl Shared {
         stale: Option<&str>,
         sampler: &Mutex<Sampler>,
     ) -> Result<(), WorkerError> {
+        let _one_at_a_time = self.registering.lock().await;
         if let Some(s) = stale {
             if *self.id.lock() != s {
                 return Ok(());
@@ -179,6 +183,7 @@ pub async fn run(
         id: Mutex::new(String::new()),
         heartbeat: Mutex::new(Duration::from_millis(500)),
         running: Mutex::new(HashMap::new()),
+        registering: tokio::sync::Mutex::new(()),
         slot_freed: Notify::new(),
         inject: Mutex::new(setup.inject),
     });
@@ -228,10 +233,10 @@ async fn heartbeats(
             .running
             .lock()
             .iter()
-            .map(|(job, r)| proto::Progress {
+            .map(|((job, attempt), r)| proto::Progress {
                 job_id: *job,
-                attempt: r.attempt,
-                elapsed_ms: 0,
+                attempt: *attempt,
+                elapsed_ms: r.started.elapsed().as_millis() as u64,
             })
             .collect();
         let resources = sampler.lock().sample(s.env.scratch());
@@ -246,9 +251,13 @@ async fn heartbeats(
         match s.client.clone().heartbeat(r).await {
             Ok(r) => {
                 let r = r.into_inner();
-                for job in r.abort {
-                    if let Some(run) = s.running.lock().get(&job) {
-                        tracing::info!(job, "control plane took the job back; aborting");
+                for a in r.abort {
+                    if let Some(run) = s.running.lock().get(&(a.job_id, a.attempt)) {
+                        tracing::info!(
+                            job = a.job_id,
+                            attempt = a.attempt,
+                            "control plane took the attempt back; aborting"
+                        );
                         run.cancel.store(true, Ordering::Relaxed);
                     }
                 }
@@ -325,10 +334,10 @@ async fn fetch_loop(
 fn start_job(s: &Arc<Shared>, worker: String, a: proto::Assignment) {
     let cancel = Arc::new(AtomicBool::new(false));
     s.running.lock().insert(
-        a.job_id,
+        (a.job_id, a.attempt),
         Running {
-            attempt: a.attempt,
             cancel: cancel.clone(),
+            started: Instant::now(),
         },
     );
     let s = s.clone();
@@ -336,7 +345,7 @@ fn start_job(s: &Arc<Shared>, worker: String, a: proto::Assignment) {
         tokio::spawn(async move {
             let outcome = complete_request::Outcome::Result(b"{}".to_vec());
             report(&s, &worker, a.job_id, a.attempt, outcome).await;
-            s.running.lock().remove(&a.job_id);
+            s.running.lock().remove(&(a.job_id, a.attempt));
             s.slot_freed.notify_one();
         });
         return;
@@ -406,8 +415,10 @@ fn start_job(s: &Arc<Shared>, worker: String, a: proto::Assignment) {
                 tracing::warn!(job = job_id, attempt, class = class.name(), error = %e, "compaction failed")
             }
         }
+        // Outputs are deleted only on a definite "not accepted": when the answer is unknown
+        // the database may install them (and if it does not, it removes them itself).
         let accepted = report(&s, &worker, job_id, attempt, outcome).await;
-        if let (false, Some(job), Ok(r)) = (accepted, &job, &result) {
+        if let (Some(false), Some(job), Ok(r)) = (accepted, &job, &result) {
             tracing::info!(
                 job = job_id,
                 attempt,
@@ -415,7 +426,7 @@ fn start_job(s: &Arc<Shared>, worker: String, a: proto::Assignment) {
             );
             remote::discard(job, r, &s.env);
         }
-        s.running.lock().remove(&job_id);
+        s.running.lock().remove(&(job_id, attempt));
         s.slot_freed.notify_one();
     });
 }
@@ -429,14 +440,14 @@ fn wire_class(c: FailureClass) -> proto::FailureClass {
 }
 
 /// Reports an attempt's outcome, retrying while the control plane is unreachable (up to a
-/// minute). Returns whether it was accepted.
+/// minute). Returns whether it was accepted (`None`: no answer).
 async fn report(
     s: &Shared,
     worker: &str,
     job_id: u64,
     attempt: u32,
     outcome: complete_request::Outcome,
-) -> bool {
+) -> Option<bool> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let r = s.req(
@@ -449,12 +460,12 @@ async fn report(
             Duration::from_secs(5),
         );
         match s.client.clone().complete(r).await {
-            Ok(r) => return r.into_inner().accepted,
+            Ok(r) => return Some(r.into_inner().accepted),
             Err(e) if Instant::now() < deadline && e.code() != Code::Unauthenticated => {
                 tracing::warn!(job = job_id, error = %e.message(), "could not report; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
 }

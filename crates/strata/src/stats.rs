@@ -447,6 +447,29 @@ impl fmt::Display for DbStats {
                 e.wal_files_deleted
             )?;
         }
+        if let Some(r) = &self.remote_compaction {
+            write!(
+                f,
+                "\nremote compaction ({}, {}): {} remote {} local ({} by estimate, {} ineligible)  queue wait {:.1}s  workers read {} wrote {}  failures: retriable {} solvable {} fatal {} workers lost {} no resources {} unreachable {} timeouts {} unverified {}",
+                r.mode,
+                r.service,
+                r.remote_jobs,
+                r.local_jobs,
+                r.local_by_estimate,
+                r.ineligible_jobs,
+                r.queue_wait_micros as f64 / 1e6,
+                human(r.transfer_read_bytes),
+                human(r.transfer_write_bytes),
+                r.failures_retriable,
+                r.failures_solvable,
+                r.failures_fatal,
+                r.workers_lost,
+                r.lack_of_resources,
+                r.service_unreachable,
+                r.wait_timeouts,
+                r.verify_failures
+            )?;
+        }
         if let Some(l) = &self.logstore {
             write!(
                 f,

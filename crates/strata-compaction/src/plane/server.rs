@@ -175,7 +175,14 @@ impl Api for ControlPlane {
             Instant::now(),
         ) {
             Some(abort) => HeartbeatReply {
-                abort,
+                abort: abort
+                    .into_iter()
+                    .map(|(job_id, attempt)| Progress {
+                        job_id,
+                        attempt,
+                        elapsed_ms: 0,
+                    })
+                    .collect(),
                 unknown_worker: false,
             },
             None => HeartbeatReply {

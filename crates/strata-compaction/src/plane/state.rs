@@ -55,9 +55,19 @@ impl Default for PlaneConfig {
 }
 
 enum State {
-    Queued { key: PriorityKey, since: Instant },
-    Assigned { worker: String, attempt: u32 },
-    Finished { reply: WaitReply, at: Instant },
+    Queued {
+        key: PriorityKey,
+        since: Instant,
+    },
+    Assigned {
+        worker: String,
+        attempt: u32,
+        at: Instant,
+    },
+    Finished {
+        reply: WaitReply,
+        at: Instant,
+    },
 }
 
 struct Job {
@@ -87,7 +97,8 @@ struct Worker {
     last_seen: Instant,
     running: BTreeSet<u64>,
     outbox: Vec<Assignment>,
-    abort: Vec<u64>,
+    /// Attempts to abort, told in the next heartbeat reply.
+    abort: Vec<(u64, u32)>,
     notify: Arc<Notify>,
 }
 
@@ -130,7 +141,9 @@ impl Plane {
             jobs: HashMap::new(),
             queue: BTreeMap::new(),
             workers: BTreeMap::new(),
-            next_job: 1,
+            // Ids from another run of the control plane never repeat (a database still waiting
+            // on an old id gets UNKNOWN, not someone else's job).
+            next_job: (epoch << 20).max(1),
             next_worker: 1,
             seq: 0,
             counters: Counters::default(),
@@ -269,6 +282,7 @@ impl Plane {
                     job.state = State::Assigned {
                         worker: wid.clone(),
                         attempt,
+                        at: now,
                     };
                     let a = Assignment {
                         job_id: id,
@@ -336,11 +350,13 @@ impl Plane {
             State::Queued { key, .. } => {
                 self.queue.remove(&key);
             }
-            State::Assigned { worker, .. } => {
+            State::Assigned {
+                worker, attempt, ..
+            } => {
                 if let Some(w) = self.workers.get_mut(&worker) {
                     w.running.remove(&id);
                     w.outbox.retain(|a| a.job_id != id);
-                    w.abort.push(id);
+                    w.abort.push((id, attempt));
                 }
             }
             State::Finished { .. } => {}
@@ -375,15 +391,18 @@ impl Plane {
         id
     }
 
-    /// A heartbeat: `None` if the worker is unknown (it must register again), else the jobs
-    /// it must abort. Jobs it reports running that are no longer its own are aborted too.
+    /// A heartbeat: `None` if the worker is unknown (it must register again), else the
+    /// attempts it must abort: those cancelled, and those it reports running that are no
+    /// longer its own. An assignment it should have fetched long ago but does not report
+    /// (the fetch reply was lost) is rescheduled.
     pub fn heartbeat(
         &mut self,
         worker: &str,
         resources: Resources,
         running: &[(u64, u32)],
         now: Instant,
-    ) -> Option<Vec<u64>> {
+    ) -> Option<Vec<(u64, u32)>> {
+        let grace = self.cfg.worker_timeout * 2;
         let jobs = &self.jobs;
         let w = self.workers.get_mut(worker)?;
         w.last_seen = now;
@@ -393,11 +412,39 @@ impl Plane {
         for (id, attempt) in running {
             let mine = matches!(
                 jobs.get(id).map(|j| &j.state),
-                Some(State::Assigned { worker: ww, attempt: a }) if ww == worker && a == attempt
+                Some(State::Assigned { worker: ww, attempt: a, .. }) if ww == worker && a == attempt
             );
-            if !mine && !abort.contains(id) {
-                abort.push(*id);
+            if !mine && !abort.contains(&(*id, *attempt)) {
+                abort.push((*id, *attempt));
             }
+        }
+        let lost: Vec<(u64, u32)> = w
+            .running
+            .iter()
+            .filter(|id| {
+                !w.outbox.iter().any(|a| a.job_id == **id) && !running.iter().any(|(r, _)| r == *id)
+            })
+            .filter_map(|id| match jobs.get(id).map(|j| &j.state) {
+                Some(State::Assigned { attempt, at, .. })
+                    if now.saturating_duration_since(*at) > grace =>
+                {
+                    Some((*id, *attempt))
+                }
+                _ => None,
+            })
+            .collect();
+        for (id, attempt) in &lost {
+            w.running.remove(id);
+            abort.push((*id, *attempt));
+        }
+        for (id, _) in lost {
+            tracing::warn!(job = id, %worker, "an assignment never reached its worker; rescheduling");
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.solvable += 1;
+                job.excluded.push(worker.to_string());
+                self.counters.rescheduled += 1;
+            }
+            self.requeue(id, now);
         }
         Some(abort)
     }
@@ -428,8 +475,20 @@ impl Plane {
     ) -> bool {
         let current = matches!(
             self.jobs.get(&id).map(|j| &j.state),
-            Some(State::Assigned { worker: w, attempt: a }) if w == worker && *a == attempt
+            Some(State::Assigned { worker: w, attempt: a, .. }) if w == worker && *a == attempt
         );
+        // A repeated report of an attempt that already finished the job (the first reply was
+        // lost): accepted again, so the worker keeps the outputs the database may install.
+        let repeated = matches!(
+            self.jobs.get(&id).map(|j| &j.state),
+            Some(State::Finished { reply, .. })
+                if reply.state == JobState::Done as i32
+                    && reply.attempt == attempt
+                    && reply.worker.split(' ').next() == Some(worker)
+        );
+        if repeated {
+            return true;
+        }
         if !current {
             self.counters.stale_completions += 1;
             return false;

@@ -26,6 +26,14 @@ use crate::tier::Tier;
 use crate::types::{self, SeqNo, ValueKind};
 use crate::version::{FileMeta, Reaper, TableFile};
 
+/// Reserves table numbers durably: the database's manifest records the counter past them
+/// before they are handed out, so a reopened database never reuses numbers a remote worker
+/// may still be writing.
+pub trait IdReserver: Sync {
+    /// Returns the first of `n` consecutive reserved numbers.
+    fn reserve_ids(&self, n: u64) -> Result<u64>;
+}
+
 /// The handles a job needs to run.
 pub struct CompactionEnv<'a> {
     pub tables: Arc<TableCache>,
@@ -35,6 +43,9 @@ pub struct CompactionEnv<'a> {
     /// Table numbers from `file_numbers` must stay below this (a remote job's reserved
     /// range); reaching it fails the job.
     pub id_limit: Option<u64>,
+    /// Durable reservations of table numbers for remote jobs; `None`: plain `fetch_add` on
+    /// `file_numbers` (no remote jobs, or a database that is not running yet).
+    pub reserve_ids: Option<&'a dyn IdReserver>,
     pub rate_limiter: Option<Arc<RateLimiter>>,
     /// Set when the database shuts down; the job stops early with an error.
     pub cancel: &'a AtomicBool,

@@ -20,7 +20,7 @@ pub mod rate_limiter;
 pub mod remote;
 pub mod runner;
 
-pub use executor::{run_compaction, write_tables, CompactionEnv, CompactionResult};
+pub use executor::{run_compaction, write_tables, CompactionEnv, CompactionResult, IdReserver};
 pub use filter::{CompactionFilter, FilterDecision, FilterSpec, TtlFilter};
 pub use forest::{ForestOptions, SplitForestPolicy};
 pub use job::{

@@ -168,6 +168,7 @@ pub(crate) fn write_l0_offline(
         output_tier: Tier::Fast,
         file_numbers,
         id_limit: None,
+        reserve_ids: None,
         rate_limiter: None,
         cancel: &cancel,
         filter: None,
@@ -186,10 +187,22 @@ pub(crate) fn env(
         output_tier,
         file_numbers,
         id_limit: None,
+        reserve_ids: Some(inner),
         rate_limiter: inner.rate_limiter.clone(),
         cancel: &inner.shutting_down,
         filter: inner.opts.compaction_filter.clone(),
         checkpoint: None,
+    }
+}
+
+impl crate::compaction::IdReserver for DbInner {
+    fn reserve_ids(&self, n: u64) -> Result<u64> {
+        let mut st = self.state.lock();
+        let first = st.versions.file_numbers().fetch_add(n, Ordering::SeqCst);
+        // An empty edit records the counter past the reservation.
+        st.versions.log_and_apply(VersionEdit::default())?;
+        self.install_super_version(&st);
+        Ok(first)
     }
 }
 

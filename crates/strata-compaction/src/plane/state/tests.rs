@@ -76,8 +76,9 @@ fn a_job_runs_once_and_its_answer_is_kept() {
     assert_eq!(JobState::try_from(r.state).unwrap(), JobState::Done);
     assert_eq!(r.result, b"r");
     assert!(r.queue_wait_micros >= 5000, "{r:?}");
-    // Completing twice is refused; asking twice gives the same answer.
-    assert!(!p.complete(&w, j, 0, Done::Result(b"x".to_vec()), now));
+    // A repeated report (its first reply was lost) is accepted and changes nothing; asking
+    // twice gives the same answer.
+    assert!(p.complete(&w, j, 0, Done::Result(b"x".to_vec()), now));
     assert_eq!(p.poll(j).0.result, b"r");
     // The slot is free again.
     p.dispatch(now);
@@ -180,7 +181,10 @@ fn cancelled_jobs_are_aborted_on_their_worker() {
     p.dispatch(now);
     assert_eq!(fetched(&mut p, &a, now), vec![(j, 0)]);
     p.cancel(j);
-    assert_eq!(p.heartbeat(&a, idle(), &[(j, 0)], now).unwrap(), vec![j]);
+    assert_eq!(
+        p.heartbeat(&a, idle(), &[(j, 0)], now).unwrap(),
+        vec![(j, 0)]
+    );
     assert!(!p.complete(&a, j, 0, Done::Result(vec![]), now));
     // A queued job is simply dropped.
     let _busy = p.submit(meta(&[0, 1], 1.0), vec![], now).unwrap();
@@ -244,4 +248,49 @@ fn a_busy_workers_finished_jobs_do_not_count_against_it() {
     assert!(p.complete(&a, j, 0, Done::Result(vec![]), now));
     p.dispatch(now);
     assert_eq!(fetched(&mut p, &a, now), vec![(k, 0)]);
+}
+
+#[test]
+fn a_lost_assignment_is_rescheduled_and_a_repeated_report_accepted() {
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let mut p = Plane::new(PlaneConfig::default(), 1);
+    let a = p.register("a".into(), 1, idle(), t0);
+    let b = p.register("b".into(), 1, Resources { cpu: 0.5, ..idle() }, t0);
+    let j = p.submit(meta(&[0, 1], 1.0), vec![], t0).unwrap();
+    p.dispatch(t0);
+    // The fetch reply carrying the job never arrives: a keeps beating without it.
+    assert_eq!(fetched(&mut p, &a, t0), vec![(j, 0)]);
+    assert!(p
+        .heartbeat(&a, idle(), &[], t0 + ms(1000))
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        p.heartbeat(&a, idle(), &[], t0 + ms(3100)).unwrap(),
+        vec![(j, 0)]
+    );
+    p.heartbeat(&b, idle(), &[], t0 + ms(3100)).unwrap();
+    p.dispatch(t0 + ms(3100));
+    assert_eq!(fetched(&mut p, &b, t0), vec![(j, 1)]);
+    // b's report is accepted; its retry of the same report (a lost reply) is accepted too,
+    // and a stale report of attempt 0 is not.
+    assert!(p.complete(&b, j, 1, Done::Result(vec![7]), t0 + ms(3200)));
+    assert!(p.complete(&b, j, 1, Done::Result(vec![7]), t0 + ms(3300)));
+    assert!(!p.complete(&a, j, 0, Done::Result(vec![7]), t0 + ms(3300)));
+    assert_eq!(p.poll(j).0.solvable, 1);
+}
+
+#[test]
+fn job_ids_do_not_repeat_across_runs() {
+    let now = Instant::now();
+    let mut first = Plane::new(PlaneConfig::default(), 1_000);
+    let mut second = Plane::new(PlaneConfig::default(), 1_001);
+    first.register("a".into(), 1, idle(), now);
+    second.register("a".into(), 1, idle(), now);
+    let a: Vec<u64> = (0..3)
+        .map(|_| first.submit(meta(&[0], 1.0), vec![], now).unwrap())
+        .collect();
+    let b = second.submit(meta(&[0], 1.0), vec![], now).unwrap();
+    assert!(!a.contains(&b));
+    assert_eq!(second.poll(a[0]).0.state, JobState::Unknown as i32);
 }

@@ -26,6 +26,9 @@ use crate::storage::object::{CapacityOptions, CapacityTier};
 use crate::storage::Storage;
 use crate::tier::{local_path, TableStore, TablesConfig, Tier};
 
+/// Capacity tiers (object-store connections) a worker keeps open at once.
+const MAX_CAPACITY_TIERS: usize = 64;
+
 /// Rebuilds a compaction filter from its spec (an embedder's registry of named filters).
 pub type FilterFactory = dyn Fn(&FilterSpec) -> Result<Arc<dyn CompactionFilter>> + Send + Sync;
 
@@ -74,18 +77,22 @@ impl WorkerEnv {
         &self.scratch
     }
 
-    /// Refuses a job naming a location outside the roots.
+    /// Refuses a job naming a location outside the roots. Directories are compared after
+    /// resolving symbolic links (a link inside a root must not lead out of it); URLs must be
+    /// in canonical form (no dot segments, escapes of them, backslashes, query or fragment)
+    /// and lie under a root URL component-wise.
     pub fn check_paths(&self, job: &RemoteJob) -> Result<()> {
-        let dir = &job.storage.fast_dir;
-        let dir_ok = self
-            .roots
-            .iter()
-            .filter(|r| !r.contains("://"))
-            .any(|r| dir.starts_with(r));
+        let dir = std::fs::canonicalize(&job.storage.fast_dir).map_err(|e| {
+            Error::invalid(format!(
+                "job names directory {}: {e}",
+                job.storage.fast_dir.display()
+            ))
+        })?;
+        let dir_ok = self.dir_roots().any(|r| dir.starts_with(&r));
         if !dir_ok {
             return Err(Error::invalid(format!(
                 "job names directory {} outside this worker's roots",
-                dir.display()
+                job.storage.fast_dir.display()
             )));
         }
         if let Some(url) = &job.storage.capacity_url {
@@ -98,26 +105,57 @@ impl WorkerEnv {
         Ok(())
     }
 
-    fn url_allowed(&self, url: &str) -> bool {
-        if url.contains("/../") || url.ends_with("/..") {
+    /// Root directories, with symbolic links resolved.
+    fn dir_roots(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.roots
+            .iter()
+            .filter(|r| !r.contains("://"))
+            .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| PathBuf::from(r)))
+    }
+
+    fn url_allowed(&self, raw: &str) -> bool {
+        let Ok(u) = url::Url::parse(raw) else {
+            return false;
+        };
+        // What the store will open must be exactly what is checked here.
+        let lower = raw.to_ascii_lowercase();
+        if u.as_str() != raw
+            || u.query().is_some()
+            || u.fragment().is_some()
+            || lower.contains("%2e")
+            || lower.contains("%2f")
+            || lower.contains("%5c")
+            || raw.contains('\\')
+            || u.path_segments()
+                .is_some_and(|mut s| s.any(|x| x == ".." || x == "."))
+        {
             return false;
         }
-        if let Some(path) = url.strip_prefix("file://") {
-            let p = Path::new(path);
-            if self
-                .roots
-                .iter()
-                .any(|r| !r.contains("://") && p.starts_with(r))
-            {
+        if u.scheme() == "file" {
+            let Ok(p) = u.to_file_path() else {
+                return false;
+            };
+            // The directory may not exist yet; resolve what does.
+            let p = std::fs::canonicalize(&p).unwrap_or(p);
+            if self.dir_roots().any(|r| p.starts_with(&r)) {
                 return true;
             }
         }
         self.roots.iter().filter(|r| r.contains("://")).any(|r| {
-            let r = r.trim_end_matches('/');
-            url == r
-                || url
-                    .strip_prefix(r)
-                    .is_some_and(|rest| rest.starts_with('/'))
+            let Ok(root) = url::Url::parse(r) else {
+                return false;
+            };
+            let segs = |x: &url::Url| -> Vec<String> {
+                x.path_segments()
+                    .map(|s| s.filter(|p| !p.is_empty()).map(str::to_string).collect())
+                    .unwrap_or_default()
+            };
+            let (rs, us) = (segs(&root), segs(&u));
+            root.scheme() == u.scheme()
+                && root.host_str() == u.host_str()
+                && root.port() == u.port()
+                && us.len() >= rs.len()
+                && us[..rs.len()] == rs[..]
         })
     }
 
@@ -125,6 +163,10 @@ impl WorkerEnv {
         let mut m = self.capacity.lock();
         if let Some(c) = m.get(url) {
             return Ok(c.clone());
+        }
+        // Each tier owns a small runtime: keep a bounded number of them.
+        if m.len() >= MAX_CAPACITY_TIERS {
+            m.clear();
         }
         let c = CapacityTier::open(&CapacityOptions::new(url), None, Default::default())?;
         m.insert(url.to_string(), c.clone());
@@ -186,6 +228,7 @@ pub fn execute(
             output_tier: job.job.output_tier,
             file_numbers: Arc::new(AtomicU64::new(ids.start)),
             id_limit: Some(ids.end),
+            reserve_ids: None,
             rate_limiter: None,
             cancel,
             filter,
@@ -236,6 +279,14 @@ fn publish(env: &WorkerEnv, staging: &Path, dir: &Path, r: &CompactionResult) ->
     let res = (|| -> Result<()> {
         for id in &fast {
             let (from, to) = (local_path(staging, *id), local_path(dir, *id));
+            // Never replace a file: the numbers are reserved for this attempt, so one that
+            // exists is someone else's.
+            if s.exists(&to)? {
+                return Err(Error::invalid(format!(
+                    "output table {id} already exists in {}",
+                    dir.display()
+                )));
+            }
             if s.rename(&from, &to).is_err() {
                 // Another file system: copy and sync.
                 let bytes = s.read_all(&from)?;

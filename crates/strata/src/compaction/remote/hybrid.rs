@@ -6,8 +6,15 @@
 //! to a verified result, so it includes queueing and transfer. Eq. 2: `estimate = bytes ·
 //! rate`. Rules, in order: the local pool more than 95% busy → remote; the service lacks
 //! resources → local (the runner's fallback); the local estimate shorter → local. A side
-//! never measured is tried first, and every [`EXPLORE_EVERY`]th decision goes to the side
-//! the estimates did not pick, so a stale estimate cannot lock a choice in.
+//! never measured is tried first, and every [`EXPLORE_EVERY`]th decision the estimates send
+//! local goes remote instead, so a stale remote estimate cannot lock local execution in.
+//! Exploration only goes that way: a remote job costs the database little, while a local
+//! job explored against the estimates can hold its one core and its link for minutes.
+//!
+//! Where the code departs from the paper: the runner keeps eq. 1's rates per output tier.
+//! A job writing to the capacity tier pays the database's link when it runs locally and not
+//! when it runs remotely; one rate for both kinds of job mixes fast-tier merges (cheap
+//! locally) with capacity-tier ones (link-bound locally) and mispredicts both.
 //!
 //! Depends on nothing but `std`.
 
@@ -108,9 +115,8 @@ pub fn decide(d: &DecisionInput) -> Place {
         _ => Place::Remote,
     };
     match (d.explore, pick) {
-        (false, p) => p,
         (true, Place::Local) => Place::Remote,
-        (true, Place::Remote) => Place::Local,
+        (_, p) => p,
     }
 }
 
@@ -201,8 +207,10 @@ mod tests {
             (Hybrid, 0.5, Some(0.02), Some(0.05), false, Local),
             (Hybrid, 0.5, Some(0.05), Some(0.02), false, Remote),
             (Hybrid, 0.5, Some(0.05), Some(0.05), false, Local),
-            // Exploration flips the estimates' pick, never rule 1.
-            (Hybrid, 0.5, Some(0.05), Some(0.02), true, Local),
+            // Exploration sends a job the estimates keep local to the service, never the
+            // other way, and never overrides rule 1.
+            (Hybrid, 0.5, Some(0.02), Some(0.05), true, Remote),
+            (Hybrid, 0.5, Some(0.05), Some(0.02), true, Remote),
             (Hybrid, 0.99, Some(0.01), Some(0.05), true, Remote),
         ];
         for (i, (mode, busy, l, r, explore, want)) in cases.into_iter().enumerate() {

@@ -113,7 +113,7 @@ impl RemoteJob {
         first_id: u64,
     ) -> Self {
         let per = Self::ids_needed(&job);
-        job.output_ids = Some(first_id..first_id + per * MAX_ATTEMPTS as u64);
+        job.output_ids = Some(first_id..first_id.saturating_add(per * MAX_ATTEMPTS as u64));
         RemoteJob {
             format: JOB_FORMAT.to_string(),
             meta,
@@ -130,12 +130,19 @@ impl RemoteJob {
             .output_ids
             .clone()
             .ok_or_else(|| Error::invalid("remote job without reserved table numbers"))?;
-        let start = all.start + self.ids_per_attempt * attempt as u64;
-        let end = start + self.ids_per_attempt;
-        if attempt >= MAX_ATTEMPTS || end > all.end {
-            return Err(Error::invalid(format!(
+        let past = || {
+            Error::invalid(format!(
                 "attempt {attempt} is past the job's reserved table numbers"
-            )));
+            ))
+        };
+        let start = self
+            .ids_per_attempt
+            .checked_mul(attempt as u64)
+            .and_then(|o| all.start.checked_add(o))
+            .ok_or_else(past)?;
+        let end = start.checked_add(self.ids_per_attempt).ok_or_else(past)?;
+        if attempt >= MAX_ATTEMPTS || end > all.end {
+            return Err(past());
         }
         Ok(start..end)
     }
@@ -188,10 +195,10 @@ impl RemoteJob {
         {
             return bad("the fast directory must not contain `..`".into());
         }
-        match &j.output_ids {
-            Some(r)
-                if r.end >= r.start
-                    && r.end - r.start == self.ids_per_attempt * MAX_ATTEMPTS as u64 => {}
+        let want = self.ids_per_attempt.checked_mul(MAX_ATTEMPTS as u64);
+        match (&j.output_ids, want) {
+            (Some(r), Some(w))
+                if self.ids_per_attempt > 0 && r.end >= r.start && r.end - r.start == w => {}
             _ => return bad("reserved table numbers do not match the attempts".into()),
         }
         let ids: std::collections::HashSet<u64> = j.input_ids().collect();

@@ -122,17 +122,35 @@ pub struct RemoteCompactionStats {
     pub local_micros: u64,
     pub transfer_read_bytes: u64,
     pub transfer_write_bytes: u64,
-    /// Eq. 1's rates, microseconds per MiB (0: not measured yet).
-    pub local_us_per_mib: u64,
-    pub remote_us_per_mib: u64,
+    /// Eq. 1's rates, microseconds per input MiB (0: not measured yet), for jobs writing to
+    /// the fast tier and to the capacity tier.
+    pub local_us_per_mib_fast: u64,
+    pub local_us_per_mib_capacity: u64,
+    pub remote_us_per_mib_fast: u64,
+    pub remote_us_per_mib_capacity: u64,
     pub local_busy_percent: u64,
 }
 
-struct Estimates {
+/// Eq. 1's rates of one output tier.
+#[derive(Clone, Copy, Default)]
+struct Rates {
     local: Rate,
     remote: Rate,
+}
+
+struct Estimates {
+    /// By the job's output tier: fast, capacity.
+    rates: [Rates; 2],
     busy: Utilization,
     decisions: u64,
+}
+
+/// Which of the per-tier rates a job uses.
+fn tier_index(job: &CompactionJob) -> usize {
+    match job.output_tier {
+        Tier::Fast => 0,
+        Tier::Capacity => 1,
+    }
 }
 
 /// Runs jobs on a compaction service, locally when it must; see the module docs.
@@ -150,8 +168,7 @@ impl ServiceRunner {
             service,
             opts,
             est: Mutex::new(Estimates {
-                local: Rate::default(),
-                remote: Rate::default(),
+                rates: [Rates::default(); 2],
                 busy,
                 decisions: 0,
             }),
@@ -192,8 +209,10 @@ impl ServiceRunner {
             local_micros: l(&c.local_micros),
             transfer_read_bytes: l(&c.transfer_read_bytes),
             transfer_write_bytes: l(&c.transfer_write_bytes),
-            local_us_per_mib: per_mib(&est.local),
-            remote_us_per_mib: per_mib(&est.remote),
+            local_us_per_mib_fast: per_mib(&est.rates[0].local),
+            local_us_per_mib_capacity: per_mib(&est.rates[1].local),
+            remote_us_per_mib_fast: per_mib(&est.rates[0].remote),
+            remote_us_per_mib_capacity: per_mib(&est.rates[1].remote),
             local_busy_percent: (est.busy.busy(Instant::now()) * 100.0) as u64,
         }
     }
@@ -219,7 +238,9 @@ impl ServiceRunner {
         let mut est = self.est.lock();
         est.busy.end(handle, end);
         if r.is_ok() {
-            est.local.observe(end - start, job.input_bytes());
+            est.rates[tier_index(job)]
+                .local
+                .observe(end - start, job.input_bytes());
         }
         drop(est);
         self.counters.local_jobs.fetch_add(1, Ordering::Relaxed);
@@ -237,10 +258,14 @@ impl ServiceRunner {
         env: &CompactionEnv<'_>,
     ) {
         let store = env.tables.store();
+        let reserved = rj.job.output_ids.clone().unwrap_or(0..0);
         if let Some(r) = reported {
+            // Only numbers of the reservation: a bad result may name anything.
             for f in r.outputs.iter().chain(&r.fast_outputs) {
-                env.tables.evict(f.id);
-                let _ = store.remove(f.id, f.tier);
+                if reserved.contains(&f.id) {
+                    env.tables.evict(f.id);
+                    let _ = store.remove(f.id, f.tier);
+                }
             }
         }
         // Fast-tier files are cheap to look for (a worker may have moved some in before it
@@ -263,7 +288,16 @@ impl ServiceRunner {
             capacity_url: self.opts.capacity_url.clone(),
         };
         let per = RemoteJob::ids_needed(job) * super::MAX_ATTEMPTS as u64;
-        let first = env.file_numbers.fetch_add(per, Ordering::SeqCst);
+        let first = match env.reserve_ids {
+            Some(r) => match r.reserve_ids(per) {
+                Ok(first) => first,
+                Err(e) => {
+                    tracing::warn!(job = job.id, error = %e, "could not reserve table numbers; compacting locally");
+                    return self.run_local(job, env);
+                }
+            },
+            None => env.file_numbers.fetch_add(per, Ordering::SeqCst),
+        };
         let rj = RemoteJob::new(meta, storage, job.clone(), first);
         let id = match self.service.start(&rj) {
             Ok(Started::Queued(id)) => id,
@@ -307,7 +341,9 @@ impl ServiceRunner {
                     match verify_result(&rj, attempt, &result, &env.tables, self.opts.verify) {
                         Ok(()) => {
                             let took = start.elapsed();
-                            self.est.lock().remote.observe(took, bytes);
+                            self.est.lock().rates[tier_index(job)]
+                                .remote
+                                .observe(took, bytes);
                             c.remote_jobs.fetch_add(1, Ordering::Relaxed);
                             c.remote_micros
                                 .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
@@ -352,6 +388,11 @@ impl ServiceRunner {
             }
         };
         tracing::warn!(job = job.id, reason = %fallback, "remote compaction abandoned; compacting locally");
+        // The time a remote attempt cost counts against remote execution (eq. 1), so a
+        // failing or slow service stops looking fast.
+        self.est.lock().rates[tier_index(job)]
+            .remote
+            .observe(start.elapsed(), bytes);
         self.service.cancel(id);
         self.discard(&rj, None, env);
         self.run_local(job, env)
@@ -369,11 +410,12 @@ impl CompactionRunner for ServiceRunner {
         let place = {
             let mut est = self.est.lock();
             est.decisions += 1;
+            let rates = est.rates[tier_index(job)];
             let d = DecisionInput {
                 mode: self.opts.mode,
                 local_busy: est.busy.busy(Instant::now()),
-                local: est.local,
-                remote: est.remote,
+                local: rates.local,
+                remote: rates.remote,
                 bytes: job.input_bytes(),
                 explore: est.decisions.is_multiple_of(hybrid::EXPLORE_EVERY),
             };

@@ -135,19 +135,45 @@ pub(crate) fn check_shape(job: &RemoteJob, attempt: u32, r: &CompactionResult) -
         .map(|f| f.num_entries)
         .sum::<u64>()
         + j.promoted.len() as u64;
-    if r.records_in > available
+    // The executor reads every input record (and every promoted copy) exactly once.
+    if r.records_in != available
         || r.records_dropped > r.records_in
         || entries != r.records_in - r.records_dropped
     {
         return Err(bad(format!(
-            "record counts do not add up: {} in (of {available}), {} dropped, {entries} written",
+            "record counts do not add up: {} read of {available}, {} dropped, {entries} written",
             r.records_in, r.records_dropped
         )));
+    }
+    // No output record is newer (or older) than every input record.
+    let seqs = j
+        .inputs
+        .iter()
+        .flat_map(|i| &i.files)
+        .flat_map(|f| [f.smallest_seq, f.largest_seq])
+        .chain(j.promoted.iter().map(|p| p.seq));
+    let (lo_seq, hi_seq) = seqs.fold((u64::MAX, 0), |(l, h), s| (l.min(s), h.max(s)));
+    for f in r.outputs.iter().chain(&r.fast_outputs) {
+        if f.num_entries > 0 && (f.smallest_seq < lo_seq || f.largest_seq > hi_seq) {
+            return Err(bad(format!(
+                "table {} holds sequence numbers {}..={} outside the inputs' {lo_seq}..={hi_seq}",
+                f.id, f.smallest_seq, f.largest_seq
+            )));
+        }
     }
     Ok(())
 }
 
 fn check_table(f: &FileMeta, tables: &TableCache, full: bool) -> Result<()> {
+    if f.tier == Tier::Fast {
+        let actual = tables.store().open(f.id, f.tier, f.size)?.size();
+        if actual != f.size {
+            return Err(bad(format!(
+                "table {} is {actual} bytes, {} claimed",
+                f.id, f.size
+            )));
+        }
+    }
     let t = tables.get(f)?;
     let p = t.properties();
     let claimed = (
