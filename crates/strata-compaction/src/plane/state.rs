@@ -264,12 +264,7 @@ impl Plane {
                     let wid = views[i].id.clone();
                     let job = self.jobs.get_mut(&id).expect("queued jobs exist");
                     if job.attempt >= MAX_ATTEMPTS {
-                        self.counters.failed += 1;
-                        self.finish(id, now, |r| {
-                            r.state = JobState::Failed as i32;
-                            r.failure = FailureClass::Solvable as i32;
-                            r.message = format!("{MAX_ATTEMPTS} attempts failed");
-                        });
+                        self.exhausted(id, now);
                         continue;
                     }
                     let attempt = job.attempt;
@@ -561,15 +556,20 @@ impl Plane {
         self.requeue(id, now);
     }
 
+    /// Every attempt failed: back to the instance.
+    fn exhausted(&mut self, id: u64, now: Instant) {
+        self.counters.failed += 1;
+        self.finish(id, now, |r| {
+            r.state = JobState::Failed as i32;
+            r.failure = FailureClass::Solvable as i32;
+            r.message = format!("{MAX_ATTEMPTS} attempts failed");
+        });
+    }
+
     fn requeue(&mut self, id: u64, now: Instant) {
         let job = self.jobs.get_mut(&id).expect("requeued jobs exist");
         if job.attempt >= MAX_ATTEMPTS {
-            self.counters.failed += 1;
-            self.finish(id, now, |r| {
-                r.state = JobState::Failed as i32;
-                r.failure = FailureClass::Solvable as i32;
-                r.message = format!("{MAX_ATTEMPTS} attempts failed");
-            });
+            self.exhausted(id, now);
             return;
         }
         let key = queue::key(
