@@ -59,6 +59,19 @@ pub fn with_seed(name: &str, seed: u64, f: impl FnOnce() + std::panic::UnwindSaf
     }
 }
 
+/// Every key and value of `db`, by a full forward scan.
+pub fn contents(db: &strata::Db) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut it = db.iter(strata::ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut out = std::collections::BTreeMap::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
 pub fn key(i: u64) -> Vec<u8> {
     format!("k{i:05}").into_bytes()
 }

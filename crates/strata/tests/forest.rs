@@ -33,14 +33,7 @@ fn forest_options() -> Options {
 }
 
 fn check_all(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, ctx: &str) {
-    let mut it = db.iter(ReadOptions::default()).unwrap();
-    it.seek_to_first();
-    let mut got = BTreeMap::new();
-    while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
+    let got = common::contents(db);
     assert_eq!(got.len(), model.len(), "{ctx}: key count");
     assert!(got == *model, "{ctx}: contents differ");
     for (k, v) in model.iter().step_by(7) {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{with_seed, Rng};
+use common::{contents, with_seed, Rng};
 use parking_lot::Mutex;
 use strata::compaction::remote::{
     execute, Absorbed, CompactionMode, CompactionService, FailureClass, Outcome, RemoteJob,
@@ -21,7 +21,7 @@ use strata::compaction::remote::{
 };
 use strata::compaction::TtlFilter;
 use strata::storage::object::CapacityOptions;
-use strata::{Db, Options, ReadOptions};
+use strata::{Db, Options};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Behaviour {
@@ -148,18 +148,6 @@ fn options(cap: &Path, svc: Option<Arc<InProcess>>, mode: CompactionMode) -> Opt
         compaction_mode: mode,
         ..Options::default()
     }
-}
-
-fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.iter(ReadOptions::default()).unwrap();
-    it.seek_to_first();
-    let mut m = BTreeMap::new();
-    while it.valid() {
-        m.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    m
 }
 
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {

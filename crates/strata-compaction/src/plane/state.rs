@@ -73,7 +73,6 @@ enum State {
 struct Job {
     meta: ControlMetadata,
     body: Arc<Vec<u8>>,
-    seq: u64,
     state: State,
     /// The next attempt number.
     attempt: u32,
@@ -121,7 +120,6 @@ pub struct Plane {
     workers: BTreeMap<String, Worker>,
     next_job: u64,
     next_worker: u64,
-    seq: u64,
     counters: Counters,
     instances: HashSet<String>,
     /// Distinguishes this run's worker ids from a previous run's.
@@ -145,7 +143,6 @@ impl Plane {
             // on an old id gets UNKNOWN, not someone else's job).
             next_job: (epoch << 20).max(1),
             next_worker: 1,
-            seq: 0,
             counters: Counters::default(),
             instances: HashSet::new(),
             epoch,
@@ -179,15 +176,14 @@ impl Plane {
         }
         let id = self.next_job;
         self.next_job += 1;
-        self.seq += 1;
-        let key = queue::key(&meta, false, (self.cfg.priority)(&meta), self.seq);
+        // Ids increase within a run: they are the submission order.
+        let key = queue::key(&meta, false, (self.cfg.priority)(&meta), id);
         self.queue.insert(key, id);
         self.jobs.insert(
             id,
             Job {
                 meta,
                 body: Arc::new(body),
-                seq: self.seq,
                 state: State::Queued { key, since: now },
                 attempt: 0,
                 rescheduled: false,
@@ -576,7 +572,7 @@ impl Plane {
             &job.meta,
             job.rescheduled,
             (self.cfg.priority)(&job.meta),
-            job.seq,
+            id,
         );
         job.state = State::Queued { key, since: now };
         self.queue.insert(key, id);

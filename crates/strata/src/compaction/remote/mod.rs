@@ -104,8 +104,13 @@ impl RemoteJob {
         2 * (tables + job.inputs.iter().map(|i| i.files.len() as u64).sum::<u64>()) + 8
     }
 
+    /// Table numbers to reserve for `job`: [`MAX_ATTEMPTS`] attempts' worth.
+    pub fn ids_reserved(job: &CompactionJob) -> u64 {
+        Self::ids_needed(job) * MAX_ATTEMPTS as u64
+    }
+
     /// The job made self-contained: `first_id` starts a reserved range of
-    /// `ids_needed(job) * MAX_ATTEMPTS` table numbers.
+    /// [`RemoteJob::ids_reserved`] table numbers.
     pub fn new(
         meta: ControlMetadata,
         storage: JobStorage,
@@ -113,7 +118,7 @@ impl RemoteJob {
         first_id: u64,
     ) -> Self {
         let per = Self::ids_needed(&job);
-        job.output_ids = Some(first_id..first_id.saturating_add(per * MAX_ATTEMPTS as u64));
+        job.output_ids = Some(first_id..first_id.saturating_add(Self::ids_reserved(&job)));
         RemoteJob {
             format: JOB_FORMAT.to_string(),
             meta,

@@ -287,7 +287,7 @@ impl ServiceRunner {
             fast_dir: self.opts.fast_dir.clone(),
             capacity_url: self.opts.capacity_url.clone(),
         };
-        let per = RemoteJob::ids_needed(job) * super::MAX_ATTEMPTS as u64;
+        let per = RemoteJob::ids_reserved(job);
         let first = match env.reserve_ids {
             Some(r) => match r.reserve_ids(per) {
                 Ok(first) => first,
