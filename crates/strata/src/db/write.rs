@@ -19,9 +19,10 @@
 //! - Whoever seals the memtable (a leader in `make_room_for_write`, `exclusive`, shutdown) first
 //!   waits until every allocated sequence number is published ([`quiesce`]), so no group is still
 //!   inserting into a memtable that flush may pick up.
-//! - Waiting spins for up to [`SPIN_LIMIT`], then blocks (like RocksDB's `AwaitState`, without
-//!   its yield phase): a hand-off between two running writer threads costs no futex sleep and
-//!   wake-up, and a notify costs no lock unless someone sleeps ([`Gate`]).
+//! - Waiting spins, then blocks (like RocksDB's `AwaitState`, without its yield phase): a short
+//!   spin always, a long one of up to [`SPIN_LIMIT`] while long spins pay ([`SpinPolicy`]), so
+//!   a hand-off between two running writer threads costs no futex sleep and wake-up; a notify
+//!   costs no lock unless someone sleeps ([`Gate`]).
 //!
 //! Lock order: writer queue, then `state`, then `wal`. Depends on `wal`, `memtable`, `batch`.
 
@@ -47,16 +48,17 @@ type ActiveMem = Guard<Arc<MemTable>>;
 
 /// Largest group a leader assembles, in encoded bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
-/// How long a long spin (see [`SpinPolicy`]) busy-waits before it blocks. A follower usually waits for one leader's
-/// WAL append and memtable insert (a few microseconds), and a blocked follower costs its leader
-/// a futex wake inside the critical section and itself a wake-up latency of tens of
-/// microseconds on a VM: with a spin of 200 iterations (about 5 µs), 6% of two writers' waits
-/// blocked, and their write p99 was 57 µs against 12 µs with this limit (217k against 313k
-/// ops/s, `strata-bench --benchmarks fillrandom --num 1000000 --threads 2`). RocksDB bounds its
-/// spin-then-yield phase at 100 µs (`write_thread_max_yield_usec`). There is no `sched_yield`
-/// phase here: with a runnable background thread or another process on the core, a yield gives
-/// the core away for a whole scheduler slice (two writers fell from 162k to 66k ops/s with one).
-/// [`max_spinners`] keeps at least one core free of spinners.
+/// How long a long spin (see [`SpinPolicy`]) busy-waits before it blocks. A follower usually
+/// waits for one leader's WAL append and memtable insert (a few microseconds), and a blocked
+/// follower costs its leader a futex wake inside the critical section and itself a wake-up
+/// latency of tens of microseconds on a VM: with only a short spin (200 iterations, about
+/// 5 µs), 6% of two writers' waits blocked, and their write p99 was 57 µs against 12 µs with
+/// this limit (217k against 313k ops/s, `strata-bench --benchmarks fillrandom --num 1000000
+/// --threads 2`). RocksDB bounds its spin-then-yield phase at 100 µs
+/// (`write_thread_max_yield_usec`). There is no `sched_yield` phase here: with a runnable
+/// background thread or another process on the core, a yield gives the core away for a whole
+/// scheduler slice (two writers fell from 162k to 66k ops/s with one). [`max_spinners`] keeps
+/// at least one core free of spinners.
 const SPIN_LIMIT: Duration = Duration::from_micros(100);
 /// Spin iterations between two looks at the clock.
 const SPIN_CHECK: u32 = 32;
