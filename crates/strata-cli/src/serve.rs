@@ -114,6 +114,15 @@ pub struct ServeArgs {
     /// Index of capacity-tier tables: auto (default), mashmeta or block.
     #[arg(long, value_name = "KIND")]
     pub capacity_index: Option<String>,
+    /// Where the write-ahead log lives (and the manifest is mirrored): a directory apart from
+    /// the data directory, or an object-store URL (s3://, file://, memory://). Default: the
+    /// data directory.
+    #[arg(long, value_name = "DIR|URL")]
+    pub wal_location: Option<String>,
+    /// Extended WAL: keep the log until fast-tier tables reach the capacity tier and log their
+    /// key lists, for parallel node-loss recovery (`strata recover`). Needs --wal-location.
+    #[arg(long, value_name = "BOOL")]
+    pub extended_wal: Option<bool>,
     /// Persistent cache of capacity-tier blocks: lap, naive or none.
     #[arg(long, value_name = "KIND")]
     pub persistent_cache: Option<String>,
@@ -276,6 +285,8 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
         args.placement_policy.as_ref().map(s),
     )?;
     set("engine.capacity-index", args.capacity_index.as_ref().map(s))?;
+    set("engine.wal-location", args.wal_location.as_ref().map(s))?;
+    set("engine.extended-wal", args.extended_wal.map(Value::Boolean))?;
     set(
         "engine.persistent-cache",
         args.persistent_cache.as_ref().map(s),

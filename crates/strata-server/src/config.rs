@@ -217,6 +217,17 @@ pub struct EngineConfig {
     pub compaction_token: String,
     /// `remote`, `hybrid` (per job, by estimated time and local load) or `local`.
     pub compaction_mode: String,
+    /// Where the write-ahead log lives and the manifest is mirrored (RocksMash §3.4): a
+    /// directory apart from the data directory (another disk, a network volume) or an
+    /// object-store URL (`s3://`, `file://`, `memory://`), so that losing the data
+    /// directory's disk loses no acknowledged write that reached the log. Empty (the default):
+    /// the log lives in the data directory. A database keeps the location it was created with
+    /// in mind: opening it with another one is refused rather than losing the log.
+    pub wal_location: String,
+    /// The extended WAL (RocksMash §3.4): the log keeps every record still only in fast-tier
+    /// tables, and each new fast-tier table's key list is logged, so `strata recover` can
+    /// rebuild the lost fast tier in parallel. Needs `wal-location`.
+    pub extended_wal: bool,
 }
 
 impl Default for EngineConfig {
@@ -263,6 +274,8 @@ impl Default for EngineConfig {
             compaction_service: String::new(),
             compaction_token: String::new(),
             compaction_mode: "hybrid".into(),
+            wal_location: String::new(),
+            extended_wal: o.extended_wal,
         }
     }
 }
@@ -328,6 +341,9 @@ impl EngineConfig {
                     ))
                 },
             )?,
+            wal_location: (!self.wal_location.is_empty())
+                .then(|| std::path::PathBuf::from(&self.wal_location)),
+            extended_wal: self.extended_wal,
             ..Options::default()
         };
         o.validate()
@@ -465,6 +481,8 @@ impl EngineConfig {
         p("capacity-latency-ms", self.capacity_latency_ms.to_string());
         p("capacity-mbps", self.capacity_mbps.to_string());
         p("capacity-error-rate", self.capacity_error_rate.to_string());
+        p("wal-location", self.wal_location.clone());
+        p("extended-wal", self.extended_wal.to_string());
         p("compaction-service", self.compaction_service.clone());
         // The token is a secret: shown as set or not.
         p(

@@ -1,0 +1,97 @@
+//! `engine.wal-location` (`strata serve --wal-location`): the write-ahead log lives apart from
+//! the data directory, acknowledged writes survive a restart through it, and starting without
+//! it is refused instead of silently losing the log's writes.
+
+mod common;
+
+use common::{test_config, TestServer};
+use redis::Commands;
+
+fn files_ending(dir: &std::path::Path, suffix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(suffix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_log_lives_in_wal_location_and_restarts_read_it() {
+    let data = tempfile::tempdir().unwrap();
+    let wal = tempfile::tempdir().unwrap();
+    let wal_dir = wal.path().join("log");
+    let mut config = test_config(data.path());
+    config.engine.wal_location = wal_dir.display().to_string();
+
+    let s = TestServer::start(config.clone());
+    let mut c = s.conn();
+    for i in 0..200 {
+        let _: () = c.set(format!("key:{i}"), format!("value:{i}")).unwrap();
+    }
+    let shown: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("strata-wal-location")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        shown,
+        vec![
+            "strata-wal-location".to_string(),
+            config.engine.wal_location.clone()
+        ]
+    );
+    drop(c);
+    s.stop();
+
+    assert!(
+        !files_ending(&wal_dir, ".log").is_empty(),
+        "no log in {}",
+        wal_dir.display()
+    );
+    assert!(
+        files_ending(data.path(), ".log").is_empty(),
+        "a log in the data directory: {:?}",
+        files_ending(data.path(), ".log")
+    );
+
+    let s = TestServer::start(config.clone());
+    let mut c = s.conn();
+    for i in 0..200 {
+        let v: Option<String> = c.get(format!("key:{i}")).unwrap();
+        assert_eq!(v.as_deref(), Some(format!("value:{i}").as_str()), "key:{i}");
+    }
+    drop(c);
+    s.stop();
+
+    // Without the log location, the live log is missing: refuse to start.
+    let mut without = config;
+    without.engine.wal_location = String::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let err = match rt.block_on(strata_server::Server::bind(without, None)) {
+        Ok(_) => panic!("started without its log location"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("wal_location"), "{err}");
+}
+
+#[test]
+fn extended_wal_needs_a_wal_location() {
+    let data = tempfile::tempdir().unwrap();
+    let mut config = test_config(data.path());
+    config.engine.extended_wal = true;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let err = match rt.block_on(strata_server::Server::bind(config, None)) {
+        Ok(_) => panic!("extended WAL accepted without a log location"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("wal_location"), "{err}");
+}
