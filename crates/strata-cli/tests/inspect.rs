@@ -335,3 +335,84 @@ fn inspect_modes_and_verify() {
         text(&o)
     );
 }
+
+/// A database whose logs live in a `wal_location` directory: `wal`, `get` and `verify` find
+/// them with `--wal-location`, and without it `wal` says where to look instead of showing an
+/// empty database.
+#[test]
+fn inspect_reads_logs_in_wal_location() {
+    let root = tempfile::tempdir().unwrap();
+    let (db_dir, log_dir) = (root.path().join("db"), root.path().join("log"));
+    let opts = Options {
+        wal_location: Some(log_dir.clone()),
+        ..Options::default()
+    };
+    let db = Db::open(&db_dir, opts).expect("open");
+    for i in 0..50u32 {
+        let mut b = WriteBatch::new();
+        b.put(format!("key:{i:05}"), format!("value-{i}"));
+        db.write_opt(
+            b,
+            &WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    let (d, l) = (db_dir.to_str().unwrap(), log_dir.to_str().unwrap());
+
+    let o = strata(&["inspect", "wal", "--db", d]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("--wal-location"),
+        "{}",
+        text(&o)
+    );
+
+    let o = strata(&["inspect", "wal", "--db", d, "--wal-location", l]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.contains(l) && out.contains("key:00049"), "{}", text(&o));
+
+    let o = strata(&[
+        "inspect",
+        "get",
+        "key:00007",
+        "--db",
+        d,
+        "--wal-location",
+        l,
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        out.contains("value-7") && out.contains("wal "),
+        "{}",
+        text(&o)
+    );
+
+    let o = strata(&["inspect", "verify", "--db", d, "--wal-location", l]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(l),
+        "{}",
+        text(&o)
+    );
+
+    let o = strata(&[
+        "inspect",
+        "wal",
+        "--db",
+        d,
+        "--wal-location",
+        "s3://bucket/log",
+    ]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("strata recover"),
+        "{}",
+        text(&o)
+    );
+    drop(db);
+}

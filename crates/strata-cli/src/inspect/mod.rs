@@ -27,6 +27,10 @@ pub struct InspectArgs {
     /// Capacity tier URL (file://DIR, s3://BUCKET/PREFIX, memory://NAME), when the database has one
     #[arg(long, global = true, value_name = "URL")]
     pub capacity: Option<String>,
+    /// The database's `wal_location` directory, when its write-ahead logs live apart from it
+    /// (`wal`, `get` and `verify` read the logs in both places)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub wal_location: Option<PathBuf>,
     #[command(subcommand)]
     pub mode: Option<Mode>,
 }
@@ -77,6 +81,19 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
     if !dir.is_dir() {
         bail!("{}: not a directory", dir.display());
     }
+    let log_dir = args.wal_location.as_deref();
+    if let Some(l) = log_dir {
+        if l.to_string_lossy().contains("://") {
+            bail!(
+                "--wal-location {}: inspect reads logs in a directory; a log on an object store \
+                 is read by `strata recover`",
+                l.display()
+            );
+        }
+        if !l.is_dir() {
+            bail!("--wal-location {}: not a directory", l.display());
+        }
+    }
     let opener = TableOpener::new(&dir, args.capacity.as_deref())
         .with_context(|| format!("opening capacity tier {:?}", args.capacity))?;
     let mut out = std::io::stdout().lock();
@@ -102,16 +119,29 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
             print::table(&mut out, &t, &location, entries.then_some(limit))?;
         }
         Mode::Wal { file, limit } => {
-            let wals = inspect::list_wals(&dir)?;
+            let wals = inspect::list_wals(&dir, log_dir)?;
             let chosen: Vec<PathBuf> = match file {
                 None => wals.iter().map(|(_, p)| p.clone()).collect(),
                 Some(f) => match f.parse::<u64>() {
-                    Ok(n) => vec![dir.join(format!("{n:06}.log"))],
+                    Ok(n) => match wals.iter().find(|(m, _)| *m == n) {
+                        Some((_, p)) => vec![p.clone()],
+                        None => vec![dir.join(format!("{n:06}.log"))],
+                    },
                     Err(_) => vec![PathBuf::from(f)],
                 },
             };
             if chosen.is_empty() {
-                println!("no write-ahead logs in {}", dir.display());
+                match log_dir {
+                    Some(l) => println!(
+                        "no write-ahead logs in {} or {}",
+                        dir.display(),
+                        l.display()
+                    ),
+                    None => println!(
+                        "no write-ahead logs in {} (pass --wal-location DIR if they live apart)",
+                        dir.display()
+                    ),
+                }
             }
             let newest = wals.last().map(|(_, p)| p.clone());
             for p in chosen {
@@ -129,7 +159,7 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
                     None
                 }
             };
-            let found = inspect::locate_key(&dir, manifest.as_ref(), &opener, &key)?;
+            let found = inspect::locate_key(&dir, log_dir, manifest.as_ref(), &opener, &key)?;
             print::versions(&mut out, &key, &found.versions, &opener)?;
             for (loc, e) in &found.problems {
                 eprintln!("warning: {loc}: {e}");
@@ -139,7 +169,7 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
             }
         }
         Mode::Verify => {
-            let report = inspect::verify(&dir, &opener)?;
+            let report = inspect::verify(&dir, log_dir, &opener)?;
             print::verify(&mut out, &report)?;
             if !report.is_clean() {
                 return Ok(ExitCode::FAILURE);

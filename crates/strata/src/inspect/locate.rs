@@ -49,13 +49,14 @@ pub struct Located {
 /// cannot be read are returned as `(location, error)` beside the versions found elsewhere.
 pub fn locate_key(
     dir: &Path,
+    log_dir: Option<&Path>,
     manifest: Option<&ManifestDump>,
     opener: &TableOpener,
     key: &[u8],
 ) -> Result<Located> {
     let mut found = Vec::new();
     let mut problems = Vec::new();
-    let wals = list_wals(dir)?;
+    let wals = list_wals(dir, log_dir)?;
     for (i, (_, path)) in wals.iter().enumerate().rev() {
         let last = i + 1 == wals.len();
         let dump = match read_wal(path, last) {

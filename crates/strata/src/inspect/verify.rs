@@ -41,8 +41,12 @@ impl VerifyReport {
 }
 
 /// Reads and checks every manifest, WAL and table of the database in `dir` (capacity-tier
-/// tables through `opener`). Never stops at the first problem: each bad file is reported.
-pub fn verify(dir: &Path, opener: &TableOpener) -> crate::Result<VerifyReport> {
+/// tables through `opener`, logs also in `log_dir`, its `wal_location` directory). Never stops at the first problem: each bad file is reported.
+pub fn verify(
+    dir: &Path,
+    log_dir: Option<&Path>,
+    opener: &TableOpener,
+) -> crate::Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let path_of = |p: &Path| p.display().to_string();
 
@@ -103,7 +107,7 @@ pub fn verify(dir: &Path, opener: &TableOpener) -> crate::Result<VerifyReport> {
     }
 
     // WALs: the newest may end in a torn tail (it may be being written right now).
-    let wals = list_wals(dir)?;
+    let wals = list_wals(dir, log_dir)?;
     for (i, (_, path)) in wals.iter().enumerate() {
         match read_wal(path, false) {
             Ok(w) => report.ok.push(VerifyFinding {

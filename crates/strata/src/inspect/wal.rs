@@ -66,13 +66,19 @@ pub fn read_wal(path: &Path, tolerate_tail: bool) -> Result<WalDump> {
     })
 }
 
-/// Every `<n>.log` file in `dir`, oldest first.
-pub fn list_wals(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
-    let mut out: Vec<(u64, PathBuf)> = LocalFs
-        .list(dir)?
-        .into_iter()
-        .filter_map(|n| Some((super::parse_numbered(&n, ".log")?, dir.join(n))))
-        .collect();
+/// Every `<n>.log` file in `dir` and, for a database with a `wal_location` directory, in
+/// `log_dir` too (the database directory keeps the logs written before it had one), oldest
+/// first.
+pub fn list_wals(dir: &Path, log_dir: Option<&Path>) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out: Vec<(u64, PathBuf)> = Vec::new();
+    for d in std::iter::once(dir).chain(log_dir.filter(|l| *l != dir)) {
+        out.extend(
+            LocalFs
+                .list(d)?
+                .into_iter()
+                .filter_map(|n| Some((super::parse_numbered(&n, ".log")?, d.join(n)))),
+        );
+    }
     out.sort();
     Ok(out)
 }
