@@ -218,11 +218,13 @@ pub struct EngineConfig {
     /// `remote`, `hybrid` (per job, by estimated time and local load) or `local`.
     pub compaction_mode: String,
     /// Where the write-ahead log lives and the manifest is mirrored (RocksMash §3.4): a
-    /// directory apart from the data directory (another disk, a network volume) or an
-    /// object-store URL (`s3://`, `file://`, `memory://`), so that losing the data
-    /// directory's disk loses no acknowledged write that reached the log. Empty (the default):
-    /// the log lives in the data directory. A database keeps the location it was created with
-    /// in mind: opening it with another one is refused rather than losing the log.
+    /// directory apart from the data directory (another disk, a network volume; a relative
+    /// path resolves against the server's working directory) or an object-store URL (`s3://`,
+    /// `file://`, `memory://`; only synced writes reach it), so the log and the manifest
+    /// survive the loss of the data directory's disk — and, with `extended-wal`, everything
+    /// the fast tier held. Empty (the default): the log lives in the data directory. Opening a
+    /// database whose live log is not where this says (nor in the data directory) is refused
+    /// with an error naming both places, never started without that log.
     pub wal_location: String,
     /// The extended WAL (RocksMash §3.4): the log keeps every record still only in fast-tier
     /// tables, and each new fast-tier table's key list is logged, so `strata recover` can

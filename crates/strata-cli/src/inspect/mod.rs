@@ -86,7 +86,7 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         if l.to_string_lossy().contains("://") {
             bail!(
                 "--wal-location {}: inspect reads logs in a directory; a log on an object store \
-                 is read by `strata recover`",
+                 is replayed by `strata recover` (its unsynced tail is staged in DB/wal-stage)",
                 l.display()
             );
         }
@@ -143,11 +143,25 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
                     ),
                 }
             }
-            let newest = wals.last().map(|(_, p)| p.clone());
+            let newest = wals.last().map(|(n, _)| *n);
+            let live = inspect::read_manifest(&dir)
+                .ok()
+                .and_then(|m| m.log_number());
+            let mut failed = false;
             for p in chosen {
-                let w = inspect::read_wal(&p, newest.as_ref() == Some(&p))
-                    .with_context(|| format!("reading {}", p.display()))?;
-                print::wal(&mut out, &p, &w, limit)?;
+                let number = wals.iter().find(|(_, q)| *q == p).map(|(n, _)| *n);
+                let torn_ok = number.is_some_and(|n| inspect::torn_tail_allowed(n, newest, live));
+                match inspect::read_wal(&p, torn_ok) {
+                    Ok(w) => print::wal(&mut out, &p, &w, limit)?,
+                    Err(e) => {
+                        // One damaged log does not hide the others.
+                        eprintln!("error: reading {}: {e}", p.display());
+                        failed = true;
+                    }
+                }
+            }
+            if failed {
+                return Ok(ExitCode::FAILURE);
             }
         }
         Mode::Get { key } => {

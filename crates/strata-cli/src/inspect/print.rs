@@ -78,7 +78,7 @@ pub fn manifest(
         }
     }
     let last = m.edits.iter().filter_map(|e| e.last_sequence).max();
-    let log = m.edits.iter().filter_map(|e| e.log_number).next_back();
+    let log = m.log_number();
     writeln!(
         out,
         "manifest {} ({} records{}), last sequence {}, log number {}",

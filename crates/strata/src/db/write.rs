@@ -58,7 +58,7 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// (`write_thread_max_yield_usec`). There is no `sched_yield` phase here: with a runnable
 /// background thread or another process on the core, a yield gives the core away for a whole
 /// scheduler slice (two writers fell from 162k to 66k ops/s with one). [`max_spinners`] keeps
-/// at least one core free of spinners.
+/// at least one core free of spinners on machines with two or more.
 const SPIN_LIMIT: Duration = Duration::from_micros(100);
 /// Spin iterations between two looks at the clock.
 const SPIN_CHECK: u32 = 32;
@@ -182,14 +182,15 @@ impl GroupInserts {
 /// long spin of up to [`SPIN_LIMIT`] if long spins have paid off lately (`credit`). They pay
 /// when writers hand off to each other within microseconds (two writers: p99 57 -> 12 µs);
 /// they do not with sync writers, whose waits are fsyncs and whose spinners take a core from
-/// the woken writers forming the next group (16 sync writers: 38k -> 26k ops/s with an
-/// unconditional long spin).
+/// the woken writers forming the next group (16 sync writers: 34–38k -> 22–24k ops/s with an
+/// unconditional long spin, 30–33k with this policy).
 #[derive(Default)]
 pub(crate) struct SpinPolicy {
     /// Set by the front of the queue while it does something slow (an fsync, a stall, a
-    /// memtable switch, a barrier's work): a long spin in progress gives up at once.
+    /// memtable switch, a barrier's work): no long spin starts, and one under way gives up at
+    /// its next look (every [`SPIN_CHECK`] iterations); neither counts against `credit`.
     long: AtomicBool,
-    /// +1 for a long spin that saw its condition, −4 for one that gave up, within
+    /// +1 for a long spin that saw its condition, −4 for one that timed out, within
     /// ±[`CREDIT_MAX`]: long spins continue while at least four in five succeed.
     credit: AtomicI32,
     /// Waits that found no credit; every [`PROBE_EVERY`]th long-spins anyway.
@@ -205,6 +206,10 @@ impl SpinPolicy {
             }
             std::hint::spin_loop();
         }
+        if self.long.load(Ordering::Relaxed) {
+            // The front is in a slow phase: block without judging the long spin.
+            return false;
+        }
         if self.credit.load(Ordering::Relaxed) < 0
             && !self
                 .probes
@@ -214,17 +219,24 @@ impl SpinPolicy {
             return false;
         }
         let start = Instant::now();
-        let ok = 'spin: loop {
+        let (ok, timed_out) = 'spin: loop {
             for _ in 0..SPIN_CHECK {
                 if cond() {
-                    break 'spin true;
+                    break 'spin (true, false);
                 }
                 std::hint::spin_loop();
             }
-            if self.long.load(Ordering::Relaxed) || start.elapsed() >= SPIN_LIMIT {
-                break false;
+            if self.long.load(Ordering::Relaxed) {
+                break (false, false);
+            }
+            if start.elapsed() >= SPIN_LIMIT {
+                break (false, true);
             }
         };
+        if !ok && !timed_out {
+            // Cut short by a slow phase that began meanwhile: no verdict on spinning.
+            return false;
+        }
         // A racy update is fine: the credit is a hint.
         let c = self.credit.load(Ordering::Relaxed);
         let c = if ok { c + 1 } else { c - 4 };
@@ -618,7 +630,7 @@ fn make_room_for_write(inner: &Arc<DbInner>) -> Result<ActiveMem> {
     if let Some(mem) = room_without_waiting(inner) {
         return Ok(mem);
     }
-    let _slow = inner.commit.spin.slow();
+    let mut slow = Some(inner.commit.spin.slow());
     let mut delayed = false;
     let mut stopped = false;
     loop {
@@ -660,9 +672,12 @@ fn make_room_for_write(inner: &Arc<DbInner>) -> Result<ActiveMem> {
                 .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
             continue;
         }
-        // Earlier groups may still be inserting into the memtable about to be sealed.
+        // Earlier groups may still be inserting into the memtable about to be sealed: a short
+        // wait, not a slow phase (their inserts, not an fsync), so the flag is down meanwhile.
         drop(st);
+        drop(slow.take());
         quiesce(inner);
+        let _slow = inner.commit.spin.slow();
         let mut st = inner.state.lock();
         switch_memtable(inner, &mut st)?;
         return Ok(Guard::from_inner(st.mem.clone()));
@@ -754,21 +769,32 @@ mod tests {
         assert_eq!(turn.load(Ordering::Acquire), ROUNDS * 2);
     }
 
-    /// Long spins that give up use the credit up, and then only every `PROBE_EVERY`th wait
-    /// tries one; long spins that succeed earn it back.
+    /// Long spins that time out use the credit up, and then only every `PROBE_EVERY`th wait
+    /// tries one; a slow phase of the front blocks without a verdict; long spins that succeed
+    /// earn the credit back.
     #[test]
     fn spin_policy_stops_long_spins_that_do_not_pay() {
         let p = SpinPolicy::default();
-        let _slow = p.slow(); // every long spin gives up at its first look at the flag
-        assert!(!p.spin(&|| false));
+        assert!(!p.spin(&|| false)); // times out after SPIN_LIMIT
         assert_eq!(p.credit.load(Ordering::Relaxed), -4);
-        // Without credit, one wait in PROBE_EVERY long-spins (and fails again).
+        // Without credit, one wait in PROBE_EVERY long-spins (and times out again).
         for _ in 0..PROBE_EVERY * 3 {
             assert!(!p.spin(&|| false));
         }
         assert_eq!(p.probes.load(Ordering::Relaxed), PROBE_EVERY * 3);
         assert_eq!(p.credit.load(Ordering::Relaxed), -16);
-        drop(_slow);
+        {
+            let _slow = p.slow();
+            for _ in 0..PROBE_EVERY * 2 {
+                assert!(!p.spin(&|| false));
+            }
+        }
+        assert_eq!(
+            p.credit.load(Ordering::Relaxed),
+            -16,
+            "slow phases give no verdict"
+        );
+        assert!(!p.long.load(Ordering::Relaxed), "the guard lowers the flag");
         // A condition that holds only after the short spin: long spins succeed again.
         for _ in 0..(2 * CREDIT_MAX) as u32 * PROBE_EVERY {
             let n = std::cell::Cell::new(0u32);
@@ -781,6 +807,38 @@ mod tests {
         assert!(p.credit.load(Ordering::Relaxed) > 0);
     }
 
+    /// Several waiters on one gate, each for its own target (as groups wait on `published`):
+    /// a notify wakes every sleeper, and none is left behind.
+    #[test]
+    fn gate_wakes_every_waiter_for_its_own_target() {
+        const STEPS: u64 = 2_000;
+        let gate = Arc::new(Gate::default());
+        let level = Arc::new(AtomicU64::new(0));
+        let waiters: Vec<_> = (1..=4u64)
+            .map(|w| {
+                let (gate, level) = (gate.clone(), level.clone());
+                std::thread::spawn(move || {
+                    let no = SpinPolicy::default();
+                    let mut target = w;
+                    while target <= STEPS {
+                        gate.wait(|| level.load(Ordering::Acquire) >= target, &no);
+                        target += 4 + w;
+                    }
+                })
+            })
+            .collect();
+        for step in 1..=STEPS {
+            level.store(step, Ordering::Release);
+            gate.notify();
+            if step % 64 == 0 {
+                std::thread::sleep(Duration::from_micros(200)); // let waiters fall asleep
+            }
+        }
+        for w in waiters {
+            w.join().unwrap();
+        }
+    }
+
     #[test]
     fn gate_wakes_a_blocked_waiter() {
         let gate = Arc::new(Gate::default());
@@ -788,7 +846,7 @@ mod tests {
         let (g, f) = (gate.clone(), flag.clone());
         let no = SpinPolicy::default();
         let t = std::thread::spawn(move || g.wait(|| f.load(Ordering::Acquire), &no));
-        // Long enough for the waiter to pass its spin and yield phases and block.
+        // Long enough for the waiter to pass its spin phases and block.
         std::thread::sleep(Duration::from_millis(20));
         flag.store(true, Ordering::Release);
         gate.notify();

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::manifest::ManifestDump;
 use super::tables::{for_each_entry, TableOpener};
-use super::wal::{list_wals, read_wal};
+use super::wal::{list_wals, read_wal, torn_tail_allowed};
 use crate::batch::BatchOp;
 use crate::error::Result;
 use crate::tier::Tier;
@@ -57,9 +57,10 @@ pub fn locate_key(
     let mut found = Vec::new();
     let mut problems = Vec::new();
     let wals = list_wals(dir, log_dir)?;
-    for (i, (_, path)) in wals.iter().enumerate().rev() {
-        let last = i + 1 == wals.len();
-        let dump = match read_wal(path, last) {
+    let newest = wals.last().map(|(n, _)| *n);
+    let live = manifest.and_then(|m| m.log_number());
+    for (n, path) in wals.iter().rev() {
+        let dump = match read_wal(path, torn_tail_allowed(*n, newest, live)) {
             Ok(d) => d,
             Err(e) => {
                 problems.push((path.display().to_string(), e));

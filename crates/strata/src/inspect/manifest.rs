@@ -20,6 +20,14 @@ pub struct ManifestDump {
     pub torn_tail: Option<(u64, u64)>,
 }
 
+impl ManifestDump {
+    /// The oldest log still holding unflushed writes (the last edit that names one); logs
+    /// below it were replayed or flushed already.
+    pub fn log_number(&self) -> Option<u64> {
+        self.edits.iter().filter_map(|e| e.log_number).next_back()
+    }
+}
+
 /// The manifest `CURRENT` names, read as recovery reads it (a torn tail is tolerated).
 pub fn read_manifest(dir: &Path) -> Result<ManifestDump> {
     read_manifest_file(&dir.join(current_manifest(dir)?), true)

@@ -26,7 +26,7 @@ pub use manifest::{
 };
 pub use tables::{for_each_entry, index_of, TableDump, TableEntry, TableOpener};
 pub use verify::{verify, VerifyFinding, VerifyReport};
-pub use wal::{list_wals, read_wal, WalDump, WalRecord};
+pub use wal::{list_wals, read_wal, torn_tail_allowed, WalDump, WalRecord};
 
 /// LogStore's table temperatures (`TEMPERATURE`): `(decayed reads, own reads)` by table id;
 /// `None` when the database has none (static placement).

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::manifest::{current_manifest, list_manifests, read_manifest, read_manifest_file};
 use super::tables::{for_each_entry, TableOpener};
-use super::wal::{list_wals, read_wal};
+use super::wal::{list_wals, read_wal, torn_tail_allowed};
 use crate::tier::Tier;
 use crate::version::FileMeta;
 
@@ -41,7 +41,8 @@ impl VerifyReport {
 }
 
 /// Reads and checks every manifest, WAL and table of the database in `dir` (capacity-tier
-/// tables through `opener`, logs also in `log_dir`, its `wal_location` directory). Never stops at the first problem: each bad file is reported.
+/// tables through `opener`, logs also in `log_dir`, its `wal_location` directory). Never stops
+/// at the first problem: each bad file is reported.
 pub fn verify(
     dir: &Path,
     log_dir: Option<&Path>,
@@ -106,16 +107,19 @@ pub fn verify(
         }
     }
 
-    // WALs: the newest may end in a torn tail (it may be being written right now).
+    // WALs: the newest may end in a torn tail (it may be being written right now), and so may
+    // the replayed logs the extended WAL keeps (see `torn_tail_allowed`).
     let wals = list_wals(dir, log_dir)?;
-    for (i, (_, path)) in wals.iter().enumerate() {
+    let newest = wals.last().map(|(n, _)| *n);
+    let live_log = live.as_ref().ok().and_then(|m| m.log_number());
+    for (n, path) in wals.iter() {
         match read_wal(path, false) {
             Ok(w) => report.ok.push(VerifyFinding {
                 file: path_of(path),
                 detail: format!("{} records", w.records.len()),
             }),
             Err(strict) => {
-                let torn = (i + 1 == wals.len())
+                let torn = torn_tail_allowed(*n, newest, live_log)
                     .then(|| read_wal(path, true).ok())
                     .flatten()
                     .and_then(|w| w.torn_tail.map(|t| (w.records.len(), t)));
@@ -126,7 +130,8 @@ pub fn verify(
                             detail: format!("{n} records"),
                         });
                         report.notes.push(format!(
-                            "{}: torn tail of {dropped} bytes at offset {offset} (the live log may be mid-write; recovery drops it)",
+                            "{}: torn tail of {dropped} bytes at offset {offset} (the live log may be mid-write, \
+                             or a crash tore it and recovery replayed it; recovery drops it)",
                             path_of(path)
                         ));
                     }

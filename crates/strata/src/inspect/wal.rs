@@ -66,6 +66,14 @@ pub fn read_wal(path: &Path, tolerate_tail: bool) -> Result<WalDump> {
     })
 }
 
+/// Whether log `number` may end in a torn tail without that being damage, as recovery sees it:
+/// the newest log (it may be mid-write), and any log below the manifest's live log number
+/// (`live`), which recovery replayed already, dropping its tail — the extended WAL keeps such
+/// logs in the log location after a crash and a reopen.
+pub fn torn_tail_allowed(number: u64, newest: Option<u64>, live: Option<u64>) -> bool {
+    newest == Some(number) || live.is_some_and(|l| number < l)
+}
+
 /// Every `<n>.log` file in `dir` and, for a database with a `wal_location` directory, in
 /// `log_dir` too (the database directory keeps the logs written before it had one), oldest
 /// first.
@@ -81,4 +89,30 @@ pub fn list_wals(dir: &Path, log_dir: Option<&Path>) -> Result<Vec<(u64, PathBuf
     }
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::torn_tail_allowed;
+
+    #[test]
+    fn torn_tails_are_damage_only_in_logs_recovery_has_not_replayed() {
+        // (log, newest, manifest's live log number) -> allowed
+        let cases = [
+            (9, Some(9), Some(7), true),  // the newest: may be mid-write
+            (8, Some(9), Some(7), false), // live, not the newest: damage
+            (7, Some(9), Some(7), false), // the live log itself: damage
+            (5, Some(9), Some(7), true),  // replayed already (kept by the extended WAL)
+            (5, Some(9), None, false),    // no manifest: only the newest
+            (9, Some(9), None, true),
+            (3, None, None, false),
+        ];
+        for (n, newest, live, want) in cases {
+            assert_eq!(
+                torn_tail_allowed(n, newest, live),
+                want,
+                "{n} {newest:?} {live:?}"
+            );
+        }
+    }
 }
