@@ -370,6 +370,13 @@ fn inspect_reads_logs_in_wal_location() {
         text(&o)
     );
 
+    let o = strata(&["inspect", "get", "key:00007", "--db", d]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--wal-location"),
+        "{}",
+        text(&o)
+    );
+
     let o = strata(&["inspect", "wal", "--db", d, "--wal-location", l]);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{}", text(&o));

@@ -18,6 +18,17 @@ fn files_ending(dir: &std::path::Path, suffix: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Why the server refuses to start with `config` (`None` if it starts).
+fn start_error(config: strata_server::ServerConfig) -> Option<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(strata_server::Server::bind(config, None))
+        .err()
+        .map(|e| e.to_string())
+}
+
 #[test]
 fn the_log_lives_in_wal_location_and_restarts_read_it() {
     let data = tempfile::tempdir().unwrap();
@@ -69,14 +80,7 @@ fn the_log_lives_in_wal_location_and_restarts_read_it() {
     // Without the log location, the live log is missing: refuse to start.
     let mut without = config;
     without.engine.wal_location = String::new();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let err = match rt.block_on(strata_server::Server::bind(without, None)) {
-        Ok(_) => panic!("started without its log location"),
-        Err(e) => e.to_string(),
-    };
+    let err = start_error(without).expect("started without its log location");
     assert!(err.contains("wal_location"), "{err}");
 }
 
@@ -85,13 +89,6 @@ fn extended_wal_needs_a_wal_location() {
     let data = tempfile::tempdir().unwrap();
     let mut config = test_config(data.path());
     config.engine.extended_wal = true;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let err = match rt.block_on(strata_server::Server::bind(config, None)) {
-        Ok(_) => panic!("extended WAL accepted without a log location"),
-        Err(e) => e.to_string(),
-    };
+    let err = start_error(config).expect("extended WAL accepted without a log location");
     assert!(err.contains("wal_location"), "{err}");
 }

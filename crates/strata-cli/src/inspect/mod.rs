@@ -94,6 +94,12 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
             bail!("--wal-location {}: not a directory", l.display());
         }
     }
+    if !matches!(
+        args.mode,
+        None | Some(Mode::Manifest { .. }) | Some(Mode::Table { .. })
+    ) {
+        warn_if_live_log_missing(&dir, log_dir);
+    }
     let opener = TableOpener::new(&dir, args.capacity.as_deref())
         .with_context(|| format!("opening capacity tier {:?}", args.capacity))?;
     let mut out = std::io::stdout().lock();
@@ -191,6 +197,31 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns when the manifest's live log (the oldest holding unflushed writes) is in neither
+/// place this run reads logs from: its writes would be missing from `wal`, `get` and `verify`.
+fn warn_if_live_log_missing(dir: &Path, log_dir: Option<&Path>) {
+    let Some(live) = inspect::read_manifest(dir)
+        .ok()
+        .and_then(|m| m.log_number())
+    else {
+        return;
+    };
+    let Ok(wals) = inspect::list_wals(dir, log_dir) else {
+        return;
+    };
+    if live > 0 && !wals.iter().any(|(n, _)| *n == live) {
+        let hint = match log_dir {
+            Some(l) => format!("nor in {}", l.display()),
+            None => "(pass --wal-location DIR if the database keeps its logs apart)".into(),
+        };
+        eprintln!(
+            "warning: the live write-ahead log {live:06}.log is not in {} {hint}; its unflushed \
+             writes are not shown",
+            dir.display()
+        );
+    }
 }
 
 /// Opens a table named by id (manifest first, then either tier) or by path.

@@ -306,7 +306,15 @@ pub fn log_location(
     };
     let s = loc.to_string_lossy();
     if !s.contains("://") {
-        return Ok((storage.clone(), loc.clone()));
+        // The database directory under another spelling (`./db`, `db/.`, `/abs/db` for `db`)
+        // is no location apart: the logs stay in it (and need no second lock, which would
+        // otherwise fail on the same LOCK file). Symbolic links are not followed.
+        let same = match (std::path::absolute(loc), std::path::absolute(dir)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => loc == dir,
+        };
+        let at = if same { dir.to_path_buf() } else { loc.clone() };
+        return Ok((storage.clone(), at));
     }
     let mut c = super::CapacityOptions::new(s.into_owned());
     c.emulation = opts.wal_emulation.clone();
@@ -328,6 +336,23 @@ mod tests {
         let c = super::super::CapacityOptions::new(format!("memory://log-test-{name}"));
         let tier = CapacityTier::open(&c, None, Default::default()).unwrap();
         (dir, ObjectLogStorage::new(tier, Arc::new(LocalFs)))
+    }
+
+    #[test]
+    fn the_database_directory_spelled_otherwise_is_no_separate_location() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let storage: Arc<dyn Storage> = Arc::new(LocalFs);
+        let at = |loc: PathBuf| {
+            let opts = crate::Options {
+                wal_location: Some(loc),
+                ..Default::default()
+            };
+            log_location(&db, &storage, &opts).unwrap().1
+        };
+        assert_eq!(at(db.join(".")), db);
+        assert_eq!(at(dir.path().join("x/../db")), dir.path().join("x/../db")); // `..` kept
+        assert_eq!(at(dir.path().join("log")), dir.path().join("log"));
     }
 
     #[test]
