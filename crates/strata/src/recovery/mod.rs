@@ -78,6 +78,39 @@ pub struct RecoveryReport {
 /// Rebuilds the fast tier of the database whose log location is `log_dir` into `dir` (empty
 /// or absent), so that opening `dir` with the same options finds every acknowledged write.
 /// `log_storage` holds `log_dir` (an object-store log location's storage, or `storage`).
+/// On an object-store log location a log reaches the store at its first sync, so the live log
+/// the mirrored manifest names can be absent there: a flush installed it (`log_number`) before
+/// any write into it was synced, and the node was lost. It held no synced write, so it is
+/// recreated empty in the staging directory; otherwise the open after the rebuild would refuse
+/// the database for a missing live log (the check that catches a changed `wal_location`). A
+/// directory log location is left alone: a live log missing there is real damage.
+fn materialize_unsynced_live_log(
+    versions: &VersionSet,
+    log_dir: &Path,
+    log_storage: &Arc<dyn Storage>,
+    opts: &Options,
+) -> Result<()> {
+    let object_store = opts
+        .wal_location
+        .as_ref()
+        .is_some_and(|l| l.to_string_lossy().contains("://"));
+    let live = versions.log_number;
+    if !object_store || live == 0 {
+        return Ok(());
+    }
+    let path = log_dir.join(format!("{live:06}.log"));
+    if log_storage.exists(&path)? {
+        return Ok(());
+    }
+    tracing::warn!(
+        log = live,
+        "the live log never reached the object store (nothing in it was synced): recreated empty"
+    );
+    log_storage.create_dir_all(log_dir)?;
+    let mut f = log_storage.create(&path)?;
+    f.sync()
+}
+
 pub fn rebuild(
     dir: &Path,
     storage: &Arc<dyn Storage>,
@@ -108,6 +141,7 @@ pub fn rebuild(
         opts.num_levels,
         opts.max_manifest_file_size,
     )?;
+    materialize_unsynced_live_log(&versions, log_dir, log_storage, opts)?;
     let v = versions.current();
     let lost: Vec<(usize, u64, crate::version::FileMeta)> = v
         .levels
@@ -211,4 +245,54 @@ pub fn recover(dir: &Path, opts: Options, mode: RecoveryMode) -> Result<Recovery
 
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::object::{log_location, CapacityOptions, CapacityTier, ObjectLogStorage};
+    use crate::storage::LocalFs;
+
+    /// The live log a flush named before anything in it was synced never reached the object
+    /// store: recovery recreates it empty (an object-store location only).
+    #[test]
+    fn an_unsynced_live_log_on_an_object_store_is_recreated_empty() {
+        let base = tempfile::tempdir().unwrap();
+        let stage = base.path().join("db").join("wal-stage");
+        let url = format!("file://{}", base.path().join("log").display());
+        let tier = CapacityTier::open(&CapacityOptions::new(url.clone()), None, Default::default())
+            .unwrap();
+        let local: Arc<dyn Storage> = Arc::new(LocalFs);
+        let logs: Arc<dyn Storage> = Arc::new(ObjectLogStorage::new(tier, local.clone()));
+        logs.create_dir_all(&stage).unwrap();
+        let mut versions = VersionSet::create(
+            &stage,
+            logs.clone(),
+            7,
+            64 << 20,
+            crate::CompactionStyle::Leveled,
+        )
+        .unwrap();
+        versions.log_number = 42;
+        let live = stage.join("000042.log");
+        let opts = Options {
+            wal_location: Some(url.into()),
+            ..Options::default()
+        };
+        assert!(!logs.exists(&live).unwrap());
+        materialize_unsynced_live_log(&versions, &stage, &logs, &opts).unwrap();
+        assert!(logs.exists(&live).unwrap());
+        assert_eq!(logs.open(&live).unwrap().size(), 0);
+
+        // A directory location: a missing live log is damage, left for the open to report.
+        let dir_log = base.path().join("dirlog");
+        let opts = Options {
+            wal_location: Some(dir_log.clone()),
+            ..Options::default()
+        };
+        let (dstore, ddir) = log_location(&base.path().join("db2"), &local, &opts).unwrap();
+        dstore.create_dir_all(&ddir).unwrap();
+        materialize_unsynced_live_log(&versions, &ddir, &dstore, &opts).unwrap();
+        assert!(!dstore.exists(&ddir.join("000042.log")).unwrap());
+    }
 }
