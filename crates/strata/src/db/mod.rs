@@ -20,6 +20,7 @@ mod read;
 mod search;
 mod snapshot;
 mod temperature;
+mod wait;
 mod write;
 
 pub use snapshot::Snapshot;
