@@ -83,7 +83,7 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
     }
     let log_dir = args.wal_location.as_deref();
     if let Some(l) = log_dir {
-        if l.to_string_lossy().contains("://") {
+        if strata::storage::object::is_object_store_location(l) {
             bail!(
                 "--wal-location {}: inspect reads logs in a directory; a log on an object store \
                  is replayed by `strata recover` (its unsynced tail is staged in DB/wal-stage)",
@@ -94,11 +94,18 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
             bail!("--wal-location {}: not a directory", l.display());
         }
     }
-    if !matches!(
+    // The modes that read logs read the manifest once, for its live log number too.
+    let reads_logs = !matches!(
         args.mode,
         None | Some(Mode::Manifest { .. }) | Some(Mode::Table { .. })
-    ) {
-        warn_if_live_log_missing(&dir, log_dir);
+    );
+    let mut manifest = reads_logs.then(|| inspect::read_manifest(&dir));
+    let live = manifest
+        .as_ref()
+        .and_then(|m| m.as_ref().ok())
+        .and_then(|m| m.log_number());
+    if reads_logs {
+        warn_if_live_log_missing(&dir, log_dir, live);
     }
     let opener = TableOpener::new(&dir, args.capacity.as_deref())
         .with_context(|| format!("opening capacity tier {:?}", args.capacity))?;
@@ -150,9 +157,6 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
                 }
             }
             let newest = wals.last().map(|(n, _)| *n);
-            let live = inspect::read_manifest(&dir)
-                .ok()
-                .and_then(|m| m.log_number());
             let mut failed = false;
             for p in chosen {
                 let number = wals.iter().find(|(_, q)| *q == p).map(|(n, _)| *n);
@@ -172,7 +176,10 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         }
         Mode::Get { key } => {
             let key = print::parse_key(&key)?;
-            let manifest = match inspect::read_manifest(&dir) {
+            let manifest = match manifest
+                .take()
+                .unwrap_or_else(|| inspect::read_manifest(&dir))
+            {
                 Ok(m) => Some(m),
                 Err(e) => {
                     eprintln!("warning: the manifest cannot be read ({e}); WALs only");
@@ -201,11 +208,8 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
 
 /// Warns when the manifest's live log (the oldest holding unflushed writes) is in neither
 /// place this run reads logs from: its writes would be missing from `wal`, `get` and `verify`.
-fn warn_if_live_log_missing(dir: &Path, log_dir: Option<&Path>) {
-    let Some(live) = inspect::read_manifest(dir)
-        .ok()
-        .and_then(|m| m.log_number())
-    else {
+fn warn_if_live_log_missing(dir: &Path, log_dir: Option<&Path>, live: Option<u64>) {
+    let Some(live) = live else {
         return;
     };
     let Ok(wals) = inspect::list_wals(dir, log_dir) else {

@@ -92,8 +92,8 @@ fn materialize_unsynced_live_log(
 ) -> Result<()> {
     let object_store = opts
         .wal_location
-        .as_ref()
-        .is_some_and(|l| l.to_string_lossy().contains("://"));
+        .as_deref()
+        .is_some_and(crate::storage::object::is_object_store_location);
     let live = versions.log_number;
     if !object_store || live == 0 {
         return Ok(());

@@ -296,6 +296,11 @@ impl Storage for ObjectLogStorage {
 /// The storage and directory of `opts.wal_location` for a database in `dir`: a directory on
 /// `storage`, or, for a URL (`s3://`, `file://`, `memory://`), an [`ObjectLogStorage`] staging in
 /// `dir/wal-stage` (emulated as `opts.wal_emulation` asks).
+/// Whether a `wal_location` names an object store (a URL) rather than a directory.
+pub fn is_object_store_location(loc: &Path) -> bool {
+    loc.to_string_lossy().contains("://")
+}
+
 pub fn log_location(
     dir: &Path,
     storage: &Arc<dyn Storage>,
@@ -304,8 +309,7 @@ pub fn log_location(
     let Some(loc) = &opts.wal_location else {
         return Ok((storage.clone(), dir.to_path_buf()));
     };
-    let s = loc.to_string_lossy();
-    if !s.contains("://") {
+    if !is_object_store_location(loc) {
         // The database directory under another spelling (`./db`, `db/.`, `/abs/db` for `db`)
         // is no location apart: the logs stay in it (and need no second lock, which would
         // otherwise fail on the same LOCK file). Symbolic links are not followed.
@@ -316,7 +320,7 @@ pub fn log_location(
         let at = if same { dir.to_path_buf() } else { loc.clone() };
         return Ok((storage.clone(), at));
     }
-    let mut c = super::CapacityOptions::new(s.into_owned());
+    let mut c = super::CapacityOptions::new(loc.to_string_lossy().into_owned());
     c.emulation = opts.wal_emulation.clone();
     let tier = CapacityTier::open(&c, None, Default::default())?;
     let stage = dir.join("wal-stage");

@@ -16,7 +16,7 @@ mod log;
 
 pub use emulated::{EmulatedStore, Emulation, EmulationStats};
 pub use file::{ObjectFile, ObjectWriter};
-pub use log::{log_location, ObjectLogStorage};
+pub use log::{is_object_store_location, log_location, ObjectLogStorage};
 
 use std::collections::HashMap;
 use std::future::Future;
