@@ -63,6 +63,17 @@ pub fn lookup_key(user_key: &[u8], snapshot: SeqNo) -> Vec<u8> {
     internal_key(user_key, snapshot, KIND_FOR_SEEK)
 }
 
+/// The first eight bytes of a user key as a big-endian integer, zero-padded: heads order as
+/// their keys do (`a < b` implies `head(a) <= head(b)`), so a search over an array of heads
+/// decides most comparisons without touching the keys (memtable entries, index blocks).
+#[inline]
+pub fn key_head(user_key: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let n = user_key.len().min(8);
+    p[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(p)
+}
+
 /// The user-key part of an internal key. Internal keys shorter than 8 bytes are never created by
 /// the engine; decoders validate lengths before calling this.
 #[inline]

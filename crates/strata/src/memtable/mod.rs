@@ -37,12 +37,8 @@ pub struct MemKey {
 
 impl MemKey {
     fn new(ikey: Bytes) -> Self {
-        let uk = types::user_key(&ikey);
-        let mut p = [0u8; 8];
-        let n = uk.len().min(8);
-        p[..n].copy_from_slice(&uk[..n]);
         MemKey {
-            prefix: u64::from_be_bytes(p),
+            prefix: types::key_head(types::user_key(&ikey)),
             ikey,
         }
     }

@@ -146,6 +146,134 @@ impl Block {
             err: None,
         }
     }
+
+    /// Whether the block holds no entries (its one restart point is then a placeholder).
+    pub fn is_empty(&self) -> bool {
+        self.restarts == 0
+    }
+
+    pub fn num_restarts(&self) -> usize {
+        self.num_restarts
+    }
+
+    fn restart_point(&self, i: usize) -> usize {
+        let off = self.restarts + 4 * i;
+        decode_fixed32(&self.data[off..]).unwrap_or(u32::MAX) as usize
+    }
+
+    /// The key stored at restart point `i` (its `shared` is 0); `None` if that entry is
+    /// malformed.
+    pub fn restart_key(&self, i: usize) -> Option<&[u8]> {
+        let off = self.restart_point(i);
+        let d = self.data.get(off..self.restarts)?;
+        let (shared, a) = decode_varint32(d)?;
+        let (unshared, b) = decode_varint32(&d[a..])?;
+        let (_, c) = decode_varint32(&d[a + b..])?;
+        if shared != 0 {
+            return None;
+        }
+        d.get(a + b + c..a + b + c + unshared as usize)
+    }
+
+    /// The restart point a seek for `target` scans from: the last one whose key is `< target`
+    /// (0 if none is), found by binary search among restart points `lo..hi`, when the caller
+    /// knows that those before `lo` hold keys `< target` and those from `hi` on do not
+    /// (`0..num_restarts()` knows nothing). Restart 0's key is never read: a seek starts there
+    /// whether it is less or not, so an empty block needs no key.
+    pub fn seek_start(
+        &self,
+        target: &[u8],
+        cmp: fn(&[u8], &[u8]) -> Ordering,
+        lo: usize,
+        hi: usize,
+    ) -> Result<usize> {
+        let (mut lo, mut hi) = (lo.max(1), hi.clamp(1, self.num_restarts));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let k = self
+                .restart_key(mid)
+                .ok_or_else(|| Error::corruption("block entry: bad restart point"))?;
+            if cmp(k, target) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo - 1)
+    }
+
+    /// Decodes the entry at offset `at` (< the restart array), whose restart interval is
+    /// `*restart_index` (advanced when `at` has reached the next one): `key` becomes its key,
+    /// and the result is its value's byte range. Checks that the entry fits the block and lines
+    /// up with the restart points, so that every way of reaching an entry decodes the same one.
+    fn decode_entry(
+        &self,
+        at: usize,
+        restart_index: &mut usize,
+        key: &mut Vec<u8>,
+    ) -> std::result::Result<(usize, usize), &'static str> {
+        let d = &self.data[at..self.restarts];
+        let mut p = 0;
+        let mut field = || -> Option<usize> {
+            let (v, n) = decode_varint32(&d[p..])?;
+            p += n;
+            Some(v as usize)
+        };
+        let (Some(shared), Some(unshared), Some(vlen)) = (field(), field(), field()) else {
+            return Err("bad varint header");
+        };
+        if shared > key.len() || p + unshared + vlen > d.len() {
+            return Err("entry exceeds block bounds");
+        }
+        key.truncate(shared);
+        key.extend_from_slice(&d[p..p + unshared]);
+        let vstart = at + p + unshared;
+        let next = vstart + vlen;
+        while *restart_index + 1 < self.num_restarts && self.restart_point(*restart_index + 1) <= at
+        {
+            *restart_index += 1;
+        }
+        // Entries must tile the restart points: an entry starting at one has `shared = 0`, and
+        // none spans one. Otherwise scans that start from a restart point (backward, seek)
+        // would decode different entries than a forward scan.
+        let at_restart = self.restart_point(*restart_index) == at;
+        let next_restart = (*restart_index + 1 < self.num_restarts)
+            .then(|| self.restart_point(*restart_index + 1));
+        if (at_restart && shared != 0) || next_restart.is_some_and(|r| r < next) {
+            return Err("entry does not line up with the restart points");
+        }
+        Ok((vstart, next))
+    }
+
+    /// A point seek without an iterator: scans from restart point `start` for the first entry
+    /// whose key is `>= target` under `cmp`. On `Some`, `key` holds that entry's key and the
+    /// result is its value's byte range ([`Block::bytes`]); `None` if the block ends first.
+    pub fn seek_from_restart(
+        &self,
+        start: usize,
+        target: &[u8],
+        cmp: fn(&[u8], &[u8]) -> Ordering,
+        key: &mut Vec<u8>,
+    ) -> Result<Option<(usize, usize)>> {
+        let mut ri = start.min(self.num_restarts - 1);
+        let mut at = self.restart_point(ri);
+        key.clear();
+        while at < self.restarts {
+            let (vstart, next) = self
+                .decode_entry(at, &mut ri, key)
+                .map_err(|why| Error::corruption(format!("block entry: {why}")))?;
+            if cmp(key, target) != Ordering::Less {
+                return Ok(Some((vstart, next)));
+            }
+            at = next;
+        }
+        Ok(None)
+    }
+
+    /// The block's bytes (values are ranges of them).
+    pub fn bytes(&self) -> &Bytes {
+        &self.data
+    }
 }
 
 /// A cursor over one block.
@@ -162,8 +290,7 @@ pub struct BlockIter {
 
 impl BlockIter {
     fn restart_point(&self, i: usize) -> usize {
-        let off = self.block.restarts + 4 * i;
-        decode_fixed32(&self.block.data[off..]).unwrap_or(u32::MAX) as usize
+        self.block.restart_point(i)
     }
 
     fn corrupt(&mut self, why: &str) {
@@ -190,55 +317,20 @@ impl BlockIter {
             self.current = limit;
             return false;
         }
-        let d = &self.block.data[self.current..limit];
-        let mut p = 0;
-        let mut field = || -> Option<usize> {
-            let (v, n) = decode_varint32(&d[p..])?;
-            p += n;
-            Some(v as usize)
-        };
-        let (Some(shared), Some(unshared), Some(vlen)) = (field(), field(), field()) else {
-            self.corrupt("bad varint header");
-            return false;
-        };
-        if shared > self.key.len() || p + unshared + vlen > d.len() {
-            self.corrupt("entry exceeds block bounds");
-            return false;
-        }
-        self.key.truncate(shared);
-        self.key.extend_from_slice(&d[p..p + unshared]);
-        let vstart = self.current + p + unshared;
-        self.val = (vstart, vstart + vlen);
-        self.next = vstart + vlen;
-        while self.restart_index + 1 < self.block.num_restarts
-            && self.restart_point(self.restart_index + 1) <= self.current
+        match self
+            .block
+            .decode_entry(self.current, &mut self.restart_index, &mut self.key)
         {
-            self.restart_index += 1;
+            Ok((vstart, next)) => {
+                self.val = (vstart, next);
+                self.next = next;
+                true
+            }
+            Err(why) => {
+                self.corrupt(why);
+                false
+            }
         }
-        // Entries must tile the restart points: an entry starting at one has `shared = 0`, and
-        // none spans one. Otherwise scans that start from a restart point (backward, seek)
-        // would decode different entries than a forward scan.
-        let at_restart = self.restart_point(self.restart_index) == self.current;
-        let next_restart = (self.restart_index + 1 < self.block.num_restarts)
-            .then(|| self.restart_point(self.restart_index + 1));
-        if (at_restart && shared != 0) || next_restart.is_some_and(|r| r < self.next) {
-            self.corrupt("entry does not line up with the restart points");
-            return false;
-        }
-        true
-    }
-
-    /// Key stored at restart point `i` (its `shared` is 0).
-    fn restart_key(&self, i: usize) -> Option<&[u8]> {
-        let off = self.restart_point(i);
-        let d = self.block.data.get(off..self.block.restarts)?;
-        let (shared, a) = decode_varint32(d)?;
-        let (unshared, b) = decode_varint32(&d[a..])?;
-        let (_, c) = decode_varint32(&d[a + b..])?;
-        if shared != 0 {
-            return None;
-        }
-        d.get(a + b + c..a + b + c + unshared as usize)
     }
 }
 
@@ -267,24 +359,16 @@ impl InternalIterator for BlockIter {
         if self.err.is_some() {
             return;
         }
-        // Last restart point whose key is < target.
-        let (mut lo, mut hi) = (0usize, self.block.num_restarts - 1);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            match self.restart_key(mid) {
-                Some(k) => {
-                    if (self.cmp)(k, target) == Ordering::Less {
-                        lo = mid;
-                    } else {
-                        hi = mid - 1;
-                    }
-                }
-                None => {
-                    self.corrupt("bad restart point");
-                    return;
-                }
+        let lo = match self
+            .block
+            .seek_start(target, self.cmp, 0, self.block.num_restarts)
+        {
+            Ok(r) => r,
+            Err(_) => {
+                self.corrupt("bad restart point");
+                return;
             }
-        }
+        };
         self.seek_to_restart(lo);
         while self.parse_next() {
             if (self.cmp)(&self.key, target) != Ordering::Less {
@@ -373,6 +457,18 @@ mod tests {
                     it.seek(&t);
                     let want = keys.iter().find(|k| **k >= t);
                     assert_eq!(it.valid().then(|| it.key().to_vec()), want.cloned());
+                    // The iterator-free point seek finds the same entry and value.
+                    let start = block
+                        .seek_start(&t, compare_bytewise, 0, block.num_restarts())
+                        .unwrap();
+                    let mut key = Vec::new();
+                    let got = block
+                        .seek_from_restart(start, &t, compare_bytewise, &mut key)
+                        .unwrap();
+                    assert_eq!(got.map(|_| key.clone()), want.cloned());
+                    if let (Some((from, to)), Some(k)) = (got, want) {
+                        assert_eq!(&block.bytes()[from..to], &k[3..]);
+                    }
                 }
                 it.status().unwrap();
             }

@@ -11,7 +11,7 @@ use super::builder::{META_FILTER, META_PROPERTIES, META_RANGE_DEL};
 use super::filter::BloomFilter;
 use super::format::FORMAT_VERSION_MASHMETA;
 use super::format::{read_block, read_block_cached, BlockHandle, Footer, FOOTER_SIZE};
-use super::index::{IndexCursor, MashMeta, TableIndex};
+use super::index::{BlockIndex, IndexCursor, MashMeta, TableIndex};
 use super::properties::TableProperties;
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
@@ -76,7 +76,7 @@ impl Table {
             }
             TableIndex::Trie(Arc::new(t))
         } else {
-            TableIndex::Blocks(Block::new(index_bytes).map_err(ctx)?)
+            TableIndex::Blocks(BlockIndex::new(Block::new(index_bytes).map_err(ctx)?).map_err(ctx)?)
         };
         let meta =
             Block::new(read_block(file.as_ref(), footer.metaindex, "meta-index").map_err(ctx)?)
@@ -155,7 +155,7 @@ impl Table {
         let mut out = Vec::new();
         match &self.index {
             TableIndex::Blocks(b) => {
-                let mut it = b.iter(compare_internal);
+                let mut it = b.block().iter(compare_internal);
                 it.seek_to_first();
                 while it.valid() {
                     out.push((it.key().to_vec(), BlockHandle::decode(it.value())?));
@@ -228,9 +228,10 @@ impl Table {
         user_key: &[u8],
         cache_only: bool,
     ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
-        if let TableIndex::Trie(t) = &self.index {
-            return self.get_by_trie(t, lookup, user_key, cache_only);
-        }
+        let index = match &self.index {
+            TableIndex::Trie(t) => return self.get_by_trie(t, lookup, user_key, cache_only),
+            TableIndex::Blocks(b) => b,
+        };
         if let Some(f) = &self.filter {
             self.stats.bloom_checked.fetch_add(1, Relaxed);
             if !f.may_contain(user_key) {
@@ -238,14 +239,11 @@ impl Table {
                 return Ok(None);
             }
         }
-        let mut idx = self.index.cursor();
-        idx.seek(lookup);
         let mut found = None;
-        if idx.valid() {
-            let block = self.block_for_get(idx.handle()?, cache_only)?;
+        if let Some(h) = index.find(lookup)? {
+            let block = self.block_for_get(h, cache_only)?;
             found = Self::first_at_or_after(&block, lookup, user_key)?;
         }
-        idx.status()?;
         let found = found.flatten();
         if found.is_none() && self.filter.is_some() {
             self.stats.bloom_false_positive.fetch_add(1, Relaxed);
@@ -301,15 +299,16 @@ impl Table {
         lookup: &[u8],
         user_key: &[u8],
     ) -> Result<Option<Option<(SeqNo, ValueKind, Bytes)>>> {
-        let mut it = block.iter(compare_internal);
-        it.seek(lookup);
-        it.status()?;
-        if !it.valid() {
+        let start = block.seek_start(lookup, compare_internal, 0, block.num_restarts())?;
+        let mut key = Vec::with_capacity(lookup.len());
+        let Some((from, to)) =
+            block.seek_from_restart(start, lookup, compare_internal, &mut key)?
+        else {
             return Ok(None);
-        }
-        let p = types::parse_internal_key(it.key())?;
+        };
+        let p = types::parse_internal_key(&key)?;
         Ok(Some(
-            (p.user_key == user_key).then(|| (p.seq, p.kind, it.value_bytes())),
+            (p.user_key == user_key).then(|| (p.seq, p.kind, block.bytes().slice(from..to))),
         ))
     }
 

@@ -7,7 +7,8 @@
 //! - [`IndexKind::MashMeta`]: the succinct trie of [`trie`], exact membership and block number
 //!   in one structure, no bloom filter. Capacity tables with `capacity_index = mashmeta`.
 //!
-//! [`IndexCursor`] walks either kind block by block for the two-level table iterator.
+//! [`IndexCursor`] walks either kind block by block for the two-level table iterator; a point
+//! lookup asks [`BlockIndex::find`], which searches a flat array of key heads first.
 //! Depends on `sst::block`, `sst::format`, `types`; never on `db`.
 
 pub mod trie;
@@ -16,7 +17,7 @@ use std::sync::Arc;
 
 use super::block::{Block, BlockIter};
 use super::format::BlockHandle;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::types::{self, compare_internal};
 pub use trie::MashMeta;
@@ -57,14 +58,68 @@ impl IndexKind {
 
 /// An open table's index.
 pub enum TableIndex {
-    Blocks(Block),
+    Blocks(BlockIndex),
     Trie(Arc<MashMeta>),
+}
+
+/// An index block held in memory, with the [`types::key_head`] of each restart point's user key
+/// in a flat array beside it. A point lookup binary-searches the heads (8 bytes each, so the
+/// last steps share cache lines) and compares whole keys only among restart points whose head
+/// equals the target's; the index block itself is searched with about one cache miss per step
+/// (the restart offset, then the entry). The heads cost 8 bytes per data block.
+pub struct BlockIndex {
+    block: Block,
+    heads: Box<[u64]>,
+}
+
+impl BlockIndex {
+    /// Takes an index block; every restart point's key must decode and carry a trailer (a
+    /// table with no data blocks has an empty index block).
+    pub fn new(block: Block) -> Result<BlockIndex> {
+        let n = if block.is_empty() {
+            0
+        } else {
+            block.num_restarts()
+        };
+        let heads = (0..n)
+            .map(|i| match block.restart_key(i) {
+                Some(k) if k.len() >= 8 => Ok(types::key_head(types::user_key(k))),
+                _ => Err(Error::corruption(format!(
+                    "index block: restart point {i} holds no internal key"
+                ))),
+            })
+            .collect::<Result<Box<[u64]>>>()?;
+        Ok(BlockIndex { block, heads })
+    }
+
+    pub fn block(&self) -> &Block {
+        &self.block
+    }
+
+    /// The handle of the first data block that can hold an entry `>=` the internal key
+    /// `target` (`None`: past the last block). Finds the same block as
+    /// [`IndexCursor::seek`].
+    pub fn find(&self, target: &[u8]) -> Result<Option<BlockHandle>> {
+        let th = types::key_head(types::user_key(target));
+        // Restart points before `a` hold keys < target, those from `b` on keys > target.
+        let a = self.heads.partition_point(|&h| h < th);
+        let b = a + self.heads[a..].partition_point(|&h| h == th);
+        let start = self.block.seek_start(target, compare_internal, a, b)?;
+        let mut key = Vec::new();
+        match self
+            .block
+            .seek_from_restart(start, target, compare_internal, &mut key)?
+        {
+            Some((from, to)) => BlockHandle::decode(&self.block.bytes()[from..to]).map(Some),
+            None => Ok(None),
+        }
+    }
 }
 
 impl TableIndex {
     pub fn cursor(&self) -> IndexCursor {
         match self {
-            TableIndex::Blocks(b) => IndexCursor::Blocks(b.iter(compare_internal)),
+            TableIndex::Blocks(b) => IndexCursor::Blocks(b.block.iter(compare_internal)),
             TableIndex::Trie(t) => IndexCursor::Trie {
                 trie: t.clone(),
                 at: None,
@@ -159,6 +214,78 @@ impl IndexCursor {
         match self {
             IndexCursor::Blocks(_) => None,
             IndexCursor::Trie { at, .. } => *at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use strata_test_support::{seed, Rng};
+
+    use super::*;
+    use crate::sst::block::BlockBuilder;
+
+    /// A key whose head is often shared with others: a few distinct 8-byte starts, then a
+    /// random tail, sometimes none (keys shorter than a head, and the empty key).
+    fn key(rng: &mut Rng) -> Vec<u8> {
+        let len = rng.index(14);
+        let start = rng.below(3);
+        (0..len)
+            .map(|i| {
+                if i < 6 {
+                    start as u8
+                } else {
+                    rng.below(4) as u8
+                }
+            })
+            .collect()
+    }
+
+    /// `find` (head array, then whole keys) lands on the block a cursor seek does, for index
+    /// blocks of any restart interval and targets inside, between and around the separators.
+    #[test]
+    fn find_agrees_with_the_cursor() {
+        let s = seed("find_agrees_with_the_cursor");
+        let mut rng = Rng::new(s);
+        for round in 0..300 {
+            let mut seps: Vec<Vec<u8>> = (0..rng.index(60))
+                .map(|_| {
+                    let seq = rng.below(1000);
+                    types::internal_key(&key(&mut rng), seq, 1)
+                })
+                .collect();
+            seps.sort_by(|a, b| compare_internal(a, b));
+            seps.dedup();
+            let interval = [1, 2, 16][rng.index(3)];
+            let mut b = BlockBuilder::new(interval);
+            for (i, k) in seps.iter().enumerate() {
+                let mut v = Vec::new();
+                BlockHandle {
+                    offset: i as u64 * 100,
+                    size: 99,
+                }
+                .encode_to(&mut v);
+                b.add(k, &v);
+            }
+            let index = BlockIndex::new(Block::new(Bytes::from(b.finish())).unwrap()).unwrap();
+            let table = TableIndex::Blocks(index);
+            let TableIndex::Blocks(index) = &table else {
+                unreachable!()
+            };
+            for _ in 0..50 {
+                let seq = rng.below(1000);
+                let target = types::internal_key(&key(&mut rng), seq, 1);
+                let mut c = table.cursor();
+                c.seek(&target);
+                let want = c.valid().then(|| c.handle().unwrap());
+                let got = index.find(&target).unwrap();
+                assert_eq!(
+                    got.map(|h| h.offset),
+                    want.map(|h| h.offset),
+                    "seed {s}, round {round}, interval {interval}, target {target:?}"
+                );
+            }
         }
     }
 }
