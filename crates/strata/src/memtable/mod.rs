@@ -1,74 +1,33 @@
-//! The memtable: a concurrent skiplist of internal keys (crossbeam-skiplist), plus the range
+//! The memtable: a concurrent arena skiplist of internal keys ([`skiplist`]), plus the range
 //! tombstones written into it.
 //!
 //! Invariants: an entry is never removed or changed once inserted, so readers and iterators run
-//! without locks while the write leader inserts; each internal key (user key, sequence number)
-//! is unique. A memtable is tied to the WAL file that holds its writes (`wal_number`).
-//! An optional whole-key Bloom filter ([`MemBloom`]) lets point lookups of absent keys skip the
-//! skiplist. Depends on `types`, `range_del`, `iter`.
+//! without locks while writers insert (several at once with concurrent memtable writes); each
+//! internal key (user key, sequence number) is unique. A memtable is tied to the WAL file that
+//! holds its writes (`wal_number`). Its size is the arena bytes its entries take (keys, values,
+//! skiplist towers) plus the range tombstones. An optional whole-key Bloom filter
+//! ([`MemBloom`]) lets point lookups of absent keys skip the skiplist. Depends on `types`,
+//! `range_del`, `iter`.
 
 mod bloom;
+mod skiplist;
 
 pub use bloom::MemBloom;
 
-use std::cmp::Ordering;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtOrd};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use crossbeam_skiplist::map::Entry;
-use crossbeam_skiplist::SkipMap;
 use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::types::{self, SeqNo, ValueKind};
+use skiplist::{Cursor, SkipList, Target};
 
-/// An encoded internal key ordered by [`types::compare_internal`], with the first eight bytes
-/// of its user key kept inline (big-endian, zero-padded): most comparisons during a skiplist
-/// search are decided by the prefix, without touching the key bytes elsewhere in memory.
-#[derive(Clone, Debug)]
-pub struct MemKey {
-    prefix: u64,
-    ikey: Bytes,
-}
-
-impl MemKey {
-    fn new(ikey: Bytes) -> Self {
-        MemKey {
-            prefix: types::key_head(types::user_key(&ikey)),
-            ikey,
-        }
-    }
-}
-
-impl PartialEq for MemKey {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for MemKey {}
-impl PartialOrd for MemKey {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for MemKey {
-    #[inline]
-    fn cmp(&self, o: &Self) -> Ordering {
-        // Differing zero-padded prefixes order exactly as the user keys do (a key shorter than
-        // eight bytes that is a prefix of the other compares smaller in both orders).
-        match self.prefix.cmp(&o.prefix) {
-            Ordering::Equal => types::compare_internal(&self.ikey, &o.ikey),
-            ord => ord,
-        }
-    }
-}
-
-/// Per-entry bookkeeping charged to the memtable size (skiplist node, refcounts).
-const ENTRY_OVERHEAD: usize = 64;
+/// Bookkeeping charged per range tombstone (list entry, fragments).
+const RANGE_DEL_OVERHEAD: usize = 64;
 
 #[derive(Default)]
 struct RangeDels {
@@ -78,8 +37,9 @@ struct RangeDels {
 
 /// An in-memory sorted buffer of recent writes.
 pub struct MemTable {
-    map: SkipMap<MemKey, Bytes>,
-    size: AtomicUsize,
+    map: SkipList,
+    /// Bytes of range tombstones (point entries are counted by the skiplist's arena).
+    range_del_size: AtomicUsize,
     entries: AtomicU64,
     deletes: AtomicU64,
     largest_seq: AtomicU64,
@@ -97,8 +57,8 @@ impl MemTable {
     /// A memtable with a whole-key Bloom filter of `bloom_bytes` (none when 0).
     pub fn with_bloom(wal_number: u64, bloom_bytes: usize) -> Self {
         MemTable {
-            map: SkipMap::new(),
-            size: AtomicUsize::new(0),
+            map: SkipList::new(),
+            range_del_size: AtomicUsize::new(0),
             entries: AtomicU64::new(0),
             deletes: AtomicU64::new(0),
             largest_seq: AtomicU64::new(0),
@@ -116,19 +76,18 @@ impl MemTable {
 
     /// Inserts a put or a point delete.
     pub fn add(&self, seq: SeqNo, kind: ValueKind, key: &[u8], value: &[u8]) {
-        let ik_len = key.len() + 8;
-        let mut buf = Vec::with_capacity(ik_len + value.len());
-        types::append_internal_key(&mut buf, key, seq, kind as u8);
-        buf.extend_from_slice(value);
-        let buf = Bytes::from(buf);
-        let (k, v) = (buf.slice(..ik_len), buf.slice(ik_len..));
         // Before the entry becomes reachable: whoever can see it sees its filter bits.
         if let Some(b) = &self.bloom {
             b.add(key);
         }
-        self.map.insert(MemKey::new(k), v);
-        self.size
-            .fetch_add(ik_len + value.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
+        if !self
+            .map
+            .insert(key, types::pack_trailer(seq, kind as u8), value)
+        {
+            // The same (key, sequence number) again (a replayed or promoted write): the entry
+            // is already here.
+            return;
+        }
         self.entries.fetch_add(1, AtOrd::Relaxed);
         if kind == ValueKind::Delete {
             self.deletes.fetch_add(1, AtOrd::Relaxed);
@@ -142,8 +101,8 @@ impl MemTable {
         rd.list.push(RangeTombstone::new(start, end, seq));
         rd.fragments = None;
         self.has_range_dels.store(true, AtOrd::Release);
-        self.size
-            .fetch_add(start.len() + end.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
+        self.range_del_size
+            .fetch_add(start.len() + end.len() + RANGE_DEL_OVERHEAD, AtOrd::Relaxed);
         self.largest_seq.fetch_max(seq, AtOrd::Relaxed);
     }
 
@@ -156,14 +115,18 @@ impl MemTable {
         {
             return None;
         }
-        let lk = MemKey::new(Bytes::from(types::lookup_key(user_key, snapshot)));
-        let e = self.map.lower_bound(Bound::Included(&lk))?;
-        let ik = &e.key().ikey;
+        let t = Target::new(
+            user_key,
+            types::pack_trailer(snapshot, types::KIND_FOR_SEEK),
+        );
+        let (ik, value) = self.map.get_ge(&t)?;
         if types::user_key(ik) != user_key {
             return None;
         }
         let p = types::parse_internal_key(ik).ok()?;
-        Some((p.seq, p.kind, e.value().clone()))
+        // The arena is freed with the memtable, so the value is copied out (as RocksDB copies
+        // a memtable value into the caller's buffer).
+        Some((p.seq, p.kind, Bytes::copy_from_slice(value)))
     }
 
     /// The newest range tombstone covering `user_key` visible at `snapshot` (0 if none).
@@ -195,7 +158,7 @@ impl MemTable {
 
     /// Approximate memory charged to this memtable, in bytes.
     pub fn approximate_size(&self) -> usize {
-        self.size.load(AtOrd::Relaxed)
+        self.map.memory_used() + self.range_del_size.load(AtOrd::Relaxed)
     }
 
     pub fn num_entries(&self) -> u64 {
@@ -218,64 +181,47 @@ impl MemTable {
     /// An iterator over the point entries.
     pub fn iter(self: &Arc<Self>) -> MemTableIter {
         MemTableIter {
-            cur: None,
+            cur: Cursor::invalid(),
             mem: self.clone(),
         }
     }
 }
 
-/// Iterates a memtable's point entries. Holds the memtable alive.
+/// Iterates a memtable's point entries. Holds the memtable alive, and with it the skiplist
+/// nodes its cursor points at.
 pub struct MemTableIter {
-    // Declared before `mem` so it is dropped first: it borrows from `mem.map`.
-    cur: Option<Entry<'static, MemKey, Bytes>>,
+    cur: Cursor,
     mem: Arc<MemTable>,
-}
-
-/// Extends an entry's lifetime to the iterator's.
-///
-/// SAFETY (for callers): the entry borrows the skiplist of the `MemTable` that the iterator
-/// holds in its `mem` field; `cur` is declared before `mem` so it is dropped first, and entries
-/// are never handed out beyond `&self` borrows of the iterator.
-fn extend(e: Option<Entry<'_, MemKey, Bytes>>) -> Option<Entry<'static, MemKey, Bytes>> {
-    // SAFETY: see above; the memtable outlives the entry because the iterator owns an `Arc` to it.
-    e.map(|e| unsafe {
-        std::mem::transmute::<Entry<'_, MemKey, Bytes>, Entry<'static, MemKey, Bytes>>(e)
-    })
 }
 
 impl InternalIterator for MemTableIter {
     fn valid(&self) -> bool {
-        self.cur.is_some()
+        self.cur.valid()
     }
     fn seek_to_first(&mut self) {
-        self.cur = extend(self.mem.map.front());
+        self.cur.seek_to_first(&self.mem.map);
     }
     fn seek_to_last(&mut self) {
-        self.cur = extend(self.mem.map.back());
+        self.cur.seek_to_last(&self.mem.map);
     }
     fn seek(&mut self, target: &[u8]) {
-        let k = MemKey::new(Bytes::copy_from_slice(target));
-        self.cur = extend(self.mem.map.lower_bound(Bound::Included(&k)));
+        self.cur.seek(&self.mem.map, &Target::internal(target));
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        let k = MemKey::new(Bytes::copy_from_slice(target));
-        self.cur = extend(self.mem.map.upper_bound(Bound::Included(&k)));
+        self.cur
+            .seek_for_prev(&self.mem.map, &Target::internal(target));
     }
     fn next(&mut self) {
-        if let Some(e) = self.cur.take() {
-            self.cur = e.next();
-        }
+        self.cur.next(&self.mem.map);
     }
     fn prev(&mut self) {
-        if let Some(e) = self.cur.take() {
-            self.cur = e.prev();
-        }
+        self.cur.prev(&self.mem.map);
     }
     fn key(&self) -> &[u8] {
-        self.cur.as_ref().map(|e| &e.key().ikey[..]).unwrap_or(&[])
+        self.cur.entry(&self.mem.map).map_or(&[], |e| e.0)
     }
     fn value(&self) -> &[u8] {
-        self.cur.as_ref().map(|e| &e.value()[..]).unwrap_or(&[])
+        self.cur.entry(&self.mem.map).map_or(&[], |e| e.1)
     }
     fn status(&self) -> Result<()> {
         Ok(())
@@ -286,8 +232,10 @@ impl InternalIterator for MemTableIter {
 mod tests {
     use super::*;
 
+    /// Keys whose heads tie, pad with zeros or differ only past eight bytes iterate in
+    /// `compare_internal` order.
     #[test]
-    fn prefix_order_matches_internal_order() {
+    fn head_order_matches_internal_order() {
         let keys: Vec<&[u8]> = vec![
             b"",
             b"\0",
@@ -302,17 +250,27 @@ mod tests {
             b"b",
             b"\xff\xff\xff\xff\xff\xff\xff\xff\xff",
         ];
-        for a in &keys {
-            for b in &keys {
-                for (sa, sb) in [(1, 1), (1, 2), (2, 1)] {
-                    let ia = types::internal_key(a, sa, 1);
-                    let ib = types::internal_key(b, sb, 1);
-                    let want = types::compare_internal(&ia, &ib);
-                    let got = MemKey::new(Bytes::from(ia)).cmp(&MemKey::new(Bytes::from(ib)));
-                    assert_eq!(got, want, "{a:?} vs {b:?}");
-                }
+        let m = Arc::new(MemTable::new(1));
+        let mut want = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            for seq in [1, 2] {
+                m.add(10 * i as u64 + seq, ValueKind::Put, k, b"v");
+                want.push(types::internal_key(
+                    k,
+                    10 * i as u64 + seq,
+                    ValueKind::Put as u8,
+                ));
             }
         }
+        want.sort_by(|a, b| types::compare_internal(a, b));
+        let mut it = m.iter();
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push(it.key().to_vec());
+            it.next();
+        }
+        assert_eq!(got, want);
     }
 
     #[test]
