@@ -181,8 +181,7 @@ impl MemTable {
     /// An iterator over the point entries.
     pub fn iter(self: &Arc<Self>) -> MemTableIter {
         MemTableIter {
-            cur: Cursor::invalid(),
-            mem: self.clone(),
+            cur: Cursor::new(self.clone(), |m| &m.map),
         }
     }
 }
@@ -190,8 +189,7 @@ impl MemTable {
 /// Iterates a memtable's point entries. Holds the memtable alive, and with it the skiplist
 /// nodes its cursor points at.
 pub struct MemTableIter {
-    cur: Cursor,
-    mem: Arc<MemTable>,
+    cur: Cursor<MemTable>,
 }
 
 impl InternalIterator for MemTableIter {
@@ -199,29 +197,28 @@ impl InternalIterator for MemTableIter {
         self.cur.valid()
     }
     fn seek_to_first(&mut self) {
-        self.cur.seek_to_first(&self.mem.map);
+        self.cur.seek_to_first();
     }
     fn seek_to_last(&mut self) {
-        self.cur.seek_to_last(&self.mem.map);
+        self.cur.seek_to_last();
     }
     fn seek(&mut self, target: &[u8]) {
-        self.cur.seek(&self.mem.map, &Target::internal(target));
+        self.cur.seek(&Target::internal(target));
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.cur
-            .seek_for_prev(&self.mem.map, &Target::internal(target));
+        self.cur.seek_for_prev(&Target::internal(target));
     }
     fn next(&mut self) {
-        self.cur.next(&self.mem.map);
+        self.cur.next();
     }
     fn prev(&mut self) {
-        self.cur.prev(&self.mem.map);
+        self.cur.prev();
     }
     fn key(&self) -> &[u8] {
-        self.cur.entry(&self.mem.map).map_or(&[], |e| e.0)
+        self.cur.entry().map_or(&[], |e| e.0)
     }
     fn value(&self) -> &[u8] {
-        self.cur.entry(&self.mem.map).map_or(&[], |e| e.1)
+        self.cur.entry().map_or(&[], |e| e.1)
     }
     fn status(&self) -> Result<()> {
         Ok(())

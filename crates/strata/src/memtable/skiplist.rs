@@ -22,6 +22,7 @@ use std::cmp::Ordering;
 use std::mem::size_of;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtOrd};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -74,9 +75,19 @@ impl Arena {
     fn alloc(&self, size: usize) -> *mut u8 {
         let size = size.div_ceil(8) * 8;
         let mut s = self.state.lock();
+        if size > MAX_CHUNK / 4 {
+            // A large entry gets a chunk of its own, and the current chunk's rest stays in
+            // use (RocksDB's arena does the same), so big values waste no chunk tails.
+            let words = size / 8;
+            let chunk = Box::into_raw(vec![0u64; words].into_boxed_slice()).cast::<u64>();
+            s.chunks.push((chunk, words));
+            s.allocated += size;
+            drop(s);
+            self.used.fetch_add(size, AtOrd::Relaxed);
+            return chunk.cast();
+        }
         if s.left < size {
-            let want = s.allocated.clamp(MIN_CHUNK, MAX_CHUNK).max(size);
-            let words = want.div_ceil(8);
+            let words = s.allocated.clamp(MIN_CHUNK, MAX_CHUNK) / 8;
             let chunk = Box::into_raw(vec![0u64; words].into_boxed_slice()).cast::<u64>();
             s.chunks.push((chunk, words));
             s.next = chunk.cast::<u8>();
@@ -270,6 +281,8 @@ impl SkipList {
         let height = random_height();
         let tower_bytes = height * size_of::<AtomicPtr<Node>>();
         let key_len = user_key.len() + 8;
+        // The engine caps keys at 64 KiB and values at 64 MiB (`batch`).
+        debug_assert!(u32::try_from(key_len).is_ok() && u32::try_from(value.len()).is_ok());
         let n = self
             .arena
             .alloc(HEADER + tower_bytes + key_len + value.len())
@@ -387,53 +400,64 @@ impl Default for SkipList {
     }
 }
 
-/// A position in a [`SkipList`]. It does not keep the list alive: its owner must (the memtable
-/// iterator holds the memtable's `Arc`).
-#[derive(Clone, Copy)]
-pub struct Cursor {
+/// A position in a [`SkipList`] that keeps the list alive: it owns an `Arc` of the list's
+/// owner (the memtable) and the list's address, which cannot change while that `Arc` lives.
+pub struct Cursor<T> {
+    _owner: Arc<T>,
+    list: *const SkipList,
     node: *mut Node,
 }
 
-// SAFETY: a cursor is a pointer to an immutable published node; using it is only sound while
-// the list lives, which every method's `&SkipList` argument and the owner's contract ensure.
-unsafe impl Send for Cursor {}
-unsafe impl Sync for Cursor {}
+// SAFETY: the cursor reads immutable published nodes of a list (`Sync`) that its `Arc` keeps
+// alive; it is `Send`/`Sync` when the owner is.
+unsafe impl<T: Send + Sync> Send for Cursor<T> {}
+unsafe impl<T: Send + Sync> Sync for Cursor<T> {}
 
-impl Cursor {
-    pub fn invalid() -> Cursor {
+impl<T> Cursor<T> {
+    /// An unpositioned cursor over `list(&owner)`.
+    pub fn new(owner: Arc<T>, list: fn(&T) -> &SkipList) -> Cursor<T> {
+        let list: *const SkipList = list(&owner);
         Cursor {
+            _owner: owner,
+            list,
             node: ptr::null_mut(),
         }
+    }
+
+    fn list(&self) -> &SkipList {
+        // SAFETY: the list lives inside the owner's allocation, kept alive by `_owner`.
+        unsafe { &*self.list }
     }
 
     pub fn valid(&self) -> bool {
         !self.node.is_null()
     }
 
-    /// The entry under the cursor; `list` must be the list the cursor walks.
-    pub fn entry<'a>(&self, _list: &'a SkipList) -> Option<(&'a [u8], &'a [u8])> {
-        // SAFETY: the node belongs to `_list`, which outlives `'a`.
+    /// The entry under the cursor (key, value).
+    pub fn entry(&self) -> Option<(&[u8], &[u8])> {
+        // SAFETY: a published node of the list, which lives as long as `self`.
         self.valid()
             .then(|| unsafe { (key(self.node), value(self.node)) })
     }
 
-    pub fn seek_to_first(&mut self, list: &SkipList) {
+    pub fn seek_to_first(&mut self) {
         // SAFETY: the head is tall enough for level 0.
-        self.node = unsafe { next(list.head, 0) };
+        self.node = unsafe { next(self.list().head, 0) };
     }
 
-    pub fn seek_to_last(&mut self, list: &SkipList) {
-        self.node = list.seek_lt(None);
+    pub fn seek_to_last(&mut self) {
+        self.node = self.list().seek_lt(None);
     }
 
-    pub fn seek(&mut self, list: &SkipList, t: &Target) {
-        self.node = list.seek_ge(t);
+    pub fn seek(&mut self, t: &Target) {
+        self.node = self.list().seek_ge(t);
     }
 
     /// The last entry `<= t`.
-    pub fn seek_for_prev(&mut self, list: &SkipList, t: &Target) {
+    pub fn seek_for_prev(&mut self, t: &Target) {
+        let list = self.list();
         let n = list.seek_ge(t);
-        // SAFETY: a published node of `list`.
+        // SAFETY: a published node of the list.
         self.node = if !n.is_null() && unsafe { compare(n, t) } == Ordering::Equal {
             n
         } else {
@@ -441,20 +465,20 @@ impl Cursor {
         };
     }
 
-    pub fn next(&mut self, _list: &SkipList) {
+    pub fn next(&mut self) {
         if self.valid() {
-            // SAFETY: a published node of `_list`; every node has level 0.
+            // SAFETY: a published node of the list; every node has level 0.
             self.node = unsafe { next(self.node, 0) };
         }
     }
 
     /// The previous entry: a search for the last one below this one (the list is singly
     /// linked), as LevelDB's and RocksDB's memtables do.
-    pub fn prev(&mut self, list: &SkipList) {
+    pub fn prev(&mut self) {
         if self.valid() {
-            // SAFETY: a published node of `list`.
+            // SAFETY: a published node of the list.
             let t = Target::internal(unsafe { key(self.node) });
-            self.node = list.seek_lt(Some(&t));
+            self.node = self.list().seek_lt(Some(&t));
         }
     }
 }
@@ -476,18 +500,33 @@ mod tests {
         list.insert(types::user_key(ikey), types::trailer(ikey), value)
     }
 
-    fn walk(list: &SkipList) -> Vec<Vec<u8>> {
-        let mut c = Cursor::invalid();
-        c.seek_to_first(list);
+    /// Test sizes: smaller under Miri (`bash scripts/miri-skiplist.sh`), which runs ~1000x
+    /// slower.
+    fn scale(normal: usize, miri: usize) -> usize {
+        if cfg!(miri) {
+            miri
+        } else {
+            normal
+        }
+    }
+
+    fn cursor(list: &Arc<SkipList>) -> Cursor<SkipList> {
+        Cursor::new(list.clone(), |l| l)
+    }
+
+    fn walk(list: &Arc<SkipList>) -> Vec<Vec<u8>> {
+        let mut c = cursor(list);
+        c.seek_to_first();
         let mut out = Vec::new();
-        while let Some((k, _)) = c.entry(list) {
+        while let Some((k, _)) = c.entry() {
             out.push(k.to_vec());
-            c.next(list);
+            c.next();
         }
         out
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn heights_follow_the_branching_factor() {
         let n = 100_000;
         let mut counts = [0usize; MAX_HEIGHT + 1];
@@ -507,8 +546,8 @@ mod tests {
     fn matches_a_sorted_oracle() {
         let s = seed("skiplist_matches_a_sorted_oracle");
         let mut rng = Rng::new(s);
-        for round in 0..40 {
-            let list = SkipList::new();
+        for round in 0..scale(40, 3) {
+            let list = Arc::new(SkipList::new());
             let mut oracle = BTreeSet::new();
             let gen = |rng: &mut Rng| {
                 let len = rng.index(12);
@@ -517,7 +556,7 @@ mod tests {
                     .collect();
                 ikey(&user, rng.below(5))
             };
-            for _ in 0..rng.index(400) {
+            for _ in 0..rng.index(scale(400, 80)) {
                 let k = gen(&mut rng);
                 let v = k.iter().rev().copied().collect::<Vec<u8>>();
                 let fresh = oracle.insert(Ord(k.clone()));
@@ -526,34 +565,31 @@ mod tests {
             assert_eq!(list.len(), oracle.len());
             let want: Vec<Vec<u8>> = oracle.iter().map(|k| k.0.clone()).collect();
             assert_eq!(walk(&list), want, "seed {s} round {round}");
-            for _ in 0..100 {
+            for _ in 0..scale(100, 20) {
                 let t = gen(&mut rng);
                 let target = Target::internal(&t);
-                let mut c = Cursor::invalid();
-                c.seek(&list, &target);
+                let mut c = cursor(&list);
+                c.seek(&target);
                 let ge = oracle.range(Ord(t.clone())..).next().map(|k| k.0.clone());
-                assert_eq!(c.entry(&list).map(|e| e.0.to_vec()), ge, "seed {s}");
-                if let Some((k, v)) = c.entry(&list) {
+                assert_eq!(c.entry().map(|e| e.0.to_vec()), ge, "seed {s}");
+                if let Some((k, v)) = c.entry() {
                     assert_eq!(v, k.iter().rev().copied().collect::<Vec<u8>>());
                 }
-                c.seek_for_prev(&list, &target);
+                c.seek_for_prev(&target);
                 let le = oracle
                     .range(..=Ord(t.clone()))
                     .next_back()
                     .map(|k| k.0.clone());
-                assert_eq!(c.entry(&list).map(|e| e.0.to_vec()), le, "seed {s}");
+                assert_eq!(c.entry().map(|e| e.0.to_vec()), le, "seed {s}");
                 if c.valid() {
-                    c.prev(&list);
+                    c.prev();
                     let before = oracle.range(..Ord(le.unwrap())).next_back();
-                    assert_eq!(
-                        c.entry(&list).map(|e| e.0.to_vec()),
-                        before.map(|k| k.0.clone())
-                    );
+                    assert_eq!(c.entry().map(|e| e.0.to_vec()), before.map(|k| k.0.clone()));
                 }
             }
-            let mut c = Cursor::invalid();
-            c.seek_to_last(&list);
-            assert_eq!(c.entry(&list).map(|e| e.0.to_vec()), want.last().cloned());
+            let mut c = cursor(&list);
+            c.seek_to_last();
+            assert_eq!(c.entry().map(|e| e.0.to_vec()), want.last().cloned());
         }
     }
 
@@ -583,9 +619,9 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut rng = Rng::new(s ^ w);
                     let mut added = 0;
-                    for _ in 0..20_000 {
+                    for _ in 0..scale(20_000, 300) {
                         // Keys collide across writers; each (key, seq) is inserted once.
-                        let user = rng.below(5_000).to_be_bytes();
+                        let user = rng.below(scale(5_000, 200) as u64).to_be_bytes();
                         let k = ikey(&user, rng.below(4));
                         added += insert(&list, &k, &user) as usize;
                     }
@@ -597,7 +633,7 @@ mod tests {
             .map(|_| {
                 let list = list.clone();
                 std::thread::spawn(move || {
-                    for _ in 0..20 {
+                    for _ in 0..scale(20, 2) {
                         let keys = walk(&list);
                         assert!(keys
                             .windows(2)
@@ -616,8 +652,8 @@ mod tests {
         let mut oracle = BTreeSet::new();
         let mut rng_all: Vec<Rng> = (0..4u64).map(|w| Rng::new(s ^ w)).collect();
         for rng in rng_all.iter_mut() {
-            for _ in 0..20_000 {
-                let user = rng.below(5_000).to_be_bytes();
+            for _ in 0..scale(20_000, 300) {
+                let user = rng.below(scale(5_000, 200) as u64).to_be_bytes();
                 oracle.insert(Ord(ikey(&user, rng.below(4))));
             }
         }
@@ -626,13 +662,13 @@ mod tests {
 
     #[test]
     fn large_entries_get_chunks_of_their_own() {
-        let list = SkipList::new();
-        let big = vec![9u8; 3 * MAX_CHUNK];
+        let list = Arc::new(SkipList::new());
+        let big = vec![9u8; scale(3 * MAX_CHUNK, MAX_CHUNK + 100)];
         assert!(insert(&list, &ikey(b"big", 1), &big));
         assert!(insert(&list, &ikey(b"small", 2), b"v"));
-        let mut c = Cursor::invalid();
-        c.seek_to_first(&list);
-        assert_eq!(c.entry(&list).unwrap().1.len(), big.len());
+        let mut c = cursor(&list);
+        c.seek_to_first();
+        assert_eq!(c.entry().unwrap().1.len(), big.len());
         assert!(list.memory_used() > big.len());
     }
 }

@@ -187,6 +187,7 @@ impl Block {
         lo: usize,
         hi: usize,
     ) -> Result<usize> {
+        debug_assert!(lo <= hi && hi <= self.num_restarts);
         let (mut lo, mut hi) = (lo.max(1), hi.clamp(1, self.num_restarts));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;

@@ -66,7 +66,8 @@ pub enum TableIndex {
 /// in a flat array beside it. A point lookup binary-searches the heads (8 bytes each, so the
 /// last steps share cache lines) and compares whole keys only among restart points whose head
 /// equals the target's; the index block itself is searched with about one cache miss per step
-/// (the restart offset, then the entry). The heads cost 8 bytes per data block.
+/// (the restart offset, then the entry). The heads cost 8 bytes per restart point: per data
+/// block, as index blocks are written with a restart interval of 1.
 pub struct BlockIndex {
     block: Block,
     heads: Box<[u64]>,
@@ -105,7 +106,7 @@ impl BlockIndex {
         let a = self.heads.partition_point(|&h| h < th);
         let b = a + self.heads[a..].partition_point(|&h| h == th);
         let start = self.block.seek_start(target, compare_internal, a, b)?;
-        let mut key = Vec::new();
+        let mut key = Vec::with_capacity(target.len());
         match self
             .block
             .seek_from_restart(start, target, compare_internal, &mut key)?
