@@ -96,28 +96,32 @@ fn block(c: &mut Criterion) {
 }
 
 fn bloom(c: &mut Criterion) {
-    let mut fb = FilterBuilder::new(10.0);
-    for i in 0..100_000u64 {
-        fb.add_key(&key(i));
-    }
-    let f = BloomFilter::new(Bytes::from(fb.finish())).unwrap();
     let mut g = c.benchmark_group("bloom");
     g.throughput(Throughput::Elements(1));
-    let hits: Vec<Vec<u8>> = (0..4096u64).map(key).collect();
-    let misses: Vec<Vec<u8>> = (1_000_000..1_004_096u64).map(key).collect();
-    let mut i = 0usize;
-    g.bench_function("probe_hit", |b| {
-        b.iter(|| {
-            i = (i + 1) & 4095;
-            black_box(f.may_contain(&hits[i]))
-        })
-    });
-    g.bench_function("probe_miss", |b| {
-        b.iter(|| {
-            i = (i + 1) & 4095;
-            black_box(f.may_contain(&misses[i]))
-        })
-    });
+    // 100k keys: a 125 KB filter (in L2); 2M keys: 2.5 MB (the filters of a few L0 tables).
+    for (name, n) in [("", 100_000u64), ("_2m", 2_000_000)] {
+        let mut fb = FilterBuilder::new(10.0);
+        for i in 0..n {
+            fb.add_key(&key(i));
+        }
+        let f = BloomFilter::new(Bytes::from(fb.finish())).unwrap();
+        // Scattered keys, so consecutive probes touch unrelated parts of the filter.
+        let hits: Vec<Vec<u8>> = (0..4096u64).map(|i| key(i * 7919 % n)).collect();
+        let misses: Vec<Vec<u8>> = (0..4096u64).map(|i| key(n + 1 + i * 7919)).collect();
+        let mut i = 0usize;
+        g.bench_function(format!("probe_hit{name}"), |b| {
+            b.iter(|| {
+                i = (i + 1) & 4095;
+                black_box(f.may_contain(&hits[i]))
+            })
+        });
+        g.bench_function(format!("probe_miss{name}"), |b| {
+            b.iter(|| {
+                i = (i + 1) & 4095;
+                black_box(f.may_contain(&misses[i]))
+            })
+        });
+    }
     g.finish();
 }
 

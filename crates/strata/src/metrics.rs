@@ -6,21 +6,43 @@
 //! [`crate::stats::TierStats`] and reach callers through `Db::stats().tier` (e.g.
 //! `fast_read_latency`, `capacity_read_latency`), so an exporter needs no engine internals.
 //!
-//! Invariants: recording is a few relaxed atomic adds (safe on every read path); a snapshot is
-//! approximately consistent (count and buckets may differ by in-flight records). Depends on
+//! Invariants: recording is two relaxed atomic adds on the recording thread's stripe (safe on
+//! every read path); a snapshot is approximately consistent (count and buckets may differ by in-flight records). Depends on
 //! nothing else in the crate; the engine never depends on any exporter or server.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
 /// Buckets: bucket `i` counts durations in `[2^i, 2^(i+1))` µs (bucket 0 also holds < 1 µs).
 pub const BUCKETS: usize = 32;
 
-/// A latency histogram with log2-spaced buckets in microseconds.
+/// Stripes of a histogram (and of a `stats::Counter`): at least the cores of the machines we
+/// run on.
+pub(crate) const STRIPES: usize = 8;
+
+/// One stripe's buckets and sum, on cache lines of their own.
+#[repr(align(128))]
 #[derive(Default)]
-pub struct LatencyHistogram {
+struct Stripe {
     buckets: [AtomicU64; BUCKETS],
     sum_nanos: AtomicU64,
+}
+
+/// A latency histogram with log2-spaced buckets in microseconds, striped over cache lines:
+/// each thread records into the stripe assigned to it (round-robin on first use), so threads
+/// timing reads at once do not bounce one line between cores; a snapshot sums the stripes.
+#[derive(Default)]
+pub struct LatencyHistogram {
+    stripes: [Stripe; STRIPES],
+}
+
+/// The calling thread's stripe: threads take stripes round-robin on first use.
+pub(crate) fn stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static MINE: usize = NEXT.fetch_add(1, Relaxed) % STRIPES;
+    }
+    MINE.with(|s| *s)
 }
 
 impl LatencyHistogram {
@@ -29,24 +51,27 @@ impl LatencyHistogram {
     pub fn record(&self, d: Duration) {
         let us = (d.as_micros() as u64).max(1);
         let b = (63 - us.leading_zeros() as usize).min(BUCKETS - 1);
-        self.buckets[b].fetch_add(1, Relaxed);
-        self.sum_nanos.fetch_add(d.as_nanos() as u64, Relaxed);
+        let s = &self.stripes[stripe()];
+        s.buckets[b].fetch_add(1, Relaxed);
+        s.sum_nanos.fetch_add(d.as_nanos() as u64, Relaxed);
     }
 
     pub fn snapshot(&self) -> HistogramSnapshot {
         let mut cumulative = 0u64;
-        let buckets = self
-            .buckets
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                cumulative += c.load(Relaxed);
+        let buckets = (0..BUCKETS)
+            .map(|i| {
+                cumulative += self
+                    .stripes
+                    .iter()
+                    .map(|s| s.buckets[i].load(Relaxed))
+                    .sum::<u64>();
                 ((1u64 << (i + 1)) as f64 / 1e6, cumulative)
             })
             .collect();
+        let sum_nanos: u64 = self.stripes.iter().map(|s| s.sum_nanos.load(Relaxed)).sum();
         HistogramSnapshot {
             count: cumulative,
-            sum_seconds: self.sum_nanos.load(Relaxed) as f64 / 1e9,
+            sum_seconds: sum_nanos as f64 / 1e9,
             buckets,
         }
     }

@@ -1,14 +1,13 @@
 //! Engine-wide counters (lock-free atomics) and the [`DbStats`] snapshot returned by
 //! `Db::stats()`. Counters are bumped on hot paths with `Relaxed` ordering; a snapshot is
 //! approximately consistent. The counters bumped by every read and write are [`Counter`]s,
-//! striped over cache lines so that threads do not fight over them. Depends on nothing else in
-//! the crate.
+//! striped over cache lines so that threads do not fight over them. Depends on `metrics` (its
+//! histograms and stripe assignment) only.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
 
-/// Stripes of a [`Counter`]: at least the cores of the machines we run on.
-const STRIPES: usize = 8;
+use crate::metrics::{stripe, STRIPES};
 
 /// One stripe on a cache-line pair of its own (adjacent-line prefetch pairs lines up).
 #[repr(align(128))]
@@ -22,14 +21,6 @@ struct Stripe(AtomicU64);
 #[derive(Default)]
 pub struct Counter {
     stripes: [Stripe; STRIPES],
-}
-
-fn stripe() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static MINE: usize = NEXT.fetch_add(1, Relaxed) % STRIPES;
-    }
-    MINE.with(|s| *s)
 }
 
 impl Counter {
@@ -502,16 +493,16 @@ pub struct TierStats {
     /// Capacity-tier read latency: bucket `i` counts reads taking `[2^i, 2^(i+1))` µs.
     pub get_latency: [AtomicU64; 32],
     /// Fast-tier table block reads and bytes.
-    pub fast_reads: AtomicU64,
-    pub fast_read_bytes: AtomicU64,
+    pub fast_reads: Counter,
+    pub fast_read_bytes: Counter,
     /// Bytes appended to fast-tier table files (with `fast_write_latency`: the write bandwidth).
     pub fast_write_bytes: AtomicU64,
     /// MetaCache: capacity-table metadata served from the fast tier, and sidecars written.
     pub meta_local_reads: AtomicU64,
     pub meta_builds: AtomicU64,
     /// DataCache (persistent cache of capacity-tier blocks).
-    pub pcache_hits: AtomicU64,
-    pub pcache_misses: AtomicU64,
+    pub pcache_hits: Counter,
+    pub pcache_misses: Counter,
     pub pcache_inserts: AtomicU64,
     pub pcache_rejected: AtomicU64,
     pub pcache_evictions: AtomicU64,
@@ -562,8 +553,8 @@ impl TierStats {
             }
             0.0
         };
-        let hits = g(&self.pcache_hits);
-        let misses = g(&self.pcache_misses);
+        let hits = self.pcache_hits.load(Relaxed);
+        let misses = self.pcache_misses.load(Relaxed);
         TierSnapshot {
             capacity_gets: g(&self.gets),
             capacity_get_bytes: g(&self.get_bytes),
@@ -576,14 +567,14 @@ impl TierStats {
             capacity_get_p50_ms: pct(0.5),
             capacity_get_p99_ms: pct(0.99),
             capacity_get_latency_hist: hist,
-            fast_reads: g(&self.fast_reads),
-            fast_read_bytes: g(&self.fast_read_bytes),
+            fast_reads: self.fast_reads.load(Relaxed),
+            fast_read_bytes: self.fast_read_bytes.load(Relaxed),
             meta_local_reads: g(&self.meta_local_reads),
             meta_builds: g(&self.meta_builds),
             pcache_hits: hits,
             pcache_misses: misses,
             fast_hit_rate: {
-                let local = g(&self.fast_reads) + hits;
+                let local = self.fast_reads.load(Relaxed) + hits;
                 let all = local + g(&self.gets);
                 if all > 0 {
                     local as f64 / all as f64
