@@ -250,8 +250,7 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
                             let mut st = i.state.lock();
                             i.bg_cv.wait_for(&mut st, every);
                         }
-                        let r = i.wal.lock().sync();
-                        match r {
+                        match sync_wal(&i) {
                             Ok(()) => {
                                 i.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
                             }
@@ -263,6 +262,22 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
                 .expect("spawn wal sync thread"),
         );
     }
+}
+
+/// Makes every acknowledged write durable (the periodic WAL sync, `Db::sync_wal`). When only
+/// the current log owes an fsync, the fsync runs after the log's lock is released, so writers
+/// go on appending meanwhile (RocksDB's `SyncWAL` does not stop writers either); otherwise
+/// (sealed logs or the directory owe one too — once per memtable switch — or the log cannot
+/// sync that way, as in an object store) it runs under the lock.
+pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
+    let handle = {
+        let mut wal = inner.wal.lock();
+        match wal.detached_sync() {
+            Some(h) => h,
+            None => return wal.sync(),
+        }
+    };
+    handle.sync_data()
 }
 
 /// Deletes files of tables no live version references, and WAL files no table needs.

@@ -325,7 +325,7 @@ impl Db {
     /// Makes every write acknowledged so far durable (fsync of the WAL).
     pub fn sync_wal(&self) -> Result<()> {
         let inner = self.inner();
-        let r = inner.wal.lock().sync();
+        let r = background::sync_wal(inner);
         if let Err(e) = r {
             // A failed fsync may have dropped data (Linux clears the error): writes must stop.
             write::set_bg_error(inner, e.clone());

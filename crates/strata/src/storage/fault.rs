@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::{DirLock, RandomAccessFile, RandomRwFile, Storage, WritableFile};
+use super::{DirLock, FileSync, RandomAccessFile, RandomRwFile, Storage, WritableFile};
 use crate::error::{Error, Result};
 
 /// What to break. All fields default to "nothing".
@@ -115,6 +115,27 @@ impl WritableFile for FaultWritable {
     }
     fn len(&self) -> u64 {
         self.inner.len()
+    }
+    fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        Some(Arc::new(FaultSync {
+            path: self.path.clone(),
+            inner: self.inner.sync_handle()?,
+            fs: self.fs.clone(),
+        }))
+    }
+}
+
+/// A sync handle that fails as the plan says, like the file's own `sync`.
+struct FaultSync {
+    path: std::path::PathBuf,
+    inner: Arc<dyn FileSync>,
+    fs: FaultFs,
+}
+
+impl FileSync for FaultSync {
+    fn sync_data(&self) -> Result<()> {
+        self.fs.check(&self.path, |p| p.fail_syncs, "sync")?;
+        self.inner.sync_data()
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{DirLock, RandomAccessFile, RandomRwFile, Storage, WritableFile};
+use super::{DirLock, FileSync, RandomAccessFile, RandomRwFile, Storage, WritableFile};
 use crate::error::{Error, ErrorRepr, Result};
 
 /// The local file system.
@@ -44,6 +44,28 @@ impl WritableFile for LocalWritable {
     }
     fn len(&self) -> u64 {
         self.len
+    }
+    fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        // A duplicate descriptor of the same open file: its fdatasync covers every write made
+        // through the original.
+        let file = self.w.get_ref().try_clone().ok()?;
+        Some(Arc::new(LocalSync {
+            path: self.path.clone(),
+            file,
+        }))
+    }
+}
+
+struct LocalSync {
+    path: PathBuf,
+    file: File,
+}
+
+impl FileSync for LocalSync {
+    fn sync_data(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(self.path.display(), e))
     }
 }
 

@@ -32,6 +32,20 @@ pub trait WritableFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// A handle that makes durable what [`WritableFile::flush`] has handed to the operating
+    /// system, callable from another thread while appends go on (the periodic WAL sync runs it
+    /// without holding the log's lock, so writers do not wait for the fsync). `None` where a
+    /// sync is more than an fsync of the bytes already written (a log in an object store
+    /// uploads on sync): callers then sync through the file.
+    fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        None
+    }
+}
+
+/// See [`WritableFile::sync_handle`].
+pub trait FileSync: Send + Sync {
+    /// Makes the bytes handed to the operating system so far durable (fdatasync).
+    fn sync_data(&self) -> Result<()>;
 }
 
 /// A file read at arbitrary offsets by many threads at once.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use super::LogWriter;
 use crate::error::Result;
-use crate::storage::Storage;
+use crate::storage::{FileSync, Storage};
 
 pub struct LogSet {
     current: LogWriter,
@@ -62,6 +62,18 @@ impl LogSet {
     /// Sealed logs still owing an fsync (for tests and statistics).
     pub fn unsynced_sealed(&self) -> usize {
         self.sealed.len()
+    }
+
+    /// For a sync that runs outside the lock guarding this set: when the current log is the
+    /// only debt (no sealed log owes an fsync, the directory is synced) and can be synced from
+    /// another thread, its handle; the caller releases the lock, then calls `sync_data`, after
+    /// which every record appended before this call is durable (the invariant of
+    /// [`LogSet::sync`] for those records). `None`: call `sync` under the lock.
+    pub fn detached_sync(&self) -> Option<Arc<dyn FileSync>> {
+        if !self.sealed.is_empty() || !self.dir_synced {
+            return None;
+        }
+        self.current.sync_handle()
     }
 
     /// Makes every record appended to a live log durable: sealed logs first, then the directory
@@ -111,5 +123,31 @@ mod tests {
         set.sync().unwrap();
         assert_eq!(set.unsynced_sealed(), 0);
         assert!(set.dir_synced);
+    }
+
+    #[test]
+    fn detached_sync_only_when_the_current_log_is_the_only_debt() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new(Arc::new(LocalFs));
+        let storage: Arc<dyn Storage> = Arc::new(fs.clone());
+        let path = |n: u64| dir.path().join(format!("{n:06}.log"));
+        let w1 = LogWriter::new(storage.create(&path(1)).unwrap(), 1);
+        let mut set = LogSet::new(w1, storage.clone(), dir.path());
+        set.current().add_record(b"one").unwrap();
+        let h = set.detached_sync().expect("a local log syncs through a handle");
+        h.sync_data().unwrap();
+        // A sealed log and a new directory entry owe fsyncs that only `sync` pays.
+        set.rotate(LogWriter::new(storage.create(&path(2)).unwrap(), 2));
+        assert!(set.detached_sync().is_none());
+        set.sync().unwrap();
+        let h = set.detached_sync().expect("debt paid");
+        // The handle fails as the file's own sync would.
+        fs.set_plan(FaultPlan {
+            fail_syncs: true,
+            ..Default::default()
+        });
+        assert!(h.sync_data().is_err());
+        fs.heal();
+        h.sync_data().unwrap();
     }
 }

@@ -2,7 +2,9 @@
 
 use super::format::{fragment_crc, FragmentType, BLOCK_SIZE, HEADER_SIZE};
 use crate::error::Result;
-use crate::storage::WritableFile;
+use std::sync::Arc;
+
+use crate::storage::{FileSync, WritableFile};
 
 /// Writes log records; see the module docs for the format.
 pub struct LogWriter {
@@ -79,5 +81,12 @@ impl LogWriter {
     /// Makes everything appended so far durable.
     pub fn sync(&mut self) -> Result<()> {
         self.file.sync()
+    }
+
+    /// A handle whose `sync_data` makes every record added so far durable, usable after the
+    /// writer's lock is released (records are handed to the OS as they are added); `None` if
+    /// the file cannot sync that way. See [`WritableFile::sync_handle`].
+    pub fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        self.file.sync_handle()
     }
 }
