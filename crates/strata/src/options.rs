@@ -52,7 +52,9 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail if a database already exists. Default `false`.
     pub error_if_exists: bool,
-    /// Bytes a memtable may hold before it is sealed and flushed. Default 64 MiB.
+    /// Bytes a memtable may hold before it is sealed and flushed: the arena bytes its entries
+    /// take (keys, values and about 35 bytes of skiplist node each) plus its range tombstones.
+    /// Default 64 MiB.
     pub write_buffer_size: usize,
     /// Memtables (active plus immutable) allowed before writes stop. Default 2.
     pub max_write_buffer_number: usize,

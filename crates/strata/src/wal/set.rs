@@ -134,7 +134,9 @@ mod tests {
         let w1 = LogWriter::new(storage.create(&path(1)).unwrap(), 1);
         let mut set = LogSet::new(w1, storage.clone(), dir.path());
         set.current().add_record(b"one").unwrap();
-        let h = set.detached_sync().expect("a local log syncs through a handle");
+        let h = set
+            .detached_sync()
+            .expect("a local log syncs through a handle");
         h.sync_data().unwrap();
         // A sealed log and a new directory entry owe fsyncs that only `sync` pays.
         set.rotate(LogWriter::new(storage.create(&path(2)).unwrap(), 2));
