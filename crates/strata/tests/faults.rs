@@ -317,6 +317,50 @@ fn failed_wal_sync_fails_the_write_and_later_writes() {
     assert_eq!(db.get(b"c").unwrap(), None);
 }
 
+/// `Db::sync_wal` and the periodic WAL sync fsync the current log outside the log lock (a
+/// second descriptor); a failure there still stops writes, and later syncs keep failing even
+/// once fsyncs succeed again: they cannot vouch for what the failed one lost.
+#[test]
+fn failed_detached_wal_sync_stops_writes_and_later_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new(Arc::new(LocalFs));
+    let o = Options {
+        storage: Some(Arc::new(fs.clone())),
+        wal_sync_interval: Some(std::time::Duration::from_millis(20)),
+        ..opts()
+    };
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.sync_wal().unwrap();
+    let before = db.stats().wal_syncs;
+    db.put(b"b", b"2").unwrap();
+    // The periodic sync runs (detached: no sealed log, the directory is synced).
+    let t = std::time::Instant::now();
+    while db.stats().wal_syncs == before {
+        assert!(
+            t.elapsed().as_secs() < 10,
+            "the periodic WAL sync never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    fs.set_plan(FaultPlan {
+        path_filter: Some(".log".into()),
+        fail_syncs: true,
+        ..Default::default()
+    });
+    assert!(db.sync_wal().is_err());
+    assert!(db.put(b"c", b"3").is_err(), "writes after a failed sync");
+    fs.heal();
+    assert!(
+        db.sync_wal().is_err(),
+        "a later sync cannot vouch for the failed one"
+    );
+    drop(db);
+    let db = Db::open(dir.path(), o).unwrap();
+    assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get(b"c").unwrap(), None);
+}
+
 trait PutSync {
     fn put_sync_helper(&self, k: &[u8], v: &[u8]);
 }

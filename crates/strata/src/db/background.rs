@@ -268,16 +268,25 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
 /// the current log owes an fsync, the fsync runs after the log's lock is released, so writers
 /// go on appending meanwhile (RocksDB's `SyncWAL` does not stop writers either); otherwise
 /// (sealed logs or the directory owe one too — once per memtable switch — or the log cannot
-/// sync that way, as in an object store) it runs under the lock.
+/// sync that way, as in an object store) it runs under the lock. A background error fails it
+/// even when this fsync succeeds (an earlier failed one may have dropped acknowledged writes,
+/// and a later success says nothing about them); the fsync is still made, for the writes
+/// acknowledged before the error.
 pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
     let handle = {
         let mut wal = inner.wal.lock();
         match wal.detached_sync() {
-            Some(h) => h,
-            None => return wal.sync(),
+            Some(h) => Some(h),
+            None => {
+                wal.sync()?;
+                None
+            }
         }
     };
-    handle.sync_data()
+    if let Some(h) = handle {
+        h.sync_data()?;
+    }
+    inner.state.lock().bg_error.clone().map_or(Ok(()), Err)
 }
 
 /// Deletes files of tables no live version references, and WAL files no table needs.

@@ -87,13 +87,17 @@ impl Arena {
             return chunk.cast();
         }
         if s.left < size {
-            let words = s.allocated.clamp(MIN_CHUNK, MAX_CHUNK) / 8;
+            // At least the entry: one below the large-entry cut can still outgrow the first,
+            // small chunks.
+            let words = s.allocated.clamp(MIN_CHUNK, MAX_CHUNK).max(size) / 8;
             let chunk = Box::into_raw(vec![0u64; words].into_boxed_slice()).cast::<u64>();
             s.chunks.push((chunk, words));
             s.next = chunk.cast::<u8>();
             s.left = words * 8;
             s.allocated += words * 8;
         }
+        // Checked in release builds too: everything the skiplist writes relies on it.
+        assert!(size <= s.left, "arena chunk too small for its allocation");
         let p = s.next;
         // SAFETY: `size <= left`, so `p + size` stays within (or one past) the current chunk.
         s.next = unsafe { p.add(size) };
@@ -658,6 +662,46 @@ mod tests {
             }
         }
         assert_eq!(keys.len(), oracle.len(), "seed {s}");
+    }
+
+    /// Entries of every size class, each first in a fresh list (whose chunks start small) and
+    /// then mixed: all read back intact (a medium entry once overran a first, small chunk).
+    #[test]
+    fn entries_of_every_size_fit_their_chunks() {
+        let sizes = [
+            0,
+            1,
+            MIN_CHUNK - 100,
+            MIN_CHUNK + 1,
+            65_544,
+            MAX_CHUNK / 4 - 64,
+            MAX_CHUNK / 4 + 1,
+        ];
+        for &n in &sizes {
+            let list = Arc::new(SkipList::new());
+            let v = vec![n as u8 | 1; n];
+            assert!(insert(&list, &ikey(b"k", 1), &v));
+            assert!(insert(&list, &ikey(b"after", 2), b"tail"));
+            let mut c = cursor(&list);
+            c.seek_to_first();
+            assert_eq!(c.entry().unwrap().1, &b"tail"[..]);
+            c.next();
+            assert_eq!(c.entry().unwrap().1, &v[..], "size {n}");
+        }
+        let list = Arc::new(SkipList::new());
+        for (i, &n) in sizes.iter().cycle().take(3 * sizes.len()).enumerate() {
+            assert!(insert(
+                &list,
+                &ikey(&(i as u32).to_be_bytes(), 1),
+                &vec![i as u8; n]
+            ));
+        }
+        let mut c = cursor(&list);
+        c.seek_to_first();
+        for (i, &n) in sizes.iter().cycle().take(3 * sizes.len()).enumerate() {
+            assert_eq!(c.entry().unwrap().1, &vec![i as u8; n][..]);
+            c.next();
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
@@ -20,6 +20,8 @@ struct LocalWritable {
     path: PathBuf,
     w: BufWriter<File>,
     len: u64,
+    /// The file opened a second time, for [`WritableFile::sync_handle`] (opened on first use).
+    sync: OnceLock<Arc<LocalSync>>,
 }
 
 impl WritableFile for LocalWritable {
@@ -46,13 +48,31 @@ impl WritableFile for LocalWritable {
         self.len
     }
     fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
-        // A duplicate descriptor of the same open file: its fdatasync covers every write made
-        // through the original.
-        let file = self.w.get_ref().try_clone().ok()?;
-        Some(Arc::new(LocalSync {
-            path: self.path.clone(),
-            file,
-        }))
+        // Only bytes already handed to the OS are covered.
+        debug_assert!(
+            self.w.buffer().is_empty(),
+            "sync_handle with buffered bytes"
+        );
+        if let Some(s) = self.sync.get() {
+            return Some(s.clone());
+        }
+        // A second open of the file, not a dup of its descriptor: Linux reports a writeback
+        // error once per open file description, so with a shared one an fsync through the
+        // handle and a concurrent one through the file could see a single EIO between them and
+        // one would wrongly succeed. Each description sees the error (one opened after it was
+        // already reported through the other only misses it if that report failed a sync).
+        // Its fdatasync covers every write made through the original.
+        let file = File::open(&self.path).ok()?;
+        let s = self
+            .sync
+            .get_or_init(|| {
+                Arc::new(LocalSync {
+                    path: self.path.clone(),
+                    file,
+                })
+            })
+            .clone();
+        Some(s)
     }
 }
 
@@ -121,6 +141,7 @@ impl Storage for LocalFs {
             path: path.to_path_buf(),
             w: BufWriter::with_capacity(64 << 10, f),
             len: 0,
+            sync: OnceLock::new(),
         }))
     }
 
