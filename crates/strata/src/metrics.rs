@@ -7,8 +7,9 @@
 //! `fast_read_latency`, `capacity_read_latency`), so an exporter needs no engine internals.
 //!
 //! Invariants: recording is two relaxed atomic adds on the recording thread's stripe (safe on
-//! every read path); a snapshot is approximately consistent (count and buckets may differ by in-flight records). Depends on
-//! nothing else in the crate; the engine never depends on any exporter or server.
+//! every read path); a snapshot is approximately consistent (its sum may trail its buckets by
+//! in-flight records; its count is its last bucket). Depends on nothing else in the crate; the
+//! engine never depends on any exporter or server.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
@@ -42,7 +43,8 @@ pub(crate) fn stripe() -> usize {
     thread_local! {
         static MINE: usize = NEXT.fetch_add(1, Relaxed) % STRIPES;
     }
-    MINE.with(|s| *s)
+    // Stripe 0 from a thread-local destructor, where `MINE` may be gone.
+    MINE.try_with(|s| *s).unwrap_or(0)
 }
 
 impl LatencyHistogram {
