@@ -240,53 +240,8 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
         );
     }
     if let Some(every) = inner.opts.wal_sync_interval {
-        let i = inner.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("strata-wal-sync".into())
-                .spawn(move || {
-                    while !i.shutting_down.load(Ordering::Acquire) {
-                        {
-                            let mut st = i.state.lock();
-                            i.bg_cv.wait_for(&mut st, every);
-                        }
-                        match sync_wal(&i) {
-                            Ok(()) => {
-                                i.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
-                            }
-                            // A failed fsync may have dropped data: writes must stop.
-                            Err(e) => set_bg_error(&i, e),
-                        }
-                    }
-                })
-                .expect("spawn wal sync thread"),
-        );
+        threads.push(super::wal_sync::spawn_periodic(inner.clone(), every));
     }
-}
-
-/// Makes every acknowledged write durable (the periodic WAL sync, `Db::sync_wal`). When only
-/// the current log owes an fsync, the fsync runs after the log's lock is released, so writers
-/// go on appending meanwhile (RocksDB's `SyncWAL` does not stop writers either); otherwise
-/// (sealed logs or the directory owe one too — once per memtable switch — or the log cannot
-/// sync that way, as in an object store) it runs under the lock. A background error fails it
-/// even when this fsync succeeds (an earlier failed one may have dropped acknowledged writes,
-/// and a later success says nothing about them); the fsync is still made, for the writes
-/// acknowledged before the error.
-pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
-    let handle = {
-        let mut wal = inner.wal.lock();
-        match wal.detached_sync() {
-            Some(h) => Some(h),
-            None => {
-                wal.sync()?;
-                None
-            }
-        }
-    };
-    if let Some(h) = handle {
-        h.sync_data()?;
-    }
-    inner.state.lock().bg_error.clone().map_or(Ok(()), Err)
 }
 
 /// Deletes files of tables no live version references, and WAL files no table needs.

@@ -21,6 +21,7 @@ mod search;
 mod snapshot;
 mod temperature;
 mod wait;
+mod wal_sync;
 mod write;
 
 pub use snapshot::Snapshot;
@@ -324,15 +325,7 @@ impl Db {
 
     /// Makes every write acknowledged so far durable (fsync of the WAL).
     pub fn sync_wal(&self) -> Result<()> {
-        let inner = self.inner();
-        let r = background::sync_wal(inner);
-        if let Err(e) = r {
-            // A failed fsync may have dropped data (Linux clears the error): writes must stop.
-            write::set_bg_error(inner, e.clone());
-            return Err(e);
-        }
-        inner.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        wal_sync::sync_wal(self.inner())
     }
 
     /// The latest sequence number visible to reads.

@@ -239,10 +239,12 @@ impl Table {
                 return Ok(None);
             }
         }
+        // One key buffer for both seeks (index entry, then data entry).
+        let mut key = Vec::with_capacity(lookup.len());
         let mut found = None;
-        if let Some(h) = index.find(lookup)? {
+        if let Some(h) = index.find(lookup, &mut key)? {
             let block = self.block_for_get(h, cache_only)?;
-            found = Self::first_at_or_after(&block, lookup, user_key)?;
+            found = Self::first_at_or_after(&block, lookup, user_key, &mut key)?;
         }
         let found = found.flatten();
         if found.is_none() && self.filter.is_some() {
@@ -266,9 +268,10 @@ impl Table {
             self.stats.trie_rejected.fetch_add(1, Relaxed);
             return Ok(None);
         };
+        let mut key = Vec::with_capacity(lookup.len());
         for i in b..t.num_blocks() {
             let block = self.block_for_get(t.block(i), cache_only)?;
-            if let Some(r) = Self::first_at_or_after(&block, lookup, user_key)? {
+            if let Some(r) = Self::first_at_or_after(&block, lookup, user_key, &mut key)? {
                 return Ok(r);
             }
         }
@@ -292,21 +295,21 @@ impl Table {
     }
 
     /// The first entry of `block` at or after `lookup`: `Some(Some(..))` if it is a version of
-    /// `user_key`, `Some(None)` if it is another key, `None` if the block ends first.
+    /// `user_key`, `Some(None)` if it is another key, `None` if the block ends first. `key` is
+    /// scratch space.
     #[allow(clippy::type_complexity)]
     fn first_at_or_after(
         block: &Block,
         lookup: &[u8],
         user_key: &[u8],
+        key: &mut Vec<u8>,
     ) -> Result<Option<Option<(SeqNo, ValueKind, Bytes)>>> {
         let start = block.seek_start(lookup, compare_internal, 0, block.num_restarts())?;
-        let mut key = Vec::with_capacity(lookup.len());
-        let Some((from, to)) =
-            block.seek_from_restart(start, lookup, compare_internal, &mut key)?
+        let Some((from, to)) = block.seek_from_restart(start, lookup, compare_internal, key)?
         else {
             return Ok(None);
         };
-        let p = types::parse_internal_key(&key)?;
+        let p = types::parse_internal_key(key)?;
         Ok(Some(
             (p.user_key == user_key).then(|| (p.seq, p.kind, block.bytes().slice(from..to))),
         ))

@@ -97,18 +97,27 @@ mod tests {
     use super::*;
     use crate::storage::{FaultFs, FaultPlan, LocalFs};
 
-    #[test]
-    fn sync_pays_the_sealed_logs_and_directory_debt_first() {
+    /// A set over log 1 (on a fault-injecting local directory) holding one record.
+    fn set_with_one_record() -> (tempfile::TempDir, FaultFs, LogSet) {
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultFs::new(Arc::new(LocalFs));
-        let storage: Arc<dyn Storage> = Arc::new(fs.clone());
-        let path = |n: u64| dir.path().join(format!("{n:06}.log"));
-        let w1 = LogWriter::new(storage.create(&path(1)).unwrap(), 1);
-        let mut set = LogSet::new(w1, storage.clone(), dir.path());
+        let mut set = LogSet::new(new_log(&fs, &dir, 1), Arc::new(fs.clone()), dir.path());
         set.current().add_record(b"one").unwrap();
-        set.rotate(LogWriter::new(storage.create(&path(2)).unwrap(), 2));
+        (dir, fs, set)
+    }
+
+    fn new_log(fs: &FaultFs, dir: &tempfile::TempDir, n: u64) -> LogWriter {
+        let path = dir.path().join(format!("{n:06}.log"));
+        LogWriter::new(fs.create(&path).unwrap(), n)
+    }
+
+    #[test]
+    fn sync_pays_the_sealed_logs_and_directory_debt_first() {
+        let (dir, fs, mut set) = set_with_one_record();
+        let log = |n: u64| new_log(&fs, &dir, n);
+        set.rotate(log(2));
         set.current().add_record(b"two").unwrap();
-        set.rotate(LogWriter::new(storage.create(&path(3)).unwrap(), 3));
+        set.rotate(log(3));
         assert_eq!(set.unsynced_sealed(), 2);
         // A failing fsync keeps the debt: the next sync tries again.
         fs.set_plan(FaultPlan {
@@ -127,19 +136,14 @@ mod tests {
 
     #[test]
     fn detached_sync_only_when_the_current_log_is_the_only_debt() {
-        let dir = tempfile::tempdir().unwrap();
-        let fs = FaultFs::new(Arc::new(LocalFs));
-        let storage: Arc<dyn Storage> = Arc::new(fs.clone());
-        let path = |n: u64| dir.path().join(format!("{n:06}.log"));
-        let w1 = LogWriter::new(storage.create(&path(1)).unwrap(), 1);
-        let mut set = LogSet::new(w1, storage.clone(), dir.path());
-        set.current().add_record(b"one").unwrap();
+        let (dir, fs, mut set) = set_with_one_record();
+        let log = |n: u64| new_log(&fs, &dir, n);
         let h = set
             .detached_sync()
             .expect("a local log syncs through a handle");
         h.sync_data().unwrap();
         // A sealed log and a new directory entry owe fsyncs that only `sync` pays.
-        set.rotate(LogWriter::new(storage.create(&path(2)).unwrap(), 2));
+        set.rotate(log(2));
         assert!(set.detached_sync().is_none());
         set.sync().unwrap();
         let h = set.detached_sync().expect("debt paid");

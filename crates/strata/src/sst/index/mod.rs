@@ -99,17 +99,16 @@ impl BlockIndex {
 
     /// The handle of the first data block that can hold an entry `>=` the internal key
     /// `target` (`None`: past the last block). Finds the same block as
-    /// [`IndexCursor::seek`].
-    pub fn find(&self, target: &[u8]) -> Result<Option<BlockHandle>> {
+    /// [`IndexCursor::seek`]. `key` is scratch space (the caller's, reused across probes).
+    pub fn find(&self, target: &[u8], key: &mut Vec<u8>) -> Result<Option<BlockHandle>> {
         let th = types::key_head(types::user_key(target));
         // Restart points before `a` hold keys < target, those from `b` on keys > target.
         let a = self.heads.partition_point(|&h| h < th);
         let b = a + self.heads[a..].partition_point(|&h| h == th);
         let start = self.block.seek_start(target, compare_internal, a, b)?;
-        let mut key = Vec::with_capacity(target.len());
         match self
             .block
-            .seek_from_restart(start, target, compare_internal, &mut key)?
+            .seek_from_restart(start, target, compare_internal, key)?
         {
             Some((from, to)) => BlockHandle::decode(&self.block.bytes()[from..to]).map(Some),
             None => Ok(None),
@@ -280,7 +279,7 @@ mod tests {
                 let mut c = table.cursor();
                 c.seek(&target);
                 let want = c.valid().then(|| c.handle().unwrap());
-                let got = index.find(&target).unwrap();
+                let got = index.find(&target, &mut Vec::new()).unwrap();
                 assert_eq!(
                     got.map(|h| h.offset),
                     want.map(|h| h.offset),
