@@ -293,14 +293,14 @@ impl Storage for ObjectLogStorage {
     }
 }
 
-/// The storage and directory of `opts.wal_location` for a database in `dir`: a directory on
-/// `storage`, or, for a URL (`s3://`, `file://`, `memory://`), an [`ObjectLogStorage`] staging in
-/// `dir/wal-stage` (emulated as `opts.wal_emulation` asks).
 /// Whether a `wal_location` names an object store (a URL) rather than a directory.
 pub fn is_object_store_location(loc: &Path) -> bool {
     loc.to_string_lossy().contains("://")
 }
 
+/// The storage and directory of `opts.wal_location` for a database in `dir`: a directory on
+/// `storage`, or, for a URL (`s3://`, `file://`, `memory://`), an [`ObjectLogStorage`] staging in
+/// `dir/wal-stage` (emulated as `opts.wal_emulation` asks).
 pub fn log_location(
     dir: &Path,
     storage: &Arc<dyn Storage>,
