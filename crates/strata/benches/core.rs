@@ -43,7 +43,28 @@ fn memtable(c: &mut Criterion) {
     for i in 0..100_000u64 {
         m.add(i + 1, ValueKind::Put, &key(i), &[7u8; 100]);
     }
+    // A memtable far larger than the caches, as a 64 MiB write buffer is: each step of a
+    // search is a cache miss, which is what the search's prefetching overlaps.
+    let big = MemTable::new(1);
+    for i in 0..1_000_000u64 {
+        big.add(i + 1, ValueKind::Put, &key(i), &[7u8; 40]);
+    }
     g.throughput(Throughput::Elements(1));
+    let mut next = 1_000_000u64;
+    g.bench_function("insert_into_1m_40B", |b| {
+        b.iter(|| {
+            next += 1;
+            big.add(next, ValueKind::Put, &key(next), &[7u8; 40]);
+        })
+    });
+    let mut j = 0u64;
+    g.bench_function("get_hit_1m", |b| {
+        b.iter(|| {
+            j = (j + 7919) % 1_000_000;
+            black_box(big.get(&key(j), u64::MAX >> 8))
+        })
+    });
+    drop(big);
     let keys: Vec<Vec<u8>> = (0..100_000u64).map(key).collect();
     let mut i = 0usize;
     g.bench_function("get_hit_100k", |b| {

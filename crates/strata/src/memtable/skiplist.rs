@@ -143,6 +143,20 @@ unsafe fn next(n: *const Node, level: usize) -> *mut Node {
     (*tower(n, level)).load(AtOrd::Acquire)
 }
 
+/// Starts loading the cache line of `n` (which may be null): the search asks for the node it
+/// would descend to while it waits for the one it compares, so two cache misses overlap.
+#[inline(always)]
+fn prefetch(n: *const Node) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(n.cast::<i8>());
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = n;
+}
+
 /// The node's internal key and value.
 ///
 /// SAFETY (callers): `n` is a published node of a list that outlives `'a`.
@@ -349,6 +363,12 @@ impl SkipList {
     unsafe fn splice(&self, mut x: *mut Node, level: usize, t: &Target) -> (*mut Node, *mut Node) {
         loop {
             let n = next(x, level);
+            if level > 0 {
+                prefetch(next(x, level - 1));
+                if level > 1 {
+                    prefetch(next(x, level - 2));
+                }
+            }
             if n.is_null() || compare(n, t) != Ordering::Less {
                 return (x, n);
             }
@@ -363,6 +383,13 @@ impl SkipList {
         loop {
             // SAFETY: `x` is the head or a published node, tall enough for `level`.
             let n = unsafe { next(x, level) };
+            if level > 0 {
+                // SAFETY: as above.
+                prefetch(unsafe { next(x, level - 1) });
+                if level > 1 {
+                    prefetch(unsafe { next(x, level - 2) });
+                }
+            }
             if !n.is_null() && unsafe { compare(n, t) } == Ordering::Less {
                 x = n;
             } else if level == 0 {
