@@ -31,7 +31,7 @@ use tracing::{debug, warn};
 
 use crate::clients::ClientHandle;
 use crate::commands;
-use crate::executor::{run_batch, run_batch_mode};
+use crate::executor::{run_batch, run_batch_mode, Deferred};
 use crate::resp::{encode, Parser, Reply};
 use crate::server::Shared;
 use crate::session::{Close, Session};
@@ -45,6 +45,9 @@ pub const MAX_BATCH_BYTES: usize = 4 << 20;
 const FIRST_READ: usize = 1024;
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
+/// Times a batch that found a stripe busy waits for its release and tries inline again before
+/// it goes to the engine pool (which then blocks on the stripe).
+const INLINE_BUSY_RETRIES: u32 = 64;
 /// Output buffers larger than this are released after use instead of kept.
 const KEEP_OUT_CAPACITY: usize = 1 << 20;
 
@@ -228,7 +231,8 @@ async fn read_when_ready(
 /// would wait for an fsync (`sync = always`) — engine reads then answer from memory or report
 /// that they need I/O, and the commit refuses to stall (see `executor::run_batch_mode`), so the
 /// event loop never blocks; whatever could not finish inline, and every other batch, runs as
-/// one task on the engine pool. A hop to the pool costs two thread wake-ups per batch, most of
+/// one task on the engine pool (a batch that found a key's stripe held by another segment first
+/// awaits its release and tries inline again). A hop to the pool costs two thread wake-ups per batch, most of
 /// the time of an unpipelined GET or SET served from memory.
 async fn execute(
     shared: &Arc<Shared>,
@@ -242,12 +246,28 @@ async fn execute(
         return Ok((session, out, batch, ran));
     }
     if inline_ok(shared, &batch) {
-        let (ran, must_wait) = run_batch_mode(shared, &mut session, &batch, &mut out, true);
-        if !must_wait {
-            return Ok((session, out, batch, ran));
+        let mut busy = 0;
+        loop {
+            let (ran, deferred) =
+                run_batch_mode(shared, &mut session, &batch[done..], &mut out, true);
+            done += ran;
+            match deferred {
+                None => return Ok((session, out, batch, done)),
+                // Another segment holds a stripe: one on another worker (microseconds) or on
+                // the pool (longer if it waits for I/O). Waiting for its release without
+                // blocking the worker and then trying inline again is far cheaper than the
+                // pool's two thread wake-ups; and once many clients of one hot key went to the
+                // pool, pool threads held its stripe almost all the time, so later batches
+                // found it busy too and followed them there.
+                Some(Deferred::Busy(stripe)) if busy < INLINE_BUSY_RETRIES => {
+                    busy += 1;
+                    ServerStats::add(&shared.stats.inline_busy_waits, 1);
+                    shared.store.locks().wait_unlocked(stripe).await;
+                }
+                Some(_) => break,
+            }
         }
         ServerStats::add(&shared.stats.inline_fallbacks, 1);
-        done = ran;
     }
     let sh = shared.clone();
     shared

@@ -48,19 +48,31 @@ pub fn run_batch(
     run_batch_mode(shared, session, batch, out, false).0
 }
 
+/// Why an inline segment was discarded (see [`run_batch_mode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deferred {
+    /// A stripe it needs (this one) is held by another segment: it can run inline once that
+    /// one is done (`KeyLocks::wait_unlocked`).
+    Busy(usize),
+    /// It needs the engine to read from storage, stall the write or take every stripe: only
+    /// the engine pool may wait for that.
+    Blocking,
+}
+
 /// [`run_batch`], inline on the event loop when `inline` (see `connection`): engine reads are
 /// `cache_only`, stripes are only tried, and the commit refuses to stall. A segment that would
 /// have to wait is discarded whole — its writes were never committed and its replies never
-/// encoded — and the batch stops before it: returns `(requests run, true)`, and the caller
-/// runs the rest on the engine pool. A discarded segment's only effects were on its own
-/// pending batch (and idempotent session settings such as HELLO or CLIENT SETNAME, which rerun).
+/// encoded — and the batch stops before it: returns `(requests run, Some(why))`, and the
+/// caller retries the rest later or runs it on the engine pool. A discarded segment's only
+/// effects were on its own pending batch (and idempotent session settings such as HELLO or
+/// CLIENT SETNAME, which rerun).
 pub fn run_batch_mode(
     shared: &Shared,
     session: &mut Session,
     batch: &[Vec<Bytes>],
     out: &mut BytesMut,
     inline: bool,
-) -> (usize, bool) {
+) -> (usize, Option<Deferred>) {
     let now = crate::expiry::now_ms();
     let start_len = out.len();
     let mut i = 0;
@@ -77,15 +89,15 @@ pub fn run_batch_mode(
         };
         let room = OUTPUT_SOFT_LIMIT.saturating_sub(out.len() - start_len);
         match run_segment(shared, session, &batch[i..end], now, room, out, inline) {
-            Some(ran) => i += ran,
-            None => return (i, true),
+            Ok(ran) => i += ran,
+            Err(why) => return (i, Some(why)),
         }
     }
-    (i, false)
+    (i, None)
 }
 
 /// Runs a segment (or its prefix, if its replies outgrow `room`); returns the requests run, or
-/// `None` if running inline it would have to wait (nothing committed, nothing encoded).
+/// why running inline it would have to wait (nothing committed, nothing encoded).
 fn run_segment(
     shared: &Shared,
     session: &mut Session,
@@ -94,7 +106,7 @@ fn run_segment(
     room: usize,
     out: &mut BytesMut,
     inline: bool,
-) -> Option<usize> {
+) -> Result<usize, Deferred> {
     // 1. The stripes the segment's write commands name.
     let mut keys: Vec<&Bytes> = Vec::new();
     let mut all = false;
@@ -110,13 +122,13 @@ fn run_segment(
     let locks = shared.store.locks();
     let guard = if all {
         if inline {
-            return None;
+            return Err(Deferred::Blocking);
         }
         Some(locks.lock_all())
     } else if keys.is_empty() {
         None
     } else if inline {
-        Some(locks.try_lock_keys(&keys)?)
+        Some(locks.try_lock_keys(&keys).map_err(Deferred::Busy)?)
     } else {
         Some(locks.lock_keys(&keys))
     };
@@ -151,7 +163,7 @@ fn run_segment(
             }
         };
         if pending.would_block.get() {
-            return None;
+            return Err(Deferred::Blocking);
         }
         if first_write.is_none() && pending.batch.len() > before {
             first_write = Some(replies.len());
@@ -171,7 +183,9 @@ fn run_segment(
     if !pending.is_empty() {
         let committed = if inline {
             match shared.store.write_no_slowdown(pending.batch) {
-                Err(e) if e.kind() == strata::ErrorKind::Incomplete => return None,
+                Err(e) if e.kind() == strata::ErrorKind::Incomplete => {
+                    return Err(Deferred::Blocking)
+                }
                 r => r.map_err(crate::store::StoreError::from),
             }
         } else {
@@ -204,5 +218,5 @@ fn run_segment(
         }
         encode(out, r, session.protocol);
     }
-    Some(ran)
+    Ok(ran)
 }

@@ -367,6 +367,10 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         "inline_fallbacks",
         ServerStats::get(&shared.stats.inline_fallbacks),
     );
+    s.kv(
+        "inline_busy_waits",
+        ServerStats::get(&shared.stats.inline_busy_waits),
+    );
     s.kv("logstore_enabled", u8::from(st.logstore.is_some()));
     if let Some(l) = &st.logstore {
         s.kv("logstore_informed_compactions", l.informed_compactions);

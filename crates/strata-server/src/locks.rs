@@ -12,21 +12,56 @@
 //! Readers of single records (GET, MGET, EXISTS, TTL, SCAN, ...) take no lock: every key changes
 //! in one batch, so they always see a whole value. Readers of collection elements (HGETALL,
 //! LRANGE, ZRANGE, SUNION, ...) read the metadata record and then the elements, so they hold the
-//! stripes of the keys they read, like writers (see `commands::CommandSpec::lock_scope`). Locks are held on engine (blocking-pool) threads only, never
-//! across an `.await`.
+//! stripes of the keys they read, like writers (see `commands::CommandSpec::lock_scope`).
+//! Locks are held within synchronous code only — on the engine pool, or inline on an event-loop
+//! thread between two `.await`s — never across an `.await`.
+//!
+//! Waiting: engine-pool threads block in [`KeyLocks::lock_keys`]. Event-loop tasks must not
+//! block; they [`KeyLocks::try_lock_keys`], and when a stripe is held they await
+//! [`KeyLocks::wait_unlocked`], which every release of a stripe that has waiters wakes (one
+//! waiter per release; a woken waiter that loses the race waits again, and is woken by the
+//! next release). No wake-up is lost: a waiter registers and counts itself before it looks at
+//! the lock again, and a releaser unlocks before it reads the count, each with a SeqCst fence
+//! between, so at least one of them sees the other.
 //! Depends on nothing else in the crate.
 
+use std::sync::atomic::{fence, AtomicUsize, Ordering::SeqCst};
+
 use parking_lot::{Mutex, MutexGuard};
+use tokio::sync::Notify;
 use xxhash_rust::xxh3::xxh3_64;
+
+struct Stripe {
+    lock: Mutex<()>,
+    /// Tasks in [`KeyLocks::wait_unlocked`] for this stripe.
+    waiters: AtomicUsize,
+    notify: Notify,
+}
 
 /// A fixed array of mutexes; a key maps to one stripe by hash.
 pub struct KeyLocks {
-    stripes: Box<[Mutex<()>]>,
+    stripes: Box<[Stripe]>,
 }
 
-/// Guards held for a multi-key operation, released on drop.
+/// Guards held for a multi-key operation, released on drop (and their waiters woken).
 pub struct MultiGuard<'a> {
-    _guards: Vec<MutexGuard<'a, ()>>,
+    locks: &'a KeyLocks,
+    guards: Vec<(usize, MutexGuard<'a, ()>)>,
+}
+
+impl Drop for MultiGuard<'_> {
+    fn drop(&mut self) {
+        let held: Vec<usize> = self.guards.iter().map(|&(i, _)| i).collect();
+        self.guards.clear();
+        // Pairs with the fence in `wait_unlocked`: the unlocks above before the counts below.
+        fence(SeqCst);
+        for i in held {
+            let s = &self.locks.stripes[i];
+            if s.waiters.load(SeqCst) > 0 {
+                s.notify.notify_one();
+            }
+        }
+    }
 }
 
 impl KeyLocks {
@@ -34,7 +69,13 @@ impl KeyLocks {
     pub fn new(n: usize) -> Self {
         let n = n.max(1).next_power_of_two();
         KeyLocks {
-            stripes: (0..n).map(|_| Mutex::new(())).collect(),
+            stripes: (0..n)
+                .map(|_| Stripe {
+                    lock: Mutex::new(()),
+                    waiters: AtomicUsize::new(0),
+                    notify: Notify::new(),
+                })
+                .collect(),
         }
     }
 
@@ -42,38 +83,70 @@ impl KeyLocks {
         (xxh3_64(key) as usize) & (self.stripes.len() - 1)
     }
 
-    /// Locks the stripe of one key.
-    pub fn lock(&self, key: &[u8]) -> MutexGuard<'_, ()> {
-        self.stripes[self.index(key)].lock()
+    fn stripes_of<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<usize> {
+        let mut idx: Vec<usize> = keys.iter().map(|k| self.index(k.as_ref())).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        idx
     }
 
     /// Locks the stripes of several keys, each distinct stripe once, in ascending order.
     pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> MultiGuard<'_> {
-        let mut idx: Vec<usize> = keys.iter().map(|k| self.index(k.as_ref())).collect();
-        idx.sort_unstable();
-        idx.dedup();
         MultiGuard {
-            _guards: idx.into_iter().map(|i| self.stripes[i].lock()).collect(),
+            locks: self,
+            guards: self
+                .stripes_of(keys)
+                .into_iter()
+                .map(|i| (i, self.stripes[i].lock.lock()))
+                .collect(),
         }
     }
 
-    /// [`KeyLocks::lock_keys`] without waiting: `None` if any stripe is held (none is then
-    /// kept). For callers that must not block (inline execution on the event loop).
-    pub fn try_lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Option<MultiGuard<'_>> {
-        let mut idx: Vec<usize> = keys.iter().map(|k| self.index(k.as_ref())).collect();
-        idx.sort_unstable();
-        idx.dedup();
-        let mut guards = Vec::with_capacity(idx.len());
+    /// [`KeyLocks::lock_keys`] without waiting: `Err(stripe)` naming a held stripe if any is
+    /// held (none is then kept). For callers that must not block (inline execution on the
+    /// event loop), which may then await [`KeyLocks::wait_unlocked`] for that stripe.
+    pub fn try_lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<MultiGuard<'_>, usize> {
+        let idx = self.stripes_of(keys);
+        let mut g = MultiGuard {
+            locks: self,
+            guards: Vec::with_capacity(idx.len()),
+        };
         for i in idx {
-            guards.push(self.stripes[i].try_lock()?);
+            match self.stripes[i].lock.try_lock() {
+                Some(l) => g.guards.push((i, l)),
+                None => return Err(i),
+            }
         }
-        Some(MultiGuard { _guards: guards })
+        Ok(g)
+    }
+
+    /// Returns once `stripe` has been free at some moment since the call (it may be taken again
+    /// by the time the caller tries it).
+    pub async fn wait_unlocked(&self, stripe: usize) {
+        let s = &self.stripes[stripe];
+        let notified = s.notify.notified();
+        tokio::pin!(notified);
+        // Registered before it is counted: a releaser that sees the count finds this waiter.
+        notified.as_mut().enable();
+        s.waiters.fetch_add(1, SeqCst);
+        // Pairs with the fence in `MultiGuard::drop`.
+        fence(SeqCst);
+        if s.lock.is_locked() {
+            notified.await;
+        }
+        s.waiters.fetch_sub(1, SeqCst);
     }
 
     /// Locks every stripe, in ascending order.
     pub fn lock_all(&self) -> MultiGuard<'_> {
         MultiGuard {
-            _guards: self.stripes.iter().map(|m| m.lock()).collect(),
+            locks: self,
+            guards: self
+                .stripes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (i, s.lock.lock()))
+                .collect(),
         }
     }
 }
@@ -87,12 +160,77 @@ mod tests {
     fn try_lock_keys_fails_on_a_held_stripe_and_keeps_nothing() {
         let l = KeyLocks::new(64);
         let held = l.lock_keys(&[b"b"]);
-        assert!(l.try_lock_keys(&[b"a", b"b"]).is_none());
+        assert_eq!(
+            l.try_lock_keys(&[b"a", b"b"]).err(),
+            Some(l.index(b"b")),
+            "names the held stripe"
+        );
         drop(held);
         let g = l.try_lock_keys(&[b"a", b"b", b"a"]).expect("free stripes");
-        assert!(l.try_lock_keys(&[b"a"]).is_none());
+        assert!(l.try_lock_keys(&[b"a"]).is_err());
         drop(g);
-        assert!(l.try_lock_keys(&[b"a"]).is_some());
+        assert!(l.try_lock_keys(&[b"a"]).is_ok());
+    }
+
+    /// Tasks that only try stripes and await releases, beside threads that block on them, all
+    /// on one hot key: every increment lands (no lost wake-up leaves a task waiting forever,
+    /// which the timeout would catch).
+    #[test]
+    fn waiters_are_woken_by_every_kind_of_release() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let l = Arc::new(KeyLocks::new(8));
+        let counter = Arc::new(Mutex::new(0u64));
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let (l, counter) = (l.clone(), counter.clone());
+                rt.spawn(async move {
+                    for _ in 0..500 {
+                        loop {
+                            let busy = match l.try_lock_keys(&[b"hot"]) {
+                                Ok(_g) => {
+                                    *counter.lock() += 1;
+                                    None
+                                }
+                                Err(stripe) => Some(stripe),
+                            };
+                            match busy {
+                                None => break,
+                                Some(stripe) => l.wait_unlocked(stripe).await,
+                            }
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (l, counter) = (l.clone(), counter.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..2000 {
+                        let _g = l.lock_keys(&[b"hot"]);
+                        *counter.lock() += 1;
+                    }
+                })
+            })
+            .collect();
+        rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(60), async {
+                for t in tasks {
+                    t.await.unwrap();
+                }
+            })
+            .await
+            .expect("a waiter was never woken")
+        });
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*counter.lock(), 16 * 500 + 2 * 2000);
     }
 
     #[test]

@@ -21,8 +21,10 @@ pub struct ServerStats {
     /// Segments run inline on the event loop (no hop to the engine pool).
     pub inline_segments: AtomicU64,
     /// Batches that started inline and went on on the engine pool because a read needed I/O,
-    /// a stripe was held, or the write would stall.
+    /// a stripe stayed held, or the write would stall.
     pub inline_fallbacks: AtomicU64,
+    /// Inline attempts that found a stripe held and awaited its release before trying again.
+    pub inline_busy_waits: AtomicU64,
 }
 
 impl ServerStats {
@@ -48,6 +50,7 @@ impl ServerStats {
             &self.error_replies,
             &self.inline_segments,
             &self.inline_fallbacks,
+            &self.inline_busy_waits,
         ] {
             c.store(0, Relaxed);
         }
