@@ -38,7 +38,7 @@ use super::wait::{Gate, SpinPolicy};
 use super::{DbInner, DbState};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{ErrorRepr, Result};
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, INSERT_GROUP};
 use crate::types::ValueKind;
 use crate::wal::LogWriter;
 
@@ -412,18 +412,40 @@ fn insert_group(
 }
 
 /// Inserts a batch's operations with consecutive sequence numbers starting at `first`.
+///
+/// Point operations go in groups ([`MemTable::add_group`]), whose skiplist searches overlap;
+/// a batch of one takes the plain path.
 pub(crate) fn apply_to_memtable(mem: &MemTable, batch: &WriteBatch, first: u64) {
+    if batch.len() == 1 {
+        for op in batch.iter() {
+            match op {
+                BatchOp::Put(k, v) => mem.add(first, ValueKind::Put, k, v),
+                BatchOp::Delete(k) => mem.add(first, ValueKind::Delete, k, &[]),
+                BatchOp::DeleteRange(s, e) if s < e => mem.add_range_delete(first, s, e),
+                BatchOp::DeleteRange(..) => {}
+            }
+        }
+        return;
+    }
+    let mut group: Vec<(u64, ValueKind, &[u8], &[u8])> = Vec::with_capacity(INSERT_GROUP);
     for (i, op) in batch.iter().enumerate() {
         let seq = first + i as u64;
         match op {
-            BatchOp::Put(k, v) => mem.add(seq, ValueKind::Put, k, v),
-            BatchOp::Delete(k) => mem.add(seq, ValueKind::Delete, k, &[]),
+            BatchOp::Put(k, v) => group.push((seq, ValueKind::Put, k, v)),
+            BatchOp::Delete(k) => group.push((seq, ValueKind::Delete, k, &[])),
             BatchOp::DeleteRange(s, e) => {
                 if s < e {
                     mem.add_range_delete(seq, s, e)
                 }
             }
         }
+        if group.len() == INSERT_GROUP {
+            mem.add_group(&group);
+            group.clear();
+        }
+    }
+    if !group.is_empty() {
+        mem.add_group(&group);
     }
 }
 

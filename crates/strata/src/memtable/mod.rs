@@ -13,6 +13,7 @@ mod bloom;
 mod skiplist;
 
 pub use bloom::MemBloom;
+pub use skiplist::INSERT_GROUP;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtOrd};
 use std::sync::Arc;
@@ -93,6 +94,31 @@ impl MemTable {
             self.deletes.fetch_add(1, AtOrd::Relaxed);
         }
         self.largest_seq.fetch_max(seq, AtOrd::Relaxed);
+    }
+
+    /// Inserts puts and point deletes (`(seq, kind, key, value)`, at most [`INSERT_GROUP`]) as
+    /// [`MemTable::add`] does each, with their skiplist searches overlapped
+    /// ([`SkipList::insert_group`]): for a batch of many keys, much less time waiting for
+    /// memory.
+    pub fn add_group(&self, entries: &[(SeqNo, ValueKind, &[u8], &[u8])]) {
+        let mut group: [(&[u8], u64, &[u8]); INSERT_GROUP] = [(&[], 0, &[]); INSERT_GROUP];
+        for (i, &(seq, kind, key, value)) in entries.iter().enumerate() {
+            // Before the entries become reachable, as in `add`.
+            if let Some(b) = &self.bloom {
+                b.add(key);
+            }
+            group[i] = (key, types::pack_trailer(seq, kind as u8), value);
+        }
+        let mut inserted = [false; INSERT_GROUP];
+        self.map
+            .insert_group(&group[..entries.len()], &mut inserted);
+        for (&(seq, kind, _, _), _) in entries.iter().zip(inserted).filter(|(_, new)| *new) {
+            self.entries.fetch_add(1, AtOrd::Relaxed);
+            if kind == ValueKind::Delete {
+                self.deletes.fetch_add(1, AtOrd::Relaxed);
+            }
+            self.largest_seq.fetch_max(seq, AtOrd::Relaxed);
+        }
     }
 
     /// Records a range tombstone `[start, end)`.

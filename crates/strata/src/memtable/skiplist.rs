@@ -32,6 +32,9 @@ use crate::types;
 const MAX_HEIGHT: usize = 12;
 /// One node in `BRANCHING` at a level also appears on the level above.
 const BRANCHING: u64 = 4;
+/// Most entries [`SkipList::insert_group`] takes at once: enough searches in flight to keep
+/// the memory system busy, little enough state to stay in L1.
+pub const INSERT_GROUP: usize = 16;
 /// The first chunk; each further one is as large as all before it (so a small memtable wastes
 /// little), up to [`MAX_CHUNK`].
 const MIN_CHUNK: usize = 4 << 10;
@@ -296,30 +299,7 @@ impl SkipList {
     /// it out) with `value`; false (and nothing changes) if that key is already present.
     pub fn insert(&self, user_key: &[u8], trailer: u64, value: &[u8]) -> bool {
         let t = Target::new(user_key, trailer);
-        let height = random_height();
-        let tower_bytes = height * size_of::<AtomicPtr<Node>>();
-        let key_len = user_key.len() + 8;
-        // The engine caps keys at 64 KiB and values at 64 MiB (`batch`).
-        debug_assert!(u32::try_from(key_len).is_ok() && u32::try_from(value.len()).is_ok());
-        let n = self
-            .arena
-            .alloc(HEADER + tower_bytes + key_len + value.len())
-            .cast::<Node>();
-        // SAFETY: the allocation holds the header, the tower (zeroed: null pointers) and the
-        // bytes; nobody else can see the node before it is linked below.
-        unsafe {
-            n.write(Node {
-                head: t.head,
-                key_len: key_len as u32,
-                value_len: value.len() as u32,
-                height,
-            });
-            let data = n.cast::<u8>().add(HEADER + tower_bytes);
-            ptr::copy_nonoverlapping(user_key.as_ptr(), data, user_key.len());
-            let tr = trailer.to_le_bytes();
-            ptr::copy_nonoverlapping(tr.as_ptr(), data.add(user_key.len()), 8);
-            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key_len), value.len());
-        }
+        let (n, height) = self.new_node(&t, value);
         self.max_height.fetch_max(height, AtOrd::Relaxed);
         let top = self.max_height.load(AtOrd::Relaxed);
         let mut prev = [self.head; MAX_HEIGHT];
@@ -332,27 +312,134 @@ impl SkipList {
             succ[level] = s;
             x = p;
         }
+        // SAFETY: `n` is unpublished and `height` tall; prev/succ are a splice of `t`.
+        unsafe { self.link(n, height, &t, &mut prev, &mut succ) }
+    }
+
+    /// Inserts several entries (`(user_key, trailer, value)`, at most [`INSERT_GROUP`]) as
+    /// [`SkipList::insert`] does one, and says for each whether it was new. The searches for
+    /// their positions advance in lock step, one node each per round, and each round first
+    /// prefetches every node it is about to compare: a search is a chain of dependent cache
+    /// misses, and this way the misses of different entries overlap instead of queueing.
+    pub fn insert_group(&self, entries: &[(&[u8], u64, &[u8])], inserted: &mut [bool]) {
+        let k = entries.len();
+        assert!(k <= INSERT_GROUP && inserted.len() >= k);
+        let mut t = [Target::new(&[], 0); INSERT_GROUP];
+        let mut nodes = [(ptr::null_mut(), 0usize); INSERT_GROUP];
+        for (i, &(user_key, trailer, value)) in entries.iter().enumerate() {
+            t[i] = Target::new(user_key, trailer);
+            nodes[i] = self.new_node(&t[i], value);
+            self.max_height.fetch_max(nodes[i].1, AtOrd::Relaxed);
+        }
+        let top = self.max_height.load(AtOrd::Relaxed);
+        let mut prev = [[self.head; MAX_HEIGHT]; INSERT_GROUP];
+        let mut succ = [[ptr::null_mut(); MAX_HEIGHT]; INSERT_GROUP];
+        let mut x = [self.head; INSERT_GROUP];
+        // The level each search is at, plus one (0 when it is done).
+        let mut at = [top; INSERT_GROUP];
+        let mut n = [ptr::null_mut::<Node>(); INSERT_GROUP];
+        let mut active = k;
+        while active > 0 {
+            for i in 0..k {
+                if at[i] > 0 {
+                    let level = at[i] - 1;
+                    // SAFETY: `x[i]` is the head or a published node < t[i], tall enough for
+                    // `level` (it was reached on that level or above).
+                    unsafe {
+                        n[i] = next(x[i], level);
+                        prefetch(n[i]);
+                        if level > 0 {
+                            prefetch(next(x[i], level - 1));
+                        }
+                    }
+                }
+            }
+            for i in 0..k {
+                if at[i] == 0 {
+                    continue;
+                }
+                let level = at[i] - 1;
+                // SAFETY: `n[i]` is null or a published node.
+                if !n[i].is_null() && unsafe { compare(n[i], &t[i]) } == Ordering::Less {
+                    x[i] = n[i];
+                } else {
+                    prev[i][level] = x[i];
+                    succ[i][level] = n[i];
+                    at[i] -= 1;
+                    if at[i] == 0 {
+                        active -= 1;
+                    }
+                }
+            }
+        }
+        for i in 0..k {
+            let (node, height) = nodes[i];
+            // SAFETY: as in `insert`. An earlier entry of the group linked between prev and
+            // succ makes the compare-and-swap fail, and `link` then splices again.
+            inserted[i] = unsafe { self.link(node, height, &t[i], &mut prev[i], &mut succ[i]) };
+        }
+    }
+
+    /// A node for `t` and `value` (not yet linked) and its height.
+    fn new_node(&self, t: &Target, value: &[u8]) -> (*mut Node, usize) {
+        let height = random_height();
+        let tower_bytes = height * size_of::<AtomicPtr<Node>>();
+        let key_len = t.user_key.len() + 8;
+        // The engine caps keys at 64 KiB and values at 64 MiB (`batch`).
+        debug_assert!(u32::try_from(key_len).is_ok() && u32::try_from(value.len()).is_ok());
+        let n = self
+            .arena
+            .alloc(HEADER + tower_bytes + key_len + value.len())
+            .cast::<Node>();
+        // SAFETY: the allocation holds the header, the tower (zeroed: null pointers) and the
+        // bytes; nobody else can see the node before it is linked.
+        unsafe {
+            n.write(Node {
+                head: t.head,
+                key_len: key_len as u32,
+                value_len: value.len() as u32,
+                height,
+            });
+            let data = n.cast::<u8>().add(HEADER + tower_bytes);
+            ptr::copy_nonoverlapping(t.user_key.as_ptr(), data, t.user_key.len());
+            let tr = t.trailer.to_le_bytes();
+            ptr::copy_nonoverlapping(tr.as_ptr(), data.add(t.user_key.len()), 8);
+            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key_len), value.len());
+        }
+        (n, height)
+    }
+
+    /// Links node `n` (of key `t`, `height` tall) level by level, level 0 first; false (and
+    /// `n` stays unlinked, its arena bytes unused) if `t` is already present.
+    ///
+    /// SAFETY (callers): `n` is an unpublished node of this list; for every level below
+    /// `height`, `prev[level]` is the head or a published node < t, tall enough for the level,
+    /// and `succ[level]` is null or a published node that was its successor there.
+    unsafe fn link(
+        &self,
+        n: *mut Node,
+        height: usize,
+        t: &Target,
+        prev: &mut [*mut Node; MAX_HEIGHT],
+        succ: &mut [*mut Node; MAX_HEIGHT],
+    ) -> bool {
         for level in 0..height {
             loop {
-                // SAFETY: `succ[level]` is null or a published node; `n` is ours, `prev` nodes
-                // are published and tall enough (they were reached at `level`).
-                unsafe {
-                    if level == 0 && !succ[0].is_null() && compare(succ[0], &t) == Ordering::Equal {
-                        return false;
-                    }
-                    (*tower(n, level)).store(succ[level], AtOrd::Relaxed);
-                    if (*tower(prev[level], level))
-                        .compare_exchange(succ[level], n, AtOrd::Release, AtOrd::Acquire)
-                        .is_ok()
-                    {
-                        break;
-                    }
-                    // Someone linked a node between prev and succ: find the splice again from
-                    // prev, still < t.
-                    let (p, s) = self.splice(prev[level], level, &t);
-                    prev[level] = p;
-                    succ[level] = s;
+                if level == 0 && !succ[0].is_null() && compare(succ[0], t) == Ordering::Equal {
+                    return false;
                 }
+                (*tower(n, level)).store(succ[level], AtOrd::Relaxed);
+                if (*tower(prev[level], level))
+                    .compare_exchange(succ[level], n, AtOrd::Release, AtOrd::Acquire)
+                    .is_ok()
+                {
+                    break;
+                }
+                // Someone linked a node between prev and succ: find the splice again from
+                // prev, still < t.
+                let (p, s) = self.splice(prev[level], level, t);
+                prev[level] = p;
+                succ[level] = s;
             }
         }
         self.len.fetch_add(1, AtOrd::Relaxed);
@@ -622,6 +709,84 @@ mod tests {
             c.seek_to_last();
             assert_eq!(c.entry().map(|e| e.0.to_vec()), want.last().cloned());
         }
+    }
+
+    /// Groups of up to `INSERT_GROUP` entries, with keys repeated within a group and against
+    /// the list, land exactly as one-by-one inserts would: each new key once, each repeat
+    /// refused, the list the oracle's order.
+    #[test]
+    fn groups_match_a_sorted_oracle() {
+        let s = seed("skiplist_groups_match_a_sorted_oracle");
+        let mut rng = Rng::new(s);
+        for round in 0..scale(40, 3) {
+            let list = Arc::new(SkipList::new());
+            let mut oracle = BTreeSet::new();
+            for _ in 0..rng.index(scale(60, 10)) {
+                let keys: Vec<Vec<u8>> = (0..1 + rng.index(INSERT_GROUP))
+                    .map(|_| {
+                        let user: Vec<u8> = (0..rng.index(10))
+                            .map(|i| if i < 6 { 7 } else { rng.below(4) as u8 })
+                            .collect();
+                        ikey(&user, rng.below(3))
+                    })
+                    .collect();
+                let entries: Vec<(&[u8], u64, &[u8])> = keys
+                    .iter()
+                    .map(|k| (types::user_key(k), types::trailer(k), &k[..1]))
+                    .collect();
+                let mut inserted = [false; INSERT_GROUP];
+                list.insert_group(&entries, &mut inserted);
+                for (i, k) in keys.iter().enumerate() {
+                    let fresh = oracle.insert(Ord(k.clone()));
+                    assert_eq!(inserted[i], fresh, "seed {s} round {round} entry {i}");
+                }
+            }
+            assert_eq!(list.len(), oracle.len(), "seed {s} round {round}");
+            let want: Vec<Vec<u8>> = oracle.iter().map(|k| k.0.clone()).collect();
+            assert_eq!(walk(&list), want, "seed {s} round {round}");
+        }
+    }
+
+    /// Threads inserting groups and single entries over colliding keys at once: the union,
+    /// each key once, in order.
+    #[test]
+    fn concurrent_groups() {
+        let s = seed("skiplist_concurrent_groups");
+        let list = Arc::new(SkipList::new());
+        let keys_of = |w: u64| -> Vec<Vec<u8>> {
+            let mut rng = Rng::new(s ^ w);
+            (0..scale(8_000, 160))
+                .map(|_| {
+                    ikey(
+                        &rng.below(scale(3_000, 100) as u64).to_be_bytes(),
+                        rng.below(3),
+                    )
+                })
+                .collect()
+        };
+        let writers: Vec<_> = (0..4u64)
+            .map(|w| {
+                let (list, keys) = (list.clone(), keys_of(w));
+                std::thread::spawn(move || {
+                    let mut added = 0;
+                    for chunk in keys.chunks(if w % 2 == 0 { INSERT_GROUP } else { 1 }) {
+                        let entries: Vec<(&[u8], u64, &[u8])> = chunk
+                            .iter()
+                            .map(|k| (types::user_key(k), types::trailer(k), &b"v"[..]))
+                            .collect();
+                        let mut inserted = [false; INSERT_GROUP];
+                        list.insert_group(&entries, &mut inserted);
+                        added += inserted.iter().filter(|&&b| b).count();
+                    }
+                    added
+                })
+            })
+            .collect();
+        let added: usize = writers.into_iter().map(|h| h.join().unwrap()).sum();
+        let oracle: BTreeSet<Ord> = (0..4u64).flat_map(keys_of).map(Ord).collect();
+        let want: Vec<Vec<u8>> = oracle.into_iter().map(|k| k.0).collect();
+        assert_eq!(added, want.len(), "seed {s}");
+        assert_eq!(walk(&list), want, "seed {s}");
     }
 
     /// `compare_internal` order for the oracle.
