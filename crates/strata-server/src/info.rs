@@ -261,6 +261,7 @@ fn persistence(shared: &Shared, s: &mut Section<'_>) {
     s.kv("wal_syncs", st.wal_syncs);
     s.kv("wal_write_groups", st.write_groups);
     s.kv("memtable_bytes", st.memtable_bytes);
+    s.kv("memtable_point_index_bytes", st.memtable_index_bytes);
     s.kv("immutable_memtables", st.immutable_memtables);
     s.kv("flushes", st.flushes);
     s.kv("flush_bytes", st.flush_bytes);

@@ -66,6 +66,9 @@ pub struct StressConfig {
     pub write_buffer_size: usize,
     pub max_write_buffer_number: usize,
     pub memtable_bloom_ratio: f64,
+    /// 0.001 gives the smallest index, which overflows (lookups then search).
+    #[serde(default)]
+    pub memtable_point_index_ratio: f64,
     pub concurrent_memtable_writes: bool,
     #[serde(default)]
     pub pipelined_write: bool,
@@ -172,6 +175,7 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         write_buffer_size: pick(rng, &[8 << 10, 32 << 10, 256 << 10, 4 << 20]),
         max_write_buffer_number: 2 + rng.below(3) as usize,
         memtable_bloom_ratio: pick(rng, &[0.0, 0.02, 0.1]),
+        memtable_point_index_ratio: pick(rng, &[0.0, 0.001, 0.125]),
         concurrent_memtable_writes: rng.chance(50),
         pipelined_write: rng.chance(50),
         level0_file_num_compaction_trigger: level0,
@@ -263,6 +267,7 @@ impl StressConfig {
             write_buffer_size: self.write_buffer_size,
             max_write_buffer_number: self.max_write_buffer_number,
             memtable_bloom_ratio: self.memtable_bloom_ratio,
+            memtable_point_index_ratio: self.memtable_point_index_ratio,
             concurrent_memtable_writes: self.concurrent_memtable_writes,
             pipelined_write: self.pipelined_write,
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,

@@ -80,6 +80,25 @@ fn memtable(c: &mut Criterion) {
         })
     });
     drop(big);
+    // With a point index (as `Options::memtable_point_index_ratio` gives every memtable):
+    // hits cost a slot and an entry; absent keys a slot.
+    let indexed = MemTable::with_filters(1, 0, 1 << 21);
+    for i in 0..1_000_000u64 {
+        indexed.add(i + 1, ValueKind::Put, &key(i), &[7u8; 40]);
+    }
+    g.bench_function("get_hit_1m_point_index", |b| {
+        b.iter(|| {
+            j = (j + 7919) % 1_000_000;
+            black_box(indexed.get(&key(j), u64::MAX >> 8))
+        })
+    });
+    g.bench_function("get_miss_1m_point_index", |b| {
+        b.iter(|| {
+            j = (j + 7919) % 1_000_000;
+            black_box(indexed.get(&key(j + 5_000_000), u64::MAX >> 8))
+        })
+    });
+    drop(indexed);
     let keys: Vec<Vec<u8>> = (0..100_000u64).map(key).collect();
     let mut i = 0usize;
     g.bench_function("get_hit_100k", |b| {

@@ -178,6 +178,8 @@ pub struct DbStats {
     pub stops: u64,
     pub background_errors: u64,
     pub memtable_bytes: u64,
+    /// Memtables' point indexes (beside `memtable_bytes`, not counted in it).
+    pub memtable_index_bytes: u64,
     pub immutable_memtables: usize,
     pub live_snapshots: usize,
     pub total_sst_bytes: u64,
@@ -397,11 +399,12 @@ impl fmt::Display for DbStats {
         )?;
         write!(
             f,
-            "stalls {:.3}s (slowdowns {}, stops {})  memtable {} + {} immutable  snapshots {}  sst total {}",
+            "stalls {:.3}s (slowdowns {}, stops {})  memtable {} (point index {}) + {} immutable  snapshots {}  sst total {}",
             self.stall_micros as f64 / 1e6,
             self.slowdowns,
             self.stops,
             human(self.memtable_bytes),
+            human(self.memtable_index_bytes),
             self.immutable_memtables,
             self.live_snapshots,
             human(self.total_sst_bytes)

@@ -222,6 +222,8 @@ impl KvEngine for StrataEngine {
         let s = self.db.stats();
         let t = &s.tier;
         let v = serde_json::json!({
+            "memtable_bytes": s.memtable_bytes,
+            "memtable_point_index_bytes": s.memtable_index_bytes,
             "gets": s.gets,
             "get_found": s.get_found,
             "bloom_checked": s.bloom_checked,
@@ -327,6 +329,10 @@ impl KvEngine for StrataEngine {
             (
                 "memtable_bloom_ratio".into(),
                 o.memtable_bloom_ratio.to_string(),
+            ),
+            (
+                "memtable_point_index_ratio".into(),
+                o.memtable_point_index_ratio.to_string(),
             ),
             (
                 "compression_per_level".into(),

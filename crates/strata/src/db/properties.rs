@@ -61,6 +61,9 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
     s.memtable_bytes = (sv.mem.approximate_size()
         + sv.imms.iter().map(|m| m.approximate_size()).sum::<usize>())
         as u64;
+    s.memtable_index_bytes = (sv.mem.point_index_bytes()
+        + sv.imms.iter().map(|m| m.point_index_bytes()).sum::<usize>())
+        as u64;
     s.immutable_memtables = sv.imms.len();
     s.live_snapshots = inner.snapshots.count();
     s.hotrap = inner.hot.as_ref().map(|h| h.stats());

@@ -550,8 +550,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         ext.wal_created(number, inner.last_seq.load(Ordering::Acquire) + 1);
     }
     inner.wal.lock().rotate(LogWriter::new(file, number));
-    let bloom = inner.opts.memtable_bloom_bytes();
-    let mem = Arc::new(MemTable::with_bloom(number, bloom));
+    let mem = Arc::new(MemTable::for_options(number, &inner.opts));
     inner.commit.active.store(mem.clone());
     let old = std::mem::replace(&mut st.mem, mem);
     st.imms.push(old);

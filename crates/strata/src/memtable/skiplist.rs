@@ -15,7 +15,10 @@
 //! once: an insert links its node level by level with compare-and-swap (level 0 first, which
 //! decides membership), and readers never block.
 //!
-//! All `unsafe` in the memtable is in this file. Depends on `types` only.
+//! An optional [`PointIndex`] maps each user key to its newest node, for point lookups that
+//! skip the search; a node is published there right after it is linked at level 0.
+//!
+//! All `unsafe` in the memtable is in this file. Depends on `types` and `point_index` only.
 
 use std::cell::Cell;
 use std::cmp::Ordering;
@@ -26,6 +29,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::point_index::{Found, PointIndex};
 use crate::types;
 
 /// Highest tower; with branching 4 it indexes 4^12 = 16M entries in O(log n).
@@ -181,6 +185,18 @@ unsafe fn data(n: *const Node) -> *const u8 {
         .add(HEADER + (*n).height * size_of::<AtomicPtr<Node>>())
 }
 
+/// The point index's hash of a user key.
+#[inline]
+fn point_hash(user_key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(user_key)
+}
+
+/// A node from the address the point index holds (`expose_provenance` of a node pointer).
+#[inline]
+fn node_at(addr: usize) -> *mut Node {
+    ptr::with_exposed_provenance_mut(addr)
+}
+
 /// A search key: an internal key split the way nodes compare.
 #[derive(Clone, Copy)]
 pub struct Target<'a> {
@@ -251,6 +267,7 @@ pub struct SkipList {
     head: *mut Node,
     max_height: AtomicUsize,
     len: AtomicUsize,
+    index: Option<PointIndex>,
 }
 
 // SAFETY: nodes are immutable once published except for their tower pointers, which are
@@ -260,6 +277,11 @@ unsafe impl Sync for SkipList {}
 
 impl SkipList {
     pub fn new() -> SkipList {
+        SkipList::with_index(0)
+    }
+
+    /// A list with a [`PointIndex`] of about `index_slots` slots (none when 0).
+    pub fn with_index(index_slots: usize) -> SkipList {
         let arena = Arena::new();
         // The head: a full tower of null pointers (the arena's memory is zeroed) and no key.
         let head = arena
@@ -279,7 +301,19 @@ impl SkipList {
             head,
             max_height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
+            index: (index_slots > 0).then(|| PointIndex::new(index_slots)),
         }
+    }
+
+    /// Bytes of the point index (0 without one).
+    pub fn index_bytes(&self) -> usize {
+        self.index.as_ref().map_or(0, PointIndex::bytes)
+    }
+
+    /// Whether every key is in the point index (see [`SkipList::get_point`]).
+    #[cfg(test)]
+    pub fn index_is_complete(&self) -> bool {
+        self.index.as_ref().is_some_and(PointIndex::is_complete)
     }
 
     pub fn len(&self) -> usize {
@@ -443,6 +477,15 @@ impl SkipList {
             }
         }
         self.len.fetch_add(1, AtOrd::Relaxed);
+        if let Some(ix) = &self.index {
+            ix.publish(
+                point_hash(t.user_key),
+                n.expose_provenance(),
+                // SAFETY: the index holds only nodes of this list, published and alive.
+                |o| unsafe { types::user_key(key(node_at(o))) == t.user_key },
+                |o| unsafe { t.trailer > types::trailer(key(node_at(o))) },
+            );
+        }
         true
     }
 
@@ -504,11 +547,41 @@ impl SkipList {
         }
     }
 
-    /// The first entry `>= t` (key, value), if any.
-    pub fn get_ge(&self, t: &Target) -> Option<(&[u8], &[u8])> {
-        let n = self.seek_ge(t);
+    /// The first entry `>= t` if it is an entry of `t`'s user key: the newest version visible
+    /// at `t`'s sequence number. Through the point index when it knows the key: its newest node
+    /// of the key, then along level 0 past versions newer than `t` (they sit right after it).
+    /// Otherwise by a search, unless `may_contain()` (a filter's answer) says no.
+    pub fn get_point(
+        &self,
+        t: &Target,
+        may_contain: impl FnOnce() -> bool,
+    ) -> Option<(&[u8], &[u8])> {
+        let found = match &self.index {
+            // SAFETY: the index holds only nodes of this list, published and alive.
+            Some(ix) => ix.find(point_hash(t.user_key), |o| unsafe {
+                types::user_key(key(node_at(o))) == t.user_key
+            }),
+            None => Found::Unknown,
+        };
+        let n = match found {
+            Found::Absent => return None,
+            Found::Unknown if !may_contain() => return None,
+            Found::Unknown => self.seek_ge(t),
+            Found::Item(o) => {
+                let mut x = node_at(o);
+                // SAFETY: `x` is a published node, then its level-0 successors (or null).
+                while !x.is_null() && unsafe { compare(x, t) } == Ordering::Less {
+                    x = unsafe { next(x, 0) };
+                }
+                x
+            }
+        };
+        if n.is_null() {
+            return None;
+        }
         // SAFETY: a published node, alive as long as `self`.
-        (!n.is_null()).then(|| unsafe { (key(n), value(n)) })
+        let (k, v) = unsafe { (key(n), value(n)) };
+        (types::user_key(k) == t.user_key).then_some((k, v))
     }
 }
 
@@ -787,6 +860,49 @@ mod tests {
         let want: Vec<Vec<u8>> = oracle.into_iter().map(|k| k.0).collect();
         assert_eq!(added, want.len(), "seed {s}");
         assert_eq!(walk(&list), want, "seed {s}");
+    }
+
+    /// `get_point` through point indexes roomy and overflowing (and none) answers what a
+    /// search answers: the newest version at or below the snapshot, versions inserted out of
+    /// order, concurrently from two threads.
+    #[test]
+    fn point_lookups_match_a_search() {
+        let s = seed("skiplist_point_lookups_match_a_search");
+        for slots in [0, 64, 4096] {
+            let list = Arc::new(SkipList::with_index(slots));
+            let writers: Vec<_> = (0..2u64)
+                .map(|w| {
+                    let list = list.clone();
+                    std::thread::spawn(move || {
+                        let mut rng = Rng::new(s ^ w);
+                        for _ in 0..scale(3000, 150) {
+                            let user = rng.below(scale(400, 40) as u64).to_be_bytes();
+                            let k = ikey(&user, 1 + rng.below(1000));
+                            insert(&list, &k, &user);
+                        }
+                    })
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            let mut rng = Rng::new(s ^ 99);
+            for _ in 0..scale(2000, 100) {
+                let user = rng.below(scale(420, 44) as u64).to_be_bytes();
+                let t = Target::new(&user, types::pack_trailer(rng.below(1100), 1));
+                let want = {
+                    let mut c = cursor(&list);
+                    c.seek(&t);
+                    c.entry()
+                        .filter(|(k, _)| types::user_key(k) == user)
+                        .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                };
+                let got = list
+                    .get_point(&t, || true)
+                    .map(|(k, v)| (k.to_vec(), v.to_vec()));
+                assert_eq!(got, want, "seed {s} slots {slots}");
+            }
+        }
     }
 
     /// `compare_internal` order for the oracle.
