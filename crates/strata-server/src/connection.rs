@@ -231,9 +231,9 @@ async fn read_when_ready(
 /// would wait for an fsync (`sync = always`) — engine reads then answer from memory or report
 /// that they need I/O, and the commit refuses to stall (see `executor::run_batch_mode`), so the
 /// event loop never blocks; whatever could not finish inline, and every other batch, runs as
-/// one task on the engine pool (a batch that found a key's stripe held by another segment first
-/// awaits its release and tries inline again). A hop to the pool costs two thread wake-ups per batch, most of
-/// the time of an unpipelined GET or SET served from memory.
+/// one task on the engine pool. A batch that found a key's stripe held by another segment
+/// first awaits its release and tries inline again. A hop to the pool costs two thread
+/// wake-ups per batch, most of the time of an unpipelined GET or SET served from memory.
 async fn execute(
     shared: &Arc<Shared>,
     mut session: Session,
@@ -245,11 +245,13 @@ async fn execute(
         let ran = run_batch(shared, &mut session, &batch, &mut out);
         return Ok((session, out, batch, ran));
     }
+    // One output budget for the whole batch, however many tries it takes.
+    let base = out.len();
     if inline_ok(shared, &batch) {
         let mut busy = 0;
         loop {
             let (ran, deferred) =
-                run_batch_mode(shared, &mut session, &batch[done..], &mut out, true);
+                run_batch_mode(shared, &mut session, &batch[done..], &mut out, base, true);
             done += ran;
             match deferred {
                 None => return Ok((session, out, batch, done)),
@@ -273,7 +275,7 @@ async fn execute(
     shared
         .pool
         .run(move || {
-            let ran = run_batch(&sh, &mut session, &batch[done..], &mut out);
+            let (ran, _) = run_batch_mode(&sh, &mut session, &batch[done..], &mut out, base, false);
             (session, out, batch, done + ran)
         })
         .await

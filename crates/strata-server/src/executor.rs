@@ -45,7 +45,8 @@ pub fn run_batch(
     batch: &[Vec<Bytes>],
     out: &mut BytesMut,
 ) -> usize {
-    run_batch_mode(shared, session, batch, out, false).0
+    let base = out.len();
+    run_batch_mode(shared, session, batch, out, base, false).0
 }
 
 /// Why an inline segment was discarded (see [`run_batch_mode`]).
@@ -59,7 +60,9 @@ pub enum Deferred {
     Blocking,
 }
 
-/// [`run_batch`], inline on the event loop when `inline` (see `connection`): engine reads are
+/// [`run_batch`] with the replies counted from `out_base` in `out` (so a batch resumed after
+/// a deferral keeps one output budget), inline on the event loop when `inline` (see
+/// `connection`): engine reads are
 /// `cache_only`, stripes are only tried, and the commit refuses to stall. A segment that would
 /// have to wait is discarded whole — its writes were never committed and its replies never
 /// encoded — and the batch stops before it: returns `(requests run, Some(why))`, and the
@@ -71,10 +74,11 @@ pub fn run_batch_mode(
     session: &mut Session,
     batch: &[Vec<Bytes>],
     out: &mut BytesMut,
+    out_base: usize,
     inline: bool,
 ) -> (usize, Option<Deferred>) {
     let now = crate::expiry::now_ms();
-    let start_len = out.len();
+    let start_len = out_base.min(out.len());
     let mut i = 0;
     while i < batch.len()
         && session.close == Close::Open

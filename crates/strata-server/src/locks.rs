@@ -51,16 +51,25 @@ pub struct MultiGuard<'a> {
 
 impl Drop for MultiGuard<'_> {
     fn drop(&mut self) {
-        let held: Vec<usize> = self.guards.iter().map(|&(i, _)| i).collect();
-        self.guards.clear();
-        // Pairs with the fence in `wait_unlocked`: the unlocks above before the counts below.
-        fence(SeqCst);
-        for i in held {
+        for (i, guard) in self.guards.drain(..) {
+            drop(guard);
+            // Pairs with the fence in `wait_unlocked`: the unlock before the count.
+            fence(SeqCst);
             let s = &self.locks.stripes[i];
             if s.waiters.load(SeqCst) > 0 {
                 s.notify.notify_one();
             }
         }
+    }
+}
+
+/// Counts a waiter for as long as it waits, however its wait ends (a connection task can be
+/// dropped in the middle, at shutdown).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, SeqCst);
     }
 }
 
@@ -120,8 +129,9 @@ impl KeyLocks {
         Ok(g)
     }
 
-    /// Returns once `stripe` has been free at some moment since the call (it may be taken again
-    /// by the time the caller tries it).
+    /// Returns once `stripe` was released (or found free) after the call — or at once if a
+    /// release's wake-up is still pending from a waiter that left: the caller tries the
+    /// stripe again either way, and it may have been taken again meanwhile.
     pub async fn wait_unlocked(&self, stripe: usize) {
         let s = &self.stripes[stripe];
         let notified = s.notify.notified();
@@ -129,12 +139,12 @@ impl KeyLocks {
         // Registered before it is counted: a releaser that sees the count finds this waiter.
         notified.as_mut().enable();
         s.waiters.fetch_add(1, SeqCst);
+        let _counted = Waiting(&s.waiters);
         // Pairs with the fence in `MultiGuard::drop`.
         fence(SeqCst);
         if s.lock.is_locked() {
             notified.await;
         }
-        s.waiters.fetch_sub(1, SeqCst);
     }
 
     /// Locks every stripe, in ascending order.
@@ -170,6 +180,50 @@ mod tests {
         assert!(l.try_lock_keys(&[b"a"]).is_err());
         drop(g);
         assert!(l.try_lock_keys(&[b"a"]).is_ok());
+    }
+
+    /// A wait dropped before its wake-up (a task cancelled at shutdown) leaves no count
+    /// behind, and the next waiter is still woken.
+    #[test]
+    fn a_cancelled_wait_is_uncounted() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let l = KeyLocks::new(4);
+        let stripe = l.index(b"k");
+        rt.block_on(async {
+            let held = l.lock_keys(&[b"k"]);
+            let r = tokio::time::timeout(
+                std::time::Duration::from_millis(20),
+                l.wait_unlocked(stripe),
+            )
+            .await;
+            assert!(r.is_err(), "the stripe is held: the wait must not end");
+            assert_eq!(l.stripes[stripe].waiters.load(SeqCst), 0);
+            let wait = l.wait_unlocked(stripe);
+            tokio::pin!(wait);
+            assert!(futures_poll_once(wait.as_mut()).await.is_none());
+            drop(held);
+            tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+                .await
+                .expect("woken by the release");
+        });
+    }
+
+    /// Polls a future once: `Some` if it finished.
+    async fn futures_poll_once<F: std::future::Future + Unpin>(f: F) -> Option<F::Output> {
+        let mut f = Some(f);
+        std::future::poll_fn(move |cx| {
+            let mut g = f.take().unwrap();
+            std::task::Poll::Ready(
+                match std::future::Future::poll(std::pin::Pin::new(&mut g), cx) {
+                    std::task::Poll::Ready(v) => Some(v),
+                    std::task::Poll::Pending => None,
+                },
+            )
+        })
+        .await
     }
 
     /// Tasks that only try stripes and await releases, beside threads that block on them, all

@@ -66,8 +66,9 @@ pub struct StressConfig {
     pub write_buffer_size: usize,
     pub max_write_buffer_number: usize,
     pub memtable_bloom_ratio: f64,
-    /// 0.001 gives the smallest index, which overflows (lookups then search).
-    #[serde(default)]
+    /// 0.001 gives the smallest index, which overflows (lookups then search). Configurations
+    /// saved before it existed replay with the engine's default.
+    #[serde(default = "default_point_index_ratio")]
     pub memtable_point_index_ratio: f64,
     pub concurrent_memtable_writes: bool,
     #[serde(default)]
@@ -175,7 +176,7 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         write_buffer_size: pick(rng, &[8 << 10, 32 << 10, 256 << 10, 4 << 20]),
         max_write_buffer_number: 2 + rng.below(3) as usize,
         memtable_bloom_ratio: pick(rng, &[0.0, 0.02, 0.1]),
-        memtable_point_index_ratio: pick(rng, &[0.0, 0.001, 0.125]),
+        memtable_point_index_ratio: pick(rng, &[0.0, 0.001, 0.25]),
         concurrent_memtable_writes: rng.chance(50),
         pipelined_write: rng.chance(50),
         level0_file_num_compaction_trigger: level0,
@@ -358,6 +359,10 @@ impl StressConfig {
     pub fn describe(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+fn default_point_index_ratio() -> f64 {
+    Options::default().memtable_point_index_ratio
 }
 
 #[cfg(test)]

@@ -63,13 +63,15 @@ pub struct Options {
     /// keys a memtable does not hold skip its skiplist. Default 0.02 (1.3 MiB, about 25 bits per
     /// 100-byte entry, for a 64 MiB memtable); 0 turns it off. At most 0.25.
     pub memtable_bloom_ratio: f64,
-    /// Size of each memtable's point index (a hash table from user key to its newest entry,
-    /// 8 bytes per slot) as a fraction of `write_buffer_size`, not counted in it: point lookups
-    /// of keys in the memtable skip the skiplist search (one slot and one entry instead of a
-    /// dozen or more cache misses), and those of absent keys cost one slot. Should a memtable
-    /// hold more distinct keys than the index can place (about half its slots), lookups fall
-    /// back to the filter and the search. Default 0.125 (8 MiB, 1M slots, for a 64 MiB
-    /// memtable); 0 turns it off. At most 0.5.
+    /// Largest size of each memtable's point index (a hash table from user key to its newest
+    /// entry, 8 bytes per slot) as a fraction of `write_buffer_size`, not counted in it: point
+    /// lookups of keys in the memtable skip the skiplist search (a slot and an entry instead of
+    /// a dozen or more cache misses), and those of absent keys cost a slot. Each memtable's
+    /// index has twice as many slots as the memtable before it held entries (a power of two;
+    /// the first one assumes 64-byte entries), up to this cap; keys the index cannot place
+    /// (linear-probe runs past 32 slots) are looked up by filter and search. Default 0.25
+    /// (at most 16 MiB for a 64 MiB memtable; 8 MiB for entries of 64 to 128 bytes); 0 turns
+    /// it off. At most 0.5.
     pub memtable_point_index_ratio: f64,
     /// L0 table count that triggers an L0 compaction. Default 4.
     pub level0_file_num_compaction_trigger: usize,
@@ -205,7 +207,7 @@ impl Default for Options {
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             memtable_bloom_ratio: 0.02,
-            memtable_point_index_ratio: 0.125,
+            memtable_point_index_ratio: 0.25,
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
@@ -309,9 +311,16 @@ impl Options {
         (self.write_buffer_size as f64 * self.memtable_bloom_ratio) as usize
     }
 
-    /// Slots of each memtable's point index (0: none).
-    pub fn memtable_point_index_slots(&self) -> usize {
-        (self.write_buffer_size as f64 * self.memtable_point_index_ratio / 8.0) as usize
+    /// Slots of a memtable's point index (0: none): twice `expected_entries` (by default one
+    /// per 64 bytes of `write_buffer_size`), rounded up to a power of two, at most
+    /// `memtable_point_index_ratio` of `write_buffer_size` in bytes.
+    pub fn memtable_point_index_slots(&self, expected_entries: Option<u64>) -> usize {
+        let cap = (self.write_buffer_size as f64 * self.memtable_point_index_ratio / 8.0) as usize;
+        if cap == 0 {
+            return 0;
+        }
+        let entries = expected_entries.map_or(self.write_buffer_size / 64, |e| e as usize);
+        (entries.max(32) * 2).next_power_of_two().min(cap)
     }
 
     /// Checks that the options are consistent.

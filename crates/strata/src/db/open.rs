@@ -332,7 +332,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     store.remove_capacity_orphans(&live_capacity)?;
     remove_local_staging_files(&storage, &opts)?;
 
-    let mem = Arc::new(MemTable::for_options(wal_number, &opts));
+    let mem = Arc::new(MemTable::for_options(wal_number, &opts, None));
     let hot = super::promote::open_hotrap(dir, &storage, &opts)?;
     let logstore = match (opts.placement_policy, opts.compaction_style) {
         (crate::tier::PlacementPolicy::Static, _) => None,

@@ -14,8 +14,10 @@
 //! - WAL records are appended in sequence order: only the front of the queue allocates sequence
 //!   numbers (`allocated`) and appends to the WAL.
 //! - `last_seq` (what reads see) only grows, group by group in sequence order, and only past
-//!   sequence numbers whose batches are wholly in the memtable: no reader sees part of a batch,
-//!   and a writer sees its own write on return.
+//!   sequence numbers whose batches are wholly in the memtable (linked and in its point
+//!   index): no reader sees part of a batch, and a writer sees its own write on return.
+//!   `MemTable::get` is exact only at snapshots read from `last_seq` (an acquire): unlike a
+//!   search, the point index does not show entries linked but not yet indexed.
 //! - Whoever seals the memtable (a leader in `make_room_for_write`, `exclusive`, shutdown) first
 //!   waits until every allocated sequence number is published ([`quiesce`]), so no group is still
 //!   inserting into a memtable that flush may pick up.
@@ -550,7 +552,12 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         ext.wal_created(number, inner.last_seq.load(Ordering::Acquire) + 1);
     }
     inner.wal.lock().rotate(LogWriter::new(file, number));
-    let mem = Arc::new(MemTable::for_options(number, &inner.opts));
+    // The point index is sized for as many keys as the memtable it follows held.
+    let mem = Arc::new(MemTable::for_options(
+        number,
+        &inner.opts,
+        Some(st.mem.num_entries()),
+    ));
     inner.commit.active.store(mem.clone());
     let old = std::mem::replace(&mut st.mem, mem);
     st.imms.push(old);

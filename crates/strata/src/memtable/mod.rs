@@ -56,12 +56,18 @@ impl MemTable {
         Self::with_bloom(wal_number, 0)
     }
 
-    /// A memtable with the whole-key Bloom filter and point index `opts` ask for.
-    pub fn for_options(wal_number: u64, opts: &crate::Options) -> Self {
+    /// A memtable with the whole-key Bloom filter and point index `opts` ask for; the index
+    /// sized for `expected_entries` (those of the memtable before it; see
+    /// [`crate::Options::memtable_point_index_slots`]).
+    pub fn for_options(
+        wal_number: u64,
+        opts: &crate::Options,
+        expected_entries: Option<u64>,
+    ) -> Self {
         Self::with_filters(
             wal_number,
             opts.memtable_bloom_bytes(),
-            opts.memtable_point_index_slots(),
+            opts.memtable_point_index_slots(expected_entries),
         )
     }
 
@@ -313,7 +319,7 @@ mod tests {
     /// Point lookups at random snapshots agree with a map of every version, with no point
     /// index, a roomy one and one so small it overflows midway (lookups then fall back to the
     /// search), with and without the filter; single entries and groups; versions inserted out
-    /// of order (as concurrent writers and HotRAP's promotions insert them).
+    /// of order (as concurrent writers insert them).
     #[test]
     fn gets_match_a_model_with_and_without_a_point_index() {
         use std::collections::BTreeMap;

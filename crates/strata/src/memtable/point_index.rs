@@ -20,8 +20,8 @@
 //! its publication here too, or the overflow mark: so `Absent` is exact for every entry it can
 //! see, and `Item` is the newest of them or newer.
 //!
-//! Items are opaque addresses; the caller says how to compare them (`same_key`, `newer`). No
-//! `unsafe` here. Depends on nothing in the engine.
+//! Items are opaque addresses; the caller says how to compare them (`same_key`, `newer`). The
+//! only `unsafe` is the zeroed allocation of the slots. Depends on nothing in the engine.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -55,8 +55,12 @@ impl PointIndex {
     /// An index of `slots` slots, rounded up to a power of two (at least 64).
     pub fn new(slots: usize) -> PointIndex {
         let n = slots.max(64).next_power_of_two();
+        // SAFETY: all-zero bytes are a valid `AtomicU64` (0: an empty slot). Zeroed memory
+        // from the allocator comes as untouched pages for large sizes, so a new memtable (made
+        // while the engine holds its state lock) does not write megabytes of zeros.
+        let slots = unsafe { Box::<[AtomicU64]>::new_zeroed_slice(n).assume_init() };
         PointIndex {
-            slots: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            slots,
             mask: n - 1,
             overflow: (0..n / GROUP).map(|_| AtomicBool::new(false)).collect(),
             complete: AtomicBool::new(true),

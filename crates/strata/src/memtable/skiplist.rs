@@ -16,7 +16,8 @@
 //! decides membership), and readers never block.
 //!
 //! An optional [`PointIndex`] maps each user key to its newest node, for point lookups that
-//! skip the search; a node is published there right after it is linked at level 0.
+//! skip the search; a node is published there once it is linked on all its levels, before
+//! `insert` returns (so before the engine publishes its sequence number).
 //!
 //! All `unsafe` in the memtable is in this file. Depends on `types` and `point_index` only.
 
@@ -39,6 +40,9 @@ const BRANCHING: u64 = 4;
 /// Most entries [`SkipList::insert_group`] takes at once: enough searches in flight to keep
 /// the memory system busy, little enough state to stay in L1.
 pub const INSERT_GROUP: usize = 16;
+/// Versions newer than the snapshot a point lookup steps over from the indexed newest one
+/// before it searches instead.
+const MAX_VERSION_STEPS: usize = 8;
 /// The first chunk; each further one is as large as all before it (so a small memtable wastes
 /// little), up to [`MAX_CHUNK`].
 const MIN_CHUNK: usize = 4 << 10;
@@ -569,8 +573,16 @@ impl SkipList {
             Found::Unknown => self.seek_ge(t),
             Found::Item(o) => {
                 let mut x = node_at(o);
+                let mut steps = 0;
                 // SAFETY: `x` is a published node, then its level-0 successors (or null).
                 while !x.is_null() && unsafe { compare(x, t) } == Ordering::Less {
+                    steps += 1;
+                    if steps > MAX_VERSION_STEPS {
+                        // Many versions newer than the snapshot (a hot key read at an old
+                        // snapshot): a search costs O(log n), the walk O(versions).
+                        x = self.seek_ge(t);
+                        break;
+                    }
                     x = unsafe { next(x, 0) };
                 }
                 x
@@ -875,10 +887,22 @@ mod tests {
                     let list = list.clone();
                     std::thread::spawn(move || {
                         let mut rng = Rng::new(s ^ w);
-                        for _ in 0..scale(3000, 150) {
-                            let user = rng.below(scale(400, 40) as u64).to_be_bytes();
-                            let k = ikey(&user, 1 + rng.below(1000));
-                            insert(&list, &k, &user);
+                        let keys: Vec<Vec<u8>> = (0..scale(3000, 150))
+                            .map(|_| {
+                                let user = rng.below(scale(400, 40) as u64).to_be_bytes();
+                                ikey(&user, 1 + rng.below(1000))
+                            })
+                            .collect();
+                        // One writer one entry at a time, the other in groups.
+                        for chunk in keys.chunks(if w == 0 { 1 } else { INSERT_GROUP }) {
+                            let entries: Vec<(&[u8], u64, &[u8])> = chunk
+                                .iter()
+                                .map(|k| {
+                                    (types::user_key(k), types::trailer(k), types::user_key(k))
+                                })
+                                .collect();
+                            let mut inserted = [false; INSERT_GROUP];
+                            list.insert_group(&entries, &mut inserted);
                         }
                     })
                 })
@@ -903,6 +927,30 @@ mod tests {
                 assert_eq!(got, want, "seed {s} slots {slots}");
             }
         }
+    }
+
+    /// A key with many versions newer than the snapshot: the lookup steps over a few, then
+    /// searches, and finds the right version either way.
+    #[test]
+    fn point_lookups_past_many_newer_versions() {
+        let list = SkipList::with_index(1024);
+        for seq in 1..=scale(200, 30) as u64 {
+            insert(&list, &ikey(b"hot", seq), &seq.to_be_bytes());
+            insert(&list, &ikey(format!("k{seq}").as_bytes(), seq), b"x");
+        }
+        for snap in [1u64, 2, 5, 9, 10, 11, 25, 29, 30, 31, 199, 200, 1000] {
+            let t = Target::new(b"hot", types::pack_trailer(snap, 1));
+            let got = list
+                .get_point(&t, || true)
+                .map(|(k, _)| types::trailer(k) >> 8);
+            let newest = scale(200, 30) as u64;
+            assert_eq!(got, Some(snap.min(newest)), "snapshot {snap}");
+        }
+        let t = Target::new(b"hot", types::pack_trailer(0, 1));
+        assert!(
+            list.get_point(&t, || true).is_none(),
+            "nothing at snapshot 0"
+        );
     }
 
     /// `compare_internal` order for the oracle.
