@@ -38,6 +38,8 @@ done
 source bench/redis-pair.sh
 
 mkdir -p "$WORK/strata" "$WORK/redis"
+port_free "$STRATA_PORT" "strata serve"
+port_free "$REDIS_PORT" "redis-server"
 "$STRATA_BIN" serve --bind 127.0.0.1 --port "$STRATA_PORT" --dir "$WORK/strata" \
   --sync everysec --log-level warn 2>"$WORK/strata.log" &
 STRATA_PID=$!

@@ -18,6 +18,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
+port_free() { # port name: fails if something already answers there (a server left running
+  # would otherwise be measured in place of the one this script starts)
+  if redis-cli -h 127.0.0.1 -p "$1" PING >/dev/null 2>&1; then
+    echo "port $1 ($2) is already in use: stop whatever listens there first" >&2
+    exit 1
+  fi
+}
+
 wait_ping() { # port name
   for _ in $(seq 1 300); do
     if [ "$(redis-cli -h 127.0.0.1 -p "$1" PING 2>/dev/null)" = "PONG" ]; then return 0; fi

@@ -31,6 +31,8 @@ ulimit -n "$(ulimit -Hn)"
 source bench/redis-pair.sh
 
 mkdir -p "$WORK/strata" "$WORK/redis"
+port_free "$STRATA_PORT" "strata serve"
+port_free "$REDIS_PORT" "redis-server"
 "$STRATA_BIN" serve --bind 127.0.0.1 --port "$STRATA_PORT" --dir "$WORK/strata" \
   --maxclients 20000 --log-level warn 2>"$WORK/strata.log" &
 STRATA_PID=$!
