@@ -61,6 +61,9 @@ pub struct ServeArgs {
     /// Engine calls running at once [default: 32]
     #[arg(long)]
     pub engine_threads: Option<u64>,
+    /// Event-loop threads serving connections; 0 picks half the CPU cores [default: 0]
+    #[arg(long)]
+    pub io_threads: Option<u64>,
     /// Engine: memtable size before a flush [default: 64mb]
     #[arg(long, value_name = "SIZE")]
     pub write_buffer_size: Option<String>,
@@ -228,6 +231,7 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
         args.client_query_buffer_limit.as_ref().map(s),
     )?;
     set("engine-threads", args.engine_threads.map(i))?;
+    set("io-threads", args.io_threads.map(i))?;
     set(
         "engine.write-buffer-size",
         args.write_buffer_size.as_ref().map(s),
@@ -327,7 +331,9 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
 pub fn run(args: ServeArgs) -> Result<()> {
     let config = build_config(&args)?;
     crate::logging::init(&config.log_level)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.io_thread_count(cores))
         .enable_all()
         .thread_name("strata-serve")
         // The engine pool's semaphore bounds engine calls; a few more threads for the rest.

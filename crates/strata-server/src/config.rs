@@ -534,6 +534,11 @@ pub struct ServerConfig {
     pub client_query_buffer_limit: ByteSize,
     /// Engine calls running at once (the bounded blocking pool). Default 32.
     pub engine_threads: usize,
+    /// Event-loop threads serving connections (reading, parsing, running the commands that can
+    /// run inline, replying). 0 (the default) picks half the CPU cores, at least one: the rest is
+    /// left to the engine's flushes and compactions and to the engine pool. See
+    /// [`ServerConfig::io_thread_count`].
+    pub io_threads: usize,
     /// Stripes of the key lock table. Default 4096.
     pub key_lock_stripes: usize,
     /// Port of the Prometheus metrics endpoint (`/metrics`, on `bind`); 0 picks a free one;
@@ -559,6 +564,7 @@ impl Default for ServerConfig {
             max_multibulk_len: 1024 * 1024,
             client_query_buffer_limit: ByteSize(128 << 20),
             engine_threads: 32,
+            io_threads: 0,
             key_lock_stripes: 4096,
             metrics_port: None,
             engine: EngineConfig::default(),
@@ -566,7 +572,19 @@ impl Default for ServerConfig {
     }
 }
 
+/// Most event-loop threads `io-threads` may ask for.
+pub const MAX_IO_THREADS: usize = 128;
+
 impl ServerConfig {
+    /// The event-loop threads to run: `io_threads`, or for 0 half of `cores` (at least 1).
+    pub fn io_thread_count(&self, cores: usize) -> usize {
+        if self.io_threads > 0 {
+            self.io_threads
+        } else {
+            (cores / 2).max(1)
+        }
+    }
+
     /// Parses a TOML configuration file's text. Unknown keys are errors; absent keys take
     /// their defaults.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
@@ -584,6 +602,9 @@ impl ServerConfig {
         }
         if self.engine_threads == 0 {
             return bad("engine-threads must be at least 1".into());
+        }
+        if self.io_threads > MAX_IO_THREADS {
+            return bad(format!("io-threads must be in 0..={MAX_IO_THREADS}"));
         }
         if self.proto_max_bulk_len.0 < 1024 || self.proto_max_bulk_len.0 > MAX_STRING_LEN {
             return bad(format!(
@@ -679,6 +700,19 @@ mod tests {
         assert_eq!(c.bind, "127.0.0.1");
         assert!(ServerConfig::from_toml("nope = 1").is_err());
         assert!(ServerConfig::from_toml("[engine]\nnope = 1").is_err());
+    }
+
+    #[test]
+    fn io_threads_default_to_half_the_cores() {
+        let mut c = ServerConfig::default();
+        for (cores, want) in [(1, 1), (2, 1), (3, 1), (8, 4), (64, 32)] {
+            assert_eq!(c.io_thread_count(cores), want, "{cores} cores");
+        }
+        c = ServerConfig::from_toml("io-threads = 3").unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.io_thread_count(2), 3);
+        c.io_threads = MAX_IO_THREADS + 1;
+        assert!(c.validate().is_err());
     }
 
     #[test]

@@ -31,7 +31,7 @@ use tracing::{debug, warn};
 
 use crate::clients::ClientHandle;
 use crate::commands;
-use crate::executor::{run_batch, run_batch_mode, Deferred};
+use crate::executor::{run_batch, run_batch_inline, run_batch_mode, Deferred};
 use crate::resp::{encode, Parser, Reply};
 use crate::server::Shared;
 use crate::session::{Close, Session};
@@ -230,7 +230,8 @@ async fn read_when_ready(
 /// engine command is one of the point-lookup kinds (`CommandSpec::inline_ok`) and no write
 /// would wait for an fsync (`sync = always`) — engine reads then answer from memory or report
 /// that they need I/O, and the commit refuses to stall (see `executor::run_batch_mode`), so the
-/// event loop never blocks; whatever could not finish inline, and every other batch, runs as
+/// event loop never blocks; the writes of segments that commit in the same scheduler tick, from
+/// any connection, go in one engine write (`commit_group`); whatever could not finish inline, and every other batch, runs as
 /// one task on the engine pool. A batch that found a key's stripe held by another segment
 /// first awaits its release and tries inline again. A hop to the pool costs two thread
 /// wake-ups per batch, most of the time of an unpipelined GET or SET served from memory.
@@ -251,7 +252,7 @@ async fn execute(
         let mut busy = 0;
         loop {
             let (ran, deferred) =
-                run_batch_mode(shared, &mut session, &batch[done..], &mut out, base, true);
+                run_batch_inline(shared, &mut session, &batch[done..], &mut out, base).await;
             done += ran;
             match deferred {
                 None => return Ok((session, out, batch, done)),

@@ -27,11 +27,16 @@
 
 use bytes::{Bytes, BytesMut};
 
+use strata::WriteBatch;
+
 use crate::commands::{self, Ctx, LockScope, Pending};
+use crate::commit_group::Outcome;
+use crate::locks::MultiGuard;
 use crate::resp::{encode, Reply};
 use crate::server::Shared;
 use crate::session::{Close, Session};
 use crate::stats::ServerStats;
+use crate::store::StoreResult;
 
 /// Replies (in bytes, estimated) after which a batch stops early.
 pub const OUTPUT_SOFT_LIMIT: usize = 8 << 20;
@@ -77,13 +82,100 @@ pub fn run_batch_mode(
     out_base: usize,
     inline: bool,
 ) -> (usize, Option<Deferred>) {
-    let now = crate::expiry::now_ms();
-    let start_len = out_base.min(out.len());
-    let mut i = 0;
-    while i < batch.len()
-        && session.close == Close::Open
-        && out.len() - start_len < OUTPUT_SOFT_LIMIT
-    {
+    let mut at = Progress::new(out, out_base);
+    while let Some((end, room)) = at.next_segment(batch, session, out) {
+        let i = at.done;
+        let mut seg = match prepare_segment(shared, session, &batch[i..end], at.now, room, inline) {
+            Ok(seg) => seg,
+            Err(why) => return (i, Some(why)),
+        };
+        let writes = std::mem::take(&mut seg.batch);
+        let committed = if writes.is_empty() {
+            Ok(())
+        } else if inline {
+            match shared.store.write_no_slowdown(writes) {
+                Err(e) if e.kind() == strata::ErrorKind::Incomplete => {
+                    return (i, Some(Deferred::Blocking))
+                }
+                r => r.map_err(crate::store::StoreError::from),
+            }
+        } else {
+            shared.store.write(writes)
+        };
+        at.done += finish_segment(shared, session, seg, committed, out, inline);
+    }
+    (at.done, None)
+}
+
+/// [`run_batch_mode`] inline, with the segments' writes committed through the server's commit
+/// groups (`commit_group`): one engine write for the segments of every connection that commits
+/// in the same scheduler tick. Same contract otherwise: a segment that would wait is discarded
+/// whole and the batch stops before it.
+pub async fn run_batch_inline(
+    shared: &Shared,
+    session: &mut Session,
+    batch: &[Vec<Bytes>],
+    out: &mut BytesMut,
+    out_base: usize,
+) -> (usize, Option<Deferred>) {
+    let mut at = Progress::new(out, out_base);
+    while let Some((end, room)) = at.next_segment(batch, session, out) {
+        let i = at.done;
+        let mut seg = match prepare_segment(shared, session, &batch[i..end], at.now, room, true) {
+            Ok(seg) => seg,
+            Err(why) => return (i, Some(why)),
+        };
+        let committed = if seg.batch.is_empty() {
+            Ok(())
+        } else {
+            let batch = std::mem::take(&mut seg.batch);
+            let (outcome, count) = shared.commit_groups.commit(&shared.store, batch).await;
+            ServerStats::add(&shared.stats.group_writes, count.writes);
+            ServerStats::add(&shared.stats.group_batches, count.batches);
+            match outcome {
+                Outcome::Committed => Ok(()),
+                Outcome::Failed(e) => Err(e),
+                Outcome::Retry => return (i, Some(Deferred::Blocking)),
+            }
+        };
+        at.done += finish_segment(shared, session, seg, committed, out, true);
+    }
+    (at.done, None)
+}
+
+/// How far a batch's run got.
+struct Progress {
+    /// Command time of the whole batch (Unix milliseconds).
+    now: u64,
+    /// Where the batch's replies start in the output buffer.
+    start_len: usize,
+    /// Requests consumed.
+    done: usize,
+}
+
+impl Progress {
+    fn new(out: &BytesMut, out_base: usize) -> Self {
+        Progress {
+            now: crate::expiry::now_ms(),
+            start_len: out_base.min(out.len()),
+            done: 0,
+        }
+    }
+
+    /// The next segment — its end in `batch` (a barrier alone, or the run of ordinary commands
+    /// up to the next barrier) and the reply bytes it may produce — or `None` once the batch is
+    /// done, the session is closing or the replies passed [`OUTPUT_SOFT_LIMIT`].
+    fn next_segment(
+        &self,
+        batch: &[Vec<Bytes>],
+        session: &Session,
+        out: &BytesMut,
+    ) -> Option<(usize, usize)> {
+        let used = out.len() - self.start_len;
+        let i = self.done;
+        if i >= batch.len() || session.close != Close::Open || used >= OUTPUT_SOFT_LIMIT {
+            return None;
+        }
         let barrier =
             |args: &Vec<Bytes>| commands::lookup(&args[0]).is_some_and(|(_, c)| c.alone());
         let end = if barrier(&batch[i]) {
@@ -91,26 +183,37 @@ pub fn run_batch_mode(
         } else {
             i + batch[i..].iter().take_while(|a| !barrier(a)).count()
         };
-        let room = OUTPUT_SOFT_LIMIT.saturating_sub(out.len() - start_len);
-        match run_segment(shared, session, &batch[i..end], now, room, out, inline) {
-            Ok(ran) => i += ran,
-            Err(why) => return (i, Some(why)),
-        }
+        Some((end, OUTPUT_SOFT_LIMIT - used))
     }
-    (i, None)
 }
 
-/// Runs a segment (or its prefix, if its replies outgrow `room`); returns the requests run, or
+/// A segment whose commands ran, holding its stripes, with its writes not yet committed.
+struct Prepared<'a> {
+    guard: Option<MultiGuard<'a>>,
+    /// The segment's writes (empty if it wrote nothing).
+    batch: WriteBatch,
+    replies: Vec<Reply>,
+    /// The reply of the segment's first write command (from which a failed commit's error is
+    /// the reply).
+    first_write: Option<usize>,
+    /// Requests consumed (replies plus a request that closed the session without one).
+    ran: usize,
+    hits: u64,
+    misses: u64,
+    /// Per-command latencies, recorded only if the segment is not discarded.
+    timings: Vec<(&'static str, std::time::Duration)>,
+}
+
+/// Steps 1 and 2 of a segment (or its prefix, if its replies outgrow `room`): lock, run. Returns
 /// why running inline it would have to wait (nothing committed, nothing encoded).
-fn run_segment(
-    shared: &Shared,
+fn prepare_segment<'a>(
+    shared: &'a Shared,
     session: &mut Session,
     cmds: &[Vec<Bytes>],
     now: u64,
     room: usize,
-    out: &mut BytesMut,
     inline: bool,
-) -> Result<usize, Deferred> {
+) -> Result<Prepared<'a>, Deferred> {
     // 1. The stripes the segment's write commands name.
     let mut keys: Vec<&Bytes> = Vec::new();
     let mut all = false;
@@ -143,8 +246,7 @@ fn run_segment(
     let mut first_write: Option<usize> = None;
     let mut reply_bytes = 0usize;
     let mut ran = 0;
-    // Per-command latencies, recorded only if the segment is not discarded.
-    let mut timings: Vec<(&'static str, std::time::Duration)> = Vec::new();
+    let mut timings = Vec::new();
     for args in cmds {
         ran += 1;
         let before = pending.batch.len();
@@ -181,34 +283,51 @@ fn run_segment(
             break;
         }
     }
+    Ok(Prepared {
+        guard,
+        hits: pending.hits.get(),
+        misses: pending.misses.get(),
+        batch: pending.batch,
+        replies,
+        first_write,
+        ran,
+        timings,
+    })
+}
 
-    // 3. Commit.
-    let (pending_hits, pending_misses) = (pending.hits.get(), pending.misses.get());
-    if !pending.is_empty() {
-        let committed = if inline {
-            match shared.store.write_no_slowdown(pending.batch) {
-                Err(e) if e.kind() == strata::ErrorKind::Incomplete => {
-                    return Err(Deferred::Blocking)
-                }
-                r => r.map_err(crate::store::StoreError::from),
-            }
-        } else {
-            shared.store.write(pending.batch)
-        };
-        if let Err(e) = committed {
-            tracing::error!("write failed: {e}");
-            let r = Reply::from(e);
-            for rep in &mut replies[first_write.unwrap_or(0)..] {
-                *rep = r.clone();
-            }
+/// Steps 3 and 4 once the segment's writes were committed (`committed` is the outcome): release
+/// the stripes, count, encode the replies. Returns the requests the segment consumed.
+fn finish_segment(
+    shared: &Shared,
+    session: &Session,
+    seg: Prepared<'_>,
+    committed: StoreResult<()>,
+    out: &mut BytesMut,
+    inline: bool,
+) -> usize {
+    let Prepared {
+        guard,
+        mut replies,
+        first_write,
+        ran,
+        hits,
+        misses,
+        timings,
+        ..
+    } = seg;
+    if let Err(e) = committed {
+        tracing::error!("write failed: {e}");
+        let r = Reply::from(e);
+        for rep in &mut replies[first_write.unwrap_or(0)..] {
+            *rep = r.clone();
         }
     }
     drop(guard);
     if inline {
         ServerStats::add(&shared.stats.inline_segments, 1);
     }
-    ServerStats::add(&shared.stats.keyspace_hits, pending_hits);
-    ServerStats::add(&shared.stats.keyspace_misses, pending_misses);
+    ServerStats::add(&shared.stats.keyspace_hits, hits);
+    ServerStats::add(&shared.stats.keyspace_misses, misses);
     if let Some(m) = &shared.metrics {
         for (name, d) in timings {
             m.observe(name, d);
@@ -222,5 +341,5 @@ fn run_segment(
         }
         encode(out, r, session.protocol);
     }
-    Ok(ran)
+    ran
 }

@@ -372,6 +372,14 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         "inline_busy_waits",
         ServerStats::get(&shared.stats.inline_busy_waits),
     );
+    s.kv(
+        "inline_group_writes",
+        ServerStats::get(&shared.stats.group_writes),
+    );
+    s.kv(
+        "inline_group_batches",
+        ServerStats::get(&shared.stats.group_batches),
+    );
     s.kv("logstore_enabled", u8::from(st.logstore.is_some()));
     if let Some(l) = &st.logstore {
         s.kv("logstore_informed_compactions", l.informed_compactions);

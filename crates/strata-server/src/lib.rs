@@ -31,6 +31,7 @@
 pub mod clients;
 pub mod collections;
 pub mod commands;
+pub mod commit_group;
 pub mod config;
 pub mod connection;
 pub mod cursor;

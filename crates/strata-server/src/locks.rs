@@ -13,8 +13,10 @@
 //! in one batch, so they always see a whole value. Readers of collection elements (HGETALL,
 //! LRANGE, ZRANGE, SUNION, ...) read the metadata record and then the elements, so they hold the
 //! stripes of the keys they read, like writers (see `commands::CommandSpec::lock_scope`).
-//! Locks are held within synchronous code only — on the engine pool, or inline on an event-loop
-//! thread between two `.await`s — never across an `.await`.
+//! Locks are held within synchronous code — on the engine pool, or inline on an event-loop
+//! thread between two `.await`s — with one exception: an inline segment holds its stripes
+//! across the await of its commit group (`commit_group`), which its leader resolves within a
+//! scheduler tick without taking any stripe. No other `.await` happens under a lock.
 //!
 //! Waiting: engine-pool threads block in [`KeyLocks::lock_keys`]. Event-loop tasks must not
 //! block; they [`KeyLocks::try_lock_keys`], and when a stripe is held they await

@@ -61,6 +61,8 @@ pub struct Shared {
     pub cursors: ScanCursors,
     pub shutdown: ShutdownHandle,
     pub pool: EnginePool,
+    /// Group commit of inline segments' writes across connections.
+    pub commit_groups: crate::commit_group::CommitGroups,
     pub started: Instant,
     pub run_id: String,
     pub local_addr: SocketAddr,
@@ -151,6 +153,7 @@ impl Server {
             cursors: ScanCursors::new(SCAN_CURSORS, seed),
             shutdown: ShutdownHandle::new(),
             pool,
+            commit_groups: Default::default(),
             started: Instant::now(),
             run_id: id,
             local_addr,

@@ -131,10 +131,15 @@ impl WriteBatch {
         Ok(())
     }
 
-    /// Appends another batch's operations (used by group commit).
-    pub(crate) fn append(&mut self, other: &WriteBatch) {
+    /// Appends another batch's operations after this one's, so that both commit as one atomic
+    /// batch (the engine's group commit; a server's commit groups). A limit violation of
+    /// `other` carries over: the combined batch is refused when written.
+    pub fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         self.count += other.count;
+        if self.invalid.is_none() {
+            self.invalid.clone_from(&other.invalid);
+        }
     }
 
     /// Stamps the first sequence number and returns the encoded batch.
@@ -259,5 +264,32 @@ mod tests {
         b.put("ok", "v");
         b.put(vec![0u8; MAX_KEY_SIZE + 1], "v");
         assert!(b.validate().is_err());
+    }
+
+    #[test]
+    fn append_concatenates_and_keeps_violations() {
+        let mut a = WriteBatch::new();
+        a.put("a", "1");
+        let mut b = WriteBatch::new();
+        b.delete("b");
+        b.put("c", "3");
+        a.append(&b);
+        assert_eq!(a.len(), 3);
+        let enc = a.encode_with_seq(7).to_vec();
+        let (_, d) = WriteBatch::decode(&enc).unwrap();
+        let ops: Vec<_> = d.iter().collect();
+        assert_eq!(
+            ops,
+            vec![
+                BatchOp::Put(b"a", b"1"),
+                BatchOp::Delete(b"b"),
+                BatchOp::Put(b"c", b"3")
+            ]
+        );
+        assert!(a.validate().is_ok());
+        let mut bad = WriteBatch::new();
+        bad.delete(vec![0u8; MAX_KEY_SIZE + 1]);
+        a.append(&bad);
+        assert!(a.validate().is_err());
     }
 }

@@ -103,6 +103,7 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(String, String)> {
             l.max_multibulk_len().to_string(),
         ),
         ("engine-threads".into(), c.engine_threads.to_string()),
+        ("io-threads".into(), c.io_threads.to_string()),
         ("key-lock-stripes".into(), c.key_lock_stripes.to_string()),
     ];
     v.extend(

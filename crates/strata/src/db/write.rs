@@ -290,7 +290,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         return Err(e);
     }
 
-    insert_group(inner, &mem, &group, &w, first);
+    insert_group(inner, &mem, &group, &merged, &w, first);
     // Publish in sequence order, after every earlier group.
     let c = &inner.commit;
     c.published.wait(
@@ -366,22 +366,21 @@ fn append_to_wal(inner: &DbInner, merged: &mut WriteBatch, first: u64, sync: boo
 
 /// Inserts every member's batch into `mem`, consecutive from `first` in group order: by the
 /// leader alone, or by each member in parallel with `concurrent_memtable_writes`.
+///
+/// `merged` is the members' batches concatenated in group order (the WAL record): the leader
+/// alone inserts it as one batch, so the skiplist searches of many one-operation members overlap
+/// in grouped inserts just as those of one large batch do.
 fn insert_group(
     inner: &DbInner,
     mem: &Arc<MemTable>,
     group: &[Arc<Writer>],
+    merged: &WriteBatch,
     leader: &Arc<Writer>,
     first: u64,
 ) {
     if !inner.opts.concurrent_memtable_writes || group.len() == 1 {
         // No wake-ups: best on few cores and for small batches.
-        let mut seq = first;
-        for m in group {
-            if let Some(b) = m.batch.as_ref() {
-                apply_to_memtable(mem, b, seq);
-                seq += b.len() as u64;
-            }
-        }
+        apply_to_memtable(mem, merged, first);
         return;
     }
     let inserts = Arc::new(GroupInserts {
@@ -429,25 +428,29 @@ pub(crate) fn apply_to_memtable(mem: &MemTable, batch: &WriteBatch, first: u64) 
         }
         return;
     }
-    let mut group: Vec<(u64, ValueKind, &[u8], &[u8])> = Vec::with_capacity(INSERT_GROUP);
+    let mut group: [(u64, ValueKind, &[u8], &[u8]); INSERT_GROUP] =
+        [(0, ValueKind::Put, &[], &[]); INSERT_GROUP];
+    let mut n = 0;
     for (i, op) in batch.iter().enumerate() {
         let seq = first + i as u64;
         match op {
-            BatchOp::Put(k, v) => group.push((seq, ValueKind::Put, k, v)),
-            BatchOp::Delete(k) => group.push((seq, ValueKind::Delete, k, &[])),
+            BatchOp::Put(k, v) => group[n] = (seq, ValueKind::Put, k, v),
+            BatchOp::Delete(k) => group[n] = (seq, ValueKind::Delete, k, &[]),
             BatchOp::DeleteRange(s, e) => {
                 if s < e {
                     mem.add_range_delete(seq, s, e)
                 }
+                continue;
             }
         }
-        if group.len() == INSERT_GROUP {
+        n += 1;
+        if n == INSERT_GROUP {
             mem.add_group(&group);
-            group.clear();
+            n = 0;
         }
     }
-    if !group.is_empty() {
-        mem.add_group(&group);
+    if n > 0 {
+        mem.add_group(&group[..n]);
     }
 }
 

@@ -111,6 +111,11 @@ impl MemTable {
             // is already here.
             return;
         }
+        self.account(seq, kind);
+    }
+
+    /// Counts a newly linked point entry.
+    fn account(&self, seq: SeqNo, kind: ValueKind) {
         self.entries.fetch_add(1, AtOrd::Relaxed);
         if kind == ValueKind::Delete {
             self.deletes.fetch_add(1, AtOrd::Relaxed);
@@ -135,11 +140,7 @@ impl MemTable {
         self.map
             .insert_group(&group[..entries.len()], &mut inserted);
         for (&(seq, kind, _, _), _) in entries.iter().zip(inserted).filter(|(_, new)| *new) {
-            self.entries.fetch_add(1, AtOrd::Relaxed);
-            if kind == ValueKind::Delete {
-                self.deletes.fetch_add(1, AtOrd::Relaxed);
-            }
-            self.largest_seq.fetch_max(seq, AtOrd::Relaxed);
+            self.account(seq, kind);
         }
     }
 
