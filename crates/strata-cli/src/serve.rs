@@ -331,9 +331,12 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
 pub fn run(args: ServeArgs) -> Result<()> {
     let config = build_config(&args)?;
     crate::logging::init(&config.log_level)?;
+    let mut config = config;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // What CONFIG GET io-threads reports: the count in use.
+    config.io_threads = config.io_thread_count(cores);
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.io_thread_count(cores))
+        .worker_threads(config.io_threads)
         .enable_all()
         .thread_name("strata-serve")
         // The engine pool's semaphore bounds engine calls; a few more threads for the rest.

@@ -537,7 +537,10 @@ pub struct ServerConfig {
     /// Event-loop threads serving connections (reading, parsing, running the commands that can
     /// run inline, replying). 0 (the default) picks half the CPU cores, at least one: the rest is
     /// left to the engine's flushes and compactions and to the engine pool. See
-    /// [`ServerConfig::io_thread_count`].
+    /// [`ServerConfig::io_thread_count`]. Applied by whoever builds the async runtime (`strata
+    /// serve` does; an embedder of [`crate::Server`] runs it on its own runtime). Unlike Redis's
+    /// `io-threads` (extra threads for socket I/O beside one main thread), every one of these
+    /// threads runs commands too.
     pub io_threads: usize,
     /// Stripes of the key lock table. Default 4096.
     pub key_lock_stripes: usize,

@@ -229,10 +229,10 @@ async fn read_when_ready(
 /// Where it runs: inline on this task if no command needs the engine; inline too if every
 /// engine command is one of the point-lookup kinds (`CommandSpec::inline_ok`) and no write
 /// would wait for an fsync (`sync = always`) — engine reads then answer from memory or report
-/// that they need I/O, and the commit refuses to stall (see `executor::run_batch_mode`), so the
-/// event loop never blocks; the writes of segments that commit in the same scheduler tick, from
-/// any connection, go in one engine write (`commit_group`); whatever could not finish inline, and every other batch, runs as
-/// one task on the engine pool. A batch that found a key's stripe held by another segment
+/// that they need I/O, and the commit refuses to stall (see `executor::run_batch_inline`), so
+/// the event loop does not wait for storage; the writes of segments that commit in the same
+/// scheduler tick, from any connection, go in one engine write (`commit_group`). Whatever could
+/// not finish inline, and every other batch, runs as one task on the engine pool. A batch that found a key's stripe held by another segment
 /// first awaits its release and tries inline again. A hop to the pool costs two thread
 /// wake-ups per batch, most of the time of an unpipelined GET or SET served from memory.
 async fn execute(
@@ -276,7 +276,7 @@ async fn execute(
     shared
         .pool
         .run(move || {
-            let (ran, _) = run_batch_mode(&sh, &mut session, &batch[done..], &mut out, base, false);
+            let (ran, _) = run_batch_mode(&sh, &mut session, &batch[done..], &mut out, base);
             (session, out, batch, done + ran)
         })
         .await

@@ -1,4 +1,5 @@
-//! Executing a batch of pipelined requests: segments, locks, one engine write per segment.
+//! Executing a batch of pipelined requests: segments, locks, one engine write per segment (or
+//! one shared by several connections' segments, inline).
 //!
 //! A batch is split into *segments*: maximal runs of ordinary commands, and each *barrier*
 //! command (KEYS, SCAN, DBSIZE, INFO, FLUSHDB, FLUSHALL — commands that see the whole key
@@ -9,7 +10,9 @@
 //!    table), all at once in ascending order — or every stripe if a command needs them all;
 //! 2. run the commands in order; they read through the segment's pending writes and add their
 //!    writes to one `WriteBatch`;
-//! 3. commit that batch with one engine write (under the sync policy);
+//! 3. commit that batch with one engine write (under the sync policy) — inline, through a
+//!    commit group (`commit_group`), which writes the batches of every connection's segments
+//!    of one scheduler tick as one engine write and then releases their stripes;
 //! 4. release the stripes, then encode the replies.
 //!
 //! Invariants: (a) atomicity — between a write command's read of a key and the commit of its
@@ -21,8 +24,8 @@
 //! batch are not run; SHUTDOWN itself gets no reply; (e) once the replies of a batch pass
 //! [`OUTPUT_SOFT_LIMIT`], the batch stops after the current segment's commands so far (at least
 //! one request always runs) and the caller keeps the rest for later, so the output buffer stays
-//! bounded even for pipelines of large GETs. Runs on the engine pool when any command of the
-//! batch touches the engine (see `connection`).
+//! bounded even for pipelines of large GETs. Runs inline on the event loop
+//! ([`run_batch_inline`]) or on the engine pool ([`run_batch_mode`]); see `connection`.
 //! Depends on `commands`, `store`, `locks`, `resp`, `session`, `stats`.
 
 use bytes::{Bytes, BytesMut};
@@ -51,7 +54,7 @@ pub fn run_batch(
     out: &mut BytesMut,
 ) -> usize {
     let base = out.len();
-    run_batch_mode(shared, session, batch, out, base, false).0
+    run_batch_mode(shared, session, batch, out, base).0
 }
 
 /// Why an inline segment was discarded (see [`run_batch_mode`]).
@@ -60,57 +63,50 @@ pub enum Deferred {
     /// A stripe it needs (this one) is held by another segment: it can run inline once that
     /// one is done (`KeyLocks::wait_unlocked`).
     Busy(usize),
-    /// It needs the engine to read from storage, stall the write or take every stripe: only
-    /// the engine pool may wait for that.
+    /// It needs the engine to read from storage, stall the write or take every stripe, or its
+    /// commit group could not write it (`commit_group::Outcome::Retry`): only the engine pool
+    /// may wait for that.
     Blocking,
 }
 
 /// [`run_batch`] with the replies counted from `out_base` in `out` (so a batch resumed after
-/// a deferral keeps one output budget), inline on the event loop when `inline` (see
-/// `connection`): engine reads are
-/// `cache_only`, stripes are only tried, and the commit refuses to stall. A segment that would
-/// have to wait is discarded whole — its writes were never committed and its replies never
-/// encoded — and the batch stops before it: returns `(requests run, Some(why))`, and the
-/// caller retries the rest later or runs it on the engine pool. A discarded segment's only
-/// effects were on its own pending batch (and idempotent session settings such as HELLO or
-/// CLIENT SETNAME, which rerun).
+/// an inline start keeps one output budget), on the engine pool (or, for a batch with no engine
+/// command, anywhere): stripes are waited for, engine reads may do I/O, and writes may stall.
+/// Returns `(requests run, None)`.
 pub fn run_batch_mode(
     shared: &Shared,
     session: &mut Session,
     batch: &[Vec<Bytes>],
     out: &mut BytesMut,
     out_base: usize,
-    inline: bool,
 ) -> (usize, Option<Deferred>) {
     let mut at = Progress::new(out, out_base);
     while let Some((end, room)) = at.next_segment(batch, session, out) {
         let i = at.done;
-        let mut seg = match prepare_segment(shared, session, &batch[i..end], at.now, room, inline) {
+        let mut seg = match prepare_segment(shared, session, &batch[i..end], at.now, room, false) {
             Ok(seg) => seg,
             Err(why) => return (i, Some(why)),
         };
         let writes = std::mem::take(&mut seg.batch);
         let committed = if writes.is_empty() {
             Ok(())
-        } else if inline {
-            match shared.store.write_no_slowdown(writes) {
-                Err(e) if e.kind() == strata::ErrorKind::Incomplete => {
-                    return (i, Some(Deferred::Blocking))
-                }
-                r => r.map_err(crate::store::StoreError::from),
-            }
         } else {
             shared.store.write(writes)
         };
-        at.done += finish_segment(shared, session, seg, committed, out, inline);
+        at.done += finish_segment(shared, session, seg, committed, out, false);
     }
     (at.done, None)
 }
 
-/// [`run_batch_mode`] inline, with the segments' writes committed through the server's commit
-/// groups (`commit_group`): one engine write for the segments of every connection that commits
-/// in the same scheduler tick. Same contract otherwise: a segment that would wait is discarded
-/// whole and the batch stops before it.
+/// [`run_batch_mode`] inline on the event loop (see `connection`): engine reads are
+/// `cache_only`, stripes are only tried, and commits refuse to stall; the segments' writes are
+/// committed through the server's commit groups (`commit_group`): one engine write for the
+/// segments of every connection that commits in the same scheduler tick. A segment that would
+/// have to wait is discarded whole — its writes were never committed and its replies never
+/// encoded — and the batch stops before it: returns `(requests run, Some(why))`, and the
+/// caller retries the rest later or runs it on the engine pool. A discarded segment's only
+/// effects were on its own pending batch (and idempotent session settings such as HELLO or
+/// CLIENT SETNAME, which rerun; a QUIT's closing is undone with it).
 pub async fn run_batch_inline(
     shared: &Shared,
     session: &mut Session,
@@ -121,26 +117,54 @@ pub async fn run_batch_inline(
     let mut at = Progress::new(out, out_base);
     while let Some((end, room)) = at.next_segment(batch, session, out) {
         let i = at.done;
+        let close = session.close;
         let mut seg = match prepare_segment(shared, session, &batch[i..end], at.now, room, true) {
             Ok(seg) => seg,
             Err(why) => return (i, Some(why)),
         };
-        let committed = if seg.batch.is_empty() {
+        let writes = std::mem::take(&mut seg.batch);
+        let committed = if writes.is_empty() {
             Ok(())
+        } else if seg.guard.as_ref().is_some_and(|g| g.contended()) {
+            // Others wait for a stripe this segment holds (a hot key): commit now rather than at
+            // the end of the tick, so they run within this tick, not one per tick. They could
+            // not have joined this segment's group anyway.
+            match write_inline(shared, writes) {
+                Ok(r) => r,
+                Err(why) => {
+                    session.close = close;
+                    return (i, Some(why));
+                }
+            }
         } else {
-            let batch = std::mem::take(&mut seg.batch);
-            let (outcome, count) = shared.commit_groups.commit(&shared.store, batch).await;
-            ServerStats::add(&shared.stats.group_writes, count.writes);
-            ServerStats::add(&shared.stats.group_batches, count.batches);
+            let guard = seg.guard.take();
+            let (outcome, count) = shared
+                .commit_groups
+                .commit(&shared.store, writes, guard)
+                .await;
+            ServerStats::add(&shared.stats.inline_group_writes, count.writes);
+            ServerStats::add(&shared.stats.inline_group_segments, count.segments);
             match outcome {
                 Outcome::Committed => Ok(()),
                 Outcome::Failed(e) => Err(e),
-                Outcome::Retry => return (i, Some(Deferred::Blocking)),
+                Outcome::Retry => {
+                    session.close = close;
+                    return (i, Some(Deferred::Blocking));
+                }
             }
         };
         at.done += finish_segment(shared, session, seg, committed, out, true);
     }
     (at.done, None)
+}
+
+/// Commits a segment's writes on the event loop without a group: refuses to stall
+/// (`Err(Deferred::Blocking)`: nothing was written), else the engine's outcome.
+fn write_inline(shared: &Shared, batch: WriteBatch) -> Result<StoreResult<()>, Deferred> {
+    match shared.store.write_no_slowdown(batch) {
+        Err(e) if e.kind() == strata::ErrorKind::Incomplete => Err(Deferred::Blocking),
+        r => Ok(r.map_err(crate::store::StoreError::from)),
+    }
 }
 
 /// How far a batch's run got.
@@ -188,8 +212,9 @@ impl Progress {
 }
 
 /// A segment whose commands ran, holding its stripes, with its writes not yet committed.
-struct Prepared<'a> {
-    guard: Option<MultiGuard<'a>>,
+struct Prepared {
+    /// The segment's stripes (handed to its commit group, if it commits through one).
+    guard: Option<MultiGuard>,
     /// The segment's writes (empty if it wrote nothing).
     batch: WriteBatch,
     replies: Vec<Reply>,
@@ -205,15 +230,16 @@ struct Prepared<'a> {
 }
 
 /// Steps 1 and 2 of a segment (or its prefix, if its replies outgrow `room`): lock, run. Returns
-/// why running inline it would have to wait (nothing committed, nothing encoded).
-fn prepare_segment<'a>(
-    shared: &'a Shared,
+/// why running inline it would have to wait (nothing committed, nothing encoded, the session's
+/// closing state as it was).
+fn prepare_segment(
+    shared: &Shared,
     session: &mut Session,
     cmds: &[Vec<Bytes>],
     now: u64,
     room: usize,
     inline: bool,
-) -> Result<Prepared<'a>, Deferred> {
+) -> Result<Prepared, Deferred> {
     // 1. The stripes the segment's write commands name.
     let mut keys: Vec<&Bytes> = Vec::new();
     let mut all = false;
@@ -241,6 +267,7 @@ fn prepare_segment<'a>(
     };
 
     // 2. Run.
+    let close = session.close;
     let mut pending = Pending::new(inline);
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
     let mut first_write: Option<usize> = None;
@@ -269,6 +296,7 @@ fn prepare_segment<'a>(
             }
         };
         if pending.would_block.get() {
+            session.close = close;
             return Err(Deferred::Blocking);
         }
         if first_write.is_none() && pending.batch.len() > before {
@@ -300,7 +328,7 @@ fn prepare_segment<'a>(
 fn finish_segment(
     shared: &Shared,
     session: &Session,
-    seg: Prepared<'_>,
+    seg: Prepared,
     committed: StoreResult<()>,
     out: &mut BytesMut,
     inline: bool,

@@ -374,11 +374,11 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
     );
     s.kv(
         "inline_group_writes",
-        ServerStats::get(&shared.stats.group_writes),
+        ServerStats::get(&shared.stats.inline_group_writes),
     );
     s.kv(
-        "inline_group_batches",
-        ServerStats::get(&shared.stats.group_batches),
+        "inline_group_segments",
+        ServerStats::get(&shared.stats.inline_group_segments),
     );
     s.kv("logstore_enabled", u8::from(st.logstore.is_some()));
     if let Some(l) = &st.logstore {

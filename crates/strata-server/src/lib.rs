@@ -7,7 +7,8 @@
 //!
 //! Module map — network and protocol: [`server`] (listener, accept, shutdown), [`connection`]
 //! (one client: read, parse, execute a batch, write), [`executor`] (a batch: segments,
-//! locks, one engine write per segment), [`resp`] (parser and writer),
+//! locks, one engine write per segment), [`commit_group`] (inline segments of many connections
+//! committed as one engine write), [`resp`] (parser and writer),
 //! [`session`] (per-connection protocol state), [`clients`] (registry); commands: [`commands`]
 //! (table, dispatch and one file per group); data: [`store`] (typed access to the engine),
 //! [`keyspace`] (key namespaces), [`value`] (value header), [`expiry`] (TTL arithmetic and the
@@ -15,8 +16,10 @@
 //! (SCAN cursors); operations: [`config`], [`limits`], [`info`], [`stats`], [`pool`] (bounded
 //! blocking pool for engine calls), [`shutdown`]; helpers: [`glob`], [`numbers`], [`fasthash`].
 //!
-//! The engine is synchronous; async code reaches it only through [`pool::EnginePool`]. The
-//! server depends on the engine crate; the engine never depends on the server.
+//! The engine is synchronous; async code reaches it through [`pool::EnginePool`], except for
+//! the calls that cannot wait — point reads with `cache_only` and writes with `no_slowdown` —
+//! which connections make inline on the event loop (see `connection`). The server depends on
+//! the engine crate; the engine never depends on the server.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), strata_server::ServerError> {

@@ -13,10 +13,13 @@
 //! in one batch, so they always see a whole value. Readers of collection elements (HGETALL,
 //! LRANGE, ZRANGE, SUNION, ...) read the metadata record and then the elements, so they hold the
 //! stripes of the keys they read, like writers (see `commands::CommandSpec::lock_scope`).
-//! Locks are held within synchronous code — on the engine pool, or inline on an event-loop
-//! thread between two `.await`s — with one exception: an inline segment holds its stripes
-//! across the await of its commit group (`commit_group`), which its leader resolves within a
-//! scheduler tick without taking any stripe. No other `.await` happens under a lock.
+//!
+//! A [`MultiGuard`] owns its stripes (it holds the table by `Arc`, not by borrow), so it can be
+//! handed over: an inline segment that commits through a commit group (`commit_group`) gives
+//! its guard to the group, whose leader releases it once the group's engine write returned —
+//! even if the segment's task is cancelled meanwhile. Otherwise locks are held within
+//! synchronous code: on the engine pool, or inline on an event-loop thread between two
+//! `.await`s.
 //!
 //! Waiting: engine-pool threads block in [`KeyLocks::lock_keys`]. Event-loop tasks must not
 //! block; they [`KeyLocks::try_lock_keys`], and when a stripe is held they await
@@ -28,13 +31,16 @@
 //! Depends on nothing else in the crate.
 
 use std::sync::atomic::{fence, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::lock_api::RawMutex as _;
+use parking_lot::RawMutex;
 use tokio::sync::Notify;
 use xxhash_rust::xxh3::xxh3_64;
 
 struct Stripe {
-    lock: Mutex<()>,
+    /// A raw mutex: its owner is a [`MultiGuard`], which may move between threads.
+    lock: RawMutex,
     /// Tasks in [`KeyLocks::wait_unlocked`] for this stripe.
     waiters: AtomicUsize,
     notify: Notify,
@@ -45,23 +51,38 @@ pub struct KeyLocks {
     stripes: Box<[Stripe]>,
 }
 
-/// Guards held for a multi-key operation, released on drop (and their waiters woken).
-pub struct MultiGuard<'a> {
-    locks: &'a KeyLocks,
-    guards: Vec<(usize, MutexGuard<'a, ()>)>,
+/// The stripes held for an operation, released on drop (and their waiters woken). Owns them:
+/// it may be sent to another thread and dropped there.
+pub struct MultiGuard {
+    locks: Arc<KeyLocks>,
+    /// Indexes of the held stripes, ascending.
+    held: Vec<usize>,
 }
 
-impl Drop for MultiGuard<'_> {
+impl Drop for MultiGuard {
     fn drop(&mut self) {
-        for (i, guard) in self.guards.drain(..) {
-            drop(guard);
+        for &i in &self.held {
+            let s = &self.locks.stripes[i];
+            // SAFETY: this guard locked stripe `i` (each index once) and has not unlocked it;
+            // a raw mutex may be unlocked from any thread.
+            unsafe { s.lock.unlock() };
             // Pairs with the fence in `wait_unlocked`: the unlock before the count.
             fence(SeqCst);
-            let s = &self.locks.stripes[i];
             if s.waiters.load(SeqCst) > 0 {
                 s.notify.notify_one();
             }
         }
+    }
+}
+
+impl MultiGuard {
+    /// Whether a task awaits the release of one of the held stripes ([`KeyLocks::wait_unlocked`];
+    /// engine-pool threads blocked in [`KeyLocks::lock_keys`] are not counted). A hint: a
+    /// waiter may arrive right after.
+    pub fn contended(&self) -> bool {
+        self.held
+            .iter()
+            .any(|&i| self.locks.stripes[i].waiters.load(SeqCst) > 0)
     }
 }
 
@@ -82,7 +103,7 @@ impl KeyLocks {
         KeyLocks {
             stripes: (0..n)
                 .map(|_| Stripe {
-                    lock: Mutex::new(()),
+                    lock: RawMutex::INIT,
                     waiters: AtomicUsize::new(0),
                     notify: Notify::new(),
                 })
@@ -102,31 +123,34 @@ impl KeyLocks {
     }
 
     /// Locks the stripes of several keys, each distinct stripe once, in ascending order.
-    pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> MultiGuard<'_> {
+    pub fn lock_keys<K: AsRef<[u8]>>(self: &Arc<Self>, keys: &[K]) -> MultiGuard {
+        let held = self.stripes_of(keys);
+        for &i in &held {
+            self.stripes[i].lock.lock();
+        }
         MultiGuard {
-            locks: self,
-            guards: self
-                .stripes_of(keys)
-                .into_iter()
-                .map(|i| (i, self.stripes[i].lock.lock()))
-                .collect(),
+            locks: self.clone(),
+            held,
         }
     }
 
     /// [`KeyLocks::lock_keys`] without waiting: `Err(stripe)` naming a held stripe if any is
     /// held (none is then kept). For callers that must not block (inline execution on the
     /// event loop), which may then await [`KeyLocks::wait_unlocked`] for that stripe.
-    pub fn try_lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<MultiGuard<'_>, usize> {
+    pub fn try_lock_keys<K: AsRef<[u8]>>(
+        self: &Arc<Self>,
+        keys: &[K],
+    ) -> Result<MultiGuard, usize> {
         let idx = self.stripes_of(keys);
         let mut g = MultiGuard {
-            locks: self,
-            guards: Vec::with_capacity(idx.len()),
+            locks: self.clone(),
+            held: Vec::with_capacity(idx.len()),
         };
         for i in idx {
-            match self.stripes[i].lock.try_lock() {
-                Some(l) => g.guards.push((i, l)),
-                None => return Err(i),
+            if !self.stripes[i].lock.try_lock() {
+                return Err(i); // `g` releases what it took
             }
+            g.held.push(i);
         }
         Ok(g)
     }
@@ -150,15 +174,14 @@ impl KeyLocks {
     }
 
     /// Locks every stripe, in ascending order.
-    pub fn lock_all(&self) -> MultiGuard<'_> {
+    pub fn lock_all(self: &Arc<Self>) -> MultiGuard {
+        let held: Vec<usize> = (0..self.stripes.len()).collect();
+        for &i in &held {
+            self.stripes[i].lock.lock();
+        }
         MultiGuard {
-            locks: self,
-            guards: self
-                .stripes
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (i, s.lock.lock()))
-                .collect(),
+            locks: self.clone(),
+            held,
         }
     }
 }
@@ -166,11 +189,30 @@ impl KeyLocks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use parking_lot::Mutex;
+
+    #[test]
+    fn a_guard_knows_when_someone_waits_for_its_stripe() {
+        let l = Arc::new(KeyLocks::new(64));
+        let held = l.lock_keys(&[b"k"]);
+        assert!(!held.contended());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let stripe = l.index(b"k");
+            let wait = l.wait_unlocked(stripe);
+            tokio::pin!(wait);
+            // Polled once: registered and counted, then pending on the held stripe.
+            assert!(futures_poll_once(wait.as_mut()).await.is_none());
+            assert!(held.contended());
+        });
+        assert!(!held.contended(), "a dropped wait uncounts itself");
+    }
 
     #[test]
     fn try_lock_keys_fails_on_a_held_stripe_and_keeps_nothing() {
-        let l = KeyLocks::new(64);
+        let l = Arc::new(KeyLocks::new(64));
         let held = l.lock_keys(&[b"b"]);
         assert_eq!(
             l.try_lock_keys(&[b"a", b"b"]).err(),
@@ -192,7 +234,7 @@ mod tests {
             .enable_time()
             .build()
             .unwrap();
-        let l = KeyLocks::new(4);
+        let l = Arc::new(KeyLocks::new(4));
         let stripe = l.index(b"k");
         rt.block_on(async {
             let held = l.lock_keys(&[b"k"]);
@@ -291,7 +333,7 @@ mod tests {
 
     #[test]
     fn duplicate_keys_do_not_self_deadlock() {
-        let l = KeyLocks::new(4);
+        let l = Arc::new(KeyLocks::new(4));
         let _g = l.lock_keys(&[b"a", b"a", b"b"]);
     }
 

@@ -6,7 +6,9 @@
 //! closes → the engine is flushed (memtable → table) and closed (WAL synced, lock released).
 //! Invariant: `run` returns only after the engine is closed (or the close failed and the error
 //! is returned); no connection task outlives `run` (stragglers are aborted after a grace
-//! period, which cannot tear a write: engine calls run on pool threads that finish their batch).
+//! period, which cannot tear a write: engine calls run on pool threads that finish their batch,
+//! or inline between two awaits, and a cancelled segment waiting on its commit group leaves its
+//! batch and stripes with the group, whose leader writes or drops both whole).
 //! Must not depend on the CLI; depends on everything else in the crate.
 
 use std::net::SocketAddr;

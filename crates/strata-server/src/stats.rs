@@ -25,10 +25,11 @@ pub struct ServerStats {
     pub inline_fallbacks: AtomicU64,
     /// Inline attempts that found a stripe held and awaited its release before trying again.
     pub inline_busy_waits: AtomicU64,
-    /// Engine writes made by inline commit groups (`commit_group`), and the segments' batches
-    /// they carried: their ratio is the mean group size.
-    pub group_writes: AtomicU64,
-    pub group_batches: AtomicU64,
+    /// Engine writes made by inline commit groups (`commit_group`; a lone large batch counts as
+    /// a group of one), and the segments whose writes they carried: their ratio is the mean
+    /// group size.
+    pub inline_group_writes: AtomicU64,
+    pub inline_group_segments: AtomicU64,
 }
 
 impl ServerStats {
@@ -55,8 +56,8 @@ impl ServerStats {
             &self.inline_segments,
             &self.inline_fallbacks,
             &self.inline_busy_waits,
-            &self.group_writes,
-            &self.group_batches,
+            &self.inline_group_writes,
+            &self.inline_group_segments,
         ] {
             c.store(0, Relaxed);
         }

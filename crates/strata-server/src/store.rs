@@ -47,7 +47,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// The database, its locks and its write policy.
 pub struct Store {
     db: Db,
-    locks: KeyLocks,
+    locks: Arc<KeyLocks>,
     write_opts: WriteOptions,
     sync: SyncPolicy,
     filter_db: Arc<DbSlot>,
@@ -74,7 +74,7 @@ impl Store {
         filter_db.attach(db.clone());
         Ok(Store {
             db,
-            locks: KeyLocks::new(config.key_lock_stripes),
+            locks: Arc::new(KeyLocks::new(config.key_lock_stripes)),
             write_opts: WriteOptions {
                 sync: config.sync == SyncPolicy::Always,
                 ..Default::default()
@@ -135,7 +135,7 @@ impl Store {
         &self.db
     }
 
-    pub fn locks(&self) -> &KeyLocks {
+    pub fn locks(&self) -> &Arc<KeyLocks> {
         &self.locks
     }
 

@@ -149,11 +149,11 @@ fn concurrent_clients_commit_in_groups_and_lose_no_increment() {
     }
     let (writes, batches) = (
         info_field(c, "inline_group_writes"),
-        info_field(c, "inline_group_batches"),
+        info_field(c, "inline_group_segments"),
     );
     assert!(
         writes > 0 && batches >= writes,
-        "{writes} writes, {batches} batches"
+        "{writes} writes, {batches} segments"
     );
     // Twelve clients writing without pause: some ticks carry several clients' segments.
     assert!(
