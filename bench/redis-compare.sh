@@ -25,6 +25,7 @@ cd "$(dirname "$0")/.."
 
 N="${N:-1000000}"
 # Tests and pipeline depth: TESTS="set get hset lpush zadd" P=1 bash bench/redis-compare.sh
+# More `strata serve` flags: STRATA_ARGS="--io-threads 2" bash bench/redis-compare.sh
 P="${P:-16}"
 STRATA_PORT="${STRATA_PORT:-16390}"
 REDIS_PORT="${REDIS_PORT:-16391}"
@@ -41,7 +42,7 @@ mkdir -p "$WORK/strata" "$WORK/redis"
 port_free "$STRATA_PORT" "strata serve"
 port_free "$REDIS_PORT" "redis-server"
 "$STRATA_BIN" serve --bind 127.0.0.1 --port "$STRATA_PORT" --dir "$WORK/strata" \
-  --sync everysec --log-level warn 2>"$WORK/strata.log" &
+  --sync everysec --log-level warn ${STRATA_ARGS:-} 2>"$WORK/strata.log" &
 STRATA_PID=$!
 redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$WORK/redis" \
   --appendonly yes --appendfsync everysec --save "" --daemonize no \

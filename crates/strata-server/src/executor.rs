@@ -266,7 +266,11 @@ fn prepare_segment(
         Some(locks.lock_keys(&keys))
     };
 
-    // 2. Run.
+    // 2. Run — after a hint to the engine when several commands read keys, so their lookups'
+    // cache misses overlap (a pipeline of GETs or INCRs).
+    if cmds.len() >= PREFETCH_MIN {
+        prefetch_keys(shared, cmds);
+    }
     let close = session.close;
     let mut pending = Pending::new(inline);
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
@@ -321,6 +325,25 @@ fn prepare_segment(
         ran,
         timings,
     })
+}
+
+/// Commands in a segment from which their keys are prefetched.
+const PREFETCH_MIN: usize = 4;
+/// Keys prefetched at most per segment.
+const PREFETCH_MAX: usize = 64;
+
+/// Hints the engine at the data keys of `cmds`' engine commands ([`strata::Db::prefetch_gets`]).
+fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>]) {
+    let keys: Vec<Vec<u8>> = cmds
+        .iter()
+        .filter_map(|args| commands::lookup(&args[0]).map(|(_, spec)| (args, spec)))
+        .filter(|(_, spec)| spec.engine)
+        .flat_map(|(args, spec)| spec.table_keys(args))
+        .take(PREFETCH_MAX)
+        .map(|k| crate::keyspace::data_key(k))
+        .collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    shared.store.db().prefetch_gets(&refs);
 }
 
 /// Steps 3 and 4 once the segment's writes were committed (`committed` is the outcome): release

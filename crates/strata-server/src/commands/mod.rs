@@ -364,19 +364,23 @@ impl CommandSpec {
         if self.first_key == 0 {
             return LockScope::All;
         }
-        let first = self.first_key as usize;
-        let last = if self.last_key < 0 {
+        LockScope::Keys(self.table_keys(args).collect())
+    }
+
+    /// The keys the command table places in `args` (`first_key`, `last_key`, `step`; none for
+    /// a command without keys there or with the wrong arity).
+    pub fn table_keys<'b>(&self, args: &'b [Bytes]) -> impl Iterator<Item = &'b Bytes> {
+        let ok = self.first_key > 0 && self.arity_ok(args.len());
+        let first = self.first_key.max(1) as usize;
+        let last = if !ok {
+            0
+        } else if self.last_key < 0 {
             (args.len() as i64 + i64::from(self.last_key)) as usize
         } else {
             (self.last_key as usize).min(args.len() - 1)
         };
         let step = self.step.max(1) as usize;
-        LockScope::Keys(
-            (first..=last)
-                .step_by(step)
-                .filter_map(|i| args.get(i))
-                .collect(),
-        )
+        (first..=last).step_by(step).filter_map(|i| args.get(i))
     }
 }
 
@@ -566,4 +570,58 @@ pub fn is(a: &[u8], w: &str) -> bool {
 /// Parses an integer argument (Redis's `getLongLongFromObjectOrReply`).
 pub fn int_arg(a: &[u8]) -> Result<i64, Reply> {
     crate::numbers::parse_i64(a).ok_or_else(|| errors::err(errors::NOT_INTEGER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<Bytes> {
+        a.iter()
+            .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+            .collect()
+    }
+
+    fn keys(a: &[&str]) -> Vec<String> {
+        let args = args(a);
+        let (_, spec) = lookup(args[0].as_ref()).expect("known command");
+        spec.table_keys(&args)
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect()
+    }
+
+    fn locked(a: &[&str]) -> Option<Vec<String>> {
+        let args = args(a);
+        let (_, spec) = lookup(args[0].as_ref()).expect("known command");
+        match spec.lock_scope(&args) {
+            LockScope::None => Some(vec![]),
+            LockScope::Keys(k) => Some(
+                k.into_iter()
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .collect(),
+            ),
+            LockScope::All => None,
+        }
+    }
+
+    /// The keys the table places, and the stripes a command locks from them.
+    #[test]
+    fn table_keys_and_lock_scopes() {
+        assert_eq!(keys(&["GET", "a"]), ["a"]);
+        assert_eq!(keys(&["MGET", "a", "b", "c"]), ["a", "b", "c"]);
+        assert_eq!(keys(&["MSET", "a", "1", "b", "2"]), ["a", "b"]);
+        assert!(keys(&["PING"]).is_empty());
+        assert!(keys(&["GET"]).is_empty(), "wrong arity: no keys");
+        assert_eq!(
+            locked(&["GET", "a"]),
+            Some(vec![]),
+            "a plain read locks nothing"
+        );
+        assert_eq!(
+            locked(&["MSET", "a", "1", "b", "2"]),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(locked(&["INCR", "n"]), Some(vec!["n".into()]));
+        assert_eq!(locked(&["FLUSHDB"]), None, "every stripe");
+    }
 }

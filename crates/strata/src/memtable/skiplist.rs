@@ -191,7 +191,7 @@ unsafe fn data(n: *const Node) -> *const u8 {
 
 /// The point index's hash of a user key.
 #[inline]
-fn point_hash(user_key: &[u8]) -> u64 {
+pub(crate) fn point_hash(user_key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(user_key)
 }
 
@@ -555,6 +555,21 @@ impl SkipList {
     /// at `t`'s sequence number. Through the point index when it knows the key: its newest node
     /// of the key, then along level 0 past versions newer than `t` (they sit right after it).
     /// Otherwise by a search, unless `may_contain()` (a filter's answer) says no.
+    /// Starts loading into the CPU caches what [`SkipList::get_point`] of keys with these
+    /// point hashes will touch first: their point-index home slots (all at once), then the
+    /// nodes those slots name. A hint: no effect on any result.
+    pub fn prefetch_points(&self, hashes: &[u64]) {
+        let Some(ix) = &self.index else { return };
+        for &h in hashes {
+            ix.prefetch_home(h);
+        }
+        for &h in hashes {
+            if let Some(o) = ix.home_item(h) {
+                prefetch(node_at(o));
+            }
+        }
+    }
+
     pub fn get_point(
         &self,
         t: &Target,
