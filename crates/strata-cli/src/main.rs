@@ -19,7 +19,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// mimalloc: the engine and the server allocate many small, short-lived buffers from many
-/// threads, where glibc's allocator spends a measurable share of the time consolidating.
+/// threads, where glibc's allocator spends a measurable share of the time consolidating. Built
+/// with `no_thp`: it does not ask for transparent huge pages, whose first touch (the kernel
+/// zeroing 2 MiB in the page fault) stalled `strata serve` requests — p99 of pipelined SET and
+/// INCR 7–9 ms with them, 3–5 ms without (bench/results/serve-thp-1); Redis's documentation
+/// asks for THP off for the same reason.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

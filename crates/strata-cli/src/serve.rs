@@ -341,6 +341,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .thread_name("strata-serve")
         // The engine pool's semaphore bounds engine calls; a few more threads for the rest.
         .max_blocking_threads(config.engine_threads + 8)
+        // Engine-pool threads stay for a minute when idle rather than 10 s: starting one costs
+        // its stack and allocator heap, and pipelined load sends batches to the pool in bursts.
+        .thread_keep_alive(std::time::Duration::from_secs(60))
         .build()
         .context("starting the async runtime")?;
     let config_file = args.config.clone();

@@ -331,6 +331,12 @@ mod tests {
         assert_eq!(*counter.lock(), 16 * 500 + 2 * 2000);
     }
 
+    /// The default table (65536 stripes) stays a few MiB.
+    #[test]
+    fn a_stripe_fits_in_a_cache_line() {
+        assert!(std::mem::size_of::<Stripe>() <= 64, "{}", std::mem::size_of::<Stripe>());
+    }
+
     #[test]
     fn duplicate_keys_do_not_self_deadlock() {
         let l = Arc::new(KeyLocks::new(4));
