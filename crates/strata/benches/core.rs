@@ -57,18 +57,19 @@ fn memtable(c: &mut Criterion) {
             big.add(next, ValueKind::Put, &key(next), &[7u8; 40]);
         })
     });
-    // The same, 16 at a time (a write batch's keys): their searches overlap.
-    g.throughput(Throughput::Elements(16));
-    g.bench_function("insert_group16_into_1m_40B", |b| {
+    // The same, a group at a time (a write batch's keys): their searches overlap.
+    const N: u64 = strata::memtable::INSERT_GROUP as u64;
+    g.throughput(Throughput::Elements(N));
+    g.bench_function("insert_group_into_1m_40B", |b| {
         b.iter(|| {
-            let keys: Vec<Vec<u8>> = (next + 1..=next + 16).map(key).collect();
+            let keys: Vec<Vec<u8>> = (next + 1..=next + N).map(key).collect();
             let group: Vec<(u64, ValueKind, &[u8], &[u8])> = keys
                 .iter()
                 .enumerate()
                 .map(|(i, k)| (next + 1 + i as u64, ValueKind::Put, &k[..], &[7u8; 40][..]))
                 .collect();
             big.add_group(&group);
-            next += 16;
+            next += N;
         })
     });
     g.throughput(Throughput::Elements(1));
