@@ -334,7 +334,11 @@ mod tests {
     /// The default table (65536 stripes) stays a few MiB.
     #[test]
     fn a_stripe_fits_in_a_cache_line() {
-        assert!(std::mem::size_of::<Stripe>() <= 64, "{}", std::mem::size_of::<Stripe>());
+        assert!(
+            std::mem::size_of::<Stripe>() <= 64,
+            "{}",
+            std::mem::size_of::<Stripe>()
+        );
     }
 
     #[test]

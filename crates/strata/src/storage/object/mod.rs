@@ -132,6 +132,52 @@ fn to_error(op: &str, path: &ObjPath, e: object_store::Error) -> Error {
     }
 }
 
+/// How a request is retried: a per-attempt timeout, transient failures retried with backoff.
+#[derive(Clone)]
+struct Retry {
+    attempts: u32,
+    timeout: Duration,
+    stats: Arc<TierStats>,
+}
+
+impl Retry {
+    async fn run<T, F, Fut>(&self, what: &'static str, p: &ObjPath, op: F) -> Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = object_store::Result<T>>,
+    {
+        let mut delay = Duration::from_millis(20);
+        let mut attempt = 1;
+        loop {
+            let r = match tokio::time::timeout(self.timeout, op()).await {
+                Ok(r) => r,
+                Err(_) => Err(object_store::Error::Generic {
+                    store: "strata",
+                    source: format!("{what} timed out after {:?}", self.timeout).into(),
+                }),
+            };
+            match r {
+                Ok(v) => return Ok(v),
+                Err(e) if transient(&e) && attempt < self.attempts => {
+                    self.stats
+                        .retries
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::debug!(op = what, path = %p, attempt, error = %e, "retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                    attempt += 1;
+                }
+                Err(e) => {
+                    self.stats
+                        .errors
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return Err(to_error(what, p, e));
+                }
+            }
+        }
+    }
+}
+
 /// The capacity tier of one database.
 pub struct CapacityTier {
     store: Arc<dyn ObjectStore>,
@@ -245,40 +291,62 @@ impl CapacityTier {
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = object_store::Result<T>> + Send + 'static,
     {
-        let attempts = self.opts.max_attempts.max(1);
-        let timeout = self.opts.request_timeout;
-        let stats = self.stats.clone();
+        let retry = self.retry_policy();
         let p = path.clone();
+        self.run(async move { retry.run(what, &p, op).await })
+    }
+
+    fn retry_policy(&self) -> Retry {
+        Retry {
+            attempts: self.opts.max_attempts.max(1),
+            timeout: self.opts.request_timeout,
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// Reads several ranges (`(object, offset, len)`), up to `concurrency` requests in flight,
+    /// and returns their bytes in the order given. Each request retries as
+    /// [`CapacityTier::get_range`] does; the first failure fails the call.
+    pub fn get_many(
+        &self,
+        ranges: Vec<(ObjPath, u64, usize)>,
+        concurrency: usize,
+    ) -> Result<Vec<Bytes>> {
+        use futures::{StreamExt, TryStreamExt};
+        let retry = self.retry_policy();
+        let store = self.store.clone();
+        let stats = self.stats.clone();
         self.run(async move {
-            let mut delay = Duration::from_millis(20);
-            let mut attempt = 1;
-            loop {
-                let r = match tokio::time::timeout(timeout, op()).await {
-                    Ok(r) => r,
-                    Err(_) => Err(object_store::Error::Generic {
-                        store: "strata",
-                        source: format!("{what} timed out after {timeout:?}").into(),
-                    }),
-                };
-                match r {
-                    Ok(v) => return Ok(v),
-                    Err(e) if transient(&e) && attempt < attempts => {
-                        stats
-                            .retries
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        tracing::debug!(op = what, path = %p, attempt, error = %e, "retrying");
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(2));
-                        attempt += 1;
+            futures::stream::iter(ranges)
+                .map(|(path, offset, len)| {
+                    let (retry, store, stats) = (retry.clone(), store.clone(), stats.clone());
+                    async move {
+                        let start = Instant::now();
+                        let b = if len == 0 {
+                            Bytes::new()
+                        } else {
+                            let p = path.clone();
+                            retry
+                                .run("get", &path, move || {
+                                    let (store, p) = (store.clone(), p.clone());
+                                    let range = offset..offset + len as u64;
+                                    async move { store.get_range(&p, range).await }
+                                })
+                                .await?
+                        };
+                        if b.len() != len {
+                            return Err(Error::corruption(format!(
+                                "capacity tier: short read of {path} at {offset}: {} of {len} bytes",
+                                b.len()
+                            )));
+                        }
+                        stats.record_get(len as u64, start.elapsed());
+                        Ok(b)
                     }
-                    Err(e) => {
-                        stats
-                            .errors
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        return Err(to_error(what, &p, e));
-                    }
-                }
-            }
+                })
+                .buffered(concurrency.max(1))
+                .try_collect()
+                .await
         })
     }
 
