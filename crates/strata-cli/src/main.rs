@@ -23,7 +23,9 @@ use clap::{Parser, Subcommand};
 /// with `no_thp`: it does not ask for transparent huge pages, whose first touch (the kernel
 /// zeroing 2 MiB in the page fault) stalled `strata serve` requests — p99 of pipelined SET and
 /// INCR 7–9 ms with them, 3–5 ms without (bench/results/serve-thp-1); Redis's documentation
-/// asks for THP off for the same reason.
+/// asks for THP off for the same reason. (Where the system's THP mode is `always` rather than
+/// `madvise`, the kernel still uses huge pages: `MIMALLOC_ALLOW_THP=0` turns them off for the
+/// process.)
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

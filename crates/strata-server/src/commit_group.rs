@@ -60,7 +60,7 @@ pub enum Outcome {
 
 struct Member {
     batch: WriteBatch,
-    /// Released after the answer is sent (dropped with the member).
+    /// Released once the batch is written (or certain not to be), before the answer.
     _guard: Option<MultiGuard>,
     done: oneshot::Sender<Outcome>,
 }
@@ -169,9 +169,12 @@ fn commit_members(store: &Store, members: Vec<Member>) -> GroupCount {
             count.segments += group.len() as u64;
         }
         for m in group {
-            // A member whose task is gone no longer needs its answer; its stripes are released
-            // either way, now that its batch is written (or certain not to be).
-            let _ = m.done.send(outcome(&result));
+            // Its batch is written (or certain not to be): release its stripes first, so the
+            // member, once answered, never finds its own stripe still held; a member whose task
+            // is gone no longer needs the answer.
+            let Member { _guard, done, .. } = m;
+            drop(_guard);
+            let _ = done.send(outcome(&result));
         }
     }
     count
@@ -231,12 +234,14 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        rt.block_on(async {
+        let counts = rt.block_on(async {
             let tasks: Vec<_> = batches
                 .into_iter()
-                .map(|b| {
+                .enumerate()
+                .map(|(i, b)| {
                     let (store, groups) = (store.clone(), groups.clone());
-                    let guard = store.locks().try_lock_keys(&[b"unused"]).ok();
+                    // Each member holds its key's stripe until the group writes.
+                    let guard = store.locks().try_lock_keys(&[format!("k{i}")]).ok();
                     tokio::spawn(async move { groups.commit(&store, b, guard).await })
                 })
                 .collect();
@@ -247,7 +252,14 @@ mod tests {
                 counts.push(count);
             }
             counts
-        })
+        });
+        let n = counts.len();
+        let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+        assert!(
+            store.locks().try_lock_keys(&keys).is_ok(),
+            "every member's stripe released"
+        );
+        counts
     }
 
     #[test]

@@ -581,12 +581,13 @@ impl Default for ServerConfig {
 pub const MAX_IO_THREADS: usize = 128;
 
 impl ServerConfig {
-    /// The event-loop threads to run: `io_threads`, or for 0 half of `cores` (at least 1).
+    /// The event-loop threads to run: `io_threads`, or for 0 half of `cores` (at least 1, at
+    /// most [`MAX_IO_THREADS`]).
     pub fn io_thread_count(&self, cores: usize) -> usize {
         if self.io_threads > 0 {
             self.io_threads
         } else {
-            (cores / 2).max(1)
+            (cores / 2).clamp(1, MAX_IO_THREADS)
         }
     }
 
@@ -710,7 +711,14 @@ mod tests {
     #[test]
     fn io_threads_default_to_half_the_cores() {
         let mut c = ServerConfig::default();
-        for (cores, want) in [(1, 1), (2, 1), (3, 1), (8, 4), (64, 32)] {
+        for (cores, want) in [
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (8, 4),
+            (64, 32),
+            (1024, MAX_IO_THREADS),
+        ] {
             assert_eq!(c.io_thread_count(cores), want, "{cores} cores");
         }
         c = ServerConfig::from_toml("io-threads = 3").unwrap();

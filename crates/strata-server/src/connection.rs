@@ -232,9 +232,10 @@ async fn read_when_ready(
 /// that they need I/O, and the commit refuses to stall (see `executor::run_batch_inline`), so
 /// the event loop does not wait for storage; the writes of segments that commit in the same
 /// scheduler tick, from any connection, go in one engine write (`commit_group`). Whatever could
-/// not finish inline, and every other batch, runs as one task on the engine pool. A batch that found a key's stripe held by another segment
-/// first awaits its release and tries inline again. A hop to the pool costs two thread
-/// wake-ups per batch, most of the time of an unpipelined GET or SET served from memory.
+/// not finish inline, and every other batch, runs as one task on the engine pool. A batch that
+/// found a key's stripe held by another segment first awaits its release and tries inline
+/// again. A hop to the pool costs two thread wake-ups per batch, most of the time of an
+/// unpipelined GET or SET served from memory.
 async fn execute(
     shared: &Arc<Shared>,
     mut session: Session,

@@ -59,15 +59,26 @@ pub struct MultiGuard {
     held: Vec<usize>,
 }
 
+// A guard may be released on another thread than the one that locked it: parking_lot allows
+// that for its raw mutex with the `send_guard` feature (which also rules out its
+// `deadlock_detection`, the one mode that tracks owners by thread). Checked at compile time.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<<RawMutex as parking_lot::lock_api::RawMutex>::GuardMarker>();
+};
+
 impl Drop for MultiGuard {
     fn drop(&mut self) {
         for &i in &self.held {
+            // SAFETY: this guard locked stripe `i` (each index once: `held` is deduplicated and
+            // private) and has not unlocked it; with `send_guard` (checked above) the unlock may
+            // happen on any thread.
+            unsafe { self.locks.stripes[i].lock.unlock() };
+        }
+        // Pairs with the fence in `wait_unlocked`: every unlock before the counts.
+        fence(SeqCst);
+        for &i in &self.held {
             let s = &self.locks.stripes[i];
-            // SAFETY: this guard locked stripe `i` (each index once) and has not unlocked it;
-            // a raw mutex may be unlocked from any thread.
-            unsafe { s.lock.unlock() };
-            // Pairs with the fence in `wait_unlocked`: the unlock before the count.
-            fence(SeqCst);
             if s.waiters.load(SeqCst) > 0 {
                 s.notify.notify_one();
             }
@@ -329,6 +340,30 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(*counter.lock(), 16 * 500 + 2 * 2000);
+    }
+
+    /// A guard taken on one thread and dropped on another releases its stripes and wakes a
+    /// waiter there (commit groups release their members' guards on the leader's thread).
+    #[test]
+    fn a_guard_released_on_another_thread() {
+        let l = Arc::new(KeyLocks::new(64));
+        let g = l.lock_keys(&[b"a", b"b"]);
+        let l2 = l.clone();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let stripe = l.index(b"a");
+            let wait = l2.wait_unlocked(stripe);
+            tokio::pin!(wait);
+            assert!(futures_poll_once(wait.as_mut()).await.is_none());
+            std::thread::spawn(move || drop(g)).join().unwrap();
+            tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+                .await
+                .expect("woken by the release on the other thread");
+        });
+        assert!(l.try_lock_keys(&[b"a", b"b"]).is_ok());
     }
 
     /// The default table (65536 stripes) stays a few MiB.

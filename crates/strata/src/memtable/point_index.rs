@@ -131,7 +131,6 @@ impl PointIndex {
         self.overflow[(hash as usize & self.mask) / GROUP].store(true, Ordering::Release);
     }
 
-    /// The newest published entry of the key whose hash is `hash` (see [`Found`]).
     /// Starts loading the home slot of the key whose hash is `hash` into the CPU caches (a
     /// hint; [`PointIndex::home_item`] or [`PointIndex::find`] follows).
     pub fn prefetch_home(&self, hash: u64) {
@@ -153,6 +152,7 @@ impl PointIndex {
         (cur != 0 && cur & !ADDR_MASK == Self::tag(hash)).then_some((cur & ADDR_MASK) as usize)
     }
 
+    /// The newest published entry of the key whose hash is `hash` (see [`Found`]).
     pub fn find(&self, hash: u64, same_key: impl Fn(usize) -> bool) -> Found {
         if !self.complete.load(Ordering::Acquire) {
             return Found::Unknown;

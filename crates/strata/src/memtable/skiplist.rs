@@ -551,10 +551,6 @@ impl SkipList {
         }
     }
 
-    /// The first entry `>= t` if it is an entry of `t`'s user key: the newest version visible
-    /// at `t`'s sequence number. Through the point index when it knows the key: its newest node
-    /// of the key, then along level 0 past versions newer than `t` (they sit right after it).
-    /// Otherwise by a search, unless `may_contain()` (a filter's answer) says no.
     /// Starts loading into the CPU caches what [`SkipList::get_point`] of keys with these
     /// point hashes will touch first: their point-index home slots (all at once), then the
     /// nodes those slots name. A hint: no effect on any result.
@@ -570,6 +566,10 @@ impl SkipList {
         }
     }
 
+    /// The first entry `>= t` if it is an entry of `t`'s user key: the newest version visible
+    /// at `t`'s sequence number. Through the point index when it knows the key: its newest node
+    /// of the key, then along level 0 past versions newer than `t` (they sit right after it).
+    /// Otherwise by a search, unless `may_contain()` (a filter's answer) says no.
     pub fn get_point(
         &self,
         t: &Target,
@@ -891,7 +891,7 @@ mod tests {
 
     /// `get_point` through point indexes roomy and overflowing (and none) answers what a
     /// search answers: the newest version at or below the snapshot, versions inserted out of
-    /// order, concurrently from two threads.
+    /// order, concurrently from two threads, with prefetch hints beside them.
     #[test]
     fn point_lookups_match_a_search() {
         let s = seed("skiplist_point_lookups_match_a_search");
@@ -922,12 +922,27 @@ mod tests {
                     })
                 })
                 .collect();
+            // Prefetch hints while the writers publish (they read slots being written).
+            let prefetcher = {
+                let list = list.clone();
+                std::thread::spawn(move || {
+                    let mut rng = Rng::new(s ^ 7);
+                    for _ in 0..scale(3000, 100) {
+                        let hashes: Vec<u64> = (0..4)
+                            .map(|_| point_hash(&rng.below(scale(400, 40) as u64).to_be_bytes()))
+                            .collect();
+                        list.prefetch_points(&hashes);
+                    }
+                })
+            };
             for w in writers {
                 w.join().unwrap();
             }
+            prefetcher.join().unwrap();
             let mut rng = Rng::new(s ^ 99);
             for _ in 0..scale(2000, 100) {
                 let user = rng.below(scale(420, 44) as u64).to_be_bytes();
+                list.prefetch_points(&[point_hash(&user)]); // changes nothing
                 let t = Target::new(&user, types::pack_trailer(rng.below(1100), 1));
                 let want = {
                     let mut c = cursor(&list);

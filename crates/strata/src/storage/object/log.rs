@@ -5,14 +5,13 @@
 //! has survives a process crash, as with a local WAL) and, at each `sync`, the bytes appended
 //! since the previous sync are uploaded as one object `<name>/<offset:016>` (one PUT per sync,
 //! so group commit batches them). Reads use the local copy while it exists and otherwise the
-//! objects, concatenated in offset order; a gap between segments is corruption. Renames (only
-//! `CURRENT.tmp` → `CURRENT`, written in one sync) replace the target's single segment with
-//! one PUT, which is atomic. There is no lock on the object store itself: one log location
-//! must serve one database at a time (the local staging directory's lock only guards one
-//! node). Deleting a file takes one request per segment, so a crash can
-//! leave part of one: only WAL files the manifest no longer needs are deleted, and readers skip
-//! those (`VersionSet::wal_bound`). The lock is the staging directory's: an object store has none, so
-//! one log location must serve one database.
+//! objects, fetched [`READ_CONCURRENCY`] at a time and concatenated in offset order; a gap
+//! between segments is corruption. Renames (only `CURRENT.tmp` → `CURRENT`, written in one
+//! sync) replace the target's single segment with one PUT, which is atomic. There is no lock
+//! on the object store itself: one log location must serve one database at a time (the local
+//! staging directory's lock only guards one node). Deleting a file takes one request per
+//! segment, so a crash can leave part of one: only WAL files the manifest no longer needs are
+//! deleted, and readers skip those (`VersionSet::wal_bound`).
 //!
 //! Invariants: after `sync` returns, every byte appended to the file is in the object store;
 //! names are flat (no directories inside the log location). Depends on `storage` and
@@ -80,16 +79,12 @@ impl ObjectLogStorage {
         // One GET per synced segment, many in flight: a file holds one segment per sync, and
         // fetching them one after another made recovery over an object store wait out every
         // request's latency in turn.
-        let parts = self.tier.get_many(
+        let out = self.tier.get_many(
             segs.iter()
                 .map(|(obj, _, size)| (self.tier.path(obj), 0, *size as usize))
                 .collect(),
             READ_CONCURRENCY,
         )?;
-        let mut out = Vec::with_capacity(end as usize);
-        for p in parts {
-            out.extend_from_slice(&p);
-        }
         Ok(Some(out))
     }
 
@@ -176,11 +171,7 @@ impl RandomAccessFile for RemoteFile {
             let (path, at, n) = &ranges[0];
             return self.tier.get_range(path, *at, *n);
         }
-        let mut out = Vec::with_capacity(len);
-        for part in self.tier.get_many(ranges, READ_CONCURRENCY)? {
-            out.extend_from_slice(&part);
-        }
-        Ok(Bytes::from(out))
+        Ok(Bytes::from(self.tier.get_many(ranges, READ_CONCURRENCY)?))
     }
     fn size(&self) -> u64 {
         self.segs.last().map_or(0, |(_, off, size)| off + size)
@@ -391,7 +382,13 @@ mod tests {
         assert_eq!(s.read_all(&p).unwrap(), want);
         let r = s.open(&p).unwrap();
         assert_eq!(r.size(), want.len() as u64);
-        for (at, n) in [(0, want.len()), (3, 1), (40, 700), (want.len() - 9, 9), (100, 0)] {
+        for (at, n) in [
+            (0, want.len()),
+            (3, 1),
+            (40, 700),
+            (want.len() - 9, 9),
+            (100, 0),
+        ] {
             assert_eq!(
                 r.read_at(at as u64, n).unwrap().as_ref(),
                 &want[at..at + n],

@@ -305,35 +305,34 @@ impl CapacityTier {
     }
 
     /// Reads several ranges (`(object, offset, len)`), up to `concurrency` requests in flight,
-    /// and returns their bytes in the order given. Each request retries as
-    /// [`CapacityTier::get_range`] does; the first failure fails the call.
+    /// and returns their bytes concatenated in the order given (each part appended as soon as
+    /// every part before it is in, so memory stays about the result plus the requests in
+    /// flight). Each request retries as [`CapacityTier::get_range`] does; the first failure
+    /// fails the call. Blocking, like every call of the tier: never from async code.
     pub fn get_many(
         &self,
         ranges: Vec<(ObjPath, u64, usize)>,
         concurrency: usize,
-    ) -> Result<Vec<Bytes>> {
+    ) -> Result<Vec<u8>> {
         use futures::{StreamExt, TryStreamExt};
         let retry = self.retry_policy();
         let store = self.store.clone();
         let stats = self.stats.clone();
+        let total: usize = ranges.iter().map(|r| r.2).sum();
         self.run(async move {
-            futures::stream::iter(ranges)
+            futures::stream::iter(ranges.into_iter().filter(|r| r.2 > 0))
                 .map(|(path, offset, len)| {
                     let (retry, store, stats) = (retry.clone(), store.clone(), stats.clone());
                     async move {
                         let start = Instant::now();
-                        let b = if len == 0 {
-                            Bytes::new()
-                        } else {
-                            let p = path.clone();
-                            retry
-                                .run("get", &path, move || {
-                                    let (store, p) = (store.clone(), p.clone());
-                                    let range = offset..offset + len as u64;
-                                    async move { store.get_range(&p, range).await }
-                                })
-                                .await?
-                        };
+                        let p = path.clone();
+                        let b = retry
+                            .run("get", &path, move || {
+                                let (store, p) = (store.clone(), p.clone());
+                                let range = offset..offset + len as u64;
+                                async move { store.get_range(&p, range).await }
+                            })
+                            .await?;
                         if b.len() != len {
                             return Err(Error::corruption(format!(
                                 "capacity tier: short read of {path} at {offset}: {} of {len} bytes",
@@ -345,7 +344,10 @@ impl CapacityTier {
                     }
                 })
                 .buffered(concurrency.max(1))
-                .try_collect()
+                .try_fold(Vec::with_capacity(total), |mut out, b| async move {
+                    out.extend_from_slice(&b);
+                    Ok(out)
+                })
                 .await
         })
     }
