@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the memtable skiplist's tests (crates/strata/src/memtable/skiplist.rs, all of the
+# Runs the memtable skiplist's tests (crates/strata/src/memtable/skiplist.rs and skiplist_tests.rs, all of the
 # memtable's unsafe code, and point_index.rs, which it uses) under Miri: Stacked Borrows, then Tree Borrows, with Miri's data-race
 # detector on the concurrent-insert test. The engine's dependencies (C libraries among them)
 # cannot run under Miri, so a scratch crate includes the skiplist and `types` by path, with a

@@ -44,7 +44,7 @@ use crate::locks::MultiGuard;
 use crate::store::{Store, StoreError};
 
 /// Encoded bytes after which a leader starts another engine write for the rest of its queue;
-/// a batch this large commits alone, without a group.
+/// a batch this large commits alone, without a group (as does one whose stripes are contended).
 pub const MAX_GROUP_BYTES: usize = 1 << 20;
 
 /// What became of a member's batch.
@@ -109,7 +109,11 @@ impl CommitGroups {
         guard: Option<MultiGuard>,
     ) -> (Outcome, GroupCount) {
         let mut count = GroupCount::default();
-        if batch.size_in_bytes() >= MAX_GROUP_BYTES {
+        // A large batch, or one whose stripes others wait for (a hot key: they could not join
+        // this group anyway, and committing now lets them run in this tick rather than one per
+        // tick), is written at once.
+        if batch.size_in_bytes() >= MAX_GROUP_BYTES || guard.as_ref().is_some_and(|g| g.contended())
+        {
             let outcome = write_alone(store, batch, &mut count);
             drop(guard);
             return (outcome, count);
@@ -180,7 +184,7 @@ fn commit_members(store: &Store, members: Vec<Member>) -> GroupCount {
     count
 }
 
-/// A large batch as its own engine write.
+/// A batch as its own engine write.
 fn write_alone(store: &Store, batch: WriteBatch, count: &mut GroupCount) -> Outcome {
     match store.write_no_slowdown(batch) {
         Ok(()) => {

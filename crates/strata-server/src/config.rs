@@ -542,7 +542,7 @@ pub struct ServerConfig {
     /// `io-threads` (extra threads for socket I/O beside one main thread), every one of these
     /// threads runs commands too.
     pub io_threads: usize,
-    /// Stripes of the key lock table. Default 65536 (about 3 MiB): 50 clients pipelining 16
+    /// Stripes of the key lock table. Default 65536 (at most 64 bytes each): 50 clients pipelining 16
     /// writes each hold some 800 stripes at once, and with 4096 stripes most of their segments
     /// found one of theirs held.
     pub key_lock_stripes: usize,

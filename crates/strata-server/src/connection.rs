@@ -277,7 +277,7 @@ async fn execute(
     shared
         .pool
         .run(move || {
-            let (ran, _) = run_batch_mode(&sh, &mut session, &batch[done..], &mut out, base);
+            let ran = run_batch_mode(&sh, &mut session, &batch[done..], &mut out, base);
             (session, out, batch, done + ran)
         })
         .await

@@ -54,7 +54,7 @@ pub fn run_batch(
     out: &mut BytesMut,
 ) -> usize {
     let base = out.len();
-    run_batch_mode(shared, session, batch, out, base).0
+    run_batch_mode(shared, session, batch, out, base)
 }
 
 /// Why an inline segment was discarded (see [`run_batch_mode`]).
@@ -72,20 +72,21 @@ pub enum Deferred {
 /// [`run_batch`] with the replies counted from `out_base` in `out` (so a batch resumed after
 /// an inline start keeps one output budget), on the engine pool (or, for a batch with no engine
 /// command, anywhere): stripes are waited for, engine reads may do I/O, and writes may stall.
-/// Returns `(requests run, None)`.
+/// Returns the requests run.
 pub fn run_batch_mode(
     shared: &Shared,
     session: &mut Session,
     batch: &[Vec<Bytes>],
     out: &mut BytesMut,
     out_base: usize,
-) -> (usize, Option<Deferred>) {
+) -> usize {
     let mut at = Progress::new(out, out_base);
     while let Some((end, room)) = at.next_segment(batch, session, out) {
         let i = at.done;
-        let mut seg = match prepare_segment(shared, session, &batch[i..end], at.now, room, false) {
-            Ok(seg) => seg,
-            Err(why) => return (i, Some(why)),
+        // Not inline, nothing defers: stripes are waited for and reads may do I/O.
+        let Ok(mut seg) = prepare_segment(shared, session, &batch[i..end], at.now, room, false)
+        else {
+            return i;
         };
         let writes = std::mem::take(&mut seg.batch);
         let committed = if writes.is_empty() {
@@ -95,7 +96,7 @@ pub fn run_batch_mode(
         };
         at.done += finish_segment(shared, session, seg, committed, out, false);
     }
-    (at.done, None)
+    at.done
 }
 
 /// [`run_batch_mode`] inline on the event loop (see `connection`): engine reads are
@@ -125,17 +126,6 @@ pub async fn run_batch_inline(
         let writes = std::mem::take(&mut seg.batch);
         let committed = if writes.is_empty() {
             Ok(())
-        } else if seg.guard.as_ref().is_some_and(|g| g.contended()) {
-            // Others wait for a stripe this segment holds (a hot key): commit now rather than at
-            // the end of the tick, so they run within this tick, not one per tick. They could
-            // not have joined this segment's group anyway.
-            match write_inline(shared, writes) {
-                Ok(r) => r,
-                Err(why) => {
-                    session.close = close;
-                    return (i, Some(why));
-                }
-            }
         } else {
             let guard = seg.guard.take();
             let (outcome, count) = shared
@@ -156,15 +146,6 @@ pub async fn run_batch_inline(
         at.done += finish_segment(shared, session, seg, committed, out, true);
     }
     (at.done, None)
-}
-
-/// Commits a segment's writes on the event loop without a group: refuses to stall
-/// (`Err(Deferred::Blocking)`: nothing was written), else the engine's outcome.
-fn write_inline(shared: &Shared, batch: WriteBatch) -> Result<StoreResult<()>, Deferred> {
-    match shared.store.write_no_slowdown(batch) {
-        Err(e) if e.kind() == strata::ErrorKind::Incomplete => Err(Deferred::Blocking),
-        r => Ok(r.map_err(crate::store::StoreError::from)),
-    }
 }
 
 /// How far a batch's run got.
@@ -334,16 +315,29 @@ const PREFETCH_MAX: usize = 64;
 
 /// Hints the engine at the data keys of `cmds`' engine commands ([`strata::Db::prefetch_gets`]).
 fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>]) {
-    let keys: Vec<Vec<u8>> = cmds
+    // The engine keys side by side in one buffer: one allocation per segment, not per key.
+    let mut buf = Vec::new();
+    let mut ends = Vec::with_capacity(PREFETCH_MAX.min(cmds.len()));
+    for k in cmds
         .iter()
         .filter_map(|args| commands::lookup(&args[0]).map(|(_, spec)| (args, spec)))
         .filter(|(_, spec)| spec.engine)
         .flat_map(|(args, spec)| spec.table_keys(args))
         .take(PREFETCH_MAX)
-        .map(|k| crate::keyspace::data_key(k))
+    {
+        crate::keyspace::push_data_key(&mut buf, k);
+        ends.push(buf.len());
+    }
+    let mut start = 0;
+    let keys: Vec<&[u8]> = ends
+        .iter()
+        .map(|&end| {
+            let k = &buf[start..end];
+            start = end;
+            k
+        })
         .collect();
-    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-    shared.store.db().prefetch_gets(&refs);
+    shared.store.db().prefetch_gets(&keys);
 }
 
 /// Steps 3 and 4 once the segment's writes were committed (`committed` is the outcome): release

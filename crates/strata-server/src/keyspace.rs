@@ -53,10 +53,15 @@ pub const MAX_USER_KEY: usize = strata::MAX_KEY_SIZE - OVERHEAD;
 /// The engine key for `user_key` in database 0.
 pub fn data_key(user_key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(user_key.len() + OVERHEAD);
-    k.push(NS_DB0);
-    k.extend_from_slice(&key_hash(user_key).to_be_bytes());
-    k.extend_from_slice(user_key);
+    push_data_key(&mut k, user_key);
     k
+}
+
+/// Appends the engine key for `user_key` in database 0 to `buf` (several keys in one buffer).
+pub fn push_data_key(buf: &mut Vec<u8>, user_key: &[u8]) {
+    buf.push(NS_DB0);
+    buf.extend_from_slice(&key_hash(user_key).to_be_bytes());
+    buf.extend_from_slice(user_key);
 }
 
 /// The 32-bit key hash that follows the namespace byte (of data keys and sub-keys).
