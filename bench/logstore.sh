@@ -7,12 +7,13 @@
 #   zipf      YCSB-C, zipfian, hashed key order: hot keys spread over every table (table
 #             placement cannot help; HotRAP can)
 #   burst     an overwrite burst of --burst records with no reads (LogStore defers compaction
-#             while the fast tier holds less than half the data), then --reads random reads
+#             while the fast tier holds less than --defer-fast-bytes, default half the data),
+#             then --reads random reads
 #   shift     YCSB-C, keys loaded in sequential order, hotspot-5% whose hot range moves to the
 #             middle of the key space halfway through the run
 #
 #   bash bench/logstore.sh [--num N] [--threads T] [--secs S] [--repeats R] [--burst B] [--reads R]
-#                          [--workloads hotrange,zipf,burst,shift]
+#                          [--defer-fast-bytes BYTES] [--workloads hotrange,zipf,burst,shift]
 #                          [--configs static,logstore,hotrap,both] [--out DIR]
 #
 # Every run: 1 KiB incompressible values, 16-byte keys, the capacity tier on file:// emulated
@@ -36,6 +37,7 @@ LATENCY=5
 WORKLOADS=hotrange,zipf,burst,shift
 CONFIGS=static,logstore,hotrap,both
 OUT=""
+DEFER=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --num) NUM="$2"; shift 2 ;;
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
     --repeats) REPEATS="$2"; shift 2 ;;
     --burst) BURST="$2"; shift 2 ;;
     --reads) READS="$2"; shift 2 ;;
+    --defer-fast-bytes) DEFER="$2"; shift 2 ;;
     --latency-ms) LATENCY="$2"; shift 2 ;;
     --workloads) WORKLOADS="$2"; shift 2 ;;
     --configs) CONFIGS="$2"; shift 2 ;;
@@ -63,6 +66,7 @@ mkdir -p "$WORK"
 DATA=$((NUM * 1024))
 BASE=$((DATA / 16))
 BUDGET=$((DATA / 10))
+DEFER=${DEFER:-$((DATA / 2))}
 shape=(--value-size 1024 --compression-ratio 1.0 --threads "$THREADS"
   --cache-size 4MiB --write-buffer-size 8MiB --target-file-size-base 8MiB
   --max-bytes-for-level-base "$BASE" --persistent-cache-size 0 --fast-tier-budget "$BUDGET"
@@ -104,7 +108,7 @@ run() { # workload config repeat
       "$BIN" --workload ycsb-c --ops 0 "${common[@]}" "${flags[@]}" --db "$db" \
         --golden "$WORK/golden-hash-$c" >/dev/null 2>&1
       "$BIN" --use-existing-db --benchmarks overwrite,readrandom --reads "$READS" --key-order hashed \
-        --num "$BURST" "${shape[@]}" "${flags[@]}" --db "$db" --defer-fast-bytes $((DATA / 2)) \
+        --num "$BURST" "${shape[@]}" "${flags[@]}" --db "$db" --defer-fast-bytes "$DEFER" \
         --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 ;;
   esac
   rm -rf "$WORK/$c"

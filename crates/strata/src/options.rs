@@ -75,9 +75,12 @@ pub struct Options {
     pub memtable_point_index_ratio: f64,
     /// L0 table count that triggers an L0 compaction. Default 4.
     pub level0_file_num_compaction_trigger: usize,
-    /// L0 table count at which each write is delayed. Default 20.
+    /// L0 table count at which each write is delayed. Default 20. (While LogStore defers
+    /// compaction and the fast tier is under its deferral limits, L0's tables count toward
+    /// neither this nor the stop trigger: see `LogStoreOptions::defer_fast_bytes`.)
     pub level0_slowdown_writes_trigger: usize,
-    /// L0 table count at which writes wait for compaction. Default 36.
+    /// L0 table count at which writes wait for compaction. Default 36. (See the slowdown
+    /// trigger for LogStore's deferral.)
     pub level0_stop_writes_trigger: usize,
     /// Delay applied to a write while the slowdown trigger is reached. Default 1 ms.
     pub slowdown_delay: Duration,

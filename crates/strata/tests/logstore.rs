@@ -1,6 +1,7 @@
 //! LogStore placement end to end: reverse compactions never resurrect a deleted or overwritten
 //! version (nor lose one a snapshot holds), temperatures survive a restart, and a write burst
-//! without reads defers compaction until reads return.
+//! without reads defers compaction (the fast tier buffering L0 past its stall triggers) until
+//! reads return or the deferral limit is reached.
 
 mod common;
 
@@ -216,14 +217,16 @@ fn a_write_burst_defers_compaction_until_reads_return() {
     let mut o = options("defer");
     o.logstore.defer_read_fraction = 0.05;
     o.logstore.defer_fast_bytes = Some(64 << 20);
-    o.level0_slowdown_writes_trigger = 40;
-    o.level0_stop_writes_trigger = 60;
+    o.level0_slowdown_writes_trigger = 4;
+    o.level0_stop_writes_trigger = 6;
     let db = Db::open(dir.path(), o).unwrap();
-    // A burst without reads: L0 grows past its trigger of 2 while compaction waits.
+    // A burst without reads: L0 grows past its compaction trigger of 2 while compaction
+    // waits, and past its stop trigger of 6 — which only a fast tier buffering the burst
+    // allows: were those tables counted, writes would stop at 6 until compaction ran.
     let mut max_l0 = 0;
     let mut i = 0u64;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while max_l0 <= 4 {
+    while max_l0 <= 12 {
         assert!(Instant::now() < deadline, "never deferred:\n{}", db.stats());
         for _ in 0..200 {
             db.put(key(i % 50_000), value(i, 1)).unwrap();
@@ -247,4 +250,44 @@ fn a_write_burst_defers_compaction_until_reads_return() {
         assert!(Instant::now() < deadline, "compaction did not resume:\n{s}");
     }
     db.wait_for_compactions().unwrap();
+}
+
+#[test]
+fn deferral_ends_at_its_byte_limit_without_reads() {
+    const LIMIT: u64 = 128 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options("defer-limit");
+    o.logstore.defer_read_fraction = 0.05;
+    o.logstore.defer_fast_bytes = Some(LIMIT);
+    o.level0_slowdown_writes_trigger = 4;
+    o.level0_stop_writes_trigger = 6;
+    let db = Db::open(dir.path(), o).unwrap();
+    // A long burst and no reads: the fast tier buffers L0 until it holds the limit, then the
+    // usual triggers apply and compaction runs while reads are still absent.
+    let (mut max_l0, mut max_l0_bytes) = (0, 0);
+    for i in 0..40_000u64 {
+        db.put(key(i % 50_000), value(i, 1)).unwrap();
+        if i % 100 == 0 {
+            let s = db.stats();
+            max_l0 = max_l0.max(s.levels[0].files);
+            max_l0_bytes = max_l0_bytes.max(s.levels[0].bytes);
+        }
+    }
+    let s = db.stats();
+    assert!(s.logstore.as_ref().unwrap().deferred_ticks > 0, "{s}");
+    let compactions: u64 = s.levels.iter().map(|l| l.compactions).sum();
+    assert!(compactions > 0, "compaction never resumed:\n{s}");
+    assert!(max_l0 > 6, "L0 never buffered past the stop trigger:\n{s}");
+    // Past the limit, L0 gains at most the flushes of the memtables already full.
+    assert!(
+        max_l0_bytes < LIMIT + 4 * (16 << 10),
+        "L0 held {max_l0_bytes} bytes ({max_l0} tables) over a {LIMIT}-byte limit:\n{s}"
+    );
+    db.wait_for_compactions().unwrap();
+    for i in (0..40_000u64).step_by(997) {
+        assert_eq!(
+            db.get(key(i % 50_000)).unwrap().as_deref(),
+            Some(value(i, 1).as_bytes())
+        );
+    }
 }

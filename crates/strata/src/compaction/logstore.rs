@@ -4,8 +4,8 @@
 //! 1. **Level scores**, as leveled compaction computes them, with two LogStore changes made in
 //!    [`super::picker::pick_by_score`]: *informed compaction* (§V-A: the level shedding data
 //!    into the capacity tier gives up its coldest table) and *deferred compaction* (§V-C:
-//!    while reads are rare, L0 waits for a larger trigger and the fast levels are not sized,
-//!    until the fast tier holds the deferral limit).
+//!    while reads are rare, neither L0 nor the fast levels compact — the fast tier buffers
+//!    the burst — until the fast tier holds the deferral limit).
 //! 2. **Staging compaction** (§V-D): the hottest L0 table, when its reads have paid more in
 //!    searches of the L0 tables overlapping it than merging costs, is merged with the older L0
 //!    tables it overlaps (transitively) and the base level's overlapping tables into the base
@@ -334,7 +334,6 @@ mod tests {
             costs: COSTS,
             deferring: false,
             defer_fast_bytes: 1 << 40,
-            defer_l0_trigger: 10,
             cold_fraction: 0.1,
             reverse_margin: 1.0,
             fast_budget: None,
@@ -637,9 +636,10 @@ mod tests {
         t.deferring = true;
         assert!(
             pick_with(&v, &none, &tiered(), Some(&t)).is_none(),
-            "deferring: L0 waits for 10 files"
+            "deferring: L0 buffers the burst, however many tables it holds"
         );
-        t.defer_l0_trigger = 5;
+        // The fast tier (5 × 100 + 3000 bytes) reaches the limit: L0 compacts again.
+        t.defer_fast_bytes = 3500;
         let p = pick_with(&v, &none, &tiered(), Some(&t)).unwrap();
         assert_eq!(p.reason, CompactionReason::L0FileCount);
     }

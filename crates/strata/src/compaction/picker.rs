@@ -265,8 +265,9 @@ pub fn pick_compaction(input: &PickerInput<'_>) -> Option<Pick> {
 ///
 /// With LogStore temperatures in the input: the level shedding data into the capacity tier
 /// gives up its coldest table (informed compaction, §V-A), and while compaction is deferred
-/// (§V-C) L0 waits for a larger trigger and the fast levels below it are not sized at all,
-/// until the fast tier holds the deferral limit.
+/// (§V-C) neither L0 nor the fast levels below it compact at all — the fast tier buffers the
+/// burst's tables, overlapping, as the paper's "no compaction between Level-0 and Level-1"
+/// — until the fast tier holds the deferral limit.
 pub fn pick_by_score(input: &PickerInput<'_>) -> Option<Pick> {
     let (v, busy, o) = (input.version, input.busy, input.options);
     let n = v.num_levels();
@@ -278,9 +279,8 @@ pub fn pick_by_score(input: &PickerInput<'_>) -> Option<Pick> {
         .filter(|t| t.deferring && v.fast_bytes() + input.running_fast_bytes < t.defer_fast_bytes);
     let mut scored: Vec<(f64, usize)> = Vec::new();
     let l0: Vec<Arc<TableFile>> = v.levels[0].files().cloned().collect();
-    if !l0.iter().any(|f| busy.contains(&f.id)) {
-        let trigger = deferring.map_or(o.l0_trigger, |t| t.defer_l0_trigger.max(o.l0_trigger));
-        scored.push((l0.len() as f64 / trigger as f64, 0));
+    if deferring.is_none() && !l0.iter().any(|f| busy.contains(&f.id)) {
+        scored.push((l0.len() as f64 / o.l0_trigger as f64, 0));
     }
     for l in 1..n - 1 {
         if deferring.is_some() && l >= lt.base_level && input.level_tier(l) == Tier::Fast {

@@ -152,10 +152,13 @@ pub(crate) struct DbInner {
 impl DbInner {
     /// Publishes a new super-version built from `st`.
     pub fn install_super_version(&self, st: &DbState) {
-        self.commit.l0_files.store(
-            st.versions.current().levels[0].num_files(),
-            Ordering::Release,
-        );
+        let v = st.versions.current();
+        self.commit
+            .fast_bytes
+            .store(v.fast_bytes(), Ordering::Release);
+        self.commit
+            .l0_files
+            .store(v.levels[0].num_files(), Ordering::Release);
         let sv = SuperVersion {
             mem: st.mem.clone(),
             imms: st.imms.iter().rev().cloned().collect(),

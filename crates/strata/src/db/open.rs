@@ -346,7 +346,10 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             opts.logstore.clone(),
         ))),
     };
-    let l0_files = versions.current().levels[0].num_files();
+    let (l0_files, fast_bytes) = {
+        let v = versions.current();
+        (v.levels[0].num_files(), v.fast_bytes())
+    };
     let sv = SuperVersion {
         mem: mem.clone(),
         imms: Vec::new(),
@@ -380,7 +383,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             bg_error: None,
         }),
         bg_cv: Condvar::new(),
-        commit: super::write::CommitPipeline::new(last_seq, sv.mem.clone(), l0_files),
+        commit: super::write::CommitPipeline::new(last_seq, sv.mem.clone(), l0_files, fast_bytes),
         sv: arc_swap::ArcSwap::from_pointee(sv),
         wal,
         last_seq: AtomicU64::new(last_seq),

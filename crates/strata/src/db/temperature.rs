@@ -67,6 +67,15 @@ impl LogStore {
         self.deferring.load(Relaxed) && self.settling.load(Relaxed) == 0
     }
 
+    /// Whether the fast tier, holding `l0` tables in L0 and `fast_bytes` in all, buffers L0
+    /// now: compaction is deferred and neither deferral limit reached (the bytes, and
+    /// [`l0_ceiling`] tables, which bounds what a read searches once reads return), so L0's
+    /// tables wait uncompacted and do not stall writes. The picker applies the same limits
+    /// (see [`snapshot`]).
+    pub(crate) fn buffers_l0(&self, o: &crate::Options, l0: usize, fast_bytes: u64) -> bool {
+        self.deferring() && l0 < l0_ceiling(o) && fast_bytes < defer_fast_bytes(o, &self.opts)
+    }
+
     pub(crate) fn new(opts: LogStoreOptions) -> Self {
         LogStore {
             costs: Mutex::new(opts.costs.unwrap_or_default()),
@@ -87,6 +96,11 @@ fn defer_fast_bytes(o: &crate::Options, l: &LogStoreOptions) -> u64 {
         .unwrap_or(1 << 30)
 }
 
+/// L0 tables beyond which deferral ends whatever their bytes: four times the stop trigger.
+fn l0_ceiling(o: &crate::Options) -> usize {
+    o.level0_stop_writes_trigger.saturating_mul(4)
+}
+
 /// The picker's view of temperatures, under the database lock.
 pub(crate) fn snapshot(inner: &DbInner, ls: &LogStore, v: &Version) -> TemperatureSnapshot {
     let o = &inner.opts;
@@ -99,11 +113,8 @@ pub(crate) fn snapshot(inner: &DbInner, ls: &LogStore, v: &Version) -> Temperatu
             })
             .collect(),
         costs: *ls.costs.lock(),
-        deferring: ls.deferring(),
+        deferring: ls.deferring() && v.levels[0].num_files() < l0_ceiling(o),
         defer_fast_bytes: defer_fast_bytes(o, &ls.opts),
-        // Half-way to the slowdown trigger: a burst flushes on without being slowed.
-        defer_l0_trigger: (o.level0_slowdown_writes_trigger / 2)
-            .max(o.level0_file_num_compaction_trigger),
         cold_fraction: ls.opts.cold_fraction,
         reverse_margin: ls.opts.reverse_margin,
         fast_budget: o.fast_tier_budget,

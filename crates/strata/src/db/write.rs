@@ -75,12 +75,15 @@ pub(crate) struct CommitPipeline {
     active: ArcSwap<MemTable>,
     /// L0 table count of the current version, kept by `install_super_version`.
     pub l0_files: AtomicUsize,
+    /// Fast-tier table bytes of the current version, kept beside `l0_files` (LogStore's
+    /// deferral limit, see [`stalling_l0`]).
+    pub fast_bytes: AtomicU64,
     /// How waiters spin.
     spin: SpinPolicy,
 }
 
 impl CommitPipeline {
-    pub fn new(last_seq: u64, mem: Arc<MemTable>, l0_files: usize) -> Self {
+    pub fn new(last_seq: u64, mem: Arc<MemTable>, l0_files: usize, fast_bytes: u64) -> Self {
         CommitPipeline {
             queue: Mutex::new(VecDeque::new()),
             allocated: AtomicU64::new(last_seq),
@@ -88,6 +91,7 @@ impl CommitPipeline {
             failed: AtomicBool::new(false),
             active: ArcSwap::new(mem),
             l0_files: AtomicUsize::new(l0_files),
+            fast_bytes: AtomicU64::new(fast_bytes),
             spin: SpinPolicy::default(),
         }
     }
@@ -470,9 +474,27 @@ fn room_without_waiting(inner: &DbInner) -> Option<ActiveMem> {
         return None;
     }
     let mem = c.active.load();
-    (c.l0_files.load(Ordering::Acquire) < inner.opts.level0_slowdown_writes_trigger
+    let l0 = c.l0_files.load(Ordering::Acquire);
+    (stalling_l0(inner, l0, c.fast_bytes.load(Ordering::Acquire))
+        < inner.opts.level0_slowdown_writes_trigger
         && mem.approximate_size() < inner.opts.write_buffer_size)
         .then_some(mem)
+}
+
+/// The L0 tables that count toward write stalls: all of them, except while LogStore defers
+/// compaction (§V-C) and the fast tier, under its deferral limits, buffers the burst's tables
+/// — then none, since they are not compacted either. Past a limit, or when reads return, the
+/// usual triggers apply to every L0 table again.
+fn stalling_l0(inner: &DbInner, l0: usize, fast_bytes: u64) -> usize {
+    match &inner.logstore {
+        Some(ls)
+            if l0 >= inner.opts.level0_slowdown_writes_trigger
+                && ls.buffers_l0(&inner.opts, l0, fast_bytes) =>
+        {
+            0
+        }
+        _ => l0,
+    }
 }
 
 /// Whether a write now would leave the fast path (see [`room_without_waiting`]).
@@ -499,7 +521,21 @@ fn make_room_for_write(inner: &Arc<DbInner>) -> Result<ActiveMem> {
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
         }
-        let l0 = st.versions.current().levels[0].num_files();
+        let l0 = {
+            let v = st.versions.current();
+            let mut l0 = v.levels[0].num_files();
+            if inner.logstore.is_some() {
+                // The L0 tables a running compaction takes are on their way out: after a
+                // deferral one compaction takes the whole buffered L0, and counting it would
+                // stop writes for all its length. (The fast path counts every table, so
+                // writes come here to be let through.)
+                l0 -= v.levels[0]
+                    .files()
+                    .filter(|f| st.busy.contains(&f.id))
+                    .count();
+            }
+            stalling_l0(inner, l0, v.fast_bytes())
+        };
         if !delayed && l0 >= o.level0_slowdown_writes_trigger {
             drop(st);
             let t = Instant::now();

@@ -85,8 +85,12 @@ pub struct LogStoreOptions {
     /// Compaction is deferred (§V-C) while reads are below this fraction of operations (reads +
     /// written keys) over the last tick, and writes are happening. Default 0.05.
     pub defer_read_fraction: f64,
-    /// Bytes the fast tier may fill while compaction is deferred; compaction resumes beyond
-    /// them. `None`: twice the fast-tier budget if one is set, else 1 GiB.
+    /// Bytes the fast tier may fill in tables while compaction is deferred; compaction
+    /// resumes beyond them (or beyond four times `level0_stop_writes_trigger` L0 tables).
+    /// Until then L0's tables are neither compacted nor counted toward the L0 write stall
+    /// triggers: the fast tier buffers the burst. The L0 compaction that follows takes every
+    /// L0 table at once and holds its output beside its inputs, so the fast disk needs about
+    /// twice this much headroom. `None`: twice the fast-tier budget if one is set, else 1 GiB.
     pub defer_fast_bytes: Option<u64>,
     /// Fixed cost-model inputs instead of the measured ones (a tier whose latency is known, or
     /// tests). Default `None`: measured.
@@ -236,8 +240,6 @@ pub struct TemperatureSnapshot {
     pub deferring: bool,
     /// Fast-tier bytes beyond which deferred compaction resumes.
     pub defer_fast_bytes: u64,
-    /// L0 files that trigger a compaction while deferring.
-    pub defer_l0_trigger: usize,
     /// See [`LogStoreOptions::cold_fraction`].
     pub cold_fraction: f64,
     /// See [`LogStoreOptions::reverse_margin`].
