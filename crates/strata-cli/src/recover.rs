@@ -39,6 +39,11 @@ pub struct RecoverArgs {
     /// Memtable size for the replay baseline and the tail replay, in bytes.
     #[arg(long, default_value_t = 64 << 20)]
     pub write_buffer_size: usize,
+    /// Seconds the log location's previous holder must have been silent before its lease is
+    /// taken over (an object-store log location; recovery after a node loss waits this long
+    /// unless that node closed its database).
+    #[arg(long, default_value_t = 20.0)]
+    pub wal_lease_ttl_secs: f64,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -51,6 +56,10 @@ pub fn run(args: RecoverArgs) -> Result<()> {
         write_buffer_size: args.write_buffer_size,
         wal_location: Some(args.wal_location.clone()),
         extended_wal: true,
+        wal_lease_ttl: std::time::Duration::try_from_secs_f64(args.wal_lease_ttl_secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--wal-lease-ttl-secs must be a positive number of seconds")?,
         ..Default::default()
     };
     if args.wal_latency_ms > 0.0 {

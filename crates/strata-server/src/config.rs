@@ -230,6 +230,10 @@ pub struct EngineConfig {
     /// tables, and each new fast-tier table's key list is logged, so `strata recover` can
     /// rebuild the lost fast tier in parallel. Needs `wal-location`.
     pub extended_wal: bool,
+    /// An object-store `wal-location` is leased to one server at a time across nodes; a
+    /// holder silent this many seconds is taken over (a server starting on a location whose
+    /// previous holder died waits this long). Default 20.
+    pub wal_lease_ttl_secs: f64,
 }
 
 impl Default for EngineConfig {
@@ -278,6 +282,7 @@ impl Default for EngineConfig {
             compaction_mode: "hybrid".into(),
             wal_location: String::new(),
             extended_wal: o.extended_wal,
+            wal_lease_ttl_secs: o.wal_lease_ttl.as_secs_f64(),
         }
     }
 }
@@ -346,6 +351,15 @@ impl EngineConfig {
             wal_location: (!self.wal_location.is_empty())
                 .then(|| std::path::PathBuf::from(&self.wal_location)),
             extended_wal: self.extended_wal,
+            wal_lease_ttl: Duration::try_from_secs_f64(self.wal_lease_ttl_secs)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "engine.wal-lease-ttl-secs: {} is not a positive number of seconds",
+                        self.wal_lease_ttl_secs
+                    ))
+                })?,
             ..Options::default()
         };
         o.validate()
@@ -485,6 +499,7 @@ impl EngineConfig {
         p("capacity-error-rate", self.capacity_error_rate.to_string());
         p("wal-location", self.wal_location.clone());
         p("extended-wal", self.extended_wal.to_string());
+        p("wal-lease-ttl-secs", self.wal_lease_ttl_secs.to_string());
         p("compaction-service", self.compaction_service.clone());
         // The token is a secret: shown as set or not.
         p(

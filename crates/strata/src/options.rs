@@ -134,6 +134,10 @@ pub struct Options {
     pub wal_location: Option<std::path::PathBuf>,
     /// Latency and bandwidth emulation of an object-store `wal_location` (benchmarks, tests).
     pub wal_emulation: Option<crate::storage::object::Emulation>,
+    /// An object-store `wal_location` is leased to one database at a time across nodes: a
+    /// holder renews every quarter of this, and one silent for all of it is taken over (an
+    /// open of a location whose holder died waits this long). Default 20 s.
+    pub wal_lease_ttl: Duration,
     /// The extended WAL (RocksMash §3.4; needs `wal_location`): the WAL is kept while fast-tier
     /// tables still hold its records, and each new fast-tier table's key list is logged when
     /// it is installed, so the fast tier can be rebuilt from the log location and the capacity
@@ -233,6 +237,7 @@ impl Default for Options {
             max_manifest_file_size: 64 << 20,
             wal_location: None,
             wal_emulation: None,
+            wal_lease_ttl: crate::storage::object::DEFAULT_LEASE_TTL,
             extended_wal: false,
             extended_wal_ttl: Some(Duration::from_secs(600)),
             compaction_filter: None,
@@ -285,6 +290,7 @@ impl std::fmt::Debug for Options {
             .field("compaction_style", &self.compaction_style)
             .field("forest", &self.forest)
             .field("wal_location", &self.wal_location)
+            .field("wal_lease_ttl", &self.wal_lease_ttl)
             .field("extended_wal", &self.extended_wal)
             .field("extended_wal_ttl", &self.extended_wal_ttl)
             .field(

@@ -43,6 +43,8 @@ fn crash_options_with(
         });
         o.extended_wal = true;
         o.extended_wal_ttl = Some(Duration::from_millis(300));
+        // A killed holder's lease is taken over after this long, on every reopen.
+        o.wal_lease_ttl = Duration::from_secs(1);
     }
     if forest {
         // Split forest with early cleaning after every table: kills land inside merges, and

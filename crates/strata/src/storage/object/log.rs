@@ -7,9 +7,10 @@
 //! so group commit batches them). Reads use the local copy while it exists and otherwise the
 //! objects, fetched [`READ_CONCURRENCY`] at a time and concatenated in offset order; a gap
 //! between segments is corruption. Renames (only `CURRENT.tmp` → `CURRENT`, written in one
-//! sync) replace the target's single segment with one PUT, which is atomic. There is no lock
-//! on the object store itself: one log location must serve one database at a time (the local
-//! staging directory's lock only guards one node). Deleting a file takes one request per
+//! sync) replace the target's single segment with one PUT, which is atomic. Locking it takes
+//! the staging directory's lock (this node) and the location's [`Lease`] (every node): each
+//! write to the object store checks the lease first, so a database that lost it (another
+//! took it over after it fell silent) stops writing. Deleting a file takes one request per
 //! segment, so a crash can leave part of one: only WAL files the manifest no longer needs are
 //! deleted, and readers skip those (`VersionSet::wal_bound`).
 //!
@@ -22,21 +23,55 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::lease::{Lease, DEFAULT_TTL};
 use super::CapacityTier;
 use crate::error::{Error, Result};
 use crate::storage::{DirLock, RandomAccessFile, RandomRwFile, Storage, WritableFile};
+
+/// The lease this storage holds: what every write checks.
+type LeaseSlot = Arc<parking_lot::Mutex<Leased>>;
+
+#[derive(Default)]
+enum Leased {
+    /// Never locked (a read-only inspection): writes go unchecked.
+    #[default]
+    Never,
+    Held(Arc<Lease>),
+    /// Unlocked: writes fail, as they would for another holder.
+    Released,
+}
 
 /// See the module docs.
 pub struct ObjectLogStorage {
     tier: Arc<CapacityTier>,
     local: Arc<dyn Storage>,
+    lease_ttl: std::time::Duration,
+    lease: LeaseSlot,
 }
 
 impl ObjectLogStorage {
     /// `tier`: the object store and prefix of the log location; `local`: the storage of the
     /// staging directory (paths passed to this storage name files in it).
     pub fn new(tier: Arc<CapacityTier>, local: Arc<dyn Storage>) -> Self {
-        ObjectLogStorage { tier, local }
+        ObjectLogStorage {
+            tier,
+            local,
+            lease_ttl: DEFAULT_TTL,
+            lease: LeaseSlot::default(),
+        }
+    }
+
+    /// How long a holder of the location's lease may fall silent before another database
+    /// takes the lease over (see [`Lease`]).
+    pub fn with_lease_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// The instant by which a write's requests must end (`None`: no lease was ever taken,
+    /// e.g. a read-only inspection), or `Locked` if this storage's lease is lost or released.
+    fn check_lease(&self) -> Result<Option<std::time::Instant>> {
+        check(&self.lease)
     }
 
     fn name(path: &Path) -> Result<String> {
@@ -88,11 +123,44 @@ impl ObjectLogStorage {
         Ok(Some(out))
     }
 
+    /// Deletes every segment of `name`, each request checked against the lease.
     fn remote_remove(&self, name: &str) -> Result<()> {
         for (obj, _, _) in self.segments(name)? {
-            self.tier.delete(&self.tier.path(&obj))?;
+            let until = self.check_lease()?;
+            self.tier.delete_until(&self.tier.path(&obj), until)?;
         }
         Ok(())
+    }
+}
+
+fn check(slot: &LeaseSlot) -> Result<Option<std::time::Instant>> {
+    let lease = match &*slot.lock() {
+        Leased::Never => return Ok(None),
+        Leased::Held(l) => l.clone(),
+        Leased::Released => {
+            return Err(crate::error::ErrorRepr::Locked(
+                "log location: written after its lock was released".into(),
+            )
+            .into())
+        }
+    };
+    lease.check().map(Some)
+}
+
+/// The lock of an object-store log location: the staging directory's and the lease.
+struct LeaseLock {
+    _local: Box<dyn DirLock>,
+    slot: LeaseSlot,
+}
+
+impl DirLock for LeaseLock {}
+
+impl Drop for LeaseLock {
+    fn drop(&mut self) {
+        // The last reference (a write checking it holds another for the check's length): the
+        // lease is released as it drops, outside the slot's mutex.
+        let lease = std::mem::replace(&mut *self.slot.lock(), Leased::Released);
+        drop(lease);
     }
 }
 
@@ -105,6 +173,7 @@ fn segment_name(name: &str, offset: u64) -> String {
 
 struct ObjectLogFile {
     local: Box<dyn WritableFile>,
+    lease: LeaseSlot,
     tier: Arc<CapacityTier>,
     name: String,
     uploaded: u64,
@@ -123,10 +192,11 @@ impl WritableFile for ObjectLogFile {
     fn sync(&mut self) -> Result<()> {
         self.local.sync()?;
         if !self.pending.is_empty() {
+            let until = check(&self.lease)?;
             let data = Bytes::from(std::mem::take(&mut self.pending));
             let n = data.len() as u64;
             let path = self.tier.path(&segment_name(&self.name, self.uploaded));
-            if let Err(e) = self.tier.put(&path, data.clone()) {
+            if let Err(e) = self.tier.put_until(&path, data.clone(), until) {
                 self.pending = data.to_vec();
                 return Err(e);
             }
@@ -189,6 +259,7 @@ impl Storage for ObjectLogStorage {
         }
         Ok(Box::new(ObjectLogFile {
             local: self.local.create(path)?,
+            lease: self.lease.clone(),
             tier: self.tier.clone(),
             name,
             uploaded: 0,
@@ -240,11 +311,16 @@ impl Storage for ObjectLogStorage {
         let (f, t) = (Self::name(from)?, Self::name(to)?);
         let data = self.read_all(from)?;
         // One PUT replaces the target's first segment atomically; any later ones go after.
-        self.tier
-            .put(&self.tier.path(&segment_name(&t, 0)), Bytes::from(data))?;
+        let until = self.check_lease()?;
+        self.tier.put_until(
+            &self.tier.path(&segment_name(&t, 0)),
+            Bytes::from(data),
+            until,
+        )?;
         for (obj, off, _) in self.segments(&t)? {
             if off != 0 {
-                self.tier.delete(&self.tier.path(&obj))?;
+                let until = self.check_lease()?;
+                self.tier.delete_until(&self.tier.path(&obj), until)?;
             }
         }
         self.remote_remove(&f)?;
@@ -294,7 +370,14 @@ impl Storage for ObjectLogStorage {
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>> {
-        self.local.lock(path)
+        // This node first (a second opener here fails at once), then every node.
+        let local = self.local.lock(path)?;
+        let lease = Lease::acquire(self.tier.clone(), path, self.lease_ttl)?;
+        *self.lease.lock() = Leased::Held(Arc::new(lease));
+        Ok(Box::new(LeaseLock {
+            _local: local,
+            slot: self.lease.clone(),
+        }))
     }
 }
 
@@ -330,7 +413,7 @@ pub fn log_location(
     let tier = CapacityTier::open(&c, None, Default::default())?;
     let stage = dir.join("wal-stage");
     Ok((
-        Arc::new(ObjectLogStorage::new(tier, storage.clone())),
+        Arc::new(ObjectLogStorage::new(tier, storage.clone()).with_lease_ttl(opts.wal_lease_ttl)),
         stage,
     ))
 }
@@ -345,6 +428,62 @@ mod tests {
         let c = super::super::CapacityOptions::new(format!("memory://log-test-{name}"));
         let tier = CapacityTier::open(&c, None, Default::default()).unwrap();
         (dir, ObjectLogStorage::new(tier, Arc::new(LocalFs)))
+    }
+
+    #[test]
+    fn one_database_at_a_time_writes_a_location_across_nodes() {
+        use std::time::Duration;
+        // Two nodes: staging directories of their own, one object-store location.
+        let (dir_a, a) = store("lease");
+        let (dir_b, b) = store("lease");
+        let (a, b) = (
+            a.with_lease_ttl(Duration::from_secs(3)),
+            b.with_lease_ttl(Duration::from_secs(3)),
+        );
+        let lock_a = a.lock(&dir_a.path().join("LOCK")).unwrap();
+        let e = b.lock(&dir_b.path().join("LOCK")).err().expect("held by a");
+        assert_eq!(e.kind(), crate::ErrorKind::Locked, "{e}");
+        let mut f = a.create(&dir_a.path().join("000001.log")).unwrap();
+        f.append(b"acknowledged").unwrap();
+        f.sync().unwrap();
+        drop(lock_a);
+        // Released: the other node takes it at once and reads what the first one synced.
+        let _lock_b = b.lock(&dir_b.path().join("LOCK")).unwrap();
+        assert_eq!(
+            b.read_all(&dir_b.path().join("000001.log")).unwrap(),
+            b"acknowledged"
+        );
+    }
+
+    #[test]
+    fn a_database_whose_lease_is_taken_over_fails_its_next_sync() {
+        use std::time::Duration;
+        let (dir, s) = store("lease-lost");
+        let s = s.with_lease_ttl(Duration::from_millis(400));
+        let _lock = s.lock(&dir.path().join("LOCK")).unwrap();
+        let mut f = s.create(&dir.path().join("000002.log")).unwrap();
+        f.append(b"one").unwrap();
+        f.sync().unwrap();
+        // Another node takes every next generation (as after a long pause of this one).
+        for (name, _) in s.tier.list("LEASE/").unwrap() {
+            let g: u64 = name.rsplit('/').next().unwrap().parse().unwrap();
+            for n in g + 1..g + 50 {
+                let p = s.tier.path(&format!("LEASE/{n:020}"));
+                s.tier
+                    .put_if_absent(&p, Bytes::from_static(b"other"), None)
+                    .unwrap();
+            }
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let e = loop {
+            f.append(b"more").unwrap();
+            match f.sync() {
+                Err(e) => break e,
+                Ok(()) => assert!(std::time::Instant::now() < deadline, "never fenced"),
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(e.kind(), crate::ErrorKind::Locked, "{e}");
     }
 
     #[test]

@@ -12,10 +12,12 @@
 
 mod emulated;
 mod file;
+mod lease;
 mod log;
 
 pub use emulated::{EmulatedStore, Emulation, EmulationStats};
 pub use file::{ObjectFile, ObjectWriter};
+pub use lease::{Lease, DEFAULT_TTL as DEFAULT_LEASE_TTL};
 pub use log::{is_object_store_location, log_location, ObjectLogStorage};
 
 use std::collections::HashMap;
@@ -132,12 +134,15 @@ fn to_error(op: &str, path: &ObjPath, e: object_store::Error) -> Error {
     }
 }
 
-/// How a request is retried: a per-attempt timeout, transient failures retried with backoff.
+/// How a request is retried: a per-attempt timeout, transient failures retried with backoff,
+/// and with a deadline no attempt started or running past it (a leased log location's writes
+/// end with the lease's validity).
 #[derive(Clone)]
 struct Retry {
     attempts: u32,
     timeout: Duration,
     stats: Arc<TierStats>,
+    deadline: Option<Instant>,
 }
 
 impl Retry {
@@ -149,11 +154,26 @@ impl Retry {
         let mut delay = Duration::from_millis(20);
         let mut attempt = 1;
         loop {
-            let r = match tokio::time::timeout(self.timeout, op()).await {
+            let timeout = match self.deadline {
+                None => self.timeout,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => self.timeout.min(left),
+                    _ => {
+                        self.stats
+                            .errors
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        return Err(ErrorRepr::Locked(format!(
+                            "capacity tier {what} {p}: not sent, the lease it needs expired"
+                        ))
+                        .into());
+                    }
+                },
+            };
+            let r = match tokio::time::timeout(timeout, op()).await {
                 Ok(r) => r,
                 Err(_) => Err(object_store::Error::Generic {
                     store: "strata",
-                    source: format!("{what} timed out after {:?}", self.timeout).into(),
+                    source: format!("{what} timed out after {timeout:?}").into(),
                 }),
             };
             match r {
@@ -291,7 +311,26 @@ impl CapacityTier {
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = object_store::Result<T>> + Send + 'static,
     {
-        let retry = self.retry_policy();
+        self.with_retry_until(what, path, None, op)
+    }
+
+    /// [`CapacityTier::with_retry`], with no attempt sent or left running past `deadline`.
+    fn with_retry_until<T, F, Fut>(
+        &self,
+        what: &'static str,
+        path: &ObjPath,
+        deadline: Option<Instant>,
+        op: F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = object_store::Result<T>> + Send + 'static,
+    {
+        let retry = Retry {
+            deadline,
+            ..self.retry_policy()
+        };
         let p = path.clone();
         self.run(async move { retry.run(what, &p, op).await })
     }
@@ -301,6 +340,7 @@ impl CapacityTier {
             attempts: self.opts.max_attempts.max(1),
             timeout: self.opts.request_timeout,
             stats: self.stats.clone(),
+            deadline: None,
         }
     }
 
@@ -374,11 +414,16 @@ impl CapacityTier {
 
     /// Writes a whole object in one request.
     pub fn put(&self, path: &ObjPath, data: Bytes) -> Result<()> {
+        self.put_until(path, data, None)
+    }
+
+    /// [`CapacityTier::put`], with no attempt sent or left running past `deadline`.
+    pub fn put_until(&self, path: &ObjPath, data: Bytes, deadline: Option<Instant>) -> Result<()> {
         let store = self.store.clone();
         let p = path.clone();
         let n = data.len() as u64;
         let start = Instant::now();
-        self.with_retry("put", path, move || {
+        self.with_retry_until("put", path, deadline, move || {
             let (store, p, data) = (store.clone(), p.clone(), data.clone());
             async move { store.put(&p, PutPayload::from(data)).await }
         })?;
@@ -387,11 +432,76 @@ impl CapacityTier {
         Ok(())
     }
 
-    /// Deletes an object; deleting a missing object succeeds.
-    pub fn delete(&self, path: &ObjPath) -> Result<()> {
+    /// Writes a whole object in one request if no object `path` exists (`PutMode::Create`:
+    /// S3's `If-None-Match: *`): `true` if this call created it, `false` if it existed —
+    /// including when an earlier attempt of this very call created it and its answer was
+    /// lost, which the caller tells apart by the object's content. A store that does not
+    /// offer conditional PUTs (`AWS_CONDITIONAL_PUT=disabled`) is an `InvalidArgument`.
+    pub fn put_if_absent(
+        &self,
+        path: &ObjPath,
+        data: Bytes,
+        deadline: Option<Instant>,
+    ) -> Result<bool> {
         let store = self.store.clone();
         let p = path.clone();
-        let r = self.with_retry("delete", path, move || {
+        let n = data.len() as u64;
+        let created = self.with_retry_until("put", path, deadline, move || {
+            let (store, p, data) = (store.clone(), p.clone(), data.clone());
+            async move {
+                let opts = object_store::PutOptions::from(object_store::PutMode::Create);
+                match store.put_opts(&p, PutPayload::from(data), opts).await {
+                    Ok(_) => Ok(Some(true)),
+                    Err(object_store::Error::AlreadyExists { .. })
+                    | Err(object_store::Error::Precondition { .. }) => Ok(Some(false)),
+                    Err(object_store::Error::NotImplemented { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        })?;
+        let created = created.ok_or_else(|| {
+            Error::invalid(format!(
+                "capacity tier {path}: the object store does not offer conditional PUTs \
+                 (If-None-Match), which this needs"
+            ))
+        })?;
+        if created {
+            self.stats.record_put(n);
+        }
+        Ok(created)
+    }
+
+    /// A whole object, `None` if there is none.
+    pub fn get_whole(&self, path: &ObjPath) -> Result<Option<Bytes>> {
+        let store = self.store.clone();
+        let p = path.clone();
+        let start = Instant::now();
+        let b = self.with_retry("get", path, move || {
+            let (store, p) = (store.clone(), p.clone());
+            async move {
+                match store.get(&p).await {
+                    Ok(r) => r.bytes().await.map(Some),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        })?;
+        if let Some(b) = &b {
+            self.stats.record_get(b.len() as u64, start.elapsed());
+        }
+        Ok(b)
+    }
+
+    /// Deletes an object; deleting a missing object succeeds.
+    pub fn delete(&self, path: &ObjPath) -> Result<()> {
+        self.delete_until(path, None)
+    }
+
+    /// [`CapacityTier::delete`], with no attempt sent or left running past `deadline`.
+    pub fn delete_until(&self, path: &ObjPath, deadline: Option<Instant>) -> Result<()> {
+        let store = self.store.clone();
+        let p = path.clone();
+        let r = self.with_retry_until("delete", path, deadline, move || {
             let (store, p) = (store.clone(), p.clone());
             async move {
                 match store.delete(&p).await {

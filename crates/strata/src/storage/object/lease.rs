@@ -1,0 +1,595 @@
+//! The lease on an object-store log location: one database at a time, on any node, writes a
+//! log location (two nodes recovering the same URL after a node loss must not both write it).
+//!
+//! A directory log location is guarded by a file lock; an object store has no locks, only
+//! conditional writes. The lease is a series of objects `LEASE/<generation:020>`, each created
+//! with `PutMode::Create` (S3's `If-None-Match: *`, a hard link on `file://`), so that of two
+//! parties creating the same generation exactly one succeeds. Each holds its creator's token,
+//! or a release mark. Generations only grow, and the newest one always stays:
+//! - **Acquire**: no generation, or a released newest one → create the next. Otherwise a holder
+//!   may be alive: watch the newest generation; if a newer one appears, the holder renews and
+//!   acquiring fails with `Locked` (unless that one is a release); if it stays the newest for a
+//!   whole `ttl`, the holder is gone (it renews every `ttl / 4`) and creating the next
+//!   generation takes the lease over. Then older generations are deleted.
+//! - **Renew**: every `ttl / 4` the holder creates the next generation and deletes the one
+//!   before. After every creation the holder lists the generations: a newer one than its own
+//!   (or its next one existing with another token) means another party took the lease over,
+//!   and the lease is lost for good — a holder that was silent cannot "renew" into a number the
+//!   taker already passed.
+//! - **Fence**: before each write to the log location the holder checks the lease, which is
+//!   valid until half a `ttl` after the start of its last successful renewal, and the write's
+//!   requests carry that instant as their deadline (no attempt is sent, or left running, past
+//!   it). A taker waits a whole `ttl` from seeing that generation, so the holder's requests end
+//!   before the taker's can start — given clocks that run at the same rate (no wall clock is
+//!   compared), and a store that does not apply a request its client abandoned long after. A
+//!   holder whose renewals were only late (a starved thread) renews on the spot rather than
+//!   failing the write; a lease that cannot be renewed within a `ttl` fails it with `Locked`.
+//! - **Release**: closing creates a release mark as the next generation, so the next opener
+//!   need not wait, and numbers never go back.
+//!
+//! The store must offer conditional PUTs (S3, MinIO, R2, `file://`, `memory://` do): acquiring
+//! probes that a second creation of its generation is refused. Depends on [`CapacityTier`]
+//! alone; never on the engine.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+
+use super::CapacityTier;
+use crate::error::{ErrorRepr, Result};
+
+const DIR: &str = "LEASE";
+const RELEASED: &[u8] = b"strata lease released";
+
+/// How long a holder may stay silent before another party takes its lease over. Default 20 s.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(20);
+
+/// A held lease; released on drop.
+pub struct Lease {
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+struct Shared {
+    tier: Arc<CapacityTier>,
+    token: Bytes,
+    ttl: Duration,
+    what: String,
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+struct State {
+    generation: u64,
+    /// The lease may be used until then without renewing.
+    valid_until: Instant,
+    /// Why the lease is lost, once it is.
+    lost: Option<String>,
+    /// A writer found the lease expired and waits for a renewal now.
+    wanted: bool,
+    stop: bool,
+}
+
+/// What creating a generation found.
+#[derive(Debug, PartialEq)]
+enum Created {
+    /// Created by this request: the lease is ours from when it was sent.
+    Now,
+    /// Ours, but created by an earlier attempt whose answer was lost (when is unknown).
+    Earlier,
+    /// Another party's.
+    Theirs,
+}
+
+fn object(generation: u64) -> String {
+    format!("{DIR}/{generation:020}")
+}
+
+/// The generations listed, newest last.
+fn generations(tier: &CapacityTier) -> Result<Vec<u64>> {
+    let mut g: Vec<u64> = tier
+        .list(&format!("{DIR}/"))?
+        .iter()
+        .filter_map(|(name, _)| name.rsplit('/').next()?.parse().ok())
+        .collect();
+    g.sort_unstable();
+    Ok(g)
+}
+
+/// A token no other holder has: the process, the time and a per-process counter, hashed with
+/// randomly keyed hashers.
+fn new_token() -> Bytes {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let seed = (
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+    );
+    let mut words = [0u64; 2];
+    for (i, w) in words.iter_mut().enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        std::hash::Hash::hash(&seed, &mut h);
+        *w = h.finish();
+    }
+    Bytes::from(format!(
+        "strata lease {:016x}{:016x} pid {}",
+        words[0], words[1], seed.0
+    ))
+}
+
+fn locked(what: &str, why: impl std::fmt::Display) -> crate::Error {
+    ErrorRepr::Locked(format!("{what}: {why}")).into()
+}
+
+impl Shared {
+    /// Creates `generation` holding `body`, with requests ending by `deadline`.
+    fn create(&self, generation: u64, body: &Bytes, deadline: Option<Instant>) -> Result<Created> {
+        let path = self.tier.path(&object(generation));
+        if self.tier.put_if_absent(&path, body.clone(), deadline)? {
+            return Ok(Created::Now);
+        }
+        match self.tier.get_whole(&path)? {
+            Some(b) if b == *body => Ok(Created::Earlier),
+            Some(_) => Ok(Created::Theirs),
+            // Refused yet absent: a conflicting request still in flight (S3's 409), or a
+            // generation deleted since. Neither proves another holder: try again.
+            None => Err(crate::Error::io(
+                format!("lease generation {generation}"),
+                std::io::Error::other("refused but not found; retried"),
+            )),
+        }
+    }
+
+    /// Whether a generation newer than `generation` exists (another party has gone past it).
+    fn passed(&self, generation: u64) -> Result<bool> {
+        Ok(generations(&self.tier)?.last() > Some(&generation))
+    }
+
+    fn released(&self, generation: u64) -> Result<bool> {
+        let path = self.tier.path(&object(generation));
+        Ok(self.tier.get_whole(&path)?.as_deref() == Some(RELEASED))
+    }
+
+    fn delete_below(&self, generation: u64) {
+        let r = generations(&self.tier).and_then(|gs| {
+            for g in gs.into_iter().filter(|g| *g < generation) {
+                self.tier.delete(&self.tier.path(&object(g)))?;
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            tracing::warn!(lease = %self.what, error = %e, "could not delete old lease generations");
+        }
+    }
+
+    /// One renewal: the next generation, or the lease lost.
+    fn renew(&self) {
+        let start = Instant::now();
+        let generation = self.state.lock().generation;
+        let next = generation + 1;
+        let r = self
+            .create(next, &self.token, Some(start + self.ttl / 2))
+            .and_then(|c| match c {
+                Created::Theirs => Ok(Created::Theirs),
+                ours => Ok(if self.passed(next)? {
+                    Created::Theirs
+                } else {
+                    ours
+                }),
+            });
+        {
+            let mut st = self.state.lock();
+            match &r {
+                Ok(Created::Now) => {
+                    st.generation = next;
+                    st.valid_until = start + self.ttl / 2;
+                }
+                // Ours since some earlier attempt: its start is unknown, so no validity is
+                // taken from it; the next renewal (soon: the lease is not valid) gives some.
+                Ok(Created::Earlier) => st.generation = next,
+                Ok(Created::Theirs) => {
+                    tracing::error!(lease = %self.what, generation, "the log location's lease was taken over by another database");
+                    st.lost = Some(format!(
+                        "another database took the lease over (generation {next} or later)"
+                    ));
+                }
+                // A failed request: the lease stays ours until it expires; retried soon.
+                Err(e) => tracing::warn!(lease = %self.what, error = %e, "lease renewal failed"),
+            }
+            st.wanted = false;
+            self.cv.notify_all();
+        }
+        if matches!(r, Ok(Created::Now | Created::Earlier)) {
+            self.delete_below(next);
+        }
+    }
+
+    fn run(&self) {
+        let mut next = Instant::now() + self.ttl / 4;
+        loop {
+            {
+                let mut st = self.state.lock();
+                while !st.stop && !st.wanted && st.lost.is_none() && Instant::now() < next {
+                    self.cv.wait_until(&mut st, next);
+                }
+                if st.stop || st.lost.is_some() {
+                    return;
+                }
+            }
+            self.renew();
+            // While the lease is not valid (a failed or answer-less renewal), try again sooner.
+            let ok = self.state.lock().valid_until > Instant::now();
+            next = Instant::now() + if ok { self.ttl / 4 } else { self.ttl / 16 };
+        }
+    }
+}
+
+impl Lease {
+    /// Takes the lease of the log location `tier` names (`what` names it in errors), waiting
+    /// up to about `ttl` to learn whether an earlier holder is gone; `Locked` if another
+    /// holder is alive.
+    pub fn acquire(tier: Arc<CapacityTier>, what: &Path, ttl: Duration) -> Result<Lease> {
+        let ttl = ttl.max(Duration::from_millis(40));
+        let shared = Arc::new(Shared {
+            tier,
+            token: new_token(),
+            ttl,
+            what: what.display().to_string(),
+            state: Mutex::new(State {
+                generation: 0,
+                valid_until: Instant::now(),
+                lost: None,
+                wanted: false,
+                stop: false,
+            }),
+            cv: Condvar::new(),
+        });
+        let s = &shared;
+        // Taken before any wait: after a takeover the lease is valid only briefly, and the
+        // first write renews it (a taker starved during its wait must not trust that wait).
+        let start = Instant::now();
+        let target = match generations(&s.tier)?.last() {
+            None => 1,
+            Some(&newest) if s.released(newest)? => newest + 1,
+            Some(&newest) => {
+                let since = Instant::now();
+                tracing::info!(lease = %s.what, generation = newest, ?ttl, "the log location is leased: waiting to learn whether its holder is alive");
+                let mut target = newest + 1;
+                while since.elapsed() < ttl {
+                    std::thread::sleep((ttl / 8).min(ttl.saturating_sub(since.elapsed())));
+                    match generations(&s.tier)?.last() {
+                        Some(&g) if g == newest => {}
+                        Some(&g) if g > newest && s.released(g)? => {
+                            target = g + 1;
+                            break;
+                        }
+                        Some(&g) if g > newest => {
+                            return Err(locked(
+                                &s.what,
+                                "held by another database that renews its lease",
+                            ))
+                        }
+                        // Deleted by hand, or by an older holder's cleanup: take it.
+                        _ => break,
+                    }
+                }
+                if target == newest + 1 {
+                    tracing::warn!(lease = %s.what, generation = target, "taking over the lease of a holder silent for its whole ttl");
+                }
+                target
+            }
+        };
+        match s.create(target, &s.token, None)? {
+            Created::Theirs => {
+                return Err(locked(&s.what, "another database took the lease first"))
+            }
+            _ if s.passed(target)? => {
+                return Err(locked(&s.what, "another database took the lease first"))
+            }
+            _ => {}
+        }
+        // A store that ignores conditional PUTs would let two holders in: probe it.
+        let path = s.tier.path(&object(target));
+        if s.tier.put_if_absent(&path, s.token.clone(), None)? {
+            return Err(crate::Error::invalid(format!(
+                "{}: the object store accepted a second conditional PUT of {path}: it does not \
+                 honour If-None-Match, which the log location's lease needs",
+                s.what
+            )));
+        }
+        s.delete_below(target);
+        {
+            let mut st = s.state.lock();
+            st.generation = target;
+            st.valid_until = start + ttl / 2;
+        }
+        let runner = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("strata-lease".into())
+            .spawn(move || runner.run())
+            .map_err(|e| crate::Error::io("lease renewal thread", e))?;
+        Ok(Lease {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Whether the lease still allows writing: the instant its validity ends (requests must
+    /// end by then), renewing on the spot if its renewals were late; `Locked` once it is lost
+    /// or cannot be renewed within a `ttl`.
+    pub fn check(&self) -> Result<Instant> {
+        let s = &self.shared;
+        let mut st = s.state.lock();
+        let deadline = Instant::now() + s.ttl;
+        loop {
+            if let Some(why) = &st.lost {
+                return Err(locked(&s.what, why));
+            }
+            if Instant::now() < st.valid_until {
+                return Ok(st.valid_until);
+            }
+            if st.stop || Instant::now() >= deadline {
+                return Err(locked(&s.what, "the lease could not be renewed"));
+            }
+            st.wanted = true;
+            s.cv.notify_all();
+            s.cv.wait_until(&mut st, deadline);
+        }
+    }
+
+    /// The current generation (tests).
+    pub fn generation(&self) -> u64 {
+        self.shared.state.lock().generation
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        {
+            let mut st = self.shared.state.lock();
+            st.stop = true;
+            self.shared.cv.notify_all();
+        }
+        // A renewal in flight ends within half a ttl (its requests' deadline).
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let (lost, generation) = {
+            let st = self.shared.state.lock();
+            (st.lost.is_some(), st.generation)
+        };
+        if !lost {
+            let s = &self.shared;
+            let mark = Bytes::from_static(RELEASED);
+            match s.create(generation + 1, &mark, Some(Instant::now() + s.ttl / 2)) {
+                Ok(Created::Now | Created::Earlier) => s.delete_below(generation + 1),
+                Ok(Created::Theirs) => {}
+                Err(e) => {
+                    tracing::warn!(lease = %s.what, error = %e, "could not release the lease; the next opener waits out its ttl")
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl Lease {
+    /// Stops renewing without releasing, as a process killed while holding the lease would.
+    fn abandon(mut self) {
+        self.shared.state.lock().stop = true;
+        self.shared.cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        std::mem::forget(self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::CapacityOptions;
+    use super::*;
+    use crate::ErrorKind;
+
+    /// Long enough that a holder's renewal thread runs within it on a loaded machine.
+    const TTL: Duration = Duration::from_secs(3);
+
+    fn tier(name: &str) -> Arc<CapacityTier> {
+        let c = CapacityOptions::new(format!("memory://lease-test-{name}"));
+        CapacityTier::open(&c, None, Default::default()).unwrap()
+    }
+
+    fn acquire(t: &Arc<CapacityTier>) -> Result<Lease> {
+        Lease::acquire(t.clone(), Path::new("log/LOCK"), TTL)
+    }
+
+    /// Another party's generations `from..to` (as a taker's would be).
+    fn foreign(t: &CapacityTier, from: u64, to: u64) {
+        for g in from..to {
+            t.put_if_absent(&t.path(&object(g)), Bytes::from_static(b"another"), None)
+                .unwrap();
+        }
+    }
+
+    fn wait_lost(a: &Lease) {
+        let deadline = Instant::now() + 4 * TTL;
+        loop {
+            match a.check() {
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
+                    return;
+                }
+                Ok(_) => assert!(Instant::now() < deadline, "the loss was never noticed"),
+            }
+            std::thread::sleep(TTL / 20);
+        }
+    }
+
+    #[test]
+    fn a_live_holder_keeps_its_lease_and_a_released_one_is_free() {
+        let t = tier("live");
+        let a = acquire(&t).unwrap();
+        assert_eq!(a.generation(), 1);
+        let e = acquire(&t).err().expect("the holder is alive");
+        assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
+        assert!(a.generation() > 1, "renewed meanwhile");
+        a.check().unwrap();
+        let g = a.generation();
+        drop(a);
+        assert_eq!(
+            generations(&t).unwrap(),
+            vec![g + 1],
+            "only the release mark"
+        );
+        let start = Instant::now();
+        let b = acquire(&t).unwrap();
+        assert!(
+            start.elapsed() < TTL,
+            "a released lease is taken without waiting"
+        );
+        assert_eq!(b.generation(), g + 2, "numbers never go back");
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn a_silent_holder_is_taken_over_after_its_ttl() {
+        let t = tier("silent");
+        let a = acquire(&t).unwrap();
+        let g = a.generation();
+        a.abandon();
+        let start = Instant::now();
+        let b = acquire(&t).unwrap();
+        assert!(start.elapsed() >= TTL, "waited out the ttl");
+        assert_eq!(b.generation(), g + 1);
+        assert_eq!(
+            generations(&t).unwrap(),
+            vec![g + 1],
+            "the old generation deleted"
+        );
+    }
+
+    #[test]
+    fn a_holder_whose_lease_was_taken_stops_writing() {
+        let t = tier("taken");
+        let a = acquire(&t).unwrap();
+        // Another party creates the next generations first (as a taker after a long silence).
+        let g = a.generation();
+        foreign(&t, g + 1, g + 50);
+        wait_lost(&a);
+        drop(a);
+        assert_eq!(
+            t.get_whole(&t.path(&object(g + 49))).unwrap().as_deref(),
+            Some(&b"another"[..]),
+            "a lost lease leaves the taker's generations alone"
+        );
+    }
+
+    #[test]
+    fn a_stale_holder_cannot_renew_into_a_number_the_taker_passed() {
+        let t = tier("stale");
+        // Renewals only on demand here (a long ttl), so the one below is the first.
+        let a = Lease::acquire(t.clone(), Path::new("log/LOCK"), Duration::from_secs(600)).unwrap();
+        let g = a.generation();
+        // A taker went two generations past and deleted the one after the holder's: the
+        // holder's renewal creates that one, then finds a newer one.
+        foreign(&t, g + 2, g + 3);
+        a.shared.state.lock().valid_until = Instant::now() - Duration::from_millis(1);
+        let e = a.check().expect_err("renewed into a passed number");
+        assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
+        assert_eq!(a.generation(), g, "the passed generation was never adopted");
+    }
+
+    #[test]
+    fn late_renewals_renew_on_the_spot_instead_of_failing() {
+        let t = tier("late");
+        let a = acquire(&t).unwrap();
+        let g = a.generation();
+        // As if the renewal thread had been starved past the validity.
+        a.shared.state.lock().valid_until = Instant::now() - Duration::from_millis(1);
+        assert!(a.check().unwrap() > Instant::now());
+        assert!(a.generation() > g);
+    }
+
+    #[test]
+    fn a_store_without_conditional_puts_is_refused() {
+        use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, PutResult};
+        /// Accepts every PUT, conditional or not.
+        #[derive(Debug)]
+        struct Careless(object_store::memory::InMemory);
+        impl std::fmt::Display for Careless {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "careless")
+            }
+        }
+        #[async_trait::async_trait]
+        impl ObjectStore for Careless {
+            async fn put_opts(
+                &self,
+                p: &object_store::path::Path,
+                payload: PutPayload,
+                mut opts: PutOptions,
+            ) -> object_store::Result<PutResult> {
+                opts.mode = PutMode::Overwrite;
+                self.0.put_opts(p, payload, opts).await
+            }
+            async fn put_multipart_opts(
+                &self,
+                p: &object_store::path::Path,
+                opts: object_store::PutMultipartOptions,
+            ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+                self.0.put_multipart_opts(p, opts).await
+            }
+            async fn get_opts(
+                &self,
+                p: &object_store::path::Path,
+                o: object_store::GetOptions,
+            ) -> object_store::Result<object_store::GetResult> {
+                self.0.get_opts(p, o).await
+            }
+            fn delete_stream(
+                &self,
+                locations: futures::stream::BoxStream<
+                    'static,
+                    object_store::Result<object_store::path::Path>,
+                >,
+            ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>>
+            {
+                self.0.delete_stream(locations)
+            }
+            fn list(
+                &self,
+                prefix: Option<&object_store::path::Path>,
+            ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>>
+            {
+                self.0.list(prefix)
+            }
+            async fn list_with_delimiter(
+                &self,
+                prefix: Option<&object_store::path::Path>,
+            ) -> object_store::Result<object_store::ListResult> {
+                self.0.list_with_delimiter(prefix).await
+            }
+            async fn copy_opts(
+                &self,
+                from: &object_store::path::Path,
+                to: &object_store::path::Path,
+                o: object_store::CopyOptions,
+            ) -> object_store::Result<()> {
+                self.0.copy_opts(from, to, o).await
+            }
+        }
+        let c = CapacityOptions::new("memory://unused");
+        let store: Arc<dyn ObjectStore> = Arc::new(Careless(Default::default()));
+        let t = CapacityTier::open(&c, Some(store), Default::default()).unwrap();
+        let e = acquire(&t).err().expect("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    }
+}
