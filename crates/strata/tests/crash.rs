@@ -43,8 +43,9 @@ fn crash_options_with(
         });
         o.extended_wal = true;
         o.extended_wal_ttl = Some(Duration::from_millis(300));
-        // A killed holder's lease is taken over after this long, on every reopen.
-        o.wal_lease_ttl = Duration::from_secs(1);
+        // A killed holder's lease is taken over after this long, on every reopen (long
+        // enough that a live holder renews within it on a loaded machine).
+        o.wal_lease_ttl = Duration::from_secs(2);
     }
     if forest {
         // Split forest with early cleaning after every table: kills land inside merges, and

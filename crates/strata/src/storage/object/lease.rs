@@ -53,6 +53,15 @@ pub struct Lease {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("location", &self.shared.what)
+            .field("generation", &self.generation())
+            .finish()
+    }
+}
+
 struct Shared {
     tier: Arc<CapacityTier>,
     token: Bytes,
@@ -89,9 +98,9 @@ fn object(generation: u64) -> String {
 }
 
 /// The generations listed, newest last.
-fn generations(tier: &CapacityTier) -> Result<Vec<u64>> {
+fn generations(tier: &CapacityTier, deadline: Option<Instant>) -> Result<Vec<u64>> {
     let mut g: Vec<u64> = tier
-        .list(&format!("{DIR}/"))?
+        .list_until(&format!("{DIR}/"), deadline)?
         .iter()
         .filter_map(|(name, _)| name.rsplit('/').next()?.parse().ok())
         .collect();
@@ -136,7 +145,7 @@ impl Shared {
         if self.tier.put_if_absent(&path, body.clone(), deadline)? {
             return Ok(Created::Now);
         }
-        match self.tier.get_whole(&path)? {
+        match self.tier.get_whole(&path, deadline)? {
             Some(b) if b == *body => Ok(Created::Earlier),
             Some(_) => Ok(Created::Theirs),
             // Refused yet absent: a conflicting request still in flight (S3's 409), or a
@@ -149,19 +158,22 @@ impl Shared {
     }
 
     /// Whether a generation newer than `generation` exists (another party has gone past it).
-    fn passed(&self, generation: u64) -> Result<bool> {
-        Ok(generations(&self.tier)?.last() > Some(&generation))
+    fn passed(&self, generation: u64, deadline: Option<Instant>) -> Result<bool> {
+        Ok(generations(&self.tier, deadline)?.last() > Some(&generation))
     }
 
-    fn released(&self, generation: u64) -> Result<bool> {
+    fn holds(&self, generation: u64, body: &[u8]) -> Result<bool> {
         let path = self.tier.path(&object(generation));
-        Ok(self.tier.get_whole(&path)?.as_deref() == Some(RELEASED))
+        Ok(self.tier.get_whole(&path, None)?.as_deref() == Some(body))
     }
 
-    fn delete_below(&self, generation: u64) {
-        let r = generations(&self.tier).and_then(|gs| {
+    /// Deletes the generations below `generation` (best effort: leftovers only make a later
+    /// opener list more).
+    fn delete_below(&self, generation: u64, deadline: Option<Instant>) {
+        let r = generations(&self.tier, deadline).and_then(|gs| {
             for g in gs.into_iter().filter(|g| *g < generation) {
-                self.tier.delete(&self.tier.path(&object(g)))?;
+                self.tier
+                    .delete_until(&self.tier.path(&object(g)), deadline)?;
             }
             Ok(())
         });
@@ -170,22 +182,22 @@ impl Shared {
         }
     }
 
-    /// One renewal: the next generation, or the lease lost.
-    fn renew(&self) {
+    /// One renewal: the next generation, or the lease lost. Every request ends within half
+    /// a ttl. Returns whether the lease is valid after it.
+    fn renew(&self) -> bool {
         let start = Instant::now();
+        let deadline = Some(start + self.ttl / 2);
         let generation = self.state.lock().generation;
         let next = generation + 1;
-        let r = self
-            .create(next, &self.token, Some(start + self.ttl / 2))
-            .and_then(|c| match c {
-                Created::Theirs => Ok(Created::Theirs),
-                ours => Ok(if self.passed(next)? {
-                    Created::Theirs
-                } else {
-                    ours
-                }),
-            });
-        {
+        let r = self.create(next, &self.token, deadline).and_then(|c| {
+            // Ours, yet another party went past it: a stale holder's late "renewal".
+            if c != Created::Theirs && self.passed(next, deadline)? {
+                Ok(Created::Theirs)
+            } else {
+                Ok(c)
+            }
+        });
+        let valid = {
             let mut st = self.state.lock();
             match &r {
                 Ok(Created::Now) => {
@@ -206,30 +218,69 @@ impl Shared {
             }
             st.wanted = false;
             self.cv.notify_all();
-        }
+            st.valid_until > Instant::now()
+        };
         if matches!(r, Ok(Created::Now | Created::Earlier)) {
-            self.delete_below(next);
+            self.delete_below(next, deadline);
         }
+        valid
     }
 
     fn run(&self) {
         let mut next = Instant::now() + self.ttl / 4;
+        // After a failed renewal, writers waiting for one do not hurry the next: a store
+        // refusing requests is not asked again at once.
+        let mut hurry = true;
         loop {
             {
                 let mut st = self.state.lock();
-                while !st.stop && !st.wanted && st.lost.is_none() && Instant::now() < next {
+                while !(st.stop || st.wanted && hurry) && st.lost.is_none() && Instant::now() < next
+                {
                     self.cv.wait_until(&mut st, next);
                 }
                 if st.stop || st.lost.is_some() {
                     return;
                 }
             }
-            self.renew();
+            let valid = self.renew();
+            hurry = valid;
             // While the lease is not valid (a failed or answer-less renewal), try again sooner.
-            let ok = self.state.lock().valid_until > Instant::now();
-            next = Instant::now() + if ok { self.ttl / 4 } else { self.ttl / 16 };
+            next = Instant::now() + if valid { self.ttl / 4 } else { self.ttl / 16 };
         }
     }
+
+    /// Marks the lease released (the next generation), unless it is lost: the next opener
+    /// need not wait. Best effort.
+    fn release(&self) {
+        let (lost, mut generation) = {
+            let st = self.state.lock();
+            (st.lost.is_some(), st.generation)
+        };
+        if lost {
+            return;
+        }
+        let deadline = Some(Instant::now() + self.ttl / 2);
+        // A renewal whose answer was lost may have created the next one with our token.
+        if self.holds(generation + 1, &self.token).unwrap_or(false) {
+            generation += 1;
+        }
+        let mark = Bytes::from_static(RELEASED);
+        match self.create(generation + 1, &mark, deadline) {
+            Ok(Created::Now | Created::Earlier) => self.delete_below(generation + 1, deadline),
+            Ok(Created::Theirs) => {}
+            Err(e) => {
+                tracing::warn!(lease = %self.what, error = %e, "could not release the lease; the next opener waits out its ttl")
+            }
+        }
+    }
+}
+
+/// What a write holds while its requests run: the lease stays held (not released under it)
+/// until the write is done, and its requests end by `until`.
+#[derive(Debug)]
+pub struct LeaseGuard {
+    _lease: Arc<Lease>,
+    pub until: Instant,
 }
 
 impl Lease {
@@ -256,18 +307,18 @@ impl Lease {
         // Taken before any wait: after a takeover the lease is valid only briefly, and the
         // first write renews it (a taker starved during its wait must not trust that wait).
         let start = Instant::now();
-        let target = match generations(&s.tier)?.last() {
+        let target = match generations(&s.tier, None)?.last() {
             None => 1,
-            Some(&newest) if s.released(newest)? => newest + 1,
+            Some(&newest) if s.holds(newest, RELEASED)? => newest + 1,
             Some(&newest) => {
                 let since = Instant::now();
                 tracing::info!(lease = %s.what, generation = newest, ?ttl, "the log location is leased: waiting to learn whether its holder is alive");
                 let mut target = newest + 1;
                 while since.elapsed() < ttl {
                     std::thread::sleep((ttl / 8).min(ttl.saturating_sub(since.elapsed())));
-                    match generations(&s.tier)?.last() {
+                    match generations(&s.tier, None)?.last() {
                         Some(&g) if g == newest => {}
-                        Some(&g) if g > newest && s.released(g)? => {
+                        Some(&g) if g > newest && s.holds(g, RELEASED)? => {
                             target = g + 1;
                             break;
                         }
@@ -287,14 +338,28 @@ impl Lease {
                 target
             }
         };
-        match s.create(target, &s.token, None)? {
-            Created::Theirs => {
-                return Err(locked(&s.what, "another database took the lease first"))
-            }
-            _ if s.passed(target)? => {
-                return Err(locked(&s.what, "another database took the lease first"))
-            }
-            _ => {}
+        let mut created = s.create(target, &s.token, None);
+        if created.is_err() {
+            // Refused but unreadable (a conflicting request in flight): once more.
+            std::thread::sleep(ttl / 16);
+            created = s.create(target, &s.token, None);
+        }
+        if created? == Created::Theirs {
+            return Err(locked(&s.what, "another database took the lease first"));
+        }
+        {
+            let mut st = s.state.lock();
+            st.generation = target;
+            st.valid_until = start + ttl / 2;
+        }
+        // From here a failure releases what was taken (the lease's drop).
+        let mut lease = Lease {
+            shared: shared.clone(),
+            thread: None,
+        };
+        if s.passed(target, None)? {
+            s.state.lock().lost = Some("another database took the lease first".into());
+            return Err(locked(&s.what, "another database took the lease first"));
         }
         // A store that ignores conditional PUTs would let two holders in: probe it.
         let path = s.tier.path(&object(target));
@@ -305,27 +370,22 @@ impl Lease {
                 s.what
             )));
         }
-        s.delete_below(target);
-        {
-            let mut st = s.state.lock();
-            st.generation = target;
-            st.valid_until = start + ttl / 2;
-        }
+        s.delete_below(target, Some(Instant::now() + ttl / 2));
         let runner = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("strata-lease".into())
-            .spawn(move || runner.run())
-            .map_err(|e| crate::Error::io("lease renewal thread", e))?;
-        Ok(Lease {
-            shared,
-            thread: Some(thread),
-        })
+        lease.thread = Some(
+            std::thread::Builder::new()
+                .name("strata-lease".into())
+                .spawn(move || runner.run())
+                .map_err(|e| crate::Error::io("lease renewal thread", e))?,
+        );
+        Ok(lease)
     }
 
-    /// Whether the lease still allows writing: the instant its validity ends (requests must
-    /// end by then), renewing on the spot if its renewals were late; `Locked` once it is lost
-    /// or cannot be renewed within a `ttl`.
-    pub fn check(&self) -> Result<Instant> {
+    /// Whether the lease still allows writing: a guard to hold while the write's requests
+    /// run, which must end by its `until`. A lease within an eighth of a ttl of expiring (its
+    /// renewals late) is renewed on the spot first; `Locked` once it is lost or cannot be
+    /// renewed within a `ttl`.
+    pub fn check(self: &Arc<Self>) -> Result<LeaseGuard> {
         let s = &self.shared;
         let mut st = s.state.lock();
         let deadline = Instant::now() + s.ttl;
@@ -333,8 +393,11 @@ impl Lease {
             if let Some(why) = &st.lost {
                 return Err(locked(&s.what, why));
             }
-            if Instant::now() < st.valid_until {
-                return Ok(st.valid_until);
+            if Instant::now() + s.ttl / 8 < st.valid_until {
+                return Ok(LeaseGuard {
+                    _lease: self.clone(),
+                    until: st.valid_until,
+                });
             }
             if st.stop || Instant::now() >= deadline {
                 return Err(locked(&s.what, "the lease could not be renewed"));
@@ -362,34 +425,23 @@ impl Drop for Lease {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let (lost, generation) = {
-            let st = self.shared.state.lock();
-            (st.lost.is_some(), st.generation)
-        };
-        if !lost {
-            let s = &self.shared;
-            let mark = Bytes::from_static(RELEASED);
-            match s.create(generation + 1, &mark, Some(Instant::now() + s.ttl / 2)) {
-                Ok(Created::Now | Created::Earlier) => s.delete_below(generation + 1),
-                Ok(Created::Theirs) => {}
-                Err(e) => {
-                    tracing::warn!(lease = %s.what, error = %e, "could not release the lease; the next opener waits out its ttl")
-                }
-            }
-        }
+        self.shared.release();
     }
 }
 
 #[cfg(test)]
 impl Lease {
     /// Stops renewing without releasing, as a process killed while holding the lease would.
-    fn abandon(mut self) {
+    /// Returns the generation it stopped at.
+    fn abandon(mut self) -> u64 {
         self.shared.state.lock().stop = true;
         self.shared.cv.notify_all();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        let g = self.generation();
         std::mem::forget(self);
+        g
     }
 }
 
@@ -411,6 +463,10 @@ mod tests {
         Lease::acquire(t.clone(), Path::new("log/LOCK"), TTL)
     }
 
+    fn newest(t: &CapacityTier) -> u64 {
+        *generations(t, None).unwrap().last().expect("a generation")
+    }
+
     /// Another party's generations `from..to` (as a taker's would be).
     fn foreign(t: &CapacityTier, from: u64, to: u64) {
         for g in from..to {
@@ -419,7 +475,7 @@ mod tests {
         }
     }
 
-    fn wait_lost(a: &Lease) {
+    fn wait_lost(a: &Arc<Lease>) {
         let deadline = Instant::now() + 4 * TTL;
         loop {
             match a.check() {
@@ -436,41 +492,45 @@ mod tests {
     #[test]
     fn a_live_holder_keeps_its_lease_and_a_released_one_is_free() {
         let t = tier("live");
-        let a = acquire(&t).unwrap();
+        let a = Arc::new(acquire(&t).unwrap());
         assert_eq!(a.generation(), 1);
-        let e = acquire(&t).err().expect("the holder is alive");
+        let e = acquire(&t).expect_err("the holder is alive");
         assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
-        assert!(a.generation() > 1, "renewed meanwhile");
+        assert!(newest(&t) > 1, "renewed meanwhile");
         a.check().unwrap();
-        let g = a.generation();
         drop(a);
+        let mark = newest(&t);
         assert_eq!(
-            generations(&t).unwrap(),
-            vec![g + 1],
+            generations(&t, None).unwrap(),
+            vec![mark],
             "only the release mark"
         );
+        assert_eq!(
+            t.get_whole(&t.path(&object(mark)), None)
+                .unwrap()
+                .as_deref(),
+            Some(RELEASED)
+        );
         let start = Instant::now();
-        let b = acquire(&t).unwrap();
+        let b = Arc::new(acquire(&t).unwrap());
         assert!(
             start.elapsed() < TTL,
             "a released lease is taken without waiting"
         );
-        assert_eq!(b.generation(), g + 2, "numbers never go back");
+        assert_eq!(b.generation(), mark + 1, "numbers never go back");
         b.check().unwrap();
     }
 
     #[test]
     fn a_silent_holder_is_taken_over_after_its_ttl() {
         let t = tier("silent");
-        let a = acquire(&t).unwrap();
-        let g = a.generation();
-        a.abandon();
+        let g = acquire(&t).unwrap().abandon();
         let start = Instant::now();
         let b = acquire(&t).unwrap();
         assert!(start.elapsed() >= TTL, "waited out the ttl");
         assert_eq!(b.generation(), g + 1);
         assert_eq!(
-            generations(&t).unwrap(),
+            generations(&t, None).unwrap(),
             vec![g + 1],
             "the old generation deleted"
         );
@@ -479,14 +539,16 @@ mod tests {
     #[test]
     fn a_holder_whose_lease_was_taken_stops_writing() {
         let t = tier("taken");
-        let a = acquire(&t).unwrap();
+        let a = Arc::new(acquire(&t).unwrap());
         // Another party creates the next generations first (as a taker after a long silence).
         let g = a.generation();
         foreign(&t, g + 1, g + 50);
         wait_lost(&a);
         drop(a);
         assert_eq!(
-            t.get_whole(&t.path(&object(g + 49))).unwrap().as_deref(),
+            t.get_whole(&t.path(&object(g + 49)), None)
+                .unwrap()
+                .as_deref(),
             Some(&b"another"[..]),
             "a lost lease leaves the taker's generations alone"
         );
@@ -496,7 +558,9 @@ mod tests {
     fn a_stale_holder_cannot_renew_into_a_number_the_taker_passed() {
         let t = tier("stale");
         // Renewals only on demand here (a long ttl), so the one below is the first.
-        let a = Lease::acquire(t.clone(), Path::new("log/LOCK"), Duration::from_secs(600)).unwrap();
+        let a = Arc::new(
+            Lease::acquire(t.clone(), Path::new("log/LOCK"), Duration::from_secs(600)).unwrap(),
+        );
         let g = a.generation();
         // A taker went two generations past and deleted the one after the holder's: the
         // holder's renewal creates that one, then finds a newer one.
@@ -510,11 +574,11 @@ mod tests {
     #[test]
     fn late_renewals_renew_on_the_spot_instead_of_failing() {
         let t = tier("late");
-        let a = acquire(&t).unwrap();
+        let a = Arc::new(acquire(&t).unwrap());
         let g = a.generation();
         // As if the renewal thread had been starved past the validity.
         a.shared.state.lock().valid_until = Instant::now() - Duration::from_millis(1);
-        assert!(a.check().unwrap() > Instant::now());
+        assert!(a.check().unwrap().until > Instant::now());
         assert!(a.generation() > g);
     }
 
@@ -589,7 +653,7 @@ mod tests {
         let c = CapacityOptions::new("memory://unused");
         let store: Arc<dyn ObjectStore> = Arc::new(Careless(Default::default()));
         let t = CapacityTier::open(&c, Some(store), Default::default()).unwrap();
-        let e = acquire(&t).err().expect("refused");
+        let e = acquire(&t).expect_err("refused");
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     }
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::lease::{Lease, DEFAULT_TTL};
+use super::lease::{Lease, LeaseGuard, DEFAULT_TTL};
 use super::CapacityTier;
 use crate::error::{Error, Result};
 use crate::storage::{DirLock, RandomAccessFile, RandomRwFile, Storage, WritableFile};
@@ -68,9 +68,10 @@ impl ObjectLogStorage {
         self
     }
 
-    /// The instant by which a write's requests must end (`None`: no lease was ever taken,
-    /// e.g. a read-only inspection), or `Locked` if this storage's lease is lost or released.
-    fn check_lease(&self) -> Result<Option<std::time::Instant>> {
+    /// What a write holds while its requests run — the lease, kept from being released
+    /// under the write, and the instant its requests must end by (`None`: no lease was ever
+    /// taken, e.g. a read-only inspection) — or `Locked` if the lease is lost or released.
+    fn check_lease(&self) -> Result<Option<LeaseGuard>> {
         check(&self.lease)
     }
 
@@ -126,14 +127,16 @@ impl ObjectLogStorage {
     /// Deletes every segment of `name`, each request checked against the lease.
     fn remote_remove(&self, name: &str) -> Result<()> {
         for (obj, _, _) in self.segments(name)? {
-            let until = self.check_lease()?;
-            self.tier.delete_until(&self.tier.path(&obj), until)?;
+            let guard = self.check_lease()?;
+            self.tier
+                .delete_until(&self.tier.path(&obj), until(&guard))?;
         }
         Ok(())
     }
 }
 
-fn check(slot: &LeaseSlot) -> Result<Option<std::time::Instant>> {
+/// What a write holds while its requests run (`None`: no lease was ever taken), or `Locked`.
+fn check(slot: &LeaseSlot) -> Result<Option<LeaseGuard>> {
     let lease = match &*slot.lock() {
         Leased::Never => return Ok(None),
         Leased::Held(l) => l.clone(),
@@ -145,6 +148,11 @@ fn check(slot: &LeaseSlot) -> Result<Option<std::time::Instant>> {
         }
     };
     lease.check().map(Some)
+}
+
+/// The deadline of a write's requests under `guard`.
+fn until(guard: &Option<LeaseGuard>) -> Option<std::time::Instant> {
+    guard.as_ref().map(|g| g.until)
 }
 
 /// The lock of an object-store log location: the staging directory's and the lease.
@@ -192,11 +200,11 @@ impl WritableFile for ObjectLogFile {
     fn sync(&mut self) -> Result<()> {
         self.local.sync()?;
         if !self.pending.is_empty() {
-            let until = check(&self.lease)?;
+            let guard = check(&self.lease)?;
             let data = Bytes::from(std::mem::take(&mut self.pending));
             let n = data.len() as u64;
             let path = self.tier.path(&segment_name(&self.name, self.uploaded));
-            if let Err(e) = self.tier.put_until(&path, data.clone(), until) {
+            if let Err(e) = self.tier.put_until(&path, data.clone(), until(&guard)) {
                 self.pending = data.to_vec();
                 return Err(e);
             }
@@ -311,16 +319,18 @@ impl Storage for ObjectLogStorage {
         let (f, t) = (Self::name(from)?, Self::name(to)?);
         let data = self.read_all(from)?;
         // One PUT replaces the target's first segment atomically; any later ones go after.
-        let until = self.check_lease()?;
+        let guard = self.check_lease()?;
         self.tier.put_until(
             &self.tier.path(&segment_name(&t, 0)),
             Bytes::from(data),
-            until,
+            until(&guard),
         )?;
+        drop(guard);
         for (obj, off, _) in self.segments(&t)? {
             if off != 0 {
-                let until = self.check_lease()?;
-                self.tier.delete_until(&self.tier.path(&obj), until)?;
+                let guard = self.check_lease()?;
+                self.tier
+                    .delete_until(&self.tier.path(&obj), until(&guard))?;
             }
         }
         self.remote_remove(&f)?;
@@ -459,7 +469,7 @@ mod tests {
     fn a_database_whose_lease_is_taken_over_fails_its_next_sync() {
         use std::time::Duration;
         let (dir, s) = store("lease-lost");
-        let s = s.with_lease_ttl(Duration::from_millis(400));
+        let s = s.with_lease_ttl(Duration::from_secs(3));
         let _lock = s.lock(&dir.path().join("LOCK")).unwrap();
         let mut f = s.create(&dir.path().join("000002.log")).unwrap();
         f.append(b"one").unwrap();
@@ -474,7 +484,7 @@ mod tests {
                     .unwrap();
             }
         }
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
         let e = loop {
             f.append(b"more").unwrap();
             match f.sync() {

@@ -471,12 +471,13 @@ impl CapacityTier {
         Ok(created)
     }
 
-    /// A whole object, `None` if there is none.
-    pub fn get_whole(&self, path: &ObjPath) -> Result<Option<Bytes>> {
+    /// A whole object, `None` if there is none; no attempt sent or left running past
+    /// `deadline`.
+    pub fn get_whole(&self, path: &ObjPath, deadline: Option<Instant>) -> Result<Option<Bytes>> {
         let store = self.store.clone();
         let p = path.clone();
         let start = Instant::now();
-        let b = self.with_retry("get", path, move || {
+        let b = self.with_retry_until("get", path, deadline, move || {
             let (store, p) = (store.clone(), p.clone());
             async move {
                 match store.get(&p).await {
@@ -518,13 +519,18 @@ impl CapacityTier {
 
     /// Object names (relative to the tier prefix) and sizes under `dir`.
     pub fn list(&self, dir: &str) -> Result<Vec<(String, u64)>> {
+        self.list_until(dir, None)
+    }
+
+    /// [`CapacityTier::list`], with no attempt sent or left running past `deadline`.
+    pub fn list_until(&self, dir: &str, deadline: Option<Instant>) -> Result<Vec<(String, u64)>> {
         let store = self.store.clone();
         let p = self.path(dir);
         let base = self.prefix.clone();
         self.stats
             .lists
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.with_retry("list", &p.clone(), move || {
+        self.with_retry_until("list", &p.clone(), deadline, move || {
             let (store, p, base) = (store.clone(), p.clone(), base.clone());
             async move {
                 let metas: Vec<_> = store.list(Some(&p)).try_collect().await?;
