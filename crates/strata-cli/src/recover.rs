@@ -42,7 +42,7 @@ pub struct RecoverArgs {
     /// Seconds the log location's previous holder must have been silent before its lease is
     /// taken over (an object-store log location; recovery after a node loss waits this long
     /// unless that node closed its database).
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = strata::Options::default().wal_lease_ttl.as_secs_f64())]
     pub wal_lease_ttl_secs: f64,
     /// Print the report as JSON.
     #[arg(long)]
@@ -56,9 +56,7 @@ pub fn run(args: RecoverArgs) -> Result<()> {
         write_buffer_size: args.write_buffer_size,
         wal_location: Some(args.wal_location.clone()),
         extended_wal: true,
-        wal_lease_ttl: std::time::Duration::try_from_secs_f64(args.wal_lease_ttl_secs)
-            .ok()
-            .filter(|d| !d.is_zero())
+        wal_lease_ttl: strata_server::config::positive_secs(args.wal_lease_ttl_secs)
             .context("--wal-lease-ttl-secs must be a positive number of seconds")?,
         ..Default::default()
     };

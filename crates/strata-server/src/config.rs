@@ -236,6 +236,14 @@ pub struct EngineConfig {
     pub wal_lease_ttl_secs: f64,
 }
 
+/// A positive number of seconds as a `Duration` (`None` for zero, negative, NaN or too large):
+/// `engine.wal-lease-ttl-secs` here and `strata recover --wal-lease-ttl-secs`.
+pub fn positive_secs(secs: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         let o = Options::default();
@@ -351,15 +359,12 @@ impl EngineConfig {
             wal_location: (!self.wal_location.is_empty())
                 .then(|| std::path::PathBuf::from(&self.wal_location)),
             extended_wal: self.extended_wal,
-            wal_lease_ttl: Duration::try_from_secs_f64(self.wal_lease_ttl_secs)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    ConfigError(format!(
-                        "engine.wal-lease-ttl-secs: {} is not a positive number of seconds",
-                        self.wal_lease_ttl_secs
-                    ))
-                })?,
+            wal_lease_ttl: positive_secs(self.wal_lease_ttl_secs).ok_or_else(|| {
+                ConfigError(format!(
+                    "engine.wal-lease-ttl-secs: {} is not a positive number of seconds",
+                    self.wal_lease_ttl_secs
+                ))
+            })?,
             ..Options::default()
         };
         o.validate()

@@ -71,7 +71,8 @@ impl LogStore {
     /// now: compaction is deferred and neither deferral limit reached (the bytes, and
     /// [`l0_ceiling`] tables, which bounds what a read searches once reads return), so L0's
     /// tables wait uncompacted and do not stall writes. The picker applies the same limits
-    /// (see [`snapshot`]).
+    /// ([`snapshot`]) and counts the outputs of running compactions into the bytes too, so it
+    /// may resume compacting a little before writers count L0 again, never after.
     pub(crate) fn buffers_l0(&self, o: &crate::Options, l0: usize, fast_bytes: u64) -> bool {
         self.deferring() && l0 < l0_ceiling(o) && fast_bytes < defer_fast_bytes(o, &self.opts)
     }

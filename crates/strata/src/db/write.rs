@@ -475,25 +475,25 @@ fn room_without_waiting(inner: &DbInner) -> Option<ActiveMem> {
     }
     let mem = c.active.load();
     let l0 = c.l0_files.load(Ordering::Acquire);
-    (stalling_l0(inner, l0, c.fast_bytes.load(Ordering::Acquire))
+    (stalling_l0(inner, l0, 0, || c.fast_bytes.load(Ordering::Acquire))
         < inner.opts.level0_slowdown_writes_trigger
         && mem.approximate_size() < inner.opts.write_buffer_size)
         .then_some(mem)
 }
 
-/// The L0 tables that count toward write stalls: all of them, except while LogStore defers
-/// compaction (§V-C) and the fast tier, under its deferral limits, buffers the burst's tables
-/// — then none, since they are not compacted either. Past a limit, or when reads return, the
-/// usual triggers apply to every L0 table again.
-fn stalling_l0(inner: &DbInner, l0: usize, fast_bytes: u64) -> usize {
+/// The L0 tables that count toward write stalls, of `l0` in L0 (`busy` of them taken by a
+/// running compaction; `fast_bytes` asked only when it matters). Without LogStore: all. With
+/// it: none while deferral (§V-C) has the fast tier buffer the burst's tables, since they are
+/// not compacted either; otherwise those no compaction takes yet — after a deferral one
+/// compaction takes the whole buffered L0, and counting it would stop writes for its length.
+fn stalling_l0(inner: &DbInner, l0: usize, busy: usize, fast_bytes: impl FnOnce() -> u64) -> usize {
+    if l0 < inner.opts.level0_slowdown_writes_trigger {
+        return l0;
+    }
     match &inner.logstore {
-        Some(ls)
-            if l0 >= inner.opts.level0_slowdown_writes_trigger
-                && ls.buffers_l0(&inner.opts, l0, fast_bytes) =>
-        {
-            0
-        }
-        _ => l0,
+        None => l0,
+        Some(ls) if ls.buffers_l0(&inner.opts, l0, fast_bytes()) => 0,
+        Some(_) => l0 - busy,
     }
 }
 
@@ -523,18 +523,18 @@ fn make_room_for_write(inner: &Arc<DbInner>) -> Result<ActiveMem> {
         }
         let l0 = {
             let v = st.versions.current();
-            let mut l0 = v.levels[0].num_files();
-            if inner.logstore.is_some() {
-                // The L0 tables a running compaction takes are on their way out: after a
-                // deferral one compaction takes the whole buffered L0, and counting it would
-                // stop writes for all its length. (The fast path counts every table, so
-                // writes come here to be let through.)
-                l0 -= v.levels[0]
+            // (The fast path does not know which L0 tables are busy: it counts them all, and
+            // sends writes here while that alone reaches the slowdown trigger.)
+            let n = v.levels[0].num_files();
+            let busy = if inner.logstore.is_some() && n >= o.level0_slowdown_writes_trigger {
+                v.levels[0]
                     .files()
                     .filter(|f| st.busy.contains(&f.id))
-                    .count();
-            }
-            stalling_l0(inner, l0, v.fast_bytes())
+                    .count()
+            } else {
+                0
+            };
+            stalling_l0(inner, n, busy, || v.fast_bytes())
         };
         if !delayed && l0 >= o.level0_slowdown_writes_trigger {
             drop(st);

@@ -48,7 +48,7 @@ const RELEASED: &[u8] = b"strata lease released";
 pub const DEFAULT_TTL: Duration = Duration::from_secs(20);
 
 /// A held lease; released on drop.
-pub struct Lease {
+pub(crate) struct Lease {
     shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -157,29 +157,29 @@ impl Shared {
         }
     }
 
-    /// Whether a generation newer than `generation` exists (another party has gone past it).
-    fn passed(&self, generation: u64, deadline: Option<Instant>) -> Result<bool> {
-        Ok(generations(&self.tier, deadline)?.last() > Some(&generation))
-    }
-
-    fn holds(&self, generation: u64, body: &[u8]) -> Result<bool> {
-        let path = self.tier.path(&object(generation));
-        Ok(self.tier.get_whole(&path, None)?.as_deref() == Some(body))
-    }
-
-    /// Deletes the generations below `generation` (best effort: leftovers only make a later
-    /// opener list more).
-    fn delete_below(&self, generation: u64, deadline: Option<Instant>) {
-        let r = generations(&self.tier, deadline).and_then(|gs| {
-            for g in gs.into_iter().filter(|g| *g < generation) {
-                self.tier
-                    .delete_until(&self.tier.path(&object(g)), deadline)?;
-            }
-            Ok(())
-        });
-        if let Err(e) = r {
-            tracing::warn!(lease = %self.what, error = %e, "could not delete old lease generations");
+    /// After creating `generation`, one listing: whether a newer generation exists (another
+    /// party has gone past it: `true`, and nothing is deleted), else the generations below it
+    /// are deleted (best effort: leftovers only make a later opener list more).
+    fn settle(&self, generation: u64, deadline: Option<Instant>) -> Result<bool> {
+        let gs = generations(&self.tier, deadline)?;
+        if gs.last() > Some(&generation) {
+            return Ok(true);
         }
+        for g in gs.into_iter().filter(|g| *g < generation) {
+            if let Err(e) = self
+                .tier
+                .delete_until(&self.tier.path(&object(g)), deadline)
+            {
+                tracing::warn!(lease = %self.what, error = %e, "could not delete an old lease generation");
+                break;
+            }
+        }
+        Ok(false)
+    }
+
+    fn holds(&self, generation: u64, body: &[u8], deadline: Option<Instant>) -> Result<bool> {
+        let path = self.tier.path(&object(generation));
+        Ok(self.tier.get_whole(&path, deadline)?.as_deref() == Some(body))
     }
 
     /// One renewal: the next generation, or the lease lost. Every request ends within half
@@ -191,7 +191,7 @@ impl Shared {
         let next = generation + 1;
         let r = self.create(next, &self.token, deadline).and_then(|c| {
             // Ours, yet another party went past it: a stale holder's late "renewal".
-            if c != Created::Theirs && self.passed(next, deadline)? {
+            if c != Created::Theirs && self.settle(next, deadline)? {
                 Ok(Created::Theirs)
             } else {
                 Ok(c)
@@ -220,9 +220,6 @@ impl Shared {
             self.cv.notify_all();
             st.valid_until > Instant::now()
         };
-        if matches!(r, Ok(Created::Now | Created::Earlier)) {
-            self.delete_below(next, deadline);
-        }
         valid
     }
 
@@ -261,12 +258,17 @@ impl Shared {
         }
         let deadline = Some(Instant::now() + self.ttl / 2);
         // A renewal whose answer was lost may have created the next one with our token.
-        if self.holds(generation + 1, &self.token).unwrap_or(false) {
+        if self
+            .holds(generation + 1, &self.token, deadline)
+            .unwrap_or(false)
+        {
             generation += 1;
         }
         let mark = Bytes::from_static(RELEASED);
         match self.create(generation + 1, &mark, deadline) {
-            Ok(Created::Now | Created::Earlier) => self.delete_below(generation + 1, deadline),
+            Ok(Created::Now | Created::Earlier) => {
+                let _ = self.settle(generation + 1, deadline);
+            }
             Ok(Created::Theirs) => {}
             Err(e) => {
                 tracing::warn!(lease = %self.what, error = %e, "could not release the lease; the next opener waits out its ttl")
@@ -278,16 +280,16 @@ impl Shared {
 /// What a write holds while its requests run: the lease stays held (not released under it)
 /// until the write is done, and its requests end by `until`.
 #[derive(Debug)]
-pub struct LeaseGuard {
+pub(crate) struct LeaseGuard {
     _lease: Arc<Lease>,
-    pub until: Instant,
+    pub(crate) until: Instant,
 }
 
 impl Lease {
     /// Takes the lease of the log location `tier` names (`what` names it in errors), waiting
     /// up to about `ttl` to learn whether an earlier holder is gone; `Locked` if another
     /// holder is alive.
-    pub fn acquire(tier: Arc<CapacityTier>, what: &Path, ttl: Duration) -> Result<Lease> {
+    pub(crate) fn acquire(tier: Arc<CapacityTier>, what: &Path, ttl: Duration) -> Result<Lease> {
         let ttl = ttl.max(Duration::from_millis(40));
         let shared = Arc::new(Shared {
             tier,
@@ -309,7 +311,7 @@ impl Lease {
         let start = Instant::now();
         let target = match generations(&s.tier, None)?.last() {
             None => 1,
-            Some(&newest) if s.holds(newest, RELEASED)? => newest + 1,
+            Some(&newest) if s.holds(newest, RELEASED, None)? => newest + 1,
             Some(&newest) => {
                 let since = Instant::now();
                 tracing::info!(lease = %s.what, generation = newest, ?ttl, "the log location is leased: waiting to learn whether its holder is alive");
@@ -318,7 +320,7 @@ impl Lease {
                     std::thread::sleep((ttl / 8).min(ttl.saturating_sub(since.elapsed())));
                     match generations(&s.tier, None)?.last() {
                         Some(&g) if g == newest => {}
-                        Some(&g) if g > newest && s.holds(g, RELEASED)? => {
+                        Some(&g) if g > newest && s.holds(g, RELEASED, None)? => {
                             target = g + 1;
                             break;
                         }
@@ -357,7 +359,7 @@ impl Lease {
             shared: shared.clone(),
             thread: None,
         };
-        if s.passed(target, None)? {
+        if s.settle(target, Some(Instant::now() + ttl / 2))? {
             s.state.lock().lost = Some("another database took the lease first".into());
             return Err(locked(&s.what, "another database took the lease first"));
         }
@@ -370,7 +372,6 @@ impl Lease {
                 s.what
             )));
         }
-        s.delete_below(target, Some(Instant::now() + ttl / 2));
         let runner = shared.clone();
         lease.thread = Some(
             std::thread::Builder::new()
@@ -385,7 +386,7 @@ impl Lease {
     /// run, which must end by its `until`. A lease within an eighth of a ttl of expiring (its
     /// renewals late) is renewed on the spot first; `Locked` once it is lost or cannot be
     /// renewed within a `ttl`.
-    pub fn check(self: &Arc<Self>) -> Result<LeaseGuard> {
+    pub(crate) fn check(self: &Arc<Self>) -> Result<LeaseGuard> {
         let s = &self.shared;
         let mut st = s.state.lock();
         let deadline = Instant::now() + s.ttl;
@@ -408,8 +409,8 @@ impl Lease {
         }
     }
 
-    /// The current generation (tests).
-    pub fn generation(&self) -> u64 {
+    /// The current generation.
+    pub(crate) fn generation(&self) -> u64 {
         self.shared.state.lock().generation
     }
 }

@@ -62,17 +62,10 @@ impl ObjectLogStorage {
     }
 
     /// How long a holder of the location's lease may fall silent before another database
-    /// takes the lease over (see [`Lease`]).
+    /// takes the lease over (`storage/object/lease.rs`).
     pub fn with_lease_ttl(mut self, ttl: std::time::Duration) -> Self {
         self.lease_ttl = ttl;
         self
-    }
-
-    /// What a write holds while its requests run — the lease, kept from being released
-    /// under the write, and the instant its requests must end by (`None`: no lease was ever
-    /// taken, e.g. a read-only inspection) — or `Locked` if the lease is lost or released.
-    fn check_lease(&self) -> Result<Option<LeaseGuard>> {
-        check(&self.lease)
     }
 
     fn name(path: &Path) -> Result<String> {
@@ -127,7 +120,7 @@ impl ObjectLogStorage {
     /// Deletes every segment of `name`, each request checked against the lease.
     fn remote_remove(&self, name: &str) -> Result<()> {
         for (obj, _, _) in self.segments(name)? {
-            let guard = self.check_lease()?;
+            let guard = check(&self.lease)?;
             self.tier
                 .delete_until(&self.tier.path(&obj), until(&guard))?;
         }
@@ -319,7 +312,7 @@ impl Storage for ObjectLogStorage {
         let (f, t) = (Self::name(from)?, Self::name(to)?);
         let data = self.read_all(from)?;
         // One PUT replaces the target's first segment atomically; any later ones go after.
-        let guard = self.check_lease()?;
+        let guard = check(&self.lease)?;
         self.tier.put_until(
             &self.tier.path(&segment_name(&t, 0)),
             Bytes::from(data),
@@ -328,7 +321,7 @@ impl Storage for ObjectLogStorage {
         drop(guard);
         for (obj, off, _) in self.segments(&t)? {
             if off != 0 {
-                let guard = self.check_lease()?;
+                let guard = check(&self.lease)?;
                 self.tier
                     .delete_until(&self.tier.path(&obj), until(&guard))?;
             }

@@ -17,7 +17,7 @@ mod log;
 
 pub use emulated::{EmulatedStore, Emulation, EmulationStats};
 pub use file::{ObjectFile, ObjectWriter};
-pub use lease::{Lease, DEFAULT_TTL as DEFAULT_LEASE_TTL};
+pub use lease::DEFAULT_TTL as DEFAULT_LEASE_TTL;
 pub use log::{is_object_store_location, log_location, ObjectLogStorage};
 
 use std::collections::HashMap;
