@@ -475,7 +475,7 @@ pub(crate) fn run_pick(
     if pick.forest.is_some() {
         return super::forest::run_forest_pick(inner, st, pick);
     }
-    let slot = JobSlot::take(&mut st, &pick);
+    let slot = JobSlot::take(inner, &mut st, &pick);
     let tier = pick.output_tier;
     // A table changes tiers only by being rewritten.
     let trivial = pick.trivial_move && pick.inputs[0].1.iter().all(|f| f.tier == tier);

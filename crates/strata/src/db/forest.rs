@@ -43,7 +43,7 @@ pub(crate) fn run_forest_pick(
     let fp = pick.forest.clone().expect("a split-forest pick");
     let out = pick.output_level;
     let tier = pick.output_tier;
-    let slot = JobSlot::take(&mut st, &pick);
+    let slot = JobSlot::take(inner, &mut st, &pick);
     let hot = hot_setup(inner, &st, &pick);
     // The new tree: a fresh number is larger than every run id of the output level, so it
     // sorts newest there (its data is newer than the level's other trees).

@@ -31,7 +31,7 @@ pub(crate) struct JobSlot {
 
 impl JobSlot {
     /// Takes the slot for `pick` (under the database lock).
-    pub(crate) fn take(st: &mut DbState, pick: &Pick) -> JobSlot {
+    pub(crate) fn take(inner: &DbInner, st: &mut DbState, pick: &Pick) -> JobSlot {
         let ids: Vec<u64> = pick
             .inputs
             .iter()
@@ -62,6 +62,7 @@ impl JobSlot {
         if let Some((lo, hi)) = range_of(files) {
             slot.also_writing(st, pick.output_level, lo, hi);
         }
+        inner.publish_l0(st);
         slot
     }
 
@@ -79,6 +80,7 @@ impl JobSlot {
         st.running_compactions -= 1;
         st.running_fast_bytes -= self.fast_reserved;
         st.writing.retain(|(t, _)| *t != self.token);
+        inner.publish_l0(st);
         inner.bg_cv.notify_all();
     }
 }

@@ -152,19 +152,33 @@ pub(crate) struct DbInner {
 impl DbInner {
     /// Publishes a new super-version built from `st`.
     pub fn install_super_version(&self, st: &DbState) {
-        let v = st.versions.current();
-        self.commit
-            .fast_bytes
-            .store(v.fast_bytes(), Ordering::Release);
-        self.commit
-            .l0_files
-            .store(v.levels[0].num_files(), Ordering::Release);
+        self.publish_l0(st);
         let sv = SuperVersion {
             mem: st.mem.clone(),
             imms: st.imms.iter().rev().cloned().collect(),
             version: st.versions.current(),
         };
         self.sv.store(Arc::new(sv));
+    }
+
+    /// Publishes what the write path's stall check reads (`write::stalling_l0`): L0's table
+    /// count, how many of them running compactions take (counted for LogStore only), and the
+    /// fast tier's table bytes. Under the database lock, whenever the version or the busy set
+    /// changes, so the fast and slow paths see one state.
+    pub fn publish_l0(&self, st: &DbState) {
+        let v = st.versions.current();
+        let busy = if self.logstore.is_some() {
+            v.levels[0]
+                .files()
+                .filter(|f| st.busy.contains(&f.id))
+                .count()
+        } else {
+            0
+        };
+        let c = &self.commit;
+        c.fast_bytes.store(v.fast_bytes(), Ordering::Release);
+        c.l0_busy.store(busy, Ordering::Release);
+        c.l0_files.store(v.levels[0].num_files(), Ordering::Release);
     }
 
     pub fn super_version(&self) -> Arc<SuperVersion> {

@@ -73,8 +73,10 @@ pub(crate) struct CommitPipeline {
     /// `ArcSwap`, so a leader's read takes no lock and leaves the memtable's reference count
     /// alone (both were lines the other writer's core had just written).
     active: ArcSwap<MemTable>,
-    /// L0 table count of the current version, kept by `install_super_version`.
+    /// L0 table count of the current version, kept by `DbInner::publish_l0`.
     pub l0_files: AtomicUsize,
+    /// Of those, the ones running compactions take (LogStore only; see [`stalling_l0`]).
+    pub l0_busy: AtomicUsize,
     /// Fast-tier table bytes of the current version, kept beside `l0_files` (LogStore's
     /// deferral limit, see [`stalling_l0`]).
     pub fast_bytes: AtomicU64,
@@ -91,6 +93,7 @@ impl CommitPipeline {
             failed: AtomicBool::new(false),
             active: ArcSwap::new(mem),
             l0_files: AtomicUsize::new(l0_files),
+            l0_busy: AtomicUsize::new(0),
             fast_bytes: AtomicU64::new(fast_bytes),
             spin: SpinPolicy::default(),
         }
@@ -475,8 +478,9 @@ fn room_without_waiting(inner: &DbInner) -> Option<ActiveMem> {
     }
     let mem = c.active.load();
     let l0 = c.l0_files.load(Ordering::Acquire);
-    (stalling_l0(inner, l0, 0, || c.fast_bytes.load(Ordering::Acquire))
-        < inner.opts.level0_slowdown_writes_trigger
+    (stalling_l0(inner, l0, c.l0_busy.load(Ordering::Acquire), || {
+        c.fast_bytes.load(Ordering::Acquire)
+    }) < inner.opts.level0_slowdown_writes_trigger
         && mem.approximate_size() < inner.opts.write_buffer_size)
         .then_some(mem)
 }
@@ -521,21 +525,14 @@ fn make_room_for_write(inner: &Arc<DbInner>) -> Result<ActiveMem> {
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
         }
-        let l0 = {
-            let v = st.versions.current();
-            // (The fast path does not know which L0 tables are busy: it counts them all, and
-            // sends writes here while that alone reaches the slowdown trigger.)
-            let n = v.levels[0].num_files();
-            let busy = if inner.logstore.is_some() && n >= o.level0_slowdown_writes_trigger {
-                v.levels[0]
-                    .files()
-                    .filter(|f| st.busy.contains(&f.id))
-                    .count()
-            } else {
-                0
-            };
-            stalling_l0(inner, n, busy, || v.fast_bytes())
-        };
+        // Published under the lock held here (`DbInner::publish_l0`): the fast path's state.
+        let c = &inner.commit;
+        let l0 = stalling_l0(
+            inner,
+            c.l0_files.load(Ordering::Acquire),
+            c.l0_busy.load(Ordering::Acquire),
+            || c.fast_bytes.load(Ordering::Acquire),
+        );
         if !delayed && l0 >= o.level0_slowdown_writes_trigger {
             drop(st);
             let t = Instant::now();
