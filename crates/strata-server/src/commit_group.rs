@@ -32,19 +32,33 @@
 //!   batch twice, only fail again.
 //! - No member waits forever: the leader takes every queued member, and a leader dropped while
 //!   it yields drops its members, senders and guards with them (see [`LeaderGuard`]).
+//! - Hot keys chain (see `locks`): a joining member marks its stripes with the group's
+//!   *epoch*, and until the leader takes the group (which ends the epoch) a segment of another
+//!   connection may chain on such a stripe, read through the members' pending writes
+//!   ([`CommitGroups::lookup`]) and join behind them — so one engine write carries many
+//!   segments of one hot key instead of one. A chained member joins only the group it read
+//!   ([`Outcome::Stale`] otherwise: it reruns). Because a chained member's writes depend on
+//!   earlier members' writes, the group is written in queue order, nothing after a failed
+//!   engine write is written (those members retry), and every member's stripes are released
+//!   only after the last write of the group returned.
 //!
 //! Used only inline (the engine pool's threads block in the engine's own group commit).
-//! Depends on `store`, `locks`.
+//! Depends on `store`, `locks`, `fasthash`.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+
+use bytes::Bytes;
 use parking_lot::Mutex;
 use strata::WriteBatch;
 use tokio::sync::oneshot;
 
+use crate::fasthash::FastHash;
 use crate::locks::MultiGuard;
 use crate::store::{Store, StoreError};
 
 /// Encoded bytes after which a leader starts another engine write for the rest of its queue;
-/// a batch this large commits alone, without a group (as does one whose stripes are contended).
+/// a batch this large commits alone, without a group (unless it chains on one).
 pub const MAX_GROUP_BYTES: usize = 1 << 20;
 
 /// What became of a member's batch.
@@ -56,19 +70,70 @@ pub enum Outcome {
     Failed(StoreError),
     /// Not written, and never will be: rerun the segment where it may wait (the engine pool).
     Retry,
+    /// Not written: the segment chained on a group that its leader took before the segment
+    /// could join it. Rerun it once the chained stripe is released (by that group's write).
+    Stale,
+}
+
+/// A segment's pending writes, by what they write: what segments chained behind it read.
+#[derive(Default)]
+pub struct Written {
+    /// Records by user key (`None`: deleted).
+    pub records: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+    /// Collection elements by engine sub-key (`None`: deleted).
+    pub elems: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+}
+
+/// Which map of [`Written`] a lookup reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Record,
+    Elem,
+}
+
+/// What a chained segment's lookup found in its group (see [`CommitGroups::lookup`]).
+#[derive(Debug, PartialEq)]
+pub enum Lookup {
+    /// A member wrote it (`None`: deleted).
+    Found(Option<Bytes>),
+    /// No member wrote it: read the engine.
+    Miss,
+    /// The group was taken by its leader: the segment will be discarded.
+    Stale,
 }
 
 struct Member {
     batch: WriteBatch,
-    /// Released once the batch is written (or certain not to be), before the answer.
+    written: Written,
+    /// Released once the group is written (or certain not to be), before the answer.
     _guard: Option<MultiGuard>,
     done: oneshot::Sender<Outcome>,
 }
 
+/// The group being formed: its members in queue order, and its epoch.
+struct Forming {
+    members: Vec<Member>,
+    epoch: u64,
+}
+
 /// The queue of the group being formed, shared by every connection of a server.
-#[derive(Default)]
 pub struct CommitGroups {
-    queue: Mutex<Vec<Member>>,
+    queue: Mutex<Forming>,
+    /// The forming group's epoch, readable without the queue lock (a hint: it is checked again
+    /// under the lock before anything depends on it). Starts at 1; 0 means none.
+    epoch: AtomicU64,
+}
+
+impl Default for CommitGroups {
+    fn default() -> Self {
+        CommitGroups {
+            queue: Mutex::new(Forming {
+                members: Vec::new(),
+                epoch: 1,
+            }),
+            epoch: AtomicU64::new(1),
+        }
+    }
 }
 
 /// What a call of [`CommitGroups::commit`] wrote, for INFO: zero unless it led a group or
@@ -92,28 +157,62 @@ struct LeaderGuard<'a> {
 impl Drop for LeaderGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            let members = std::mem::take(&mut *self.groups.queue.lock());
+            let members = self.groups.take();
             drop(members); // outside the queue lock
         }
     }
 }
 
 impl CommitGroups {
+    /// The epoch of the group being formed (a hint for [`crate::locks::KeyLocks::try_lock_keys_or_chain`]).
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(SeqCst)
+    }
+
+    /// What the members of group `epoch` wrote to `key` (the newest member's write), for a
+    /// segment chained on that group.
+    pub fn lookup(&self, epoch: u64, kind: Kind, key: &[u8]) -> Lookup {
+        let q = self.queue.lock();
+        if q.epoch != epoch {
+            return Lookup::Stale;
+        }
+        for m in q.members.iter().rev() {
+            let map = match kind {
+                Kind::Record => &m.written.records,
+                Kind::Elem => &m.written.elems,
+            };
+            if let Some(v) = map.get(key) {
+                return Lookup::Found(v.clone());
+            }
+        }
+        Lookup::Miss
+    }
+
+    /// Takes the forming group's members and ends its epoch.
+    fn take(&self) -> Vec<Member> {
+        let mut q = self.queue.lock();
+        q.epoch += 1;
+        self.epoch.store(q.epoch, SeqCst);
+        std::mem::take(&mut q.members)
+    }
+
     /// Commits `batch` together with whatever other connections commit in the same scheduler
-    /// tick, and releases `guard` (the segment's stripes) once the batch is written or certain
-    /// not to be. Returns the batch's outcome and what this call wrote.
+    /// tick, and releases `guard` (the segment's stripes) once the group is written or certain
+    /// not to be. `written` is what the batch writes, read by segments chained behind it. A
+    /// guard that chains (see `locks`) joins only the group it chained on, even with an empty
+    /// batch (its replies may rest on the group's writes). Returns the batch's outcome and
+    /// what this call wrote.
     pub async fn commit(
         &self,
         store: &Store,
         batch: WriteBatch,
+        written: Written,
         guard: Option<MultiGuard>,
     ) -> (Outcome, GroupCount) {
         let mut count = GroupCount::default();
-        // A large batch, or one whose stripes others wait for (a hot key: they could not join
-        // this group anyway, and committing now lets them run in this tick rather than one per
-        // tick), is written at once.
-        if batch.size_in_bytes() >= MAX_GROUP_BYTES || guard.as_ref().is_some_and(|g| g.contended())
-        {
+        let chained = guard.as_ref().and_then(MultiGuard::chained_epoch);
+        // A large batch is written at once, alone (unless it depends on its group's writes).
+        if chained.is_none() && batch.size_in_bytes() >= MAX_GROUP_BYTES {
             let outcome = write_alone(store, batch, &mut count);
             drop(guard);
             return (outcome, count);
@@ -121,12 +220,24 @@ impl CommitGroups {
         let (tx, rx) = oneshot::channel();
         let lead = {
             let mut q = self.queue.lock();
-            q.push(Member {
+            if chained.is_some_and(|e| e != q.epoch) {
+                drop(q);
+                drop(guard); // gives the chain slots back
+                return (Outcome::Stale, count);
+            }
+            let mut guard = guard;
+            if let Some(g) = guard.as_mut() {
+                // Under the queue lock: a segment that chains next reads this member's writes.
+                g.mark(q.epoch);
+                g.release_chain_slots();
+            }
+            q.members.push(Member {
                 batch,
+                written,
                 _guard: guard,
                 done: tx,
             });
-            q.len() == 1
+            q.members.len() == 1
         };
         if lead {
             let mut claim = LeaderGuard {
@@ -134,7 +245,7 @@ impl CommitGroups {
                 armed: true,
             };
             tokio::task::yield_now().await;
-            let members = std::mem::take(&mut *self.queue.lock());
+            let members = self.take();
             claim.armed = false;
             count = commit_members(store, members);
         }
@@ -143,12 +254,21 @@ impl CommitGroups {
     }
 }
 
-/// Writes `members` in queue order, as few engine writes as [`MAX_GROUP_BYTES`] allows, and
-/// answers each (then releases its stripes).
+/// Writes `members` in queue order, as few engine writes as [`MAX_GROUP_BYTES`] allows; after
+/// a write that failed, writes nothing more (later members may have read the failed ones'
+/// writes). Then releases every member's stripes and answers each.
 fn commit_members(store: &Store, members: Vec<Member>) -> GroupCount {
     let mut count = GroupCount::default();
+    let mut guards = Vec::with_capacity(members.len());
+    let mut answers = Vec::with_capacity(members.len());
+    let mut failed = false;
     let mut members = members.into_iter().peekable();
     while let Some(mut first) = members.next() {
+        if failed {
+            guards.push(first._guard);
+            answers.push((first.done, Outcome::Retry));
+            continue;
+        }
         let mut merged = std::mem::take(&mut first.batch);
         let mut group = vec![first];
         while let Some(next) = members.peek() {
@@ -167,19 +287,30 @@ fn commit_members(store: &Store, members: Vec<Member>) -> GroupCount {
             Err(e) if e.kind() == strata::ErrorKind::InvalidArgument && several => Outcome::Retry,
             Err(e) => Outcome::Failed(StoreError::from(e.clone())),
         };
-        let result = store.write_no_slowdown(merged);
-        if result.is_ok() {
-            count.writes += 1;
-            count.segments += group.len() as u64;
+        // Members that only chained (reads) may make a part with nothing to write.
+        let result = if merged.is_empty() {
+            Ok(())
+        } else {
+            store.write_no_slowdown(merged)
+        };
+        match &result {
+            Ok(()) => {
+                count.writes += 1;
+                count.segments += group.len() as u64;
+            }
+            Err(_) => failed = true,
         }
         for m in group {
-            // Its batch is written (or certain not to be): release its stripes first, so the
-            // member, once answered, never finds its own stripe still held; a member whose task
-            // is gone no longer needs the answer.
-            let Member { _guard, done, .. } = m;
-            drop(_guard);
-            let _ = done.send(outcome(&result));
+            guards.push(m._guard);
+            answers.push((m.done, outcome(&result)));
         }
+    }
+    // Every write is done (or certain not to be): release the stripes first, so a member, once
+    // answered, never finds its own stripe still held; a member whose task is gone no longer
+    // needs the answer.
+    drop(guards);
+    for (done, outcome) in answers {
+        let _ = done.send(outcome);
     }
     count
 }
@@ -246,7 +377,9 @@ mod tests {
                     let (store, groups) = (store.clone(), groups.clone());
                     // Each member holds its key's stripe until the group writes.
                     let guard = store.locks().try_lock_keys(&[format!("k{i}")]).ok();
-                    tokio::spawn(async move { groups.commit(&store, b, guard).await })
+                    tokio::spawn(async move {
+                        groups.commit(&store, b, Written::default(), guard).await
+                    })
                 })
                 .collect();
             let mut counts = Vec::new();
@@ -327,9 +460,9 @@ mod tests {
         let mut cx = Context::from_waker(Waker::noop());
         let mut bad = WriteBatch::new();
         bad.put(vec![b'k'; strata::MAX_KEY_SIZE + 1], "v");
-        let mut leader = pin!(groups.commit(&store, put("a", "1"), None));
+        let mut leader = pin!(groups.commit(&store, put("a", "1"), Written::default(), None));
         assert!(leader.as_mut().poll(&mut cx).is_pending());
-        let mut member = pin!(groups.commit(&store, bad, None));
+        let mut member = pin!(groups.commit(&store, bad, Written::default(), None));
         assert!(member.as_mut().poll(&mut cx).is_pending());
         assert!(matches!(
             leader.as_mut().poll(&mut cx),
@@ -349,9 +482,10 @@ mod tests {
         let groups = CommitGroups::default();
         let mut cx = Context::from_waker(Waker::noop());
         let guard_b = store.locks().try_lock_keys(&[b"b"]).unwrap();
-        let mut leader = Box::pin(groups.commit(&store, put("a", "1"), None));
+        let mut leader = Box::pin(groups.commit(&store, put("a", "1"), Written::default(), None));
         assert!(leader.as_mut().poll(&mut cx).is_pending()); // queued first, yields
-        let mut member = pin!(groups.commit(&store, put("b", "2"), Some(guard_b)));
+        let mut member =
+            pin!(groups.commit(&store, put("b", "2"), Written::default(), Some(guard_b)));
         assert!(member.as_mut().poll(&mut cx).is_pending()); // queued behind it
         assert!(
             store.locks().try_lock_keys(&[b"b"]).is_err(),
@@ -369,7 +503,7 @@ mod tests {
         assert_eq!(read(&store, "a"), None);
         assert_eq!(read(&store, "b"), None);
         // The queue is empty again: the next commit leads its own group.
-        let mut next = pin!(groups.commit(&store, put("c", "3"), None));
+        let mut next = pin!(groups.commit(&store, put("c", "3"), Written::default(), None));
         assert!(next.as_mut().poll(&mut cx).is_pending());
         assert!(matches!(
             next.as_mut().poll(&mut cx),
@@ -393,9 +527,10 @@ mod tests {
         let groups = CommitGroups::default();
         let mut cx = Context::from_waker(Waker::noop());
         let guard_b = store.locks().try_lock_keys(&[b"b"]).unwrap();
-        let mut leader = pin!(groups.commit(&store, put("a", "1"), None));
+        let mut leader = pin!(groups.commit(&store, put("a", "1"), Written::default(), None));
         assert!(leader.as_mut().poll(&mut cx).is_pending());
-        let mut member = Box::pin(groups.commit(&store, put("b", "2"), Some(guard_b)));
+        let mut member =
+            Box::pin(groups.commit(&store, put("b", "2"), Written::default(), Some(guard_b)));
         assert!(member.as_mut().poll(&mut cx).is_pending());
         drop(member);
         assert!(
@@ -414,5 +549,130 @@ mod tests {
         ));
         assert_eq!(read(&store, "b"), Some(b"2".to_vec()));
         assert!(store.locks().try_lock_keys(&[b"b"]).is_ok());
+    }
+
+    fn written(key: &str, value: &str) -> Written {
+        let mut w = Written::default();
+        w.records
+            .insert(key.as_bytes().to_vec(), Some(Bytes::from(value.to_owned())));
+        w
+    }
+
+    /// A segment that finds its stripe held by a member of the forming group chains on it:
+    /// it reads that member's pending write and is written in the same engine write, after it.
+    #[test]
+    fn a_chained_member_reads_its_group_and_is_written_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let groups = CommitGroups::default();
+        let mut cx = Context::from_waker(Waker::noop());
+        let before = engine_writes(&store);
+        let epoch = groups.epoch();
+        let first_guard = store.locks().try_lock_keys(&[b"k"]).unwrap();
+        let mut first =
+            pin!(groups.commit(&store, put("k", "1"), written("k", "1"), Some(first_guard)));
+        assert!(first.as_mut().poll(&mut cx).is_pending());
+        assert!(store.locks().try_lock_keys(&[b"k"]).is_err(), "held");
+        let second_guard = store
+            .locks()
+            .try_lock_keys_or_chain(&[b"k"], groups.epoch())
+            .expect("chains on the forming group");
+        assert_eq!(
+            groups.lookup(epoch, Kind::Record, b"k"),
+            Lookup::Found(Some(Bytes::from("1")))
+        );
+        assert_eq!(groups.lookup(epoch, Kind::Elem, b"k"), Lookup::Miss);
+        let mut second =
+            pin!(groups.commit(&store, put("k", "2"), written("k", "2"), Some(second_guard)));
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        // The next chained segment reads the newest member's write.
+        let third_guard = store
+            .locks()
+            .try_lock_keys_or_chain(&[b"k"], epoch)
+            .expect("the slot was given back");
+        assert_eq!(
+            groups.lookup(epoch, Kind::Record, b"k"),
+            Lookup::Found(Some(Bytes::from("2")))
+        );
+        // Reads only: it still joins, and is answered with the group.
+        let mut third = pin!(groups.commit(
+            &store,
+            WriteBatch::new(),
+            Written::default(),
+            Some(third_guard)
+        ));
+        assert!(third.as_mut().poll(&mut cx).is_pending());
+        assert!(matches!(
+            first.as_mut().poll(&mut cx),
+            Poll::Ready((
+                Outcome::Committed,
+                GroupCount {
+                    writes: 1,
+                    segments: 3
+                }
+            ))
+        ));
+        for m in [second.as_mut().poll(&mut cx), third.as_mut().poll(&mut cx)] {
+            assert!(matches!(m, Poll::Ready((Outcome::Committed, _))), "{m:?}");
+        }
+        assert_eq!(engine_writes(&store) - before, 1);
+        assert_eq!(read(&store, "k"), Some(b"2".to_vec()));
+        assert_eq!(groups.lookup(epoch, Kind::Record, b"k"), Lookup::Stale);
+        assert!(store.locks().try_lock_keys(&[b"k"]).is_ok(), "released");
+    }
+
+    /// A segment that chained on a group its leader took meanwhile is not written: it is told
+    /// `Stale`, and its chain slot and stripes are given back.
+    #[test]
+    fn a_member_chained_on_a_taken_group_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let groups = CommitGroups::default();
+        let mut cx = Context::from_waker(Waker::noop());
+        let guard = store.locks().try_lock_keys(&[b"k"]).unwrap();
+        let mut first = pin!(groups.commit(&store, put("k", "1"), written("k", "1"), Some(guard)));
+        assert!(first.as_mut().poll(&mut cx).is_pending());
+        let late = store
+            .locks()
+            .try_lock_keys_or_chain(&[&b"k"[..], b"free"], groups.epoch())
+            .unwrap();
+        assert!(matches!(
+            first.as_mut().poll(&mut cx),
+            Poll::Ready((Outcome::Committed, _))
+        ));
+        let mut second = pin!(groups.commit(&store, put("k", "2"), written("k", "2"), Some(late)));
+        assert!(matches!(
+            second.as_mut().poll(&mut cx),
+            Poll::Ready((Outcome::Stale, GroupCount { writes: 0, .. }))
+        ));
+        assert_eq!(read(&store, "k"), Some(b"1".to_vec()));
+        assert!(store.locks().try_lock_keys(&[&b"k"[..], b"free"]).is_ok());
+    }
+
+    /// Once an engine write of a group fails, the later members (which may have read the
+    /// failed ones' writes) are not written: they retry.
+    #[test]
+    fn nothing_after_a_failed_write_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let groups = CommitGroups::default();
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut bad = WriteBatch::new();
+        bad.put(vec![b'k'; strata::MAX_KEY_SIZE + 1], "v");
+        // Too big to share the bad batch's engine write: the group is cut between them.
+        let big = "x".repeat(MAX_GROUP_BYTES - bad.size_in_bytes() / 2);
+        let mut leader = pin!(groups.commit(&store, bad, Written::default(), None));
+        assert!(leader.as_mut().poll(&mut cx).is_pending());
+        let mut member = pin!(groups.commit(&store, put("b", &big), Written::default(), None));
+        assert!(member.as_mut().poll(&mut cx).is_pending());
+        assert!(matches!(
+            leader.as_mut().poll(&mut cx),
+            Poll::Ready((Outcome::Failed(_), GroupCount { writes: 0, .. }))
+        ));
+        assert!(matches!(
+            member.as_mut().poll(&mut cx),
+            Poll::Ready((Outcome::Retry, _))
+        ));
+        assert_eq!(read(&store, "b"), None);
     }
 }

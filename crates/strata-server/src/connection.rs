@@ -266,7 +266,8 @@ async fn execute(
                 Some(Deferred::Busy(stripe)) if busy < INLINE_BUSY_RETRIES => {
                     busy += 1;
                     ServerStats::add(&shared.stats.inline_busy_waits, 1);
-                    shared.store.locks().wait_unlocked(stripe).await;
+                    let epoch = shared.commit_groups.epoch();
+                    shared.store.locks().wait_unlocked(stripe, epoch).await;
                 }
                 Some(_) => break,
             }

@@ -33,7 +33,7 @@ use bytes::{Bytes, BytesMut};
 use strata::WriteBatch;
 
 use crate::commands::{self, Ctx, LockScope, Pending};
-use crate::commit_group::Outcome;
+use crate::commit_group::{Outcome, Written};
 use crate::locks::MultiGuard;
 use crate::resp::{encode, Reply};
 use crate::server::Shared;
@@ -124,22 +124,35 @@ pub async fn run_batch_inline(
             Err(why) => return (i, Some(why)),
         };
         let writes = std::mem::take(&mut seg.batch);
-        let committed = if writes.is_empty() {
+        // A chained segment commits with its group even if it wrote nothing: its replies may
+        // rest on the group's writes.
+        let chained = seg.guard.as_ref().and_then(MultiGuard::chained_stripe);
+        let committed = if writes.is_empty() && chained.is_none() {
             Ok(())
         } else {
             let guard = seg.guard.take();
+            let written = std::mem::take(&mut seg.written);
             let (outcome, count) = shared
                 .commit_groups
-                .commit(&shared.store, writes, guard)
+                .commit(&shared.store, writes, written, guard)
                 .await;
             ServerStats::add(&shared.stats.inline_group_writes, count.writes);
             ServerStats::add(&shared.stats.inline_group_segments, count.segments);
             match outcome {
-                Outcome::Committed => Ok(()),
+                Outcome::Committed => {
+                    if chained.is_some() {
+                        ServerStats::add(&shared.stats.inline_chained_segments, 1);
+                    }
+                    Ok(())
+                }
                 Outcome::Failed(e) => Err(e),
                 Outcome::Retry => {
                     session.close = close;
                     return (i, Some(Deferred::Blocking));
+                }
+                Outcome::Stale => {
+                    session.close = close;
+                    return (i, Some(chained.map_or(Deferred::Blocking, Deferred::Busy)));
                 }
             }
         };
@@ -198,6 +211,8 @@ struct Prepared {
     guard: Option<MultiGuard>,
     /// The segment's writes (empty if it wrote nothing).
     batch: WriteBatch,
+    /// The same writes by key, for segments chained behind this one in its commit group.
+    written: Written,
     replies: Vec<Reply>,
     /// The reply of the segment's first write command (from which a failed commit's error is
     /// the reply).
@@ -242,7 +257,13 @@ fn prepare_segment(
     } else if keys.is_empty() {
         None
     } else if inline {
-        Some(locks.try_lock_keys(&keys).map_err(Deferred::Busy)?)
+        // A stripe held by a member of the forming commit group may be chained on.
+        let epoch = shared.commit_groups.epoch();
+        Some(
+            locks
+                .try_lock_keys_or_chain(&keys, epoch)
+                .map_err(Deferred::Busy)?,
+        )
     } else {
         Some(locks.lock_keys(&keys))
     };
@@ -254,6 +275,7 @@ fn prepare_segment(
     }
     let close = session.close;
     let mut pending = Pending::new(inline);
+    pending.chain = guard.as_ref().and_then(MultiGuard::chained_epoch);
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
     let mut first_write: Option<usize> = None;
     let mut reply_bytes = 0usize;
@@ -284,6 +306,11 @@ fn prepare_segment(
             session.close = close;
             return Err(Deferred::Blocking);
         }
+        if pending.stale.get() {
+            session.close = close;
+            let stripe = guard.as_ref().and_then(MultiGuard::chained_stripe);
+            return Err(stripe.map_or(Deferred::Blocking, Deferred::Busy));
+        }
         if first_write.is_none() && pending.batch.len() > before {
             first_write = Some(replies.len());
         }
@@ -300,7 +327,11 @@ fn prepare_segment(
         guard,
         hits: pending.hits.get(),
         misses: pending.misses.get(),
-        batch: pending.batch,
+        batch: pending.take_batch(),
+        written: Written {
+            records: pending.overlay,
+            elems: pending.elems,
+        },
         replies,
         first_write,
         ran,

@@ -380,6 +380,10 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         "inline_group_segments",
         ServerStats::get(&shared.stats.inline_group_segments),
     );
+    s.kv(
+        "inline_chained_segments",
+        ServerStats::get(&shared.stats.inline_chained_segments),
+    );
     s.kv("logstore_enabled", u8::from(st.logstore.is_some()));
     if let Some(l) = &st.logstore {
         s.kv("logstore_informed_compactions", l.informed_compactions);

@@ -28,9 +28,22 @@
 //! next release). No wake-up is lost: a waiter registers and counts itself before it looks at
 //! the lock again, and a releaser unlocks before it reads the count, each with a SeqCst fence
 //! between, so at least one of them sees the other.
+//!
+//! Chaining (hot keys): a stripe whose holder has handed its guard to the commit group being
+//! formed is *marked* with that group's epoch ([`MultiGuard::mark`]). While the group is still
+//! forming, an inline segment may *chain* on such a stripe instead of waiting for the group's
+//! write: it takes the stripe's chain slot ([`KeyLocks::try_lock_keys_or_chain`]), reads
+//! through the pending writes of the group's members (`commit_group`), and joins the same
+//! group, which releases the slot for the next segment. The slot serializes chained segments
+//! of one stripe exactly as the lock serializes holders; the `locks` invariant then holds for
+//! the group as a whole: the stripe stays locked from before the first member's read until the
+//! write that carries every chained member returned. A chained segment whose group was taken
+//! by its leader before it joined is discarded (`commit_group::Outcome::Stale`) and reruns; a
+//! mark or slot left from an older group is never current (epochs only grow), so a stale slot
+//! grants nothing.
 //! Depends on nothing else in the crate.
 
-use std::sync::atomic::{fence, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use parking_lot::lock_api::RawMutex as _;
@@ -41,6 +54,10 @@ use xxhash_rust::xxh3::xxh3_64;
 struct Stripe {
     /// A raw mutex: its owner is a [`MultiGuard`], which may move between threads.
     lock: RawMutex,
+    /// The chain slot: `epoch << 1 | taken`, where `epoch` is the commit group the holder's
+    /// guard was handed to (0: none yet). A segment may chain on the stripe only by taking
+    /// the slot of the current epoch (see the module note).
+    chain: AtomicU64,
     /// Tasks in [`KeyLocks::wait_unlocked`] for this stripe.
     waiters: AtomicUsize,
     notify: Notify,
@@ -57,6 +74,10 @@ pub struct MultiGuard {
     locks: Arc<KeyLocks>,
     /// Indexes of the held stripes, ascending.
     held: Vec<usize>,
+    /// Stripes whose chain slot (of group `epoch`) this guard holds instead, ascending.
+    chained: Vec<usize>,
+    /// The commit group the chained stripes belong to (0 if none).
+    epoch: u64,
 }
 
 // A guard may be released on another thread than the one that locked it: parking_lot allows
@@ -75,25 +96,54 @@ impl Drop for MultiGuard {
             // happen on any thread.
             unsafe { self.locks.stripes[i].lock.unlock() };
         }
+        self.free_chain_slots();
         // Pairs with the fence in `wait_unlocked`: every unlock before the counts.
         fence(SeqCst);
-        for &i in &self.held {
-            let s = &self.locks.stripes[i];
-            if s.waiters.load(SeqCst) > 0 {
-                s.notify.notify_one();
-            }
-        }
+        self.locks.wake(&self.held);
+        self.locks.wake(&self.chained);
     }
 }
 
 impl MultiGuard {
-    /// Whether a task awaits the release of one of the held stripes ([`KeyLocks::wait_unlocked`];
-    /// engine-pool threads blocked in [`KeyLocks::lock_keys`] are not counted). A hint: a
-    /// waiter may arrive right after.
-    pub fn contended(&self) -> bool {
-        self.held
-            .iter()
-            .any(|&i| self.locks.stripes[i].waiters.load(SeqCst) > 0)
+    /// The commit group this guard chains into, if it holds any chain slot.
+    pub fn chained_epoch(&self) -> Option<u64> {
+        (!self.chained.is_empty()).then_some(self.epoch)
+    }
+
+    /// A stripe this guard chains on (the one to wait for if its group is gone).
+    pub fn chained_stripe(&self) -> Option<usize> {
+        self.chained.first().copied()
+    }
+
+    /// Marks the held stripes as belonging to commit group `epoch` (the guard has just been
+    /// handed to it) and wakes a waiter of each, which may now chain. Called under the commit
+    /// group's queue lock, which orders marks with the group's end.
+    pub fn mark(&self, epoch: u64) {
+        for &i in &self.held {
+            self.locks.stripes[i].chain.store(epoch << 1, SeqCst);
+        }
+        fence(SeqCst);
+        self.locks.wake(&self.held);
+    }
+
+    /// Gives back the chain slots (the segment's writes are in its group, visible to the next
+    /// chained segment) and wakes a waiter of each.
+    pub fn release_chain_slots(&mut self) {
+        self.free_chain_slots();
+        fence(SeqCst);
+        let chained = std::mem::take(&mut self.chained);
+        self.locks.wake(&chained);
+    }
+
+    fn free_chain_slots(&self) {
+        let taken = self.epoch << 1 | 1;
+        for &i in &self.chained {
+            // Fails only if a later group marked the stripe meanwhile: the slot is no longer
+            // this guard's (and this guard's group is gone).
+            let _ = self.locks.stripes[i]
+                .chain
+                .compare_exchange(taken, taken & !1, SeqCst, SeqCst);
+        }
     }
 }
 
@@ -115,6 +165,7 @@ impl KeyLocks {
             stripes: (0..n)
                 .map(|_| Stripe {
                     lock: RawMutex::INIT,
+                    chain: AtomicU64::new(0),
                     waiters: AtomicUsize::new(0),
                     notify: Notify::new(),
                 })
@@ -142,6 +193,8 @@ impl KeyLocks {
         MultiGuard {
             locks: self.clone(),
             held,
+            chained: Vec::new(),
+            epoch: 0,
         }
     }
 
@@ -152,24 +205,58 @@ impl KeyLocks {
         self: &Arc<Self>,
         keys: &[K],
     ) -> Result<MultiGuard, usize> {
+        self.try_lock_keys_or_chain(keys, 0)
+    }
+
+    /// [`KeyLocks::try_lock_keys`], except that a held stripe marked with commit group `epoch`
+    /// (the group being formed; 0 chains nothing) whose chain slot is free is chained on: the
+    /// guard takes the slot instead of the lock (see the module note). `Err(stripe)` as
+    /// `try_lock_keys`.
+    pub fn try_lock_keys_or_chain<K: AsRef<[u8]>>(
+        self: &Arc<Self>,
+        keys: &[K],
+        epoch: u64,
+    ) -> Result<MultiGuard, usize> {
         let idx = self.stripes_of(keys);
         let mut g = MultiGuard {
             locks: self.clone(),
             held: Vec::with_capacity(idx.len()),
+            chained: Vec::new(),
+            epoch,
         };
         for i in idx {
-            if !self.stripes[i].lock.try_lock() {
+            let s = &self.stripes[i];
+            if s.lock.try_lock() {
+                g.held.push(i);
+            } else if epoch != 0
+                && s.chain
+                    .compare_exchange(epoch << 1, epoch << 1 | 1, SeqCst, SeqCst)
+                    .is_ok()
+            {
+                g.chained.push(i);
+            } else {
                 return Err(i); // `g` releases what it took
             }
-            g.held.push(i);
         }
         Ok(g)
     }
 
-    /// Returns once `stripe` was released (or found free) after the call — or at once if a
-    /// release's wake-up is still pending from a waiter that left: the caller tries the
-    /// stripe again either way, and it may have been taken again meanwhile.
-    pub async fn wait_unlocked(&self, stripe: usize) {
+    /// Wakes one waiter of each of `stripes` that has any (after the caller's release and a
+    /// SeqCst fence).
+    fn wake(&self, stripes: &[usize]) {
+        for &i in stripes {
+            let s = &self.stripes[i];
+            if s.waiters.load(SeqCst) > 0 {
+                s.notify.notify_one();
+            }
+        }
+    }
+
+    /// Returns once `stripe` was released (or found free) after the call, or its chain slot
+    /// for commit group `epoch` became free (0: only a release counts) — or at once if a
+    /// wake-up is still pending from a waiter that left: the caller tries the stripe again
+    /// either way, and it may have been taken again meanwhile.
+    pub async fn wait_unlocked(&self, stripe: usize, epoch: u64) {
         let s = &self.stripes[stripe];
         let notified = s.notify.notified();
         tokio::pin!(notified);
@@ -179,7 +266,8 @@ impl KeyLocks {
         let _counted = Waiting(&s.waiters);
         // Pairs with the fence in `MultiGuard::drop`.
         fence(SeqCst);
-        if s.lock.is_locked() {
+        let chainable = epoch != 0 && s.chain.load(SeqCst) == epoch << 1;
+        if s.lock.is_locked() && !chainable {
             notified.await;
         }
     }
@@ -193,6 +281,8 @@ impl KeyLocks {
         MultiGuard {
             locks: self.clone(),
             held,
+            chained: Vec::new(),
+            epoch: 0,
         }
     }
 }
@@ -203,22 +293,27 @@ mod tests {
     use parking_lot::Mutex;
 
     #[test]
-    fn a_guard_knows_when_someone_waits_for_its_stripe() {
+    fn a_waiter_is_counted_while_it_waits() {
         let l = Arc::new(KeyLocks::new(64));
         let held = l.lock_keys(&[b"k"]);
-        assert!(!held.contended());
+        assert_eq!(l.stripes[l.index(b"k")].waiters.load(SeqCst), 0);
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         rt.block_on(async {
             let stripe = l.index(b"k");
-            let wait = l.wait_unlocked(stripe);
+            let wait = l.wait_unlocked(stripe, 0);
             tokio::pin!(wait);
             // Polled once: registered and counted, then pending on the held stripe.
             assert!(futures_poll_once(wait.as_mut()).await.is_none());
-            assert!(held.contended());
+            assert_eq!(l.stripes[stripe].waiters.load(SeqCst), 1);
         });
-        assert!(!held.contended(), "a dropped wait uncounts itself");
+        assert_eq!(
+            l.stripes[l.index(b"k")].waiters.load(SeqCst),
+            0,
+            "a dropped wait uncounts itself"
+        );
+        drop(held);
     }
 
     #[test]
@@ -251,12 +346,12 @@ mod tests {
             let held = l.lock_keys(&[b"k"]);
             let r = tokio::time::timeout(
                 std::time::Duration::from_millis(20),
-                l.wait_unlocked(stripe),
+                l.wait_unlocked(stripe, 0),
             )
             .await;
             assert!(r.is_err(), "the stripe is held: the wait must not end");
             assert_eq!(l.stripes[stripe].waiters.load(SeqCst), 0);
-            let wait = l.wait_unlocked(stripe);
+            let wait = l.wait_unlocked(stripe, 0);
             tokio::pin!(wait);
             assert!(futures_poll_once(wait.as_mut()).await.is_none());
             drop(held);
@@ -308,7 +403,7 @@ mod tests {
                             };
                             match busy {
                                 None => break,
-                                Some(stripe) => l.wait_unlocked(stripe).await,
+                                Some(stripe) => l.wait_unlocked(stripe, 0).await,
                             }
                         }
                         tokio::task::yield_now().await;
@@ -355,7 +450,7 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let stripe = l.index(b"a");
-            let wait = l2.wait_unlocked(stripe);
+            let wait = l2.wait_unlocked(stripe, 0);
             tokio::pin!(wait);
             assert!(futures_poll_once(wait.as_mut()).await.is_none());
             std::thread::spawn(move || drop(g)).join().unwrap();
@@ -364,6 +459,101 @@ mod tests {
                 .expect("woken by the release on the other thread");
         });
         assert!(l.try_lock_keys(&[b"a", b"b"]).is_ok());
+    }
+
+    /// A stripe marked with a group's epoch lets one segment at a time chain on it (the slot),
+    /// only for that epoch; a discarded chained guard gives its slot back, and the raw lock is
+    /// untouched by all of it.
+    #[test]
+    fn a_marked_stripe_chains_one_segment_at_a_time() {
+        let l = Arc::new(KeyLocks::new(64));
+        let holder = l.lock_keys(&[b"k"]);
+        assert!(
+            l.try_lock_keys_or_chain(&[b"k"], 5).is_err(),
+            "not marked yet: its holder is still running"
+        );
+        holder.mark(5);
+        let mut first = l
+            .try_lock_keys_or_chain(&[&b"k"[..], b"other"], 5)
+            .expect("chains");
+        assert_eq!(first.chained_epoch(), Some(5));
+        assert_eq!(first.chained_stripe(), Some(l.index(b"k")));
+        assert!(l.try_lock_keys_or_chain(&[b"k"], 5).is_err(), "slot taken");
+        assert!(
+            l.try_lock_keys_or_chain(&[b"k"], 6).is_err(),
+            "another group"
+        );
+        assert!(
+            l.try_lock_keys(&[b"other"]).is_err(),
+            "the free stripe is locked"
+        );
+        first.release_chain_slots();
+        assert_eq!(first.chained_epoch(), None);
+        let second = l
+            .try_lock_keys_or_chain(&[b"k"], 5)
+            .expect("the slot is free again");
+        drop(second); // discarded
+        assert!(l.try_lock_keys_or_chain(&[b"k"], 5).is_ok());
+        assert!(
+            l.try_lock_keys(&[b"k"]).is_err(),
+            "still held by its holder"
+        );
+        drop(holder);
+        drop(first);
+        assert!(l.try_lock_keys(&[&b"k"[..], b"other"]).is_ok());
+    }
+
+    /// A chained guard of an old group dropped after a later group marked the stripe does not
+    /// free the later group's slot.
+    #[test]
+    fn a_stale_chain_slot_frees_nothing_of_a_later_group() {
+        let l = Arc::new(KeyLocks::new(64));
+        let holder = l.lock_keys(&[b"k"]);
+        holder.mark(5);
+        let stale = l.try_lock_keys_or_chain(&[b"k"], 5).unwrap();
+        drop(holder); // group 5 written
+        let next = l.try_lock_keys(&[b"k"]).unwrap();
+        next.mark(6);
+        let _chained = l.try_lock_keys_or_chain(&[b"k"], 6).unwrap();
+        drop(stale);
+        assert!(
+            l.try_lock_keys_or_chain(&[b"k"], 6).is_err(),
+            "group 6's slot stays taken"
+        );
+    }
+
+    /// A waiter given the current epoch is woken when a chain slot of the stripe frees up
+    /// (not only by the stripe's release), and does not wait at all when it can chain.
+    #[test]
+    fn a_waiter_is_woken_when_it_may_chain() {
+        let l = Arc::new(KeyLocks::new(64));
+        let holder = l.lock_keys(&[b"k"]);
+        let stripe = l.index(b"k");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let wait = l.wait_unlocked(stripe, 5);
+            tokio::pin!(wait);
+            assert!(futures_poll_once(wait.as_mut()).await.is_none());
+            holder.mark(5);
+            tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+                .await
+                .expect("woken by the mark");
+            let mut chained = l.try_lock_keys_or_chain(&[b"k"], 5).unwrap();
+            let wait = l.wait_unlocked(stripe, 5);
+            tokio::pin!(wait);
+            assert!(futures_poll_once(wait.as_mut()).await.is_none());
+            chained.release_chain_slots();
+            tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+                .await
+                .expect("woken by the slot's release");
+            // Free slot of the current epoch: no wait.
+            assert!(futures_poll_once(Box::pin(l.wait_unlocked(stripe, 5)))
+                .await
+                .is_some());
+        });
     }
 
     /// The default table (65536 stripes) stays a few MiB.

@@ -30,6 +30,9 @@ pub struct ServerStats {
     /// group size.
     pub inline_group_writes: AtomicU64,
     pub inline_group_segments: AtomicU64,
+    /// Inline segments that chained on a hot key's stripe held by their commit group and were
+    /// written with it (`locks`, `commit_group`).
+    pub inline_chained_segments: AtomicU64,
 }
 
 impl ServerStats {
@@ -58,6 +61,7 @@ impl ServerStats {
             &self.inline_busy_waits,
             &self.inline_group_writes,
             &self.inline_group_segments,
+            &self.inline_chained_segments,
         ] {
             c.store(0, Relaxed);
         }

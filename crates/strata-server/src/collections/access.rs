@@ -20,6 +20,7 @@ use super::meta::{self, Meta};
 use super::subkey;
 use crate::commands::errors::{self, err};
 use crate::commands::Ctx;
+use crate::commit_group::Kind;
 use crate::resp::Reply;
 use crate::store::StoreError;
 use crate::value::{DecodeError, ValueType};
@@ -77,7 +78,10 @@ impl Ctx<'_> {
         let k = subkey::element(&c.key, c.meta.version, kind, rest);
         match self.pending.elems.get(&k) {
             Some(v) => Ok(v.clone()),
-            None => self.engine_get(&k),
+            None => match self.group_get(Kind::Elem, &k) {
+                Some(v) => Ok(v),
+                None => self.engine_get(&k),
+            },
         }
     }
 

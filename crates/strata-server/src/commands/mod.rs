@@ -14,7 +14,7 @@
 //! the table says a write command names ([`CommandSpec::lock_scope`]) and commits the
 //! segment's writes before any reply is sent. So a write command's key positions in the table
 //! must be right, or its atomicity is lost. Handlers never panic on client input.
-//! Depends on `server::Shared`, `session`, `store`, `resp`; must not depend on the network
+//! Depends on `server::Shared`, `session`, `store`, `resp`, `commit_group` (a chained segment reads its group's pending writes); must not depend on the network
 //! layer (`connection`, `server::Server`).
 
 pub mod bitmaps;
@@ -40,6 +40,7 @@ use bytes::Bytes;
 
 use strata::WriteBatch;
 
+use crate::commit_group::{Kind, Lookup};
 use crate::expiry::is_expired;
 use crate::fasthash::FastHash;
 use crate::keyspace::{self, DB0_END, DB0_START, MAX_USER_KEY, SUB_END, SUB_START};
@@ -59,7 +60,7 @@ pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 #[derive(Default)]
 pub struct Pending {
     pub batch: WriteBatch,
-    overlay: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+    pub(crate) overlay: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
     /// The same for collection elements, by engine sub-key: what the point-lookup collection
     /// commands of the segment wrote (see `CommandSpec::alone`).
     pub(crate) elems: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
@@ -72,6 +73,14 @@ pub struct Pending {
     /// only if the segment is not discarded (so a rerun does not count twice).
     pub hits: std::cell::Cell<u64>,
     pub misses: std::cell::Cell<u64>,
+    /// The commit group the segment chains on (see `locks`): reads that miss the segment's own
+    /// pending writes look at the group's before the engine.
+    pub chain: Option<u64>,
+    /// That group was taken by its leader before the segment joined it: the segment is
+    /// discarded and reruns (`commit_group::Outcome::Stale`).
+    pub stale: std::cell::Cell<bool>,
+    /// The batch holds a range deletion (FLUSHDB, FLUSHALL).
+    ranges: bool,
 }
 
 impl Pending {
@@ -84,7 +93,37 @@ impl Pending {
             would_block: std::cell::Cell::new(false),
             hits: std::cell::Cell::new(0),
             misses: std::cell::Cell::new(0),
+            chain: None,
+            stale: std::cell::Cell::new(false),
+            ranges: false,
         }
+    }
+
+    /// The segment's batch, with each key written once (its last write): a pipeline that
+    /// writes one key many times — increments of a counter, pushes to one list, each of which
+    /// rewrites the list's metadata — costs the engine one entry per key. The entries left out
+    /// would be invisible to every reader anyway, since the batch is applied atomically.
+    pub fn take_batch(&mut self) -> WriteBatch {
+        let written = self.overlay.len() + self.elems.len();
+        if self.ranges || self.batch.len() <= written {
+            return std::mem::take(&mut self.batch);
+        }
+        self.batch.clear();
+        let mut b = WriteBatch::new();
+        for (key, v) in &self.overlay {
+            let k = keyspace::data_key(key);
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            }
+        }
+        for (k, v) in &self.elems {
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            }
+        }
+        b
     }
 
     pub fn is_empty(&self) -> bool {
@@ -129,11 +168,30 @@ impl Ctx<'_> {
         Reply::from(StoreError::from(e))
     }
 
-    /// The raw stored bytes of `key` if it is live (pending writes first).
+    /// What the commit group this segment chains on holds for `key` (`None`: read the engine).
+    /// A group taken meanwhile flags the segment stale and answers "absent": the segment's
+    /// results are discarded.
+    pub(crate) fn group_get(&self, kind: Kind, key: &[u8]) -> Option<Option<Bytes>> {
+        let epoch = self.pending.chain?;
+        match self.shared.commit_groups.lookup(epoch, kind, key) {
+            Lookup::Found(v) => Some(v),
+            Lookup::Miss => None,
+            Lookup::Stale => {
+                self.pending.stale.set(true);
+                Some(None)
+            }
+        }
+    }
+
+    /// The raw stored bytes of `key` if it is live (pending writes first: the segment's, then
+    /// those of the group it chains on).
     pub fn raw(&self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
         let raw = match self.pending.overlay.get(key) {
             Some(v) => v.clone(),
-            None => self.engine_get(&keyspace::data_key(key))?,
+            None => match self.group_get(Kind::Record, key) {
+                Some(v) => v,
+                None => self.engine_get(&keyspace::data_key(key))?,
+            },
         };
         match raw {
             Some(r) => {
@@ -197,6 +255,7 @@ impl Ctx<'_> {
     pub fn delete_all(&mut self) {
         self.pending.batch.delete_range(DB0_START, DB0_END);
         self.pending.batch.delete_range(SUB_START, SUB_END);
+        self.pending.ranges = true;
         self.pending.overlay.clear();
         self.pending.elems.clear();
     }
@@ -575,6 +634,71 @@ pub fn int_arg(a: &[u8]) -> Result<i64, Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The batch's operations as `put k=v` / `del k`, sorted.
+    fn ops(b: &WriteBatch) -> Vec<String> {
+        let mut ops: Vec<String> = b
+            .iter()
+            .map(|op| match op {
+                strata::batch::BatchOp::Put(k, v) => format!(
+                    "put {}={}",
+                    String::from_utf8_lossy(k),
+                    String::from_utf8_lossy(v)
+                ),
+                strata::batch::BatchOp::Delete(k) => format!("del {}", String::from_utf8_lossy(k)),
+                strata::batch::BatchOp::DeleteRange(a, z) => format!(
+                    "range {}..{}",
+                    String::from_utf8_lossy(a),
+                    String::from_utf8_lossy(z)
+                ),
+            })
+            .collect();
+        ops.sort();
+        ops
+    }
+
+    #[test]
+    fn a_segment_batch_writes_each_key_once() {
+        let mut p = Pending::new(false);
+        let dk = |k: &str| String::from_utf8_lossy(&keyspace::data_key(k.as_bytes())).into_owned();
+        for v in ["1", "2", "3"] {
+            p.batch.put(keyspace::data_key(b"ctr"), v);
+            p.overlay
+                .insert(b"ctr".to_vec(), Some(Bytes::from(v.to_owned())));
+        }
+        p.batch.put(keyspace::data_key(b"gone"), "x");
+        p.batch.delete(keyspace::data_key(b"gone"));
+        p.overlay.insert(b"gone".to_vec(), None);
+        p.batch.put(b"elem", "a");
+        p.batch.put(b"elem", "b");
+        p.elems.insert(b"elem".to_vec(), Some(Bytes::from("b")));
+        p.batch.delete(b"old");
+        p.elems.insert(b"old".to_vec(), None);
+        let b = p.take_batch();
+        assert_eq!(b.len(), 4);
+        let mut want = vec![
+            format!("put {}=3", dk("ctr")),
+            format!("del {}", dk("gone")),
+            "put elem=b".to_string(),
+            "del old".to_string(),
+        ];
+        want.sort();
+        assert_eq!(ops(&b), want);
+        assert!(p.batch.is_empty());
+
+        // Without repeats, and with a range deletion, the batch is kept as written.
+        let mut p = Pending::new(false);
+        p.batch.put(b"a", "1");
+        p.elems.insert(b"a".to_vec(), Some(Bytes::from("1")));
+        assert_eq!(ops(&p.take_batch()), ["put a=1"]);
+        let mut p = Pending::new(false);
+        p.batch.delete_range(b"a", b"z");
+        p.ranges = true;
+        p.batch.put(b"k", "1");
+        p.batch.put(b"k", "2");
+        p.elems.insert(b"k".to_vec(), Some(Bytes::from("2")));
+        assert_eq!(p.take_batch().len(), 3);
+    }
 
     fn args(a: &[&str]) -> Vec<Bytes> {
         a.iter()
