@@ -15,10 +15,10 @@
 //!
 //! Invariants:
 //! - A member hands its segment's stripe guard to the group with its batch; the leader releases
-//!   it only after the engine write carrying the batch returned (or once it is certain the batch
-//!   will not be written). So the `locks` invariant holds even when a member's task is cancelled
-//!   while it waits, no two members of a group write the same key, and their order within the
-//!   group is immaterial.
+//!   every member's stripes only after the group's last engine write returned (or once it is
+//!   certain the rest will not be written). So the `locks` invariant holds even when a member's
+//!   task is cancelled while it waits. Two members write the same key only if the later one
+//!   chained on the earlier one's stripe (below): the group is written in queue order.
 //! - A member is told [`Outcome::Committed`] only after the engine acknowledged the write that
 //!   contains its batch; the engine publishes it (to readers) before that. Every member's batch
 //!   is atomic (it is inside one atomic engine batch).
@@ -26,10 +26,12 @@
 //!   discards its segment and reruns it on the engine pool. It is the answer when the write
 //!   would stall (`ErrorKind::Incomplete`: nothing done), when a combined write of several
 //!   members was refused as invalid (limits are checked before anything is done; each member
-//!   then meets its own verdict alone), and when the leader was dropped before it wrote
-//!   (runtime shutdown). Any other engine error is every member's [`Outcome::Failed`]: such an
-//!   error stops the engine's writes for good (`set_bg_error`), so a rerun could not apply a
-//!   batch twice, only fail again.
+//!   then meets its own verdict alone), when an earlier part of the group failed (below), when
+//!   a chained member's part failed (its replies may rest on writes that were not made), and
+//!   when the leader was dropped before it wrote (runtime shutdown). Any other engine error is
+//!   [`Outcome::Failed`] for the other members of the part: such an error stops the engine's
+//!   writes for good (`set_bg_error`), so a rerun could not apply a batch twice, only fail
+//!   again.
 //! - No member waits forever: the leader takes every queued member, and a leader dropped while
 //!   it yields drops its members, senders and guards with them (see [`LeaderGuard`]).
 //! - Hot keys chain (see `locks`): a joining member marks its stripes with the group's
@@ -105,6 +107,8 @@ pub enum Lookup {
 struct Member {
     batch: WriteBatch,
     written: Written,
+    /// It chained on the group (its replies may rest on earlier members' writes).
+    chained: bool,
     /// Released once the group is written (or certain not to be), before the answer.
     _guard: Option<MultiGuard>,
     done: oneshot::Sender<Outcome>,
@@ -234,6 +238,7 @@ impl CommitGroups {
             q.members.push(Member {
                 batch,
                 written,
+                chained: chained.is_some(),
                 _guard: guard,
                 done: tx,
             });
@@ -254,55 +259,90 @@ impl CommitGroups {
     }
 }
 
+/// What happened to the group's writes so far, for the members after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Past {
+    /// Every part was written.
+    Written,
+    /// A part was refused as invalid (a client's limit violation; the engine goes on):
+    /// chained members, which may have read the refused writes, are not written.
+    Refused,
+    /// A part failed otherwise (a stall, or an error that stops the engine's writes): nothing
+    /// more is written.
+    Failed,
+}
+
+/// A member's answer once its part's write returned `result`. `several`: the part carried
+/// more than one member. `chained`: the member chained (see `locks`) — its replies may rest on
+/// other members' writes, so a failed write sends it to rerun rather than report the error
+/// beside replies that read what was never written.
+fn answer(result: &Result<(), strata::Error>, several: bool, chained: bool) -> Outcome {
+    match result {
+        Ok(()) => Outcome::Committed,
+        Err(e) if e.kind() == strata::ErrorKind::Incomplete => Outcome::Retry,
+        // One member's limit violation refuses the combined batch: each alone instead.
+        Err(e) if e.kind() == strata::ErrorKind::InvalidArgument && several => Outcome::Retry,
+        Err(_) if chained => Outcome::Retry,
+        Err(e) => Outcome::Failed(StoreError::from(e.clone())),
+    }
+}
+
 /// Writes `members` in queue order, as few engine writes as [`MAX_GROUP_BYTES`] allows; after
-/// a write that failed, writes nothing more (later members may have read the failed ones'
-/// writes). Then releases every member's stripes and answers each.
+/// a write that failed, writes nothing more, or, if it was only refused as invalid, no chained
+/// member (later members may have read the failed ones' writes). Then releases every
+/// member's stripes and answers each.
 fn commit_members(store: &Store, members: Vec<Member>) -> GroupCount {
     let mut count = GroupCount::default();
     let mut guards = Vec::with_capacity(members.len());
     let mut answers = Vec::with_capacity(members.len());
-    let mut failed = false;
+    let mut past = Past::Written;
+    let skipped = |m: &Member, past: Past| match past {
+        Past::Written => false,
+        Past::Refused => m.chained,
+        Past::Failed => true,
+    };
     let mut members = members.into_iter().peekable();
     while let Some(mut first) = members.next() {
-        if failed {
+        if skipped(&first, past) {
             guards.push(first._guard);
             answers.push((first.done, Outcome::Retry));
             continue;
         }
         let mut merged = std::mem::take(&mut first.batch);
-        let mut group = vec![first];
+        let mut part = vec![first];
         while let Some(next) = members.peek() {
-            if merged.size_in_bytes() + next.batch.size_in_bytes() > MAX_GROUP_BYTES {
+            if skipped(next, past)
+                || merged.size_in_bytes() + next.batch.size_in_bytes() > MAX_GROUP_BYTES
+            {
                 break;
             }
             let Some(m) = members.next() else { break };
             merged.append(&m.batch);
-            group.push(m);
+            part.push(m);
         }
-        let several = group.len() > 1;
-        let outcome = |r: &Result<(), strata::Error>| match r {
-            Ok(()) => Outcome::Committed,
-            Err(e) if e.kind() == strata::ErrorKind::Incomplete => Outcome::Retry,
-            // One member's limit violation refuses the combined batch: each alone instead.
-            Err(e) if e.kind() == strata::ErrorKind::InvalidArgument && several => Outcome::Retry,
-            Err(e) => Outcome::Failed(StoreError::from(e.clone())),
-        };
+        let several = part.len() > 1;
         // Members that only chained (reads) may make a part with nothing to write.
-        let result = if merged.is_empty() {
-            Ok(())
-        } else {
+        let writes = !merged.is_empty();
+        let result = if writes {
             store.write_no_slowdown(merged)
+        } else {
+            Ok(())
         };
         match &result {
             Ok(()) => {
-                count.writes += 1;
-                count.segments += group.len() as u64;
+                count.writes += u64::from(writes);
+                count.segments += part.len() as u64;
             }
-            Err(_) => failed = true,
+            Err(e) if e.kind() == strata::ErrorKind::InvalidArgument => {
+                if past == Past::Written {
+                    past = Past::Refused;
+                }
+            }
+            Err(_) => past = Past::Failed,
         }
-        for m in group {
+        for m in part {
             guards.push(m._guard);
-            answers.push((m.done, outcome(&result)));
+            answers.push((m.done, answer(&result, several, m.chained)));
         }
     }
     // Every write is done (or certain not to be): release the stripes first, so a member, once
@@ -649,30 +689,86 @@ mod tests {
         assert!(store.locks().try_lock_keys(&[&b"k"[..], b"free"]).is_ok());
     }
 
-    /// Once an engine write of a group fails, the later members (which may have read the
-    /// failed ones' writes) are not written: they retry.
+    /// A failed write's answer: the error for a member that read nothing of others' writes,
+    /// a rerun for a chained one (it may have read what was never written), a rerun for all on
+    /// a stall or when several members' combined batch was refused.
     #[test]
-    fn nothing_after_a_failed_write_is_written() {
+    fn answers_after_a_write() {
+        let io = Err(strata::Error::external("disk", "full"));
+        let invalid = Err(strata::Error::invalid_argument("too big"));
+        let stall = Err(strata::Error::from(strata::error::ErrorRepr::Incomplete(
+            "stall",
+        )));
+        let cases = [
+            (&Ok(()), false, false, "Committed"),
+            (&Ok(()), true, true, "Committed"),
+            (&io, false, false, "Failed"),
+            (&io, true, false, "Failed"),
+            (&io, false, true, "Retry"),
+            (&invalid, false, false, "Failed"),
+            (&invalid, true, false, "Retry"),
+            (&invalid, false, true, "Retry"),
+            (&stall, false, false, "Retry"),
+        ];
+        for (result, several, chained, want) in cases {
+            let got = format!("{:?}", answer(result, several, chained));
+            assert!(
+                got.starts_with(want),
+                "{result:?} several {several} chained {chained}: {got}"
+            );
+        }
+    }
+
+    /// After a part was refused as invalid, members that chained (and may have read the
+    /// refused writes) are held back, to rerun; the others are still written. After any other
+    /// failure nothing more is written.
+    #[test]
+    fn after_a_refused_part_only_chained_members_are_held_back() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(dir.path());
         let groups = CommitGroups::default();
         let mut cx = Context::from_waker(Waker::noop());
+        // Half the group limit each: the refused batch and the chained one need two parts.
+        let half = "x".repeat(MAX_GROUP_BYTES / 2);
         let mut bad = WriteBatch::new();
         bad.put(vec![b'k'; strata::MAX_KEY_SIZE + 1], "v");
-        // Too big to share the bad batch's engine write: the group is cut between them.
-        let big = "x".repeat(MAX_GROUP_BYTES - bad.size_in_bytes() / 2);
-        let mut leader = pin!(groups.commit(&store, bad, Written::default(), None));
-        assert!(leader.as_mut().poll(&mut cx).is_pending());
-        let mut member = pin!(groups.commit(&store, put("b", &big), Written::default(), None));
-        assert!(member.as_mut().poll(&mut cx).is_pending());
+        bad.put("a", &half);
+        let guard_a = store.locks().try_lock_keys(&[b"a"]).unwrap();
+        let mut refused = pin!(groups.commit(&store, bad, Written::default(), Some(guard_a)));
+        assert!(refused.as_mut().poll(&mut cx).is_pending());
+        let chained_guard = store
+            .locks()
+            .try_lock_keys_or_chain(&[b"a"], groups.epoch())
+            .expect("chains on the refused member's stripe");
+        let mut chained = pin!(groups.commit(
+            &store,
+            put("a", &half),
+            written("a", "half"),
+            Some(chained_guard)
+        ));
+        assert!(chained.as_mut().poll(&mut cx).is_pending());
+        let mut plain = pin!(groups.commit(&store, put("c", "3"), Written::default(), None));
+        assert!(plain.as_mut().poll(&mut cx).is_pending());
         assert!(matches!(
-            leader.as_mut().poll(&mut cx),
-            Poll::Ready((Outcome::Failed(_), GroupCount { writes: 0, .. }))
+            refused.as_mut().poll(&mut cx),
+            Poll::Ready((
+                Outcome::Failed(_),
+                GroupCount {
+                    writes: 1,
+                    segments: 1
+                }
+            ))
         ));
         assert!(matches!(
-            member.as_mut().poll(&mut cx),
+            chained.as_mut().poll(&mut cx),
             Poll::Ready((Outcome::Retry, _))
         ));
-        assert_eq!(read(&store, "b"), None);
+        assert!(matches!(
+            plain.as_mut().poll(&mut cx),
+            Poll::Ready((Outcome::Committed, _))
+        ));
+        assert_eq!(read(&store, "a"), None);
+        assert_eq!(read(&store, "c"), Some(b"3".to_vec()));
+        assert!(store.locks().try_lock_keys(&[b"a", b"c"]).is_ok());
     }
 }

@@ -45,8 +45,9 @@ pub const MAX_BATCH_BYTES: usize = 4 << 20;
 const FIRST_READ: usize = 1024;
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
-/// Times a batch that found a stripe busy waits for its release and tries inline again before
-/// it goes to the engine pool (which then blocks on the stripe).
+/// Times a batch that found a stripe busy (or chained on a group written before it joined)
+/// waits for the stripe's release or chain slot and tries inline again before it goes to the
+/// engine pool (which then blocks on the stripe).
 const INLINE_BUSY_RETRIES: u32 = 64;
 /// Output buffers larger than this are released after use instead of kept.
 const KEEP_OUT_CAPACITY: usize = 1 << 20;

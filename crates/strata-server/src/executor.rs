@@ -8,8 +8,11 @@
 //!
 //! 1. lock the stripes of every key that a write command of the segment names (per the command
 //!    table), all at once in ascending order — or every stripe if a command needs them all;
-//! 2. run the commands in order; they read through the segment's pending writes and add their
-//!    writes to one `WriteBatch`;
+//!    inline, a stripe held by a member of the forming commit group may be chained on instead
+//!    (`locks`);
+//! 2. run the commands in order; they read through the segment's pending writes (and, chained,
+//!    through those of its group) and add their writes to one `WriteBatch`, which ends up with
+//!    each key once (`Pending::take_batch`);
 //! 3. commit that batch with one engine write (under the sync policy) — inline, through a
 //!    commit group (`commit_group`), which writes the batches of every connection's segments
 //!    of one scheduler tick as one engine write and then releases their stripes;
@@ -20,13 +23,14 @@
 //! `locks` invariant); (b) a segment's writes become visible together, in one engine write;
 //! (c) replies are produced only after the commit returned, so an acknowledged write is in the
 //! WAL (and fsynced under `sync = always`); if the commit fails, every reply from the first
-//! write of the segment on becomes the error; (d) commands after QUIT or SHUTDOWN in the same
+//! write of the segment on becomes the error (a chained segment, whose earlier replies may
+//! have read the failed writes, reruns instead: `commit_group`); (d) commands after QUIT or SHUTDOWN in the same
 //! batch are not run; SHUTDOWN itself gets no reply; (e) once the replies of a batch pass
 //! [`OUTPUT_SOFT_LIMIT`], the batch stops after the current segment's commands so far (at least
 //! one request always runs) and the caller keeps the rest for later, so the output buffer stays
 //! bounded even for pipelines of large GETs. Runs inline on the event loop
 //! ([`run_batch_inline`]) or on the engine pool ([`run_batch_mode`]); see `connection`.
-//! Depends on `commands`, `store`, `locks`, `resp`, `session`, `stats`.
+//! Depends on `commands`, `commit_group`, `store`, `locks`, `resp`, `session`, `stats`.
 
 use bytes::{Bytes, BytesMut};
 
@@ -60,8 +64,9 @@ pub fn run_batch(
 /// Why an inline segment was discarded (see [`run_batch_mode`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Deferred {
-    /// A stripe it needs (this one) is held by another segment: it can run inline once that
-    /// one is done (`KeyLocks::wait_unlocked`).
+    /// A stripe it needs (this one) is held by another segment, or it chained on the stripe
+    /// in a commit group that was written before it could join (`Outcome::Stale`): it can run
+    /// inline once the stripe is released or can be chained on (`KeyLocks::wait_unlocked`).
     Busy(usize),
     /// It needs the engine to read from storage, stall the write or take every stripe, or its
     /// commit group could not write it (`commit_group::Outcome::Retry`): only the engine pool
@@ -275,7 +280,15 @@ fn prepare_segment(
     }
     let close = session.close;
     let mut pending = Pending::new(inline);
-    pending.chain = guard.as_ref().and_then(MultiGuard::chained_epoch);
+    if let Some(g) = &guard {
+        if let (Some(epoch), Some(stripe)) = (g.chained_epoch(), g.chained_stripe()) {
+            // Its group already taken: no use running the commands.
+            if shared.commit_groups.epoch() != epoch {
+                return Err(Deferred::Busy(stripe));
+            }
+            pending.chain = Some((epoch, g.chained_stripes().to_vec()));
+        }
+    }
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
     let mut first_write: Option<usize> = None;
     let mut reply_bytes = 0usize;
@@ -327,7 +340,12 @@ fn prepare_segment(
         guard,
         hits: pending.hits.get(),
         misses: pending.misses.get(),
-        batch: pending.take_batch(),
+        batch: {
+            // Chained readers see a segment's writes through the maps, which hold no range
+            // deletion; a segment with one (a barrier) never runs inline, so none chains on it.
+            debug_assert!(!(inline && pending.has_ranges()));
+            pending.take_batch()
+        },
         written: Written {
             records: pending.overlay,
             elems: pending.elems,

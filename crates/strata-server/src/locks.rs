@@ -2,8 +2,9 @@
 //!
 //! The invariant every command module relies on (and must keep):
 //!
-//! > A command that writes a key holds that key's stripe lock from before it reads the key's
-//! > current state until its engine write has returned. Commands that write several keys take
+//! > A command that writes a key holds that key's stripe lock — or the stripe's chain slot,
+//! > while the lock is held by the commit group it joins (below) — from before it reads the
+//! > key's current state until its engine write has returned. Commands that write several keys take
 //! > all their stripes at once through [`KeyLocks::lock_keys`], which locks distinct stripes in
 //! > ascending index order (so no two commands can deadlock); FLUSHDB/FLUSHALL take every stripe.
 //!
@@ -40,7 +41,8 @@
 //! write that carries every chained member returned. A chained segment whose group was taken
 //! by its leader before it joined is discarded (`commit_group::Outcome::Stale`) and reruns; a
 //! mark or slot left from an older group is never current (epochs only grow), so a stale slot
-//! grants nothing.
+//! grants nothing. A mark and a slot's release wake a waiter of the stripe, as a release does,
+//! and [`KeyLocks::wait_unlocked`] returns at once while the stripe can be chained on.
 //! Depends on nothing else in the crate.
 
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering::SeqCst};
@@ -115,6 +117,11 @@ impl MultiGuard {
         self.chained.first().copied()
     }
 
+    /// The stripes this guard chains on, ascending.
+    pub fn chained_stripes(&self) -> &[usize] {
+        &self.chained
+    }
+
     /// Marks the held stripes as belonging to commit group `epoch` (the guard has just been
     /// handed to it) and wakes a waiter of each, which may now chain. Called under the commit
     /// group's queue lock, which orders marks with the group's end.
@@ -173,7 +180,8 @@ impl KeyLocks {
         }
     }
 
-    fn index(&self, key: &[u8]) -> usize {
+    /// The stripe of `key`.
+    pub fn index(&self, key: &[u8]) -> usize {
         (xxh3_64(key) as usize) & (self.stripes.len() - 1)
     }
 
@@ -266,7 +274,9 @@ impl KeyLocks {
         let _counted = Waiting(&s.waiters);
         // Pairs with the fence in `MultiGuard::drop`.
         fence(SeqCst);
-        let chainable = epoch != 0 && s.chain.load(SeqCst) == epoch << 1;
+        // A free slot of this group or a later one (the caller's epoch may be out of date).
+        let slot = s.chain.load(SeqCst);
+        let chainable = epoch != 0 && slot & 1 == 0 && slot >> 1 >= epoch;
         if s.lock.is_locked() && !chainable {
             notified.await;
         }

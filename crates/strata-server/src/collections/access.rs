@@ -6,12 +6,13 @@
 //! deletes, adjusting `meta.size` (and list bounds) to match, then calling [`Ctx::coll_save`]
 //! once — which writes the metadata, or deletes the key when the size fell to 0 — so the
 //! metadata and the elements are committed in one batch. Element point reads see the segment's
-//! pending element writes first; ordered element scans see only committed data, so the
+//! pending element writes first, then (for a segment chained on a hot key's stripe, see
+//! `locks`) those of its commit group; ordered element scans see only committed data, so the
 //! executor runs every command that scans in a segment of its own (see `CommandSpec::alone`),
 //! after earlier writes of the batch are committed. Element keys longer than the engine's key limit
 //! are refused with an error, never truncated. Must not depend on the network layer.
-//! Depends on `commands::Ctx`, `collections::{meta, subkey}`, `value`, `store`; must not depend on
-//! the network layer or on any command family.
+//! Depends on `commands::Ctx`, `collections::{meta, subkey}`, `value`, `store`, `commit_group`;
+//! must not depend on the network layer or on any command family.
 
 use bytes::Bytes;
 use strata::ReadOptions;
@@ -78,7 +79,7 @@ impl Ctx<'_> {
         let k = subkey::element(&c.key, c.meta.version, kind, rest);
         match self.pending.elems.get(&k) {
             Some(v) => Ok(v.clone()),
-            None => match self.group_get(Kind::Elem, &k) {
+            None => match self.group_get(Kind::Elem, &c.key, &k) {
                 Some(v) => Ok(v),
                 None => self.engine_get(&k),
             },

@@ -14,7 +14,8 @@
 //! the table says a write command names ([`CommandSpec::lock_scope`]) and commits the
 //! segment's writes before any reply is sent. So a write command's key positions in the table
 //! must be right, or its atomicity is lost. Handlers never panic on client input.
-//! Depends on `server::Shared`, `session`, `store`, `resp`, `commit_group` (a chained segment reads its group's pending writes); must not depend on the network
+//! Depends on `server::Shared`, `session`, `store`, `resp`, `commit_group` (a chained segment
+//! reads its group's pending writes); must not depend on the network
 //! layer (`connection`, `server::Server`).
 
 pub mod bitmaps;
@@ -73,14 +74,23 @@ pub struct Pending {
     /// only if the segment is not discarded (so a rerun does not count twice).
     pub hits: std::cell::Cell<u64>,
     pub misses: std::cell::Cell<u64>,
-    /// The commit group the segment chains on (see `locks`): reads that miss the segment's own
-    /// pending writes look at the group's before the engine.
-    pub chain: Option<u64>,
+    /// The commit group the segment chains on and the stripes it chains on (see `locks`):
+    /// reads of keys of those stripes that miss the segment's own pending writes look at the
+    /// group's before the engine. (No other key can be in the group's writes: its stripe is
+    /// free, or held by this segment, or by a segment not in the group.)
+    pub chain: Option<(u64, Vec<usize>)>,
     /// That group was taken by its leader before the segment joined it: the segment is
     /// discarded and reruns (`commit_group::Outcome::Stale`).
     pub stale: std::cell::Cell<bool>,
     /// The batch holds a range deletion (FLUSHDB, FLUSHALL).
     ranges: bool,
+}
+
+impl Pending {
+    /// Whether the batch holds a range deletion, which the pending-write maps do not show.
+    pub fn has_ranges(&self) -> bool {
+        self.ranges
+    }
 }
 
 impl Pending {
@@ -102,7 +112,9 @@ impl Pending {
     /// The segment's batch, with each key written once (its last write): a pipeline that
     /// writes one key many times — increments of a counter, pushes to one list, each of which
     /// rewrites the list's metadata — costs the engine one entry per key. The entries left out
-    /// would be invisible to every reader anyway, since the batch is applied atomically.
+    /// would be invisible to every reader anyway, since the batch is applied atomically (and
+    /// an engine limit is judged on what is written: an oversized value overwritten later in
+    /// the segment no longer refuses it).
     pub fn take_batch(&mut self) -> WriteBatch {
         let written = self.overlay.len() + self.elems.len();
         if self.ranges || self.batch.len() <= written {
@@ -168,12 +180,21 @@ impl Ctx<'_> {
         Reply::from(StoreError::from(e))
     }
 
-    /// What the commit group this segment chains on holds for `key` (`None`: read the engine).
-    /// A group taken meanwhile flags the segment stale and answers "absent": the segment's
-    /// results are discarded.
-    pub(crate) fn group_get(&self, kind: Kind, key: &[u8]) -> Option<Option<Bytes>> {
-        let epoch = self.pending.chain?;
-        match self.shared.commit_groups.lookup(epoch, kind, key) {
+    /// What the commit group this segment chains on holds for `key`, whose stripe is that of
+    /// `lock_key` (`None`: read the engine). A group taken meanwhile flags the segment stale and
+    /// answers "absent": the segment's results are discarded.
+    pub(crate) fn group_get(
+        &self,
+        kind: Kind,
+        lock_key: &[u8],
+        key: &[u8],
+    ) -> Option<Option<Bytes>> {
+        let (epoch, stripes) = self.pending.chain.as_ref()?;
+        let stripe = self.shared.store.locks().index(lock_key);
+        if !stripes.contains(&stripe) {
+            return None;
+        }
+        match self.shared.commit_groups.lookup(*epoch, kind, key) {
             Lookup::Found(v) => Some(v),
             Lookup::Miss => None,
             Lookup::Stale => {
@@ -188,7 +209,7 @@ impl Ctx<'_> {
     pub fn raw(&self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
         let raw = match self.pending.overlay.get(key) {
             Some(v) => v.clone(),
-            None => match self.group_get(Kind::Record, key) {
+            None => match self.group_get(Kind::Record, key, key) {
                 Some(v) => v,
                 None => self.engine_get(&keyspace::data_key(key))?,
             },

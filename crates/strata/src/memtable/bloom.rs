@@ -5,7 +5,9 @@
 //! Cache-blocked: a key's probes all fall in one 512-bit block, so a check costs one cache
 //! miss. Bits are only ever set, with atomic ORs, before the key is inserted into the skiplist;
 //! a reader that can see the entry (through the published sequence number, an acquire/release
-//! pair) therefore sees its bits: no false negatives. Depends on nothing in the engine.
+//! pair) therefore sees its bits: no false negatives. Keys come as their 64-bit hash (the
+//! memtable hashes each key once for this filter and its point index). Depends on nothing in
+//! the engine but the memtable's `prefetch` hint.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,9 +31,8 @@ impl MemBloom {
         }
     }
 
-    /// The block's first word and the probe bits' source for `key`.
-    fn locate(&self, key: &[u8]) -> (usize, u64) {
-        let h = xxhash_rust::xxh3::xxh3_64(key);
+    /// The block's first word and the probe bits' source for a key of hash `h`.
+    fn locate(&self, h: u64) -> (usize, u64) {
         let block = ((h >> 32) * self.blocks) >> 32;
         (
             block as usize * WORDS_PER_BLOCK,
@@ -39,17 +40,26 @@ impl MemBloom {
         )
     }
 
-    pub fn add(&self, key: &[u8]) {
-        let (base, bits) = self.locate(key);
+    /// Adds the key of hash `h` (its 64-bit XXH3, the memtable's point hash: writers and
+    /// readers must use the same).
+    pub fn add(&self, h: u64) {
+        let (base, bits) = self.locate(h);
         for i in 0..PROBES {
             let bit = (bits >> (i * 9)) & 511;
             self.words[base + (bit / 64) as usize].fetch_or(1 << (bit % 64), Ordering::Relaxed);
         }
     }
 
-    /// False only if `key` was never added.
-    pub fn may_contain(&self, key: &[u8]) -> bool {
-        let (base, bits) = self.locate(key);
+    /// Starts loading the block of the key of hash `h` (a hint, before [`MemBloom::add`]s of
+    /// several keys, whose cache misses then overlap).
+    pub fn prefetch(&self, h: u64) {
+        let (base, _) = self.locate(h);
+        super::prefetch::prefetch(std::ptr::from_ref(&self.words[base]));
+    }
+
+    /// False only if the key of hash `h` was never added.
+    pub fn may_contain(&self, h: u64) -> bool {
+        let (base, bits) = self.locate(h);
         (0..PROBES).all(|i| {
             let bit = (bits >> (i * 9)) & 511;
             self.words[base + (bit / 64) as usize].load(Ordering::Relaxed) & (1 << (bit % 64)) != 0
@@ -61,22 +71,26 @@ impl MemBloom {
 mod tests {
     use super::*;
 
+    fn h(key: String) -> u64 {
+        xxhash_rust::xxh3::xxh3_64(key.as_bytes())
+    }
+
     #[test]
     fn no_false_negatives_and_few_false_positives() {
         let f = MemBloom::new(64 << 10);
         for i in 0..20_000u32 {
-            f.add(format!("key{i}").as_bytes());
+            f.add(h(format!("key{i}")));
         }
         for i in 0..20_000u32 {
-            assert!(f.may_contain(format!("key{i}").as_bytes()), "key{i}");
+            assert!(f.may_contain(h(format!("key{i}"))), "key{i}");
         }
         let fp = (0..20_000u32)
-            .filter(|i| f.may_contain(format!("other{i}").as_bytes()))
+            .filter(|i| f.may_contain(h(format!("other{i}"))))
             .count();
         // ~26 bits per key, 6 probes in a 512-bit block: well under 1%.
         assert!(fp < 200, "{fp} false positives of 20000");
         let tiny = MemBloom::new(0);
-        tiny.add(b"x");
-        assert!(tiny.may_contain(b"x"));
+        tiny.add(h("x".into()));
+        assert!(tiny.may_contain(h("x".into())));
     }
 }

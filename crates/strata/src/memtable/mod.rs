@@ -11,6 +11,7 @@
 
 mod bloom;
 mod point_index;
+mod prefetch;
 mod skiplist;
 
 pub use bloom::MemBloom;
@@ -101,7 +102,7 @@ impl MemTable {
     pub fn add(&self, seq: SeqNo, kind: ValueKind, key: &[u8], value: &[u8]) {
         // Before the entry becomes reachable: whoever can see it sees its filter bits.
         if let Some(b) = &self.bloom {
-            b.add(key);
+            b.add(skiplist::point_hash(key));
         }
         if !self
             .map
@@ -125,20 +126,32 @@ impl MemTable {
 
     /// Inserts puts and point deletes (`(seq, kind, key, value)`, at most [`INSERT_GROUP`]) as
     /// [`MemTable::add`] does each, with their skiplist searches overlapped
-    /// ([`SkipList::insert_group`]): for a batch of many keys, much less time waiting for
+    /// ([`SkipList::insert_group_hashed`]): for a batch of many keys, much less time waiting for
     /// memory.
     pub fn add_group(&self, entries: &[(SeqNo, ValueKind, &[u8], &[u8])]) {
         let mut group: [(&[u8], u64, &[u8]); INSERT_GROUP] = [(&[], 0, &[]); INSERT_GROUP];
+        let mut hashes = [0u64; INSERT_GROUP];
         for (i, &(seq, kind, key, value)) in entries.iter().enumerate() {
-            // Before the entries become reachable, as in `add`.
-            if let Some(b) = &self.bloom {
-                b.add(key);
-            }
             group[i] = (key, types::pack_trailer(seq, kind as u8), value);
+            hashes[i] = skiplist::point_hash(key);
+        }
+        let n = entries.len();
+        let hashes = &hashes[..n];
+        // The filter blocks and index slots of every entry start loading at once; the
+        // skiplist searches run meanwhile.
+        self.map.prefetch_slots(hashes);
+        if let Some(b) = &self.bloom {
+            for &h in hashes {
+                b.prefetch(h);
+            }
+            // Before the entries become reachable, as in `add`.
+            for &h in hashes {
+                b.add(h);
+            }
         }
         let mut inserted = [false; INSERT_GROUP];
         self.map
-            .insert_group(&group[..entries.len()], &mut inserted);
+            .insert_group_hashed(&group[..n], hashes, &mut inserted);
         for (&(seq, kind, _, _), _) in entries.iter().zip(inserted).filter(|(_, new)| *new) {
             self.account(seq, kind);
         }
@@ -174,8 +187,9 @@ impl MemTable {
             types::pack_trailer(snapshot, types::KIND_FOR_SEEK),
         );
         // The point index answers absent keys with a slot; the filter only saves searches.
-        let (ik, value) = self.map.get_point(&t, || {
-            self.bloom.as_ref().is_none_or(|b| b.may_contain(user_key))
+        let h = skiplist::point_hash(user_key);
+        let (ik, value) = self.map.get_point_hashed(&t, h, || {
+            self.bloom.as_ref().is_none_or(|b| b.may_contain(h))
         })?;
         let p = types::parse_internal_key(ik).ok()?;
         // The arena is freed with the memtable, so the value is copied out (as RocksDB copies

@@ -21,7 +21,8 @@
 //! see, and `Item` is the newest of them or newer.
 //!
 //! Items are opaque addresses; the caller says how to compare them (`same_key`, `newer`). The
-//! only `unsafe` is the zeroed allocation of the slots. Depends on nothing in the engine.
+//! only `unsafe` is the zeroed allocation of the slots. Depends on nothing in the engine but
+//! the memtable's `prefetch` hint.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -134,15 +135,7 @@ impl PointIndex {
     /// Starts loading the home slot of the key whose hash is `hash` into the CPU caches (a
     /// hint; [`PointIndex::home_item`] or [`PointIndex::find`] follows).
     pub fn prefetch_home(&self, hash: u64) {
-        let slot = &self.slots[hash as usize & self.mask];
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        // SAFETY: a prefetch is a hint and never faults; the address is a live slot anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(slot).cast::<i8>());
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-        let _ = slot;
+        super::prefetch::prefetch(std::ptr::from_ref(&self.slots[hash as usize & self.mask]));
     }
 
     /// The item in the home slot of the key whose hash is `hash`, if that slot's tag matches

@@ -19,7 +19,8 @@
 //! skip the search; a node is published there once it is linked on all its levels, before
 //! `insert` returns (so before the engine publishes its sequence number).
 //!
-//! All `unsafe` in the memtable is in this file. Depends on `types` and `point_index` only.
+//! All `unsafe` of the memtable's structure is in this file (the others: the `prefetch` hint and
+//! the point index's zeroed allocation). Depends on `types`, `point_index` and `prefetch` only.
 
 use std::cell::Cell;
 use std::cmp::Ordering;
@@ -37,7 +38,7 @@ use crate::types;
 const MAX_HEIGHT: usize = 12;
 /// One node in `BRANCHING` at a level also appears on the level above.
 const BRANCHING: u64 = 4;
-/// Most entries [`SkipList::insert_group`] takes at once: enough searches in flight to keep
+/// Most entries [`SkipList::insert_group_hashed`] takes at once: enough searches in flight to keep
 /// the memory system busy, little enough state to stay in L1.
 pub const INSERT_GROUP: usize = 16;
 /// Versions newer than the snapshot a point lookup steps over from the indexed newest one
@@ -158,14 +159,7 @@ unsafe fn next(n: *const Node, level: usize) -> *mut Node {
 /// would descend to while it waits for the one it compares, so two cache misses overlap.
 #[inline(always)]
 fn prefetch(n: *const Node) {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(n.cast::<i8>());
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    let _ = n;
+    super::prefetch::prefetch(n);
 }
 
 /// The node's internal key and value.
@@ -314,7 +308,7 @@ impl SkipList {
         self.index.as_ref().map_or(0, PointIndex::bytes)
     }
 
-    /// Whether every key is in the point index (see [`SkipList::get_point`]).
+    /// Whether every key is in the point index (see [`SkipList::get_point_hashed`]).
     #[cfg(test)]
     pub fn index_is_complete(&self) -> bool {
         self.index.as_ref().is_some_and(PointIndex::is_complete)
@@ -350,18 +344,40 @@ impl SkipList {
             succ[level] = s;
             x = p;
         }
+        let hash = if self.index.is_some() {
+            point_hash(user_key)
+        } else {
+            0
+        };
         // SAFETY: `n` is unpublished and `height` tall; prev/succ are a splice of `t`.
-        unsafe { self.link(n, height, &t, &mut prev, &mut succ) }
+        unsafe { self.link(n, height, &t, hash, &mut prev, &mut succ) }
     }
 
-    /// Inserts several entries (`(user_key, trailer, value)`, at most [`INSERT_GROUP`]) as
+    /// [`SkipList::insert_group_hashed`], hashing the keys (for tests).
+    #[cfg(test)]
+    pub fn insert_group(&self, entries: &[(&[u8], u64, &[u8])], inserted: &mut [bool]) {
+        let mut hashes = [0u64; INSERT_GROUP];
+        for (h, e) in hashes.iter_mut().zip(entries) {
+            *h = point_hash(e.0);
+        }
+        self.insert_group_hashed(entries, &hashes[..entries.len()], inserted);
+    }
+
+    /// Inserts several entries (`(user_key, trailer, value)`, at most [`INSERT_GROUP`], with
+    /// `hashes[i]` the [`point_hash`] of `entries[i]`'s user key, which the memtable computes once
+    /// for its filter too) as
     /// [`SkipList::insert`] does one, and says for each whether it was new. The searches for
     /// their positions advance in lock step, one node each per round, and each round first
     /// prefetches every node it is about to compare: a search is a chain of dependent cache
     /// misses, and this way the misses of different entries overlap instead of queueing.
-    pub fn insert_group(&self, entries: &[(&[u8], u64, &[u8])], inserted: &mut [bool]) {
+    pub fn insert_group_hashed(
+        &self,
+        entries: &[(&[u8], u64, &[u8])],
+        hashes: &[u64],
+        inserted: &mut [bool],
+    ) {
         let k = entries.len();
-        assert!(k <= INSERT_GROUP && inserted.len() >= k);
+        assert!(k <= INSERT_GROUP && inserted.len() >= k && hashes.len() == k);
         let mut t = [Target::new(&[], 0); INSERT_GROUP];
         let mut nodes = [(ptr::null_mut(), 0usize); INSERT_GROUP];
         for (i, &(user_key, trailer, value)) in entries.iter().enumerate() {
@@ -414,7 +430,8 @@ impl SkipList {
             let (node, height) = nodes[i];
             // SAFETY: as in `insert`. An earlier entry of the group linked between prev and
             // succ makes the compare-and-swap fail, and `link` then splices again.
-            inserted[i] = unsafe { self.link(node, height, &t[i], &mut prev[i], &mut succ[i]) };
+            inserted[i] =
+                unsafe { self.link(node, height, &t[i], hashes[i], &mut prev[i], &mut succ[i]) };
         }
     }
 
@@ -447,8 +464,9 @@ impl SkipList {
         (n, height)
     }
 
-    /// Links node `n` (of key `t`, `height` tall) level by level, level 0 first; false (and
-    /// `n` stays unlinked, its arena bytes unused) if `t` is already present.
+    /// Links node `n` (of key `t`, `height` tall, user key [`point_hash`] `hash`) level by
+    /// level, level 0 first, then publishes it in the point index; false (and `n` stays
+    /// unlinked, its arena bytes unused) if `t` is already present.
     ///
     /// SAFETY (callers): `n` is an unpublished node of this list; for every level below
     /// `height`, `prev[level]` is the head or a published node < t, tall enough for the level,
@@ -458,6 +476,7 @@ impl SkipList {
         n: *mut Node,
         height: usize,
         t: &Target,
+        hash: u64,
         prev: &mut [*mut Node; MAX_HEIGHT],
         succ: &mut [*mut Node; MAX_HEIGHT],
     ) -> bool {
@@ -482,8 +501,9 @@ impl SkipList {
         }
         self.len.fetch_add(1, AtOrd::Relaxed);
         if let Some(ix) = &self.index {
+            debug_assert_eq!(hash, point_hash(t.user_key));
             ix.publish(
-                point_hash(t.user_key),
+                hash,
                 n.expose_provenance(),
                 // SAFETY: the index holds only nodes of this list, published and alive.
                 |o| unsafe { types::user_key(key(node_at(o))) == t.user_key },
@@ -551,9 +571,19 @@ impl SkipList {
         }
     }
 
-    /// Starts loading into the CPU caches what [`SkipList::get_point`] of keys with these
+    /// Starts loading into the CPU caches what [`SkipList::get_point_hashed`] of keys with these
     /// point hashes will touch first: their point-index home slots (all at once), then the
     /// nodes those slots name. A hint: no effect on any result.
+    /// Starts loading the point-index home slots of keys with these point hashes, which
+    /// inserting them will publish to (a hint).
+    pub fn prefetch_slots(&self, hashes: &[u64]) {
+        if let Some(ix) = &self.index {
+            for &h in hashes {
+                ix.prefetch_home(h);
+            }
+        }
+    }
+
     pub fn prefetch_points(&self, hashes: &[u64]) {
         let Some(ix) = &self.index else { return };
         for &h in hashes {
@@ -566,18 +596,31 @@ impl SkipList {
         }
     }
 
-    /// The first entry `>= t` if it is an entry of `t`'s user key: the newest version visible
-    /// at `t`'s sequence number. Through the point index when it knows the key: its newest node
-    /// of the key, then along level 0 past versions newer than `t` (they sit right after it).
-    /// Otherwise by a search, unless `may_contain()` (a filter's answer) says no.
+    /// [`SkipList::get_point_hashed`], hashing the key (for tests).
+    #[cfg(test)]
     pub fn get_point(
         &self,
         t: &Target,
         may_contain: impl FnOnce() -> bool,
     ) -> Option<(&[u8], &[u8])> {
+        self.get_point_hashed(t, point_hash(t.user_key), may_contain)
+    }
+
+    /// The first entry `>= t` if it is an entry of `t`'s user key (whose [`point_hash`] is
+    /// `hash`): the newest version visible
+    /// at `t`'s sequence number. Through the point index when it knows the key: its newest node
+    /// of the key, then along level 0 past versions newer than `t` (they sit right after it).
+    /// Otherwise by a search, unless `may_contain()` (a filter's answer) says no.
+    pub fn get_point_hashed(
+        &self,
+        t: &Target,
+        hash: u64,
+        may_contain: impl FnOnce() -> bool,
+    ) -> Option<(&[u8], &[u8])> {
+        debug_assert_eq!(hash, point_hash(t.user_key));
         let found = match &self.index {
             // SAFETY: the index holds only nodes of this list, published and alive.
-            Some(ix) => ix.find(point_hash(t.user_key), |o| unsafe {
+            Some(ix) => ix.find(hash, |o| unsafe {
                 types::user_key(key(node_at(o))) == t.user_key
             }),
             None => Found::Unknown,
