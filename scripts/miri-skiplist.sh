@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the memtable skiplist's tests (crates/strata/src/memtable/skiplist.rs and skiplist_tests.rs, all of the
-# memtable's unsafe code, and point_index.rs, which it uses) under Miri: Stacked Borrows, then Tree Borrows, with Miri's data-race
+# memtable's unsafe code, and point_index.rs and prefetch.rs, which it uses) under Miri: Stacked Borrows, then Tree Borrows, with Miri's data-race
 # detector on the concurrent-insert test. The engine's dependencies (C libraries among them)
 # cannot run under Miri, so a scratch crate includes the skiplist and `types` by path, with a
 # two-line stand-in for the error type `types` names. Needs the nightly toolchain; installs
@@ -40,6 +40,8 @@ mod error {
 }
 #[path = "$repo/crates/strata/src/types.rs"]
 pub mod types;
+#[path = "$repo/crates/strata/src/memtable/prefetch.rs"]
+pub mod prefetch;
 #[path = "$repo/crates/strata/src/memtable/point_index.rs"]
 pub mod point_index;
 #[path = "$repo/crates/strata/src/memtable/skiplist.rs"]

@@ -304,17 +304,8 @@ impl CapacityTier {
         }
     }
 
-    /// Runs `op` with a per-attempt timeout, retrying transient failures with backoff.
-    fn with_retry<T, F, Fut>(&self, what: &'static str, path: &ObjPath, op: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = object_store::Result<T>> + Send + 'static,
-    {
-        self.with_retry_until(what, path, None, op)
-    }
-
-    /// [`CapacityTier::with_retry`], with no attempt sent or left running past `deadline`.
+    /// Runs `op` with a per-attempt timeout, retrying transient failures with backoff, with no
+    /// attempt sent or left running past `deadline` (if any).
     fn with_retry_until<T, F, Fut>(
         &self,
         what: &'static str,
@@ -362,26 +353,14 @@ impl CapacityTier {
         self.run(async move {
             futures::stream::iter(ranges.into_iter().filter(|r| r.2 > 0))
                 .map(|(path, offset, len)| {
-                    let (retry, store, stats) = (retry.clone(), store.clone(), stats.clone());
-                    async move {
-                        let start = Instant::now();
-                        let p = path.clone();
-                        let b = retry
-                            .run("get", &path, move || {
-                                let (store, p) = (store.clone(), p.clone());
-                                let range = offset..offset + len as u64;
-                                async move { store.get_range(&p, range).await }
-                            })
-                            .await?;
-                        if b.len() != len {
-                            return Err(Error::corruption(format!(
-                                "capacity tier: short read of {path} at {offset}: {} of {len} bytes",
-                                b.len()
-                            )));
-                        }
-                        stats.record_get(len as u64, start.elapsed());
-                        Ok(b)
-                    }
+                    fetch_range(
+                        retry.clone(),
+                        store.clone(),
+                        stats.clone(),
+                        path,
+                        offset,
+                        len,
+                    )
                 })
                 .buffered(concurrency.max(1))
                 .try_fold(Vec::with_capacity(total), |mut out, b| async move {
@@ -394,22 +373,15 @@ impl CapacityTier {
 
     /// Reads `len` bytes at `offset` of object `path`.
     pub fn get_range(&self, path: &ObjPath, offset: u64, len: usize) -> Result<Bytes> {
-        let store = self.store.clone();
-        let p = path.clone();
-        let start = Instant::now();
-        let range = offset..offset + len as u64;
-        let b = self.with_retry("get", path, move || {
-            let (store, p, range) = (store.clone(), p.clone(), range.clone());
-            async move { store.get_range(&p, range).await }
-        })?;
-        if b.len() != len {
-            return Err(Error::corruption(format!(
-                "capacity tier: short read of {path} at {offset}: {} of {len} bytes",
-                b.len()
-            )));
-        }
-        self.stats.record_get(len as u64, start.elapsed());
-        Ok(b)
+        let read = fetch_range(
+            self.retry_policy(),
+            self.store.clone(),
+            self.stats.clone(),
+            path.clone(),
+            offset,
+            len,
+        );
+        self.run(read)
     }
 
     /// Writes a whole object in one request.
@@ -571,4 +543,33 @@ impl Drop for CapacityTier {
             rt.shutdown_background();
         }
     }
+}
+
+/// One ranged GET of the tier, retried under `retry`: a short answer is a corruption; its bytes
+/// and latency go to the tier's statistics.
+async fn fetch_range(
+    retry: Retry,
+    store: Arc<dyn ObjectStore>,
+    stats: Arc<TierStats>,
+    path: ObjPath,
+    offset: u64,
+    len: usize,
+) -> Result<Bytes> {
+    let start = Instant::now();
+    let p = path.clone();
+    let b = retry
+        .run("get", &path, move || {
+            let (store, p) = (store.clone(), p.clone());
+            let range = offset..offset + len as u64;
+            async move { store.get_range(&p, range).await }
+        })
+        .await?;
+    if b.len() != len {
+        return Err(Error::corruption(format!(
+            "capacity tier: short read of {path} at {offset}: {} of {len} bytes",
+            b.len()
+        )));
+    }
+    stats.record_get(len as u64, start.elapsed());
+    Ok(b)
 }
