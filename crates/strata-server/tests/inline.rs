@@ -18,6 +18,23 @@ fn info_field(c: &mut redis::Connection, name: &str) -> u64 {
         .unwrap()
 }
 
+/// Runs `f(client number, connection)` on `n` clients at once, each on its own thread and
+/// connection; returns their results in client order.
+fn each_client<T: Send + 'static>(
+    url: &str,
+    n: usize,
+    f: impl Fn(usize, &mut redis::Connection) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let f = std::sync::Arc::new(f);
+    let threads: Vec<_> = (0..n)
+        .map(|t| {
+            let (url, f) = (url.to_string(), f.clone());
+            std::thread::spawn(move || f(t, &mut common::connect(&url)))
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
 #[test]
 fn cold_reads_fall_back_to_the_pool_and_writes_apply_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -103,23 +120,13 @@ fn concurrent_clients_commit_in_groups_and_lose_no_increment() {
     const ROUNDS: usize = 300;
     let dir = tempfile::tempdir().unwrap();
     let s = TestServer::start(test_config(dir.path()));
-    let url = s.url();
-    let threads: Vec<_> = (0..CLIENTS)
-        .map(|t| {
-            let url = url.clone();
-            std::thread::spawn(move || {
-                let c = &mut common::connect(&url);
-                for i in 0..ROUNDS {
-                    run(c, &["INCR", &format!("shared:{}", i % 3)]).unwrap();
-                    run(c, &["SET", &format!("own:{t}:{i}"), &i.to_string()]).unwrap();
-                    run(c, &["RPUSH", &format!("list:{t}"), &i.to_string()]).unwrap();
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    each_client(&s.url(), CLIENTS, |t, c| {
+        for i in 0..ROUNDS {
+            run(c, &["INCR", &format!("shared:{}", i % 3)]).unwrap();
+            run(c, &["SET", &format!("own:{t}:{i}"), &i.to_string()]).unwrap();
+            run(c, &["RPUSH", &format!("list:{t}"), &i.to_string()]).unwrap();
+        }
+    });
     let c = &mut s.conn();
     let total: i64 = (0..3)
         .map(|k| {
@@ -173,36 +180,27 @@ fn hot_collection_writes_chain_in_groups_and_stay_atomic() {
     const ROUNDS: usize = 60;
     let dir = tempfile::tempdir().unwrap();
     let s = TestServer::start(test_config(dir.path()));
-    let url = s.url();
-    let threads: Vec<_> = (0..CLIENTS)
-        .map(|t| {
-            let url = url.clone();
-            std::thread::spawn(move || {
-                let c = &mut common::connect(&url);
-                let (mut ctrs, mut popped) = (Vec::new(), Vec::new());
-                for i in 0..ROUNDS {
-                    let mut p = redis::pipe();
-                    p.cmd("LPUSH").arg("hot:list").arg(format!("{t}:{i}"));
-                    p.cmd("HINCRBY")
-                        .arg("hot:hash")
-                        .arg(format!("f{}", t % 3))
-                        .arg(1);
-                    p.cmd("ZINCRBY").arg("hot:z").arg(1).arg(format!("m{t}"));
-                    p.cmd("SADD").arg("hot:set").arg(format!("{t}:{i}"));
-                    p.cmd("INCR").arg("hot:ctr");
-                    p.cmd("RPOP").arg("hot:list");
-                    let (_, _, _, added, ctr, pop): (i64, i64, f64, i64, i64, Option<String>) =
-                        p.query(c).unwrap();
-                    assert_eq!(added, 1, "a new member");
-                    ctrs.push(ctr);
-                    popped.extend(pop);
-                }
-                (ctrs, popped)
-            })
-        })
-        .collect();
-    let results: Vec<(Vec<i64>, Vec<String>)> =
-        threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let results: Vec<(Vec<i64>, Vec<String>)> = each_client(&s.url(), CLIENTS, |t, c| {
+        let (mut ctrs, mut popped) = (Vec::new(), Vec::new());
+        for i in 0..ROUNDS {
+            let mut p = redis::pipe();
+            p.cmd("LPUSH").arg("hot:list").arg(format!("{t}:{i}"));
+            p.cmd("HINCRBY")
+                .arg("hot:hash")
+                .arg(format!("f{}", t % 3))
+                .arg(1);
+            p.cmd("ZINCRBY").arg("hot:z").arg(1).arg(format!("m{t}"));
+            p.cmd("SADD").arg("hot:set").arg(format!("{t}:{i}"));
+            p.cmd("INCR").arg("hot:ctr");
+            p.cmd("RPOP").arg("hot:list");
+            let (_, _, _, added, ctr, pop): (i64, i64, f64, i64, i64, Option<String>) =
+                p.query(c).unwrap();
+            assert_eq!(added, 1, "a new member");
+            ctrs.push(ctr);
+            popped.extend(pop);
+        }
+        (ctrs, popped)
+    });
     let c = &mut s.conn();
     let total = CLIENTS * ROUNDS;
     let mut ctrs: Vec<i64> = results.iter().flat_map(|r| r.0.clone()).collect();
