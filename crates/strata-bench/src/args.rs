@@ -265,6 +265,12 @@ pub struct BenchArgs {
     #[arg(long, alias = "bloom_bits", default_value_t = 10.0)]
     pub bloom_bits: f64,
 
+    /// Keys per bucket of the data blocks' hash indexes, in 0..=1; 0 writes none. The same
+    /// for RocksDB (`data_block_index_type = kDataBlockBinaryAndHash` with this
+    /// `data_block_hash_table_util_ratio`; 0: `kDataBlockBinarySearch`).
+    #[arg(long, alias = "data_block_hash_ratio", default_value_t = 0.75)]
+    pub data_block_hash_ratio: f64,
+
     /// Uncompressed data block size.
     #[arg(long, alias = "block_size", value_parser = parse_bytes, default_value = "4KiB")]
     pub block_size: u64,

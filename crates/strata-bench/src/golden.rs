@@ -41,6 +41,9 @@ pub struct LoadSpec {
     pub fast_tier_budget: Option<u64>,
     pub block_size: u64,
     pub bloom_bits: f64,
+    /// Loads from before the option existed wrote no hash indexes.
+    #[serde(default)]
+    pub data_block_hash_ratio: f64,
     pub compression: CompressionKind,
     pub min_level_to_compress: usize,
     pub write_buffer_size: u64,
@@ -68,6 +71,7 @@ impl LoadSpec {
             fast_tier_budget: args.fast_tier_budget,
             block_size: args.block_size,
             bloom_bits: args.bloom_bits,
+            data_block_hash_ratio: args.data_block_hash_ratio,
             compression: args.compression_type,
             min_level_to_compress: args.min_level_to_compress,
             write_buffer_size: args.write_buffer_size,

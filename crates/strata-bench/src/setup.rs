@@ -74,6 +74,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         persistent_cache_bytes: args.persistent_cache_size,
         persistent_cache_kind: args.persistent_cache_kind,
         bloom_bits: args.bloom_bits,
+        data_block_hash_ratio: args.data_block_hash_ratio,
         block_size: args.block_size,
         compression: args.compression_type,
         min_level_to_compress: args.min_level_to_compress,

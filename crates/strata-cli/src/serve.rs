@@ -73,6 +73,10 @@ pub struct ServeArgs {
     /// Engine: bloom filter bits per key; 0 disables filters [default: 10]
     #[arg(long, value_name = "BITS")]
     pub bloom_bits_per_key: Option<f64>,
+    /// Engine: keys per bucket of the data blocks' hash indexes, in 0..=1; 0 writes none
+    /// (point lookups then binary-search each block) [default: 0.75]
+    #[arg(long, value_name = "RATIO")]
+    pub data_block_hash_ratio: Option<f64>,
     /// Engine: compression by level, comma-separated (none, lz4, zstd, `zstd:<level>`); the last
     /// entry applies to deeper levels [default: none,none,lz4]
     #[arg(long, value_name = "LIST")]
@@ -243,6 +247,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set(
         "engine.bloom-bits-per-key",
         args.bloom_bits_per_key.map(Value::Float),
+    )?;
+    set(
+        "engine.data-block-hash-ratio",
+        args.data_block_hash_ratio.map(Value::Float),
     )?;
     set(
         "engine.compression",

@@ -47,6 +47,7 @@ fn job(dir: &std::path::Path) -> RemoteJob {
         bottommost: true,
         target_file_size: 1 << 20,
         table: strata::sst::TableBuilderOptions {
+            data_block_hash_ratio: 0.75,
             block_size: 4096,
             restart_interval: 16,
             bloom_bits_per_key: 10.0,

@@ -168,7 +168,7 @@ pub fn reseal_table(d: &mut [u8]) {
     let mut handles = vec![footer.index, footer.metaindex];
     // A MashMeta table (version 2) lists its data blocks in the trie block, not an index block.
     let mut blocks_of = vec![footer.metaindex];
-    if footer.version == strata::sst::format::FORMAT_VERSION_MASHMETA {
+    if strata::sst::format::version_has_mashmeta(footer.version) {
         let end = footer.index.offset.saturating_add(footer.index.size);
         if let Some(raw) = usize::try_from(footer.index.offset)
             .ok()
@@ -229,6 +229,7 @@ pub fn build_table(
 /// Table builder options for seeds.
 pub fn table_opts(compression: Compression, restart_interval: usize) -> TableBuilderOptions {
     TableBuilderOptions {
+        data_block_hash_ratio: 0.75,
         block_size: 256,
         restart_interval,
         bloom_bits_per_key: 10.0,

@@ -172,6 +172,8 @@ pub struct EngineConfig {
     pub block_size: ByteSize,
     pub block_restart_interval: usize,
     pub bloom_bits_per_key: f64,
+    /// Keys per bucket of the data blocks' hash indexes; 0 writes none.
+    pub data_block_hash_ratio: f64,
     /// Compression by output level; the last entry applies to deeper levels.
     pub compression: Vec<String>,
     pub block_cache_size: ByteSize,
@@ -262,6 +264,7 @@ impl Default for EngineConfig {
             block_size: ByteSize(o.block_size as u64),
             block_restart_interval: o.block_restart_interval,
             bloom_bits_per_key: o.bloom_bits_per_key,
+            data_block_hash_ratio: o.data_block_hash_ratio,
             compression: o
                 .compression_per_level
                 .iter()
@@ -327,6 +330,7 @@ impl EngineConfig {
             block_size: usize_of(self.block_size, "block-size")?,
             block_restart_interval: self.block_restart_interval,
             bloom_bits_per_key: self.bloom_bits_per_key,
+            data_block_hash_ratio: self.data_block_hash_ratio,
             compression_per_level: compression,
             block_cache_capacity: usize_of(self.block_cache_size, "block-cache-size")?,
             max_open_files: self.max_open_files,
@@ -467,6 +471,10 @@ impl EngineConfig {
             self.block_restart_interval.to_string(),
         );
         p("bloom-bits-per-key", self.bloom_bits_per_key.to_string());
+        p(
+            "data-block-hash-ratio",
+            self.data_block_hash_ratio.to_string(),
+        );
         p("compression", self.compression.join(","));
         p("block-cache-size", self.block_cache_size.to_string());
         p("max-open-files", self.max_open_files.to_string());

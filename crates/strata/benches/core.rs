@@ -216,6 +216,7 @@ fn table(c: &mut Criterion) {
     let mut keys: Vec<Vec<u8>> = (0..n).map(key).collect();
     keys.sort();
     let opts = TableBuilderOptions {
+        data_block_hash_ratio: 0.75,
         block_size: 4096,
         restart_interval: 16,
         bloom_bits_per_key: 10.0,

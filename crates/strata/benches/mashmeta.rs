@@ -82,6 +82,7 @@ struct Built {
 fn build(dir: &std::path::Path, kind: IndexKind, keys: &[Vec<u8>]) -> Built {
     let p = dir.join(format!("{}-{}.sst", kind.name(), keys[0].len()));
     let opts = TableBuilderOptions {
+        data_block_hash_ratio: 0.75,
         block_size: 4096,
         restart_interval: 16,
         bloom_bits_per_key: 10.0,

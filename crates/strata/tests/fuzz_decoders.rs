@@ -138,6 +138,7 @@ fn table_bytes(compression: Compression) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.sst");
     let opts = TableBuilderOptions {
+        data_block_hash_ratio: 0.75,
         block_size: 256,
         restart_interval: 4,
         bloom_bits_per_key: 10.0,

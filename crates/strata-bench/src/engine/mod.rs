@@ -154,6 +154,9 @@ pub struct EngineConfig {
     pub persistent_cache_bytes: u64,
     pub persistent_cache_kind: PcacheKind,
     pub bloom_bits: f64,
+    /// Keys per bucket of the data blocks' hash indexes (0: binary search only); RocksDB's
+    /// `kDataBlockBinaryAndHash` with this `data_block_hash_table_util_ratio`.
+    pub data_block_hash_ratio: f64,
     pub block_size: u64,
     pub compression: CompressionKind,
     pub min_level_to_compress: usize,

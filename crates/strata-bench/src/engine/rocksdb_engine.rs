@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use rocksdb::statistics::Ticker;
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, DBPath, Options, WaitForCompactOptions,
-    WriteBatch, WriteOptions, DB,
+    BlockBasedOptions, Cache, DBCompressionType, DBPath, DataBlockIndexType, Options,
+    WaitForCompactOptions, WriteBatch, WriteOptions, DB,
 };
 
 use super::{CompressionKind, EngineConfig, EngineCounters, EngineKind, KvEngine};
@@ -126,6 +126,19 @@ impl RocksDbEngine {
             t.set_bloom_filter(cfg.bloom_bits, false);
         }
         set("bloom_bits_per_key", cfg.bloom_bits.to_string());
+        if cfg.data_block_hash_ratio > 0.0 {
+            t.set_data_block_index_type(DataBlockIndexType::BinaryAndHash);
+            t.set_data_block_hash_ratio(cfg.data_block_hash_ratio);
+            set(
+                "data_block_index_type",
+                format!(
+                    "kDataBlockBinaryAndHash, util ratio {}",
+                    cfg.data_block_hash_ratio
+                ),
+            );
+        } else {
+            set("data_block_index_type", "kDataBlockBinarySearch".into());
+        }
         set(
             "cache_index_and_filter_blocks",
             "false (held by table readers, as Strata does)".into(),

@@ -24,6 +24,7 @@ pub fn options(cfg: &EngineConfig) -> Options {
         max_write_buffer_number: cfg.max_write_buffers,
         block_cache_capacity: cfg.block_cache_bytes as usize,
         bloom_bits_per_key: cfg.bloom_bits,
+        data_block_hash_ratio: cfg.data_block_hash_ratio,
         block_size: cfg.block_size as usize,
         max_background_compactions: cfg.max_background_compactions,
         compression_per_level: compression_per_level(cfg.compression, cfg.min_level_to_compress),
@@ -324,6 +325,10 @@ impl KvEngine for StrataEngine {
             (
                 "bloom_bits_per_key".into(),
                 o.bloom_bits_per_key.to_string(),
+            ),
+            (
+                "data_block_hash_ratio".into(),
+                o.data_block_hash_ratio.to_string(),
             ),
             ("block_size".into(), o.block_size.to_string()),
             (

@@ -114,6 +114,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
         bottommost: true,
         target_file_size: 64 << 20,
         table: TableBuilderOptions {
+            data_block_hash_ratio: 0.75,
             block_size: 4096,
             restart_interval: 16,
             bloom_bits_per_key: 10.0,

@@ -8,12 +8,15 @@
 //! restart offsets strictly increasing entry starts with `shared = 0`, the first one 0, keys
 //! strictly increasing) accepts the block, forward iteration yields exactly its entries,
 //! backward iteration yields them reversed, and `seek` lands on the first key >= the target.
+//! Blocks with a hash index (the trailer's flag bit) are parsed past their buckets; point seeks
+//! through the hash index (`Block::seek_for_get`) must not panic on any bucket bytes.
 
 use std::cmp::Ordering;
 
 use bytes::Bytes;
 use strata::iter::InternalIterator;
 use strata::sst::block::{Block, BlockBuilder};
+use strata::sst::filter::key_hash;
 use strata::types::{compare_bytewise, compare_internal, internal_key};
 
 use crate::util::split_flag;
@@ -35,8 +38,23 @@ fn varint32(d: &[u8], p: &mut usize) -> Option<usize> {
 
 /// The reference parser: the entries of a well-formed block, or `None`.
 fn reference(d: &[u8], cmp: Cmp) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
-    let n = u32::from_le_bytes(d.get(d.len().checked_sub(4)?..)?.try_into().ok()?) as usize;
-    let restarts_at = d.len().checked_sub(4 + n.checked_mul(4)?)?;
+    let word = u32::from_le_bytes(d.get(d.len().checked_sub(4)?..)?.try_into().ok()?);
+    let (n, restarts_end) = if word & (1 << 31) == 0 {
+        (word as usize, d.len() - 4)
+    } else {
+        // `buckets: u8 * m | m: fixed16 | n | 2^31: fixed32`, m >= 1, n <= 254.
+        let m_at = d.len().checked_sub(6)?;
+        let m = u16::from_le_bytes([d[m_at], d[m_at + 1]]) as usize;
+        let n = (word & !(1 << 31)) as usize;
+        if m == 0 || n > 254 {
+            return None;
+        }
+        (n, m_at.checked_sub(m)?)
+    };
+    if n == 0 {
+        return None;
+    }
+    let restarts_at = restarts_end.checked_sub(n.checked_mul(4)?)?;
     let restarts: Vec<usize> = (0..n)
         .map(|i| {
             let o = restarts_at + 4 * i;
@@ -124,6 +142,16 @@ pub fn run(data: &[u8]) {
         rev.reverse();
         assert_eq!(rev, fwd, "backward iteration is not forward reversed");
     }
+    if flag & 1 != 0 && block.has_hash_index() {
+        // Any bucket bytes: an answer or a corruption error, never a panic.
+        for (k, _) in &fwd {
+            if k.len() >= 8 {
+                let uk = &k[..k.len() - 8];
+                let _ = block.seek_for_get(k, uk, key_hash(uk), &mut Vec::new());
+            }
+        }
+        let _ = block.seek_for_get(&[0; 8], b"", key_hash(b""), &mut Vec::new());
+    }
     let Some(want) = reference(rest, cmp) else {
         return;
     };
@@ -162,6 +190,20 @@ pub fn seeds() -> Vec<Vec<u8>> {
         let mut b = BlockBuilder::new(interval);
         for i in 0..20u64 {
             b.add(&internal_key(b"user", 100 - i, 1), b"value");
+        }
+        let mut s = vec![1u8];
+        s.extend_from_slice(&b.finish());
+        out.push(s);
+    }
+    for (interval, ratio) in [(1, 1.0), (4, 0.75), (16, 0.25)] {
+        let mut b = BlockBuilder::with_hash_index(interval, ratio);
+        for i in 0..40u64 {
+            let uk = format!("user{:02}", i / 3);
+            b.add_hashed(
+                &internal_key(uk.as_bytes(), 100 - i, 1),
+                b"v",
+                key_hash(uk.as_bytes()),
+            );
         }
         let mut s = vec![1u8];
         s.extend_from_slice(&b.finish());

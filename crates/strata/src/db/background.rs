@@ -123,6 +123,7 @@ pub(crate) fn table_options(o: &crate::Options, level: usize) -> TableBuilderOpt
         block_size: o.block_size,
         restart_interval: o.block_restart_interval,
         bloom_bits_per_key: o.bloom_bits_per_key,
+        data_block_hash_ratio: o.data_block_hash_ratio,
         compression: o.compression_for_level(level),
         capacity_index: o.capacity_index,
     }

@@ -1,16 +1,24 @@
 //! Blocks: sorted key/value entries with prefix compression and restart points.
 //!
 //! Entry: `shared: varint32 | unshared: varint32 | value_len: varint32 | key[shared..] | value`.
-//! Trailer: `restart_offset: fixed32 * n | n: fixed32`. Keys at restart points have `shared = 0`,
-//! so seeks binary-search the restart array and then scan at most one restart interval.
+//! Trailer: `restart_offset: fixed32 * n | n: fixed32`, or, for a data block with a hash index
+//! ([`super::block_hash`]), `restart_offset: fixed32 * n | buckets: u8 * m | m: fixed16 |
+//! n | 2^31: fixed32`. Keys at restart points have `shared = 0`, so seeks binary-search the
+//! restart array (or read the key's bucket) and then scan at most one restart interval.
+//! Depends on `coding`, `types` and `block_hash`; never on tables or caches.
 
 use std::cmp::Ordering;
 
 use bytes::Bytes;
 
+use super::block_hash::{self, HashIndexBuilder, Probe};
 use crate::coding::{decode_fixed32, decode_varint32, put_fixed32, put_varint32};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
+use crate::types;
+
+/// The bit of the trailer's last word that says a hash index precedes it.
+const HASH_INDEX_FLAG: u32 = 1 << 31;
 
 /// Builds one block.
 pub struct BlockBuilder {
@@ -20,6 +28,7 @@ pub struct BlockBuilder {
     restart_interval: usize,
     last_key: Vec<u8>,
     entries: usize,
+    hash: Option<HashIndexBuilder>,
 }
 
 impl BlockBuilder {
@@ -31,6 +40,27 @@ impl BlockBuilder {
             restart_interval: restart_interval.max(1),
             last_key: Vec::new(),
             entries: 0,
+            hash: None,
+        }
+    }
+
+    /// A data-block builder that also writes a hash index of its user keys, `util_ratio` keys
+    /// per bucket (in (0, 1]); entries must then be added with [`BlockBuilder::add_hashed`].
+    pub fn with_hash_index(restart_interval: usize, util_ratio: f64) -> Self {
+        BlockBuilder {
+            hash: Some(HashIndexBuilder::new(util_ratio)),
+            ..BlockBuilder::new(restart_interval)
+        }
+    }
+
+    /// [`BlockBuilder::add`] of an internal key whose user key hashes to `h`
+    /// ([`super::filter::key_hash`]), for a block built [`BlockBuilder::with_hash_index`].
+    pub fn add_hashed(&mut self, key: &[u8], value: &[u8], h: u64) {
+        let new_user_key =
+            self.entries == 0 || types::user_key(&self.last_key) != types::user_key(key);
+        self.add(key, value);
+        if let Some(hash) = self.hash.as_mut().filter(|_| new_user_key) {
+            hash.add(h, self.restarts.len() - 1);
         }
     }
 
@@ -60,7 +90,10 @@ impl BlockBuilder {
 
     /// Size of the block if finished now.
     pub fn estimated_size(&self) -> usize {
-        self.buf.len() + 4 * self.restarts.len() + 4
+        self.buf.len()
+            + 4 * self.restarts.len()
+            + 4
+            + self.hash.as_ref().map_or(0, |h| h.estimated_size())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -77,7 +110,15 @@ impl BlockBuilder {
         for r in &self.restarts {
             put_fixed32(&mut out, *r);
         }
-        put_fixed32(&mut out, self.restarts.len() as u32);
+        let n = self.restarts.len() as u32;
+        match self.hash.as_mut().and_then(|h| h.finish(n as usize)) {
+            Some(buckets) => {
+                out.extend_from_slice(&buckets);
+                out.extend_from_slice(&(buckets.len() as u16).to_le_bytes());
+                put_fixed32(&mut out, n | HASH_INDEX_FLAG);
+            }
+            None => put_fixed32(&mut out, n),
+        }
         self.restarts = vec![0];
         self.counter = 0;
         self.entries = 0;
@@ -86,12 +127,27 @@ impl BlockBuilder {
     }
 }
 
+/// What [`Block::seek_for_get`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GetSeek {
+    /// The first entry at or after the target: its value's byte range ([`Block::bytes`]); the
+    /// caller's key buffer holds its key, a version of the target's user key or a later key.
+    Entry(usize, usize),
+    /// The block's hash index shows it holds no version of the user key.
+    Absent,
+    /// Every entry of the block is before the target.
+    End,
+}
+
 /// A decoded block: its bytes and where its restart array starts.
 #[derive(Clone)]
 pub struct Block {
     data: Bytes,
     restarts: usize,
     num_restarts: usize,
+    /// Where the hash index's buckets are (`start..end` of `data`); `start == end` when the
+    /// block has none.
+    buckets: (u32, u32),
 }
 
 impl Block {
@@ -101,12 +157,25 @@ impl Block {
         if data.len() < 4 {
             return Err(bad());
         }
-        let n = decode_fixed32(&data[data.len() - 4..]).ok_or_else(bad)? as usize;
-        let max = (data.len() - 4) / 4;
+        let word = decode_fixed32(&data[data.len() - 4..]).ok_or_else(bad)?;
+        let (n, restarts_end, buckets) = if word & HASH_INDEX_FLAG == 0 {
+            (word as usize, data.len() - 4, (0, 0))
+        } else {
+            // `buckets: u8 * m | m: fixed16` sit between the restart array and the last word.
+            let m_at = data.len().checked_sub(6).ok_or_else(bad)?;
+            let m = u16::from_le_bytes([data[m_at], data[m_at + 1]]) as usize;
+            let start = m_at.checked_sub(m).filter(|_| m > 0).ok_or_else(bad)?;
+            let n = (word & !HASH_INDEX_FLAG) as usize;
+            if n > block_hash::MAX_RESTARTS {
+                return Err(bad());
+            }
+            (n, start, (start as u32, m_at as u32))
+        };
+        let max = restarts_end / 4;
         if n == 0 || n > max {
             return Err(bad());
         }
-        let restarts = data.len() - 4 - 4 * n;
+        let restarts = restarts_end - 4 * n;
         // Restart offsets start at 0, strictly increase and point into the entries (an empty
         // block has the single restart 0). Otherwise a seek or a backward scan would start from
         // a point outside the entries and silently see fewer entries than a forward scan.
@@ -125,8 +194,14 @@ impl Block {
         Ok(Block {
             restarts,
             num_restarts: n,
+            buckets,
             data,
         })
+    }
+
+    /// Whether the block carries a hash index.
+    pub fn has_hash_index(&self) -> bool {
+        self.buckets.0 < self.buckets.1
     }
 
     /// Bytes held in memory (for cache accounting).
@@ -269,6 +344,60 @@ impl Block {
             at = next;
         }
         Ok(None)
+    }
+
+    /// A point lookup's seek in a data block (internal keys) for the internal key `target`,
+    /// whose user key is `user_key` and hashes to `h` ([`super::filter::key_hash`]): the first
+    /// entry at or after `target`, as [`Block::seek_from_restart`] from the right restart point
+    /// finds it, except that with a hash index it may answer [`GetSeek::Absent`] first when the
+    /// block holds no version of `user_key`.
+    pub fn seek_for_get(
+        &self,
+        target: &[u8],
+        user_key: &[u8],
+        h: u64,
+        key: &mut Vec<u8>,
+    ) -> Result<GetSeek> {
+        let cmp = types::compare_internal;
+        let binary_search = |key: &mut Vec<u8>| {
+            let start = self.seek_start(target, cmp, 0, self.num_restarts)?;
+            Ok(match self.seek_from_restart(start, target, cmp, key)? {
+                Some((from, to)) => GetSeek::Entry(from, to),
+                None => GetSeek::End,
+            })
+        };
+        if !self.has_hash_index() {
+            return binary_search(key);
+        }
+        let buckets = &self.data[self.buckets.0 as usize..self.buckets.1 as usize];
+        let probe = block_hash::probe(buckets, h, self.num_restarts)
+            .ok_or_else(|| Error::corruption("block hash index names a missing restart point"))?;
+        let first = match probe {
+            Probe::Absent => return Ok(GetSeek::Absent),
+            Probe::Unknown => return binary_search(key),
+            Probe::Restart(r) => r,
+        };
+        // The bucket holds the restart interval of `user_key`'s first version if the block has
+        // one, or of another key that hashed alike. Scan from there; leaving that interval
+        // while still before `user_key` (the last key read is a smaller user key) means the
+        // block has no version of it.
+        let mut ri = first;
+        let mut at = self.restart_point(ri);
+        let end_of_first = (first + 1 < self.num_restarts).then(|| self.restart_point(first + 1));
+        key.clear();
+        while at < self.restarts {
+            if Some(at) == end_of_first && types::user_key(key) != user_key {
+                return Ok(GetSeek::Absent);
+            }
+            let (vstart, next) = self
+                .decode_entry(at, &mut ri, key)
+                .map_err(|why| Error::corruption(format!("block entry: {why}")))?;
+            if cmp(key, target) != Ordering::Less {
+                return Ok(GetSeek::Entry(vstart, next));
+            }
+            at = next;
+        }
+        Ok(GetSeek::End)
     }
 
     /// The block's bytes (values are ranges of them).

@@ -1,8 +1,9 @@
 //! Writes a table file from entries added in increasing internal-key order.
 
 use super::block::BlockBuilder;
+use super::filter::key_hash;
 use super::filter::FilterBuilder;
-use super::format::{write_block, BlockHandle, Footer, FORMAT_VERSION, FORMAT_VERSION_MASHMETA};
+use super::format::{self, write_block, BlockHandle, Footer};
 use super::index::trie::MashMetaBuilder;
 use super::index::IndexKind;
 use super::properties::TableProperties;
@@ -23,6 +24,10 @@ pub struct TableBuilderOptions {
     pub block_size: usize,
     pub restart_interval: usize,
     pub bloom_bits_per_key: f64,
+    /// Keys per bucket of the data blocks' hash indexes (`Options::data_block_hash_ratio`); 0
+    /// writes none, as jobs serialized before this field existed did.
+    #[serde(default)]
+    pub data_block_hash_ratio: f64,
     pub compression: Compression,
     /// The index of tables written to the capacity tier ([`TableBuilder::set_index`]); fast-tier
     /// tables always get a block index and bloom filter. A job serialized before this field
@@ -136,7 +141,11 @@ impl TableBuilder {
         let filter =
             (opts.bloom_bits_per_key > 0.0).then(|| FilterBuilder::new(opts.bloom_bits_per_key));
         TableBuilder {
-            data: BlockBuilder::new(opts.restart_interval),
+            data: if opts.data_block_hash_ratio > 0.0 {
+                BlockBuilder::with_hash_index(opts.restart_interval, opts.data_block_hash_ratio)
+            } else {
+                BlockBuilder::new(opts.restart_interval)
+            },
             index: BlockBuilder::new(1),
             trie: None,
             auto: false,
@@ -161,8 +170,11 @@ impl TableBuilder {
         if self.first_key.is_some() && types::compare_internal(&self.last_key, ikey).is_ge() {
             return Err(Error::invalid("table keys added out of order"));
         }
+        // One hash of the user key serves the filter and the data block's hash index.
+        let hashed = self.filter.is_some() || self.opts.data_block_hash_ratio > 0.0;
+        let h = if hashed { key_hash(p.user_key) } else { 0 };
         if let Some(f) = self.filter.as_mut() {
-            f.add_key(p.user_key);
+            f.add_hash(h);
         }
         if let Some(t) = self.trie.as_mut() {
             t.add(p.user_key);
@@ -178,7 +190,11 @@ impl TableBuilder {
         if self.first_key.is_none() {
             self.first_key = Some(ikey.to_vec());
         }
-        self.data.add(ikey, value);
+        if self.opts.data_block_hash_ratio > 0.0 {
+            self.data.add_hashed(ikey, value, h);
+        } else {
+            self.data.add(ikey, value);
+        }
         self.last_key.clear();
         self.last_key.extend_from_slice(ikey);
         if self.data.estimated_size() >= self.opts.block_size {
@@ -281,14 +297,15 @@ impl TableBuilder {
             self.props.smallest_seq = 0;
         }
         // The index is written before properties so its size can be recorded.
-        let (index_raw, version) = match (index_raw, trie_raw) {
-            (Some(index), _) => (index, FORMAT_VERSION),
+        let (index_raw, mashmeta) = match (index_raw, trie_raw) {
+            (Some(index), _) => (index, false),
             (None, Some(trie)) => {
                 self.props.index_type = 1;
-                (trie, FORMAT_VERSION_MASHMETA)
+                (trie, true)
             }
-            (None, None) => (self.index.finish(), FORMAT_VERSION),
+            (None, None) => (self.index.finish(), false),
         };
+        let version = format::version_for(mashmeta, self.opts.data_block_hash_ratio > 0.0);
         let (index_h, _) = write_block(self.file.as_mut(), &index_raw, Compression::None)?;
         self.props.index_size = index_h.size;
         let (ph, _) = write_block(self.file.as_mut(), &self.props.encode(), Compression::None)?;

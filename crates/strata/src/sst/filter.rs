@@ -52,7 +52,11 @@ impl FilterBuilder {
 
     /// Adds a user key; consecutive duplicates are added once.
     pub fn add_key(&mut self, user_key: &[u8]) {
-        let h = key_hash(user_key);
+        self.add_hash(key_hash(user_key));
+    }
+
+    /// [`FilterBuilder::add_key`] of a key whose [`key_hash`] the caller computed.
+    pub fn add_hash(&mut self, h: u64) {
         if self.hashes.last() != Some(&h) {
             self.hashes.push(h);
         }

@@ -18,6 +18,27 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The same layout, but the footer's index handle points at a MashMeta block (and there is no
 /// bloom filter): releases that only know version 1 refuse the table instead of misreading it.
 pub const FORMAT_VERSION_MASHMETA: u32 = 2;
+/// Version 1 whose data blocks may carry a hash index (docs/format.md §6.3): releases that do
+/// not know the flag refuse the table instead of reporting its blocks corrupt.
+pub const FORMAT_VERSION_BLOCK_HASH: u32 = 3;
+/// Version 2 (MashMeta) whose data blocks may carry a hash index.
+pub const FORMAT_VERSION_MASHMETA_BLOCK_HASH: u32 = 4;
+
+/// The version a table with these parts is written with.
+pub fn version_for(mashmeta: bool, block_hash: bool) -> u32 {
+    match (mashmeta, block_hash) {
+        (false, false) => FORMAT_VERSION,
+        (true, false) => FORMAT_VERSION_MASHMETA,
+        (false, true) => FORMAT_VERSION_BLOCK_HASH,
+        (true, true) => FORMAT_VERSION_MASHMETA_BLOCK_HASH,
+    }
+}
+
+/// Whether a table of this (supported) version has a MashMeta block where others have an index
+/// block.
+pub fn version_has_mashmeta(version: u32) -> bool {
+    version == FORMAT_VERSION_MASHMETA || version == FORMAT_VERSION_MASHMETA_BLOCK_HASH
+}
 pub const FOOTER_SIZE: usize = 48;
 pub const BLOCK_TRAILER_SIZE: usize = 5;
 
@@ -88,10 +109,10 @@ impl Footer {
             },
             version: decode_fixed32(&b[32..]).unwrap_or(0),
         };
-        if footer.version != FORMAT_VERSION && footer.version != FORMAT_VERSION_MASHMETA {
+        if !(FORMAT_VERSION..=FORMAT_VERSION_MASHMETA_BLOCK_HASH).contains(&footer.version) {
             return Err(crate::error::ErrorRepr::NotADatabase(format!(
-                "unsupported table format version {} (this release reads {FORMAT_VERSION} and \
-                 {FORMAT_VERSION_MASHMETA})",
+                "unsupported table format version {} (this release reads \
+                 {FORMAT_VERSION}..={FORMAT_VERSION_MASHMETA_BLOCK_HASH})",
                 footer.version
             ))
             .into());

@@ -10,6 +10,7 @@
 //! Depends on `storage`, `cache`, `types`, `coding`, `range_del`, `stats`; never on `db`.
 
 pub mod block;
+pub mod block_hash;
 pub mod builder;
 pub mod filter;
 pub mod format;

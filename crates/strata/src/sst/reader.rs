@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::block::{Block, BlockIter};
+use super::block::{Block, BlockIter, GetSeek};
 use super::builder::{META_FILTER, META_PROPERTIES, META_RANGE_DEL};
-use super::filter::BloomFilter;
-use super::format::FORMAT_VERSION_MASHMETA;
+use super::filter::{key_hash, BloomFilter};
+use super::format::version_has_mashmeta;
 use super::format::{read_block, read_block_cached, BlockHandle, Footer, FOOTER_SIZE};
 use super::index::{BlockIndex, IndexCursor, MashMeta, TableIndex};
 use super::properties::TableProperties;
@@ -62,7 +62,7 @@ impl Table {
         let footer_bytes = file.read_at(size - FOOTER_SIZE as u64, FOOTER_SIZE)?;
         let footer = Footer::decode(&footer_bytes, size).map_err(ctx)?;
         let index_bytes = read_block(file.as_ref(), footer.index, "index").map_err(ctx)?;
-        let index = if footer.version == FORMAT_VERSION_MASHMETA {
+        let index = if version_has_mashmeta(footer.version) {
             let t = MashMeta::decode(&index_bytes).map_err(ctx)?;
             if let Some(last) = t.num_blocks().checked_sub(1) {
                 let h = t.block(last);
@@ -232,9 +232,11 @@ impl Table {
             TableIndex::Trie(t) => return self.get_by_trie(t, lookup, user_key, cache_only),
             TableIndex::Blocks(b) => b,
         };
+        // One hash of the user key serves the filter and the data block's hash index.
+        let h = key_hash(user_key);
         if let Some(f) = &self.filter {
             self.stats.bloom_checked.fetch_add(1, Relaxed);
-            if !f.may_contain(user_key) {
+            if !f.may_contain_hash(h) {
                 self.stats.bloom_useful.fetch_add(1, Relaxed);
                 return Ok(None);
             }
@@ -242,9 +244,9 @@ impl Table {
         // One key buffer for both seeks (index entry, then data entry).
         let mut key = Vec::with_capacity(lookup.len());
         let mut found = None;
-        if let Some(h) = index.find(lookup, &mut key)? {
-            let block = self.block_for_get(h, cache_only)?;
-            found = Self::first_at_or_after(&block, lookup, user_key, &mut key)?;
+        if let Some(handle) = index.find(lookup, &mut key)? {
+            let block = self.block_for_get(handle, cache_only)?;
+            found = Self::first_at_or_after(&block, lookup, user_key, h, &mut key)?;
         }
         let found = found.flatten();
         if found.is_none() && self.filter.is_some() {
@@ -269,9 +271,10 @@ impl Table {
             return Ok(None);
         };
         let mut key = Vec::with_capacity(lookup.len());
+        let h = key_hash(user_key);
         for i in b..t.num_blocks() {
             let block = self.block_for_get(t.block(i), cache_only)?;
-            if let Some(r) = Self::first_at_or_after(&block, lookup, user_key, &mut key)? {
+            if let Some(r) = Self::first_at_or_after(&block, lookup, user_key, h, &mut key)? {
                 return Ok(r);
             }
         }
@@ -295,19 +298,21 @@ impl Table {
     }
 
     /// The first entry of `block` at or after `lookup`: `Some(Some(..))` if it is a version of
-    /// `user_key`, `Some(None)` if it is another key, `None` if the block ends first. `key` is
-    /// scratch space.
+    /// `user_key` (whose [`key_hash`] is `h`), `Some(None)` if it is another key or the block's
+    /// hash index shows it holds no version of `user_key`, `None` if the block ends first (a
+    /// MashMeta lookup then goes on to the next block). `key` is scratch space.
     #[allow(clippy::type_complexity)]
     fn first_at_or_after(
         block: &Block,
         lookup: &[u8],
         user_key: &[u8],
+        h: u64,
         key: &mut Vec<u8>,
     ) -> Result<Option<Option<(SeqNo, ValueKind, Bytes)>>> {
-        let start = block.seek_start(lookup, compare_internal, 0, block.num_restarts())?;
-        let Some((from, to)) = block.seek_from_restart(start, lookup, compare_internal, key)?
-        else {
-            return Ok(None);
+        let (from, to) = match block.seek_for_get(lookup, user_key, h, key)? {
+            GetSeek::Entry(from, to) => (from, to),
+            GetSeek::Absent => return Ok(Some(None)),
+            GetSeek::End => return Ok(None),
         };
         let p = types::parse_internal_key(key)?;
         Ok(Some(

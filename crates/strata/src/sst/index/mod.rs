@@ -62,14 +62,21 @@ pub enum TableIndex {
     Trie(Arc<MashMeta>),
 }
 
-/// An index block held in memory, with the [`types::key_head`] of each restart point's user key
-/// in a flat array beside it. A point lookup binary-searches the heads (8 bytes each, so the
-/// last steps share cache lines) and compares whole keys only among restart points whose head
-/// equals the target's; the index block itself is searched with about one cache miss per step
-/// (the restart offset, then the entry). The heads cost 8 bytes per restart point: per data
-/// block, as index blocks are written with a restart interval of 1.
+/// An index block held in memory, with a flat array of 8-byte key heads beside it: for each
+/// restart point, [`types::key_head`] of its user key past the prefix that every user key in the
+/// block shares. A point lookup binary-searches the heads (8 bytes each, so the last steps share
+/// cache lines) and compares whole keys only among restart points whose head equals the
+/// target's; the index block itself is searched with about one cache miss per step (the restart
+/// offset, then the entry). Skipping the shared prefix is what makes the heads tell keys apart
+/// when an application prefixes every key alike (`user:000000…`, a table id): the heads of the
+/// first 8 bytes would then all be equal and every lookup would fall back to the block's binary
+/// search. The heads cost 8 bytes per restart point: per data block, as index blocks are written
+/// with a restart interval of 1.
 pub struct BlockIndex {
     block: Block,
+    /// The longest prefix of every restart point's user key (those of the first and last
+    /// suffice: keys between two keys sharing a prefix share it too).
+    prefix: Box<[u8]>,
     heads: Box<[u64]>,
 }
 
@@ -82,15 +89,35 @@ impl BlockIndex {
         } else {
             block.num_restarts()
         };
+        let user_key_at = |i: usize| match block.restart_key(i) {
+            Some(k) if k.len() >= 8 => Ok(types::user_key(k)),
+            _ => Err(Error::corruption(format!(
+                "index block: restart point {i} holds no internal key"
+            ))),
+        };
+        let prefix: Box<[u8]> = match n {
+            0 => Box::default(),
+            _ => {
+                let (first, last) = (user_key_at(0)?, user_key_at(n - 1)?);
+                let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+                first[..shared].into()
+            }
+        };
         let heads = (0..n)
-            .map(|i| match block.restart_key(i) {
-                Some(k) if k.len() >= 8 => Ok(types::key_head(types::user_key(k))),
-                _ => Err(Error::corruption(format!(
-                    "index block: restart point {i} holds no internal key"
-                ))),
+            .map(|i| {
+                let k = user_key_at(i)?;
+                // A block whose keys are out of order would break the heads' order; the block's
+                // own search would then disagree with the cursor, so refuse it here.
+                k.strip_prefix(&prefix[..])
+                    .map(types::key_head)
+                    .ok_or_else(|| Error::corruption("index block: keys are out of order"))
             })
             .collect::<Result<Box<[u64]>>>()?;
-        Ok(BlockIndex { block, heads })
+        Ok(BlockIndex {
+            block,
+            prefix,
+            heads,
+        })
     }
 
     pub fn block(&self) -> &Block {
@@ -101,10 +128,19 @@ impl BlockIndex {
     /// `target` (`None`: past the last block). Finds the same block as
     /// [`IndexCursor::seek`]. `key` is scratch space (the caller's, reused across probes).
     pub fn find(&self, target: &[u8], key: &mut Vec<u8>) -> Result<Option<BlockHandle>> {
-        let th = types::key_head(types::user_key(target));
         // Restart points before `a` hold keys < target, those from `b` on keys > target.
-        let a = self.heads.partition_point(|&h| h < th);
-        let b = a + self.heads[a..].partition_point(|&h| h == th);
+        let user = types::user_key(target);
+        let (a, b) = match user.strip_prefix(&self.prefix[..]) {
+            Some(rest) => {
+                let th = types::key_head(rest);
+                let a = self.heads.partition_point(|&h| h < th);
+                (a, a + self.heads[a..].partition_point(|&h| h == th))
+            }
+            // Every restart point's user key starts with the prefix and the target's does not,
+            // so they all compare one way against it.
+            None if user < &self.prefix[..] => (0, 0),
+            None => (self.heads.len(), self.heads.len()),
+        };
         let start = self.block.seek_start(target, compare_internal, a, b)?;
         match self
             .block
@@ -242,17 +278,49 @@ mod tests {
             .collect()
     }
 
+    /// A prefix that a round's separators all share (often none, sometimes longer than a head).
+    fn shared_prefix(rng: &mut Rng) -> Vec<u8> {
+        let len = [0, 0, 1, 3, 9][rng.index(5)];
+        (0..len).map(|_| 1 + rng.below(2) as u8).collect()
+    }
+
+    /// A target near `prefix`: usually with it, else without it, cut short, or with its last
+    /// byte one lower or higher (targets before and after every separator).
+    fn target_key(rng: &mut Rng, prefix: &[u8]) -> Vec<u8> {
+        let mut p = prefix.to_vec();
+        match rng.index(8) {
+            0 => p.clear(),
+            1 => p.truncate(rng.index(p.len() + 1)),
+            2 => {
+                if let Some(b) = p.last_mut() {
+                    *b -= 1;
+                }
+            }
+            3 => {
+                if let Some(b) = p.last_mut() {
+                    *b += 1;
+                }
+            }
+            _ => {}
+        }
+        p.extend(key(rng));
+        p
+    }
+
     /// `find` (head array, then whole keys) lands on the block a cursor seek does, for index
-    /// blocks of any restart interval and targets inside, between and around the separators.
+    /// blocks of any restart interval, separators with and without a shared prefix, and targets
+    /// inside, between and around the separators.
     #[test]
     fn find_agrees_with_the_cursor() {
         let s = seed("find_agrees_with_the_cursor");
         let mut rng = Rng::new(s);
         for round in 0..300 {
+            let prefix = shared_prefix(&mut rng);
             let mut seps: Vec<Vec<u8>> = (0..rng.index(60))
                 .map(|_| {
                     let seq = rng.below(1000);
-                    types::internal_key(&key(&mut rng), seq, 1)
+                    let user = [&prefix[..], &key(&mut rng)].concat();
+                    types::internal_key(&user, seq, 1)
                 })
                 .collect();
             seps.sort_by(|a, b| compare_internal(a, b));
@@ -275,7 +343,7 @@ mod tests {
             };
             for _ in 0..50 {
                 let seq = rng.below(1000);
-                let target = types::internal_key(&key(&mut rng), seq, 1);
+                let target = types::internal_key(&target_key(&mut rng, &prefix), seq, 1);
                 let mut c = table.cursor();
                 c.seek(&target);
                 let want = c.valid().then(|| c.handle().unwrap());

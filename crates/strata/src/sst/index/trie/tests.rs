@@ -282,6 +282,7 @@ fn tables_read_the_same_with_either_index() {
     let open = |kind: IndexKind| {
         let p = dir.path().join(format!("{}.sst", kind.name()));
         let opts = TableBuilderOptions {
+            data_block_hash_ratio: 0.75,
             block_size: 200,
             restart_interval: 4,
             bloom_bits_per_key: 10.0,
@@ -393,6 +394,7 @@ fn auto_picks_the_smaller_index() {
         keys.sort();
         let p = dir.path().join(format!("{hashed}.sst"));
         let opts = TableBuilderOptions {
+            data_block_hash_ratio: 0.0,
             block_size: 4096,
             restart_interval: 16,
             bloom_bits_per_key: 10.0,
@@ -471,6 +473,7 @@ fn verify_catches_a_trie_that_disagrees_with_the_data() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.sst");
     let opts = TableBuilderOptions {
+        data_block_hash_ratio: 0.75,
         block_size: 256,
         restart_interval: 4,
         bloom_bits_per_key: 10.0,
