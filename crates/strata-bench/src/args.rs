@@ -245,6 +245,11 @@ pub struct BenchArgs {
     #[arg(long, alias = "cache_size", value_parser = parse_bytes, default_value = "64MiB")]
     pub cache_size: u64,
 
+    /// Row cache bytes (point-lookup answers by table and key; RocksDB's `row_cache`, an LRU
+    /// cache of this size there); 0 disables it.
+    #[arg(long, alias = "row_cache_size", value_parser = parse_bytes, default_value = "0")]
+    pub row_cache_size: u64,
+
     /// Memtable bytes.
     #[arg(long, alias = "write_buffer_size", value_parser = parse_bytes, default_value = "64MiB")]
     pub write_buffer_size: u64,

@@ -69,6 +69,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         search_threads: args.search_threads,
         fast_tier_budget: args.fast_tier_budget,
         block_cache_bytes: args.cache_size,
+        row_cache_bytes: args.row_cache_size,
         write_buffer_bytes: args.write_buffer_size,
         max_write_buffers: args.max_write_buffer_number,
         persistent_cache_bytes: args.persistent_cache_size,

@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// Engine: block cache size; 0 disables it [default: 64mb]
     #[arg(long, value_name = "SIZE")]
     pub block_cache_size: Option<String>,
+    /// Engine: row cache size (point-lookup answers by table and key); 0 disables it
+    /// [default: 0]
+    #[arg(long, value_name = "SIZE")]
+    pub row_cache_size: Option<String>,
     /// Engine: bloom filter bits per key; 0 disables filters [default: 10]
     #[arg(long, value_name = "BITS")]
     pub bloom_bits_per_key: Option<f64>,
@@ -244,6 +248,7 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
         "engine.block-cache-size",
         args.block_cache_size.as_ref().map(s),
     )?;
+    set("engine.row-cache-size", args.row_cache_size.as_ref().map(s))?;
     set(
         "engine.bloom-bits-per-key",
         args.bloom_bits_per_key.map(Value::Float),

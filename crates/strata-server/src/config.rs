@@ -177,6 +177,8 @@ pub struct EngineConfig {
     /// Compression by output level; the last entry applies to deeper levels.
     pub compression: Vec<String>,
     pub block_cache_size: ByteSize,
+    /// Row cache bytes (point-lookup answers by table and key); 0 disables it.
+    pub row_cache_size: ByteSize,
     pub max_open_files: usize,
     pub max_background_compactions: usize,
     /// Compaction write rate limit in bytes per second; 0 is unlimited.
@@ -271,6 +273,7 @@ impl Default for EngineConfig {
                 .map(|c| compression_name(*c))
                 .collect(),
             block_cache_size: ByteSize(o.block_cache_capacity as u64),
+            row_cache_size: ByteSize(o.row_cache_capacity as u64),
             max_open_files: o.max_open_files,
             max_background_compactions: o.max_background_compactions,
             compaction_rate_limit: ByteSize(o.compaction_rate_limit),
@@ -333,6 +336,7 @@ impl EngineConfig {
             data_block_hash_ratio: self.data_block_hash_ratio,
             compression_per_level: compression,
             block_cache_capacity: usize_of(self.block_cache_size, "block-cache-size")?,
+            row_cache_capacity: usize_of(self.row_cache_size, "row-cache-size")?,
             max_open_files: self.max_open_files,
             max_background_compactions: self.max_background_compactions,
             compaction_rate_limit: self.compaction_rate_limit.0,
@@ -477,6 +481,7 @@ impl EngineConfig {
         );
         p("compression", self.compression.join(","));
         p("block-cache-size", self.block_cache_size.to_string());
+        p("row-cache-size", self.row_cache_size.to_string());
         p("max-open-files", self.max_open_files.to_string());
         p(
             "max-background-compactions",

@@ -218,6 +218,7 @@ fn memory(shared: &Shared, s: &mut Section<'_>) {
     s.kv("mem_allocator", "system");
     s.kv("memtable_bytes", st.memtable_bytes);
     s.kv("block_cache_usage", st.block_cache_usage);
+    s.kv("row_cache_usage", st.row_cache_usage);
 }
 
 fn replication(s: &mut Section<'_>) {
@@ -470,6 +471,10 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
     s.kv("block_cache_misses", st.block_cache_misses);
     s.kv("block_cache_usage", st.block_cache_usage);
     s.kv("block_cache_capacity", st.block_cache_capacity);
+    s.kv("row_cache_hits", st.row_cache_hits);
+    s.kv("row_cache_misses", st.row_cache_misses);
+    s.kv("row_cache_usage", st.row_cache_usage);
+    s.kv("row_cache_capacity", st.row_cache_capacity);
     s.kv("block_reads", st.block_reads);
     s.kv("block_read_bytes", st.block_read_bytes);
     s.kv("stall_micros", st.stall_micros);

@@ -89,6 +89,8 @@ pub struct StressConfig {
     pub data_block_hash_ratio: f64,
     pub compression_per_level: Vec<Compression>,
     pub block_cache_capacity: usize,
+    #[serde(default)]
+    pub row_cache_capacity: usize,
     pub max_background_compactions: usize,
     /// Absolute placement (levels `0..=k` fast) or, `None`, relative to the bottom with
     /// `capacity_levels`.
@@ -197,6 +199,7 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         data_block_hash_ratio: pick(rng, &[0.0, 0.25, 0.75, 1.0]),
         compression_per_level,
         block_cache_capacity: pick(rng, &[0, 64 << 10, 8 << 20]),
+        row_cache_capacity: pick(rng, &[0, 0, 32 << 10, 4 << 20]),
         max_background_compactions: 1 + rng.below(3) as usize,
         fast_levels: rng
             .chance(30)
@@ -290,6 +293,7 @@ impl StressConfig {
             data_block_hash_ratio: self.data_block_hash_ratio,
             compression_per_level: self.compression_per_level.clone(),
             block_cache_capacity: self.block_cache_capacity,
+            row_cache_capacity: self.row_cache_capacity,
             max_background_compactions: self.max_background_compactions,
             wal_sync_interval: self.wal_sync_interval_ms.map(Duration::from_millis),
             fast_levels: self.fast_levels,

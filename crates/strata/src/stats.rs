@@ -72,6 +72,10 @@ pub struct EngineStats {
     pub trie_rejected: Counter,
     pub block_cache_hits: Counter,
     pub block_cache_misses: Counter,
+    /// Table probes the row cache answered, and those it did not (reads at an older snapshot
+    /// do not count).
+    pub row_cache_hits: Counter,
+    pub row_cache_misses: Counter,
     pub block_reads: Counter,
     pub block_read_bytes: Counter,
     pub stall_micros: Counter,
@@ -171,6 +175,10 @@ pub struct DbStats {
     pub block_cache_misses: u64,
     pub block_cache_usage: u64,
     pub block_cache_capacity: u64,
+    pub row_cache_hits: u64,
+    pub row_cache_misses: u64,
+    pub row_cache_usage: u64,
+    pub row_cache_capacity: u64,
     pub block_reads: u64,
     pub block_read_bytes: u64,
     pub stall_micros: u64,
@@ -282,6 +290,8 @@ impl EngineStats {
             trie_rejected: g(&self.trie_rejected),
             block_cache_hits: g(&self.block_cache_hits),
             block_cache_misses: g(&self.block_cache_misses),
+            row_cache_hits: g(&self.row_cache_hits),
+            row_cache_misses: g(&self.row_cache_misses),
             block_reads: g(&self.block_reads),
             block_read_bytes: g(&self.block_read_bytes),
             stall_micros: g(&self.stall_micros),
@@ -397,6 +407,16 @@ impl fmt::Display for DbStats {
             human(self.block_cache_usage),
             human(self.block_cache_capacity)
         )?;
+        if self.row_cache_capacity > 0 {
+            writeln!(
+                f,
+                "row cache hit {} miss {} ({} / {})",
+                self.row_cache_hits,
+                self.row_cache_misses,
+                human(self.row_cache_usage),
+                human(self.row_cache_capacity)
+            )?;
+        }
         write!(
             f,
             "stalls {:.3}s (slowdowns {}, stops {})  memtable {} (point index {}) + {} immutable  snapshots {}  sst total {}",

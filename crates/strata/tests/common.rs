@@ -34,6 +34,7 @@ pub fn small_options(rng: &mut Rng) -> Options {
             strata::sst::index::IndexKind::Block,
         ][rng.below(3) as usize],
         data_block_hash_ratio: [0.0, 0.25, 0.75][rng.below(3) as usize],
+        row_cache_capacity: [0, 0, 16 * 1024, 4 << 20][rng.below(4) as usize],
         ..Options::default()
     }
 }

@@ -149,6 +149,7 @@ pub struct EngineConfig {
     pub search_threads: Option<usize>,
     pub fast_tier_budget: Option<u64>,
     pub block_cache_bytes: u64,
+    pub row_cache_bytes: u64,
     pub write_buffer_bytes: u64,
     pub max_write_buffers: usize,
     pub persistent_cache_bytes: u64,

@@ -122,6 +122,10 @@ impl RocksDbEngine {
             "block_cache",
             format!("LRU {} bytes", cfg.block_cache_bytes),
         );
+        if cfg.row_cache_bytes > 0 {
+            o.set_row_cache(&Cache::new_lru_cache(cfg.row_cache_bytes as usize));
+        }
+        set("row_cache", format!("LRU {} bytes", cfg.row_cache_bytes));
         if cfg.bloom_bits > 0.0 {
             t.set_bloom_filter(cfg.bloom_bits, false);
         }

@@ -23,6 +23,7 @@ pub fn options(cfg: &EngineConfig) -> Options {
         write_buffer_size: cfg.write_buffer_bytes as usize,
         max_write_buffer_number: cfg.max_write_buffers,
         block_cache_capacity: cfg.block_cache_bytes as usize,
+        row_cache_capacity: cfg.row_cache_bytes as usize,
         bloom_bits_per_key: cfg.bloom_bits,
         data_block_hash_ratio: cfg.data_block_hash_ratio,
         block_size: cfg.block_size as usize,
@@ -329,6 +330,10 @@ impl KvEngine for StrataEngine {
             (
                 "data_block_hash_ratio".into(),
                 o.data_block_hash_ratio.to_string(),
+            ),
+            (
+                "row_cache_capacity".into(),
+                o.row_cache_capacity.to_string(),
             ),
             ("block_size".into(), o.block_size.to_string()),
             (

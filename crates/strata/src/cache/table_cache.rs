@@ -1,14 +1,15 @@
 //! Open table readers by file id, bounded by `max_open_files`. Opening a table reads its footer,
 //! index, filter, range tombstones and properties once (for capacity tables, from the local
 //! MetaCache sidecar); later lookups reuse them. It also remembers, for every live fast-tier
-//! table opened since the database opened, its index and filter bytes (`fast_meta`).
+//! table opened since the database opened, its index and filter bytes (`fast_meta`), and holds
+//! the database's [`RowCache`], if it has one.
 
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
 
 use super::persistent::MetaKinds;
-use super::BlockCache;
+use super::{BlockCache, RowCache};
 use crate::error::Result;
 use crate::sst::Table;
 use crate::stats::EngineStats;
@@ -20,6 +21,7 @@ pub struct TableCache {
     store: Arc<TableStore>,
     tables: Cache<u64, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
+    rows: Option<RowCache>,
     stats: Arc<EngineStats>,
     /// Index, filter and trie bytes of the fast-tier tables opened so far (until deleted).
     fast_meta: parking_lot::Mutex<std::collections::HashMap<u64, MetaKinds>>,
@@ -36,9 +38,21 @@ impl TableCache {
             store,
             tables: Cache::new(capacity.max(16)),
             block_cache,
+            rows: None,
             stats,
             fast_meta: Default::default(),
         }
+    }
+
+    /// With a row cache of `capacity_bytes` (none if 0).
+    pub fn with_row_cache(mut self, capacity_bytes: usize) -> Self {
+        self.rows = (capacity_bytes > 0).then(|| RowCache::new(capacity_bytes));
+        self
+    }
+
+    /// The row cache, if the database has one.
+    pub fn rows(&self) -> Option<&RowCache> {
+        self.rows.as_ref()
     }
 
     /// The reader of table `f`, opening it if needed.

@@ -165,12 +165,15 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     for (id, _) in store.capacity_objects()? {
         versions.mark_file_number_used(id);
     }
-    let tables = Arc::new(TableCache::new(
-        store.clone(),
-        opts.max_open_files,
-        block_cache.clone(),
-        stats.clone(),
-    ));
+    let tables = Arc::new(
+        TableCache::new(
+            store.clone(),
+            opts.max_open_files,
+            block_cache.clone(),
+            stats.clone(),
+        )
+        .with_row_cache(opts.row_cache_capacity),
+    );
 
     // Replay WALs newer than the manifest's log number into L0 tables. They are in the log
     // location, or in the database directory if it had none before.

@@ -71,6 +71,10 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         s.block_cache_usage = c.usage();
         s.block_cache_capacity = c.capacity();
     }
+    if let Some(c) = inner.tables.rows() {
+        s.row_cache_usage = c.usage();
+        s.row_cache_capacity = c.capacity();
+    }
     s
 }
 

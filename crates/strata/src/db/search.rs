@@ -54,6 +54,19 @@ pub(crate) fn probe(
     if f.smallest_seq > snapshot {
         return Ok(Local::Continue);
     }
+    // The row cache answers for lookups that see the whole table (all of them but reads at an
+    // older snapshot).
+    let rows = tables.rows().filter(|_| snapshot >= f.largest_seq);
+    if let Some(rows) = rows {
+        if let Some(answer) = rows.get(f.id, key) {
+            stats.row_cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(match answer {
+                Some((v, seq)) => Local::Found(Some(v), Some(seq)),
+                None => Local::Found(None, None),
+            });
+        }
+        stats.row_cache_misses.fetch_add(1, Ordering::Relaxed);
+    }
     let table = if cache_only {
         tables.get_cached(f).ok_or_else(|| {
             crate::Error::from(crate::error::ErrorRepr::Incomplete("table not open"))
@@ -65,10 +78,14 @@ pub(crate) fn probe(
     let tombstone = table.max_covering_tombstone(key, snapshot);
     Ok(match table.get_opt(lookup, key, cache_only)? {
         Some((seq, kind, v)) => {
-            if tombstone > seq || kind != ValueKind::Put {
-                Local::Found(None, None)
-            } else {
+            let live = tombstone <= seq && kind == ValueKind::Put;
+            if let Some(rows) = rows {
+                rows.insert(f.id, key, live.then_some((&v[..], seq)));
+            }
+            if live {
                 Local::Found(Some(v), Some(seq))
+            } else {
+                Local::Found(None, None)
             }
         }
         None if tombstone > 0 => Local::Found(None, None),
