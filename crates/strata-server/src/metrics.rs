@@ -288,6 +288,7 @@ impl Collector for EngineCollector {
             };
             for (cache, v) in [
                 ("block", ratio(s.block_cache_hits, s.block_cache_misses)),
+                ("row", ratio(s.row_cache_hits, s.row_cache_misses)),
                 ("persistent", t.pcache_hit_rate),
                 ("fast_tier", t.fast_hit_rate),
             ] {
@@ -307,6 +308,20 @@ impl Collector for EngineCollector {
             "Memory block cache misses",
             None,
             s.block_cache_misses,
+        )?;
+        counter(
+            &mut enc,
+            "strata_row_cache_hits",
+            "Table probes answered by the row cache",
+            None,
+            s.row_cache_hits,
+        )?;
+        counter(
+            &mut enc,
+            "strata_row_cache_misses",
+            "Table probes the row cache did not answer",
+            None,
+            s.row_cache_misses,
         )?;
         counter(
             &mut enc,

@@ -401,8 +401,8 @@ impl Options {
         if !(0.0..=64.0).contains(&self.bloom_bits_per_key) {
             return bad("bloom_bits_per_key must be in 0..=64");
         }
-        if !(0.0..=1.0).contains(&self.data_block_hash_ratio) {
-            return bad("data_block_hash_ratio must be in 0..=1 (0: no hash index)");
+        if !valid_hash_ratio(self.data_block_hash_ratio) {
+            return bad("data_block_hash_ratio must be 0 (no hash index) or in 0.05..=1");
         }
         if self.target_file_size_base < 4096 {
             return bad("target_file_size_base must be at least 4096");
@@ -476,4 +476,36 @@ pub struct ReadOptions {
     /// table not open), having read nothing. RocksDB's `read_tier = kBlockCacheTier`. An
     /// iterator asked for it fails at creation. Default false.
     pub cache_only: bool,
+}
+
+/// Whether `r` is a usable `data_block_hash_ratio`: 0 (no hash index) or in
+/// [`crate::sst::block_hash::MIN_UTIL_RATIO`]`..=1`.
+pub fn valid_hash_ratio(r: f64) -> bool {
+    r == 0.0 || (crate::sst::block_hash::MIN_UTIL_RATIO..=1.0).contains(&r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_ratios_are_zero_or_a_usable_fraction() {
+        for (r, ok) in [
+            (0.0, true),
+            (0.05, true),
+            (0.75, true),
+            (1.0, true),
+            (0.01, false),
+            (-0.5, false),
+            (1.5, false),
+            (f64::NAN, false),
+        ] {
+            assert_eq!(valid_hash_ratio(r), ok, "{r}");
+            let o = Options {
+                data_block_hash_ratio: r,
+                ..Options::default()
+            };
+            assert_eq!(o.validate().is_ok(), ok, "{r}");
+        }
+    }
 }

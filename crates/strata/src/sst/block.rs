@@ -90,10 +90,12 @@ impl BlockBuilder {
 
     /// Size of the block if finished now.
     pub fn estimated_size(&self) -> usize {
-        self.buf.len()
-            + 4 * self.restarts.len()
-            + 4
-            + self.hash.as_ref().map_or(0, |h| h.estimated_size())
+        // A block past the restart points a bucket can name gets no hash index.
+        let hash = match &self.hash {
+            Some(h) if self.restarts.len() <= block_hash::MAX_RESTARTS => h.estimated_size(),
+            _ => 0,
+        };
+        self.buf.len() + 4 * self.restarts.len() + 4 + hash
     }
 
     pub fn is_empty(&self) -> bool {

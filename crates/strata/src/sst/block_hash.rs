@@ -20,6 +20,9 @@ pub const COLLISION: u8 = 254;
 pub const EMPTY: u8 = 255;
 /// The most buckets a block can have (their count is stored as a `u16`).
 const MAX_BUCKETS: usize = u16::MAX as usize;
+/// The smallest keys-per-bucket ratio accepted (20 bucket bytes per key); below it a block's
+/// buckets would dwarf its entries.
+pub const MIN_UTIL_RATIO: f64 = 0.05;
 
 /// The bucket of `n` (≥ 1) that a user key with 64-bit hash `h` ([`crate::sst::filter::key_hash`],
 /// the hash the table's bloom filter uses) falls in: a multiply-shift of the hash's high half.
@@ -62,11 +65,10 @@ pub struct HashIndexBuilder {
 }
 
 impl HashIndexBuilder {
-    /// `util_ratio` in (0, 1].
+    /// `util_ratio` in [`MIN_UTIL_RATIO`], 1] (clamped into it).
     pub fn new(util_ratio: f64) -> Self {
-        debug_assert!(util_ratio > 0.0 && util_ratio <= 1.0);
         HashIndexBuilder {
-            util_ratio,
+            util_ratio: util_ratio.clamp(MIN_UTIL_RATIO, 1.0),
             entries: Vec::new(),
         }
     }

@@ -186,6 +186,12 @@ impl RemoteJob {
         if j.target_file_size == 0 || j.target_file_size > 4 << 30 {
             return bad(format!("target file size {}", j.target_file_size));
         }
+        if !crate::options::valid_hash_ratio(j.table.data_block_hash_ratio) {
+            return bad(format!(
+                "data block hash ratio {}",
+                j.table.data_block_hash_ratio
+            ));
+        }
         if j.inputs.iter().map(|i| i.files.len()).sum::<usize>() > 100_000 {
             return bad("more than 100000 input tables".into());
         }
