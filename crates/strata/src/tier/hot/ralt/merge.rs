@@ -61,7 +61,9 @@ impl MergeIter {
 
 /// Sorts a batch of records by key and merges the duplicates (a buffer flush).
 pub fn sort_and_merge(mut recs: Vec<Record>, decay: &Decay) -> Vec<Record> {
-    recs.sort_by(|a, b| a.key.cmp(&b.key));
+    // Unstable is enough: merging records of one key does not depend on their order (the
+    // newer tick wins; records of one tick add their scores exactly and keep either's size).
+    recs.sort_unstable_by(|a, b| a.key.cmp(&b.key));
     let mut out: Vec<Record> = Vec::with_capacity(recs.len());
     for r in recs {
         match out.last_mut() {
