@@ -357,15 +357,12 @@ fn commit_members(store: &Store, members: Vec<Member>) -> GroupCount {
 
 /// A batch as its own engine write.
 fn write_alone(store: &Store, batch: WriteBatch, count: &mut GroupCount) -> Outcome {
-    match store.write_no_slowdown(batch) {
-        Ok(()) => {
-            count.writes += 1;
-            count.segments += 1;
-            Outcome::Committed
-        }
-        Err(e) if e.kind() == strata::ErrorKind::Incomplete => Outcome::Retry,
-        Err(e) => Outcome::Failed(StoreError::from(e)),
+    let r = store.write_no_slowdown(batch);
+    if r.is_ok() {
+        count.writes += 1;
+        count.segments += 1;
     }
+    answer(&r, false, false)
 }
 
 #[cfg(test)]

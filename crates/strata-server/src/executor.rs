@@ -273,11 +273,6 @@ fn prepare_segment(
         Some(locks.lock_keys(&keys))
     };
 
-    // 2. Run — after a hint to the engine when several commands read keys, so their lookups'
-    // cache misses overlap (a pipeline of GETs or INCRs).
-    if cmds.len() >= PREFETCH_MIN {
-        prefetch_keys(shared, cmds);
-    }
     let close = session.close;
     let mut pending = Pending::new(inline);
     if let Some(g) = &guard {
@@ -288,6 +283,11 @@ fn prepare_segment(
             }
             pending.chain = Some((epoch, g.chained_stripes().to_vec()));
         }
+    }
+    // 2. Run — after a hint to the engine when several commands read keys, so their lookups'
+    // cache misses overlap (a pipeline of GETs or INCRs).
+    if cmds.len() >= PREFETCH_MIN {
+        prefetch_keys(shared, cmds);
     }
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
     let mut first_write: Option<usize> = None;

@@ -46,6 +46,10 @@ fn repeated_lookups_hit_and_answers_stay_those_of_the_tables() {
     assert!(s.row_cache_usage > 0 && s.row_cache_usage <= s.row_cache_capacity);
     // Absent keys are the filter's job: neither cached nor answered.
     assert_eq!(get("k999"), None);
+    assert_eq!(get("k999"), None);
+    let after = db.stats();
+    assert_eq!(after.row_cache_hits, s.row_cache_hits);
+    assert_eq!(after.row_cache_usage, s.row_cache_usage);
 
     // A newer table shadows the cached answers of the older one.
     db.put("k001", "v2").unwrap();
@@ -98,4 +102,28 @@ fn a_range_deletion_in_the_same_table_is_cached_as_a_deletion() {
     }
     let s = db.stats();
     assert_eq!((s.row_cache_misses, s.row_cache_hits), (2, 4));
+}
+
+/// A read at a snapshot older than some of a table's entries bypasses the cache even when it
+/// holds the table's newest version of the key.
+#[test]
+fn an_older_snapshot_inside_a_table_is_not_answered_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    db.put("k", "v1").unwrap();
+    let snap = db.snapshot();
+    db.put("k", "v2").unwrap();
+    db.flush().unwrap(); // one table holds both versions (the snapshot keeps v1)
+    for _ in 0..2 {
+        assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v2"[..]));
+    }
+    assert_eq!(db.stats().row_cache_hits, 1);
+    let at_snap = ReadOptions {
+        snapshot: Some(snap),
+        ..Default::default()
+    };
+    assert_eq!(
+        db.get_opt(&at_snap, "k").unwrap().as_deref(),
+        Some(&b"v1"[..])
+    );
 }

@@ -571,9 +571,6 @@ impl SkipList {
         }
     }
 
-    /// Starts loading into the CPU caches what [`SkipList::get_point_hashed`] of keys with these
-    /// point hashes will touch first: their point-index home slots (all at once), then the
-    /// nodes those slots name. A hint: no effect on any result.
     /// Starts loading the point-index home slots of keys with these point hashes, which
     /// inserting them will publish to (a hint).
     pub fn prefetch_slots(&self, hashes: &[u64]) {
@@ -584,6 +581,9 @@ impl SkipList {
         }
     }
 
+    /// Starts loading into the CPU caches what [`SkipList::get_point_hashed`] of keys with these
+    /// point hashes will touch first: their point-index home slots (all at once), then the
+    /// nodes those slots name. A hint: no effect on any result.
     pub fn prefetch_points(&self, hashes: &[u64]) {
         let Some(ix) = &self.index else { return };
         for &h in hashes {

@@ -333,19 +333,39 @@ impl Block {
         cmp: fn(&[u8], &[u8]) -> Ordering,
         key: &mut Vec<u8>,
     ) -> Result<Option<(usize, usize)>> {
+        Ok(match self.scan(start, target, cmp, key, None)? {
+            GetSeek::Entry(from, to) => Some((from, to)),
+            GetSeek::Absent | GetSeek::End => None,
+        })
+    }
+
+    /// [`Block::seek_from_restart`]'s scan; with `absent_at = Some((offset, user_key))`
+    /// (internal keys), reaching the entry at `offset` while the last key read is of another
+    /// user key answers [`GetSeek::Absent`].
+    fn scan(
+        &self,
+        start: usize,
+        target: &[u8],
+        cmp: fn(&[u8], &[u8]) -> Ordering,
+        key: &mut Vec<u8>,
+        absent_at: Option<(usize, &[u8])>,
+    ) -> Result<GetSeek> {
         let mut ri = start.min(self.num_restarts - 1);
         let mut at = self.restart_point(ri);
         key.clear();
         while at < self.restarts {
+            if absent_at.is_some_and(|(end, uk)| at == end && types::user_key(key) != uk) {
+                return Ok(GetSeek::Absent);
+            }
             let (vstart, next) = self
                 .decode_entry(at, &mut ri, key)
                 .map_err(|why| Error::corruption(format!("block entry: {why}")))?;
             if cmp(key, target) != Ordering::Less {
-                return Ok(Some((vstart, next)));
+                return Ok(GetSeek::Entry(vstart, next));
             }
             at = next;
         }
-        Ok(None)
+        Ok(GetSeek::End)
     }
 
     /// A point lookup's seek in a data block (internal keys) for the internal key `target`,
@@ -363,10 +383,7 @@ impl Block {
         let cmp = types::compare_internal;
         let binary_search = |key: &mut Vec<u8>| {
             let start = self.seek_start(target, cmp, 0, self.num_restarts)?;
-            Ok(match self.seek_from_restart(start, target, cmp, key)? {
-                Some((from, to)) => GetSeek::Entry(from, to),
-                None => GetSeek::End,
-            })
+            self.scan(start, target, cmp, key, None)
         };
         if !self.has_hash_index() {
             return binary_search(key);
@@ -383,23 +400,14 @@ impl Block {
         // one, or of another key that hashed alike. Scan from there; leaving that interval
         // while still before `user_key` (the last key read is a smaller user key) means the
         // block has no version of it.
-        let mut ri = first;
-        let mut at = self.restart_point(ri);
         let end_of_first = (first + 1 < self.num_restarts).then(|| self.restart_point(first + 1));
-        key.clear();
-        while at < self.restarts {
-            if Some(at) == end_of_first && types::user_key(key) != user_key {
-                return Ok(GetSeek::Absent);
-            }
-            let (vstart, next) = self
-                .decode_entry(at, &mut ri, key)
-                .map_err(|why| Error::corruption(format!("block entry: {why}")))?;
-            if cmp(key, target) != Ordering::Less {
-                return Ok(GetSeek::Entry(vstart, next));
-            }
-            at = next;
-        }
-        Ok(GetSeek::End)
+        self.scan(
+            first,
+            target,
+            cmp,
+            key,
+            end_of_first.map(|end| (end, user_key)),
+        )
     }
 
     /// The block's bytes (values are ranges of them).

@@ -348,19 +348,11 @@ impl CapacityTier {
         use futures::{StreamExt, TryStreamExt};
         let retry = self.retry_policy();
         let store = self.store.clone();
-        let stats = self.stats.clone();
         let total: usize = ranges.iter().map(|r| r.2).sum();
         self.run(async move {
             futures::stream::iter(ranges.into_iter().filter(|r| r.2 > 0))
                 .map(|(path, offset, len)| {
-                    fetch_range(
-                        retry.clone(),
-                        store.clone(),
-                        stats.clone(),
-                        path,
-                        offset,
-                        len,
-                    )
+                    fetch_range(retry.clone(), store.clone(), path, offset, len)
                 })
                 .buffered(concurrency.max(1))
                 .try_fold(Vec::with_capacity(total), |mut out, b| async move {
@@ -376,7 +368,6 @@ impl CapacityTier {
         let read = fetch_range(
             self.retry_policy(),
             self.store.clone(),
-            self.stats.clone(),
             path.clone(),
             offset,
             len,
@@ -546,11 +537,10 @@ impl Drop for CapacityTier {
 }
 
 /// One ranged GET of the tier, retried under `retry`: a short answer is a corruption; its bytes
-/// and latency go to the tier's statistics.
+/// and latency go to the tier's statistics (`retry.stats`).
 async fn fetch_range(
     retry: Retry,
     store: Arc<dyn ObjectStore>,
-    stats: Arc<TierStats>,
     path: ObjPath,
     offset: u64,
     len: usize,
@@ -570,6 +560,6 @@ async fn fetch_range(
             b.len()
         )));
     }
-    stats.record_get(len as u64, start.elapsed());
+    retry.stats.record_get(len as u64, start.elapsed());
     Ok(b)
 }
