@@ -320,7 +320,7 @@ pub fn log_records(file: &[u8]) -> Vec<Vec<u8>> {
     let mut r = strata::wal::LogReader::new(file, "seed", true);
     let mut out = Vec::new();
     while let Ok(Some(rec)) = r.next_record() {
-        out.push(rec);
+        out.push(rec.into_owned());
     }
     out
 }

@@ -28,10 +28,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
             entries: vec![
                 KeyListEntry::Ref(1_000_000),
                 KeyListEntry::Ref(999_990),
-                KeyListEntry::Inline {
-                    ikey,
-                    value: b"value".to_vec(),
-                },
+                KeyListEntry::inline(ikey, b"value".to_vec()),
                 KeyListEntry::Ref(1_000_001),
             ],
             tombstones: vec![RangeTombstone::new("a", "c", 5)],

@@ -17,7 +17,7 @@ pub fn read_all(data: &[u8], tolerate_tail: bool) -> (strata::Result<Vec<Vec<u8>
         // Every record consumes at least one header: more records than bytes is a loop.
         assert!(out.len() <= data.len(), "log reader does not terminate");
         match r.next_record() {
-            Ok(Some(rec)) => out.push(rec),
+            Ok(Some(rec)) => out.push(rec.into_owned()),
             Ok(None) => return (Ok(out), r.outcome().clone()),
             Err(e) => {
                 assert!(e.is_corruption(), "log damage must be corruption: {e}");

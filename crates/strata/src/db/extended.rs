@@ -179,10 +179,7 @@ pub(crate) fn log_tables_with<'a>(
                 lowest = Some(lowest.map_or(seq, |l| l.min(seq)));
             } else {
                 inlined += 1;
-                entries.push(KeyListEntry::Inline {
-                    ikey: k.to_vec(),
-                    value: v.to_vec(),
-                });
+                entries.push(KeyListEntry::inline(k.to_vec(), v.to_vec()));
             }
             it.next();
         }

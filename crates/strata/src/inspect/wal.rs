@@ -44,7 +44,7 @@ pub fn read_wal(path: &Path, tolerate_tail: bool) -> Result<WalDump> {
                 let inline = l
                     .entries
                     .iter()
-                    .filter(|e| matches!(e, crate::wal::keylist::KeyListEntry::Inline { .. }))
+                    .filter(|e| matches!(e, crate::wal::keylist::KeyListEntry::Inline(_)))
                     .count();
                 key_lists.push((l.table, l.entries.len(), inline));
             }

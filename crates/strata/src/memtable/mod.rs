@@ -11,7 +11,7 @@
 
 mod bloom;
 mod point_index;
-mod prefetch;
+pub(crate) mod prefetch;
 mod skiplist;
 
 pub use bloom::MemBloom;

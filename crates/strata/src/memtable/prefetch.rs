@@ -1,11 +1,12 @@
 //! A cache-line prefetch hint, for the memtable's structures whose accesses are cache misses
-//! (skiplist nodes, point-index slots, Bloom filter blocks): issuing the loads of several
-//! independent lookups before using any of them overlaps their misses. A hint only: it never
-//! faults and changes no result. Depends on nothing.
+//! (skiplist nodes, point-index slots, Bloom filter blocks) and for recovery's walk through the
+//! WAL index: issuing the loads of several independent lookups before using any of them
+//! overlaps their misses. A hint only: it never faults and changes no result. Depends on
+//! nothing.
 
 /// Starts loading the cache line at `p` (which may be null or dangling).
 #[inline(always)]
-pub(super) fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: a prefetch is a hint; it never faults, whatever the address.
     unsafe {

@@ -58,7 +58,25 @@ pub(super) fn for_each_entry(
     let mut crc = ContentCrc::default();
     let mut prev: Vec<u8> = Vec::new();
     let mut cur: Vec<u8> = Vec::new();
+    // How far ahead a worker hints index slots and then the bytes they point at.
+    const SLOTS_AHEAD: usize = 16;
+    const BYTES_AHEAD: usize = 8;
+    let seq_at = |i: usize| match list.entries.get(i) {
+        Some(KeyListEntry::Ref(seq)) => Some(*seq),
+        _ => None,
+    };
+    for i in 0..SLOTS_AHEAD {
+        if let Some(s) = seq_at(i) {
+            scan.prefetch_slot(s);
+        }
+    }
     for (i, e) in list.entries.iter().enumerate() {
+        if let Some(s) = seq_at(i + SLOTS_AHEAD) {
+            scan.prefetch_slot(s);
+        }
+        if let Some(s) = seq_at(i + BYTES_AHEAD) {
+            scan.prefetch_bytes(s);
+        }
         cur.clear();
         let value: &[u8] = match e {
             KeyListEntry::Ref(seq) => {
@@ -71,9 +89,9 @@ pub(super) fn for_each_entry(
                 append_internal_key(&mut cur, op.key, *seq, op.kind as u8);
                 op.value
             }
-            KeyListEntry::Inline { ikey, value } => {
-                cur.extend_from_slice(ikey);
-                value
+            KeyListEntry::Inline(e) => {
+                cur.extend_from_slice(&e.ikey);
+                &e.value
             }
         };
         if i > 0 && compare_internal(&prev, &cur) != std::cmp::Ordering::Less {

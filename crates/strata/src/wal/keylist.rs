@@ -39,8 +39,21 @@ pub fn is_key_list(rec: &[u8]) -> bool {
 pub enum KeyListEntry {
     /// The WAL operation with this sequence number (a put or a delete).
     Ref(SeqNo),
-    /// The record itself: its internal key and value.
-    Inline { ikey: Vec<u8>, value: Vec<u8> },
+    /// The record itself (boxed: most entries are references, and a recovery holds millions).
+    Inline(Box<InlineEntry>),
+}
+
+/// A key-list entry logged with its record: its internal key and value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlineEntry {
+    pub ikey: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+impl KeyListEntry {
+    pub fn inline(ikey: Vec<u8>, value: Vec<u8>) -> Self {
+        KeyListEntry::Inline(Box::new(InlineEntry { ikey, value }))
+    }
 }
 
 /// The key list of one table.
@@ -104,10 +117,10 @@ pub fn encode(lists: &[KeyList]) -> Vec<u8> {
                     put_varint64(&mut b, zigzag(*seq as i64 - prev));
                     prev = *seq as i64;
                 }
-                KeyListEntry::Inline { ikey, value } => {
+                KeyListEntry::Inline(e) => {
                     b.push(1);
-                    put_length_prefixed(&mut b, ikey);
-                    put_length_prefixed(&mut b, value);
+                    put_length_prefixed(&mut b, &e.ikey);
+                    put_length_prefixed(&mut b, &e.value);
                 }
             }
         }
@@ -166,10 +179,7 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
                         return Err(bad("internal key shorter than its trailer"));
                     }
                     let value = d.length_prefixed().ok_or_else(|| bad("truncated value"))?;
-                    entries.push(KeyListEntry::Inline {
-                        ikey: ikey.to_vec(),
-                        value: value.to_vec(),
-                    });
+                    entries.push(KeyListEntry::inline(ikey.to_vec(), value.to_vec()));
                 }
                 t => return Err(bad(&format!("unknown entry tag {t}"))),
             }
@@ -219,10 +229,7 @@ mod tests {
                 entries: vec![
                     KeyListEntry::Ref(100),
                     KeyListEntry::Ref(3),
-                    KeyListEntry::Inline {
-                        ikey: b"key\x01\0\0\0\0\0\0\0".to_vec(),
-                        value: b"v".to_vec(),
-                    },
+                    KeyListEntry::inline(b"key\x01\0\0\0\0\0\0\0".to_vec(), b"v".to_vec()),
                     KeyListEntry::Ref(MAX_SEQ),
                 ],
                 tombstones: vec![RangeTombstone::new("a", "b", 9)],

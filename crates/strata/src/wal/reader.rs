@@ -1,4 +1,8 @@
-//! Replays the records of a log file held in memory.
+//! Replays the records of a log file held in memory. A record that fits one fragment (most of
+//! them) is returned as a slice of the log's bytes; only a record spread over several blocks is
+//! reassembled into an owned buffer.
+
+use std::borrow::Cow;
 
 use super::format::{fragment_crc, FragmentType, BLOCK_SIZE, HEADER_SIZE};
 use crate::error::{Error, Result};
@@ -97,7 +101,7 @@ impl<'a> LogReader<'a> {
         })
     }
 
-    fn damaged(&mut self, at: usize, why: &str) -> Result<Option<Vec<u8>>> {
+    fn damaged(&mut self, at: usize, why: &str) -> Result<Option<Cow<'a, [u8]>>> {
         if self.tolerate_tail && !self.valid_record_after(at) {
             self.outcome = ReadOutcome::TornTail {
                 offset: at as u64,
@@ -113,7 +117,7 @@ impl<'a> LogReader<'a> {
     }
 
     /// The next record, `None` at the end (or at a torn tail), or a corruption error.
-    pub fn next_record(&mut self) -> Result<Option<Vec<u8>>> {
+    pub fn next_record(&mut self) -> Result<Option<Cow<'a, [u8]>>> {
         let mut record: Option<Vec<u8>> = None;
         let mut record_start = self.pos;
         loop {
@@ -138,7 +142,7 @@ impl<'a> LogReader<'a> {
                     match (ty, record.as_mut()) {
                         (FragmentType::Full, None) => {
                             self.pos = next;
-                            return Ok(Some(payload.to_vec()));
+                            return Ok(Some(Cow::Borrowed(payload)));
                         }
                         (FragmentType::First, None) => {
                             record_start = self.pos;
@@ -148,7 +152,7 @@ impl<'a> LogReader<'a> {
                         (FragmentType::Last, Some(r)) => {
                             r.extend_from_slice(payload);
                             self.pos = next;
-                            return Ok(record);
+                            return Ok(record.map(Cow::Owned));
                         }
                         _ => {
                             let at = if record.is_some() {
@@ -187,7 +191,7 @@ mod tests {
         let mut r = LogReader::new(data, "log", tail);
         let mut out = Vec::new();
         while let Some(rec) = r.next_record()? {
-            out.push(rec);
+            out.push(rec.into_owned());
         }
         Ok(out)
     }
