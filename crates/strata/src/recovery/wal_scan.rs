@@ -246,14 +246,22 @@ impl WalScan {
         }
     }
 
-    /// Starts loading the key and the value of `seq` (reads its slot: hint the slot first).
+    /// Starts loading the key and the value of `seq` (reads its slot: hint the slot first):
+    /// every cache line of the key and of the value's first 512 bytes.
     pub fn prefetch_bytes(&self, seq: SeqNo) {
+        const LINE: usize = 64;
+        let lines = |b: &[u8], max: usize| {
+            let end = b.len().min(max);
+            (0..end.max(1)).step_by(LINE).for_each(|o| {
+                crate::memtable::prefetch::prefetch(b.as_ptr().wrapping_add(o));
+            });
+        };
         if let Some((f, loc)) = self.loc(seq) {
-            if let Some(k) = f.bytes_at(loc.key, 1) {
-                crate::memtable::prefetch::prefetch(k.as_ptr());
+            if let Some(k) = f.bytes_at(loc.key, loc.key_len) {
+                lines(k, 256);
             }
-            if let Some(v) = f.bytes_at(loc.value, 1) {
-                crate::memtable::prefetch::prefetch(v.as_ptr());
+            if let Some(v) = f.bytes_at(loc.value, loc.value_len) {
+                lines(v, 512);
             }
         }
     }

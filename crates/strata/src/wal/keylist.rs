@@ -71,22 +71,29 @@ pub struct KeyList {
 #[derive(Default)]
 pub struct ContentCrc {
     crc: u32,
-    buf: Vec<u8>,
 }
 
 impl ContentCrc {
+    /// Appends `bytes` as `put_length_prefixed` encodes them, without copying them.
+    fn add_prefixed(&mut self, bytes: &[u8]) {
+        let (mut len, mut n, mut v) = ([0u8; 10], 0, bytes.len() as u64);
+        while v >= 0x80 {
+            len[n] = (v as u8) | 0x80;
+            v >>= 7;
+            n += 1;
+        }
+        len[n] = v as u8;
+        self.crc = crc32c::crc32c_append(self.crc, &len[..=n]);
+        self.crc = crc32c::crc32c_append(self.crc, bytes);
+    }
     pub fn add_point(&mut self, ikey: &[u8], value: &[u8]) {
-        self.buf.clear();
-        put_length_prefixed(&mut self.buf, ikey);
-        put_length_prefixed(&mut self.buf, value);
-        self.crc = crc32c::crc32c_append(self.crc, &self.buf);
+        self.add_prefixed(ikey);
+        self.add_prefixed(value);
     }
     pub fn add_tombstone(&mut self, t: &RangeTombstone) {
-        self.buf.clear();
-        put_length_prefixed(&mut self.buf, &t.start);
-        put_length_prefixed(&mut self.buf, &t.end);
-        put_fixed64(&mut self.buf, t.seq);
-        self.crc = crc32c::crc32c_append(self.crc, &self.buf);
+        self.add_prefixed(&t.start);
+        self.add_prefixed(&t.end);
+        self.crc = crc32c::crc32c_append(self.crc, &t.seq.to_le_bytes());
     }
     pub fn value(&self) -> u32 {
         self.crc
@@ -221,6 +228,27 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The checksum is CRC32C over the documented encoding (docs/format.md §16): length-prefixed
+    /// key and value per point entry, start, end and fixed64 sequence per tombstone.
+    #[test]
+    fn content_crc_is_crc32c_of_the_encoding() {
+        let value = vec![7u8; 300]; // a two-byte length
+        let t = RangeTombstone::new("a", "b", 9);
+        let mut c = ContentCrc::default();
+        c.add_point(b"key\x01\0\0\0\0\0\0\0", &value);
+        c.add_point(b"", b"");
+        c.add_tombstone(&t);
+        let mut enc = Vec::new();
+        put_length_prefixed(&mut enc, b"key\x01\0\0\0\0\0\0\0");
+        put_length_prefixed(&mut enc, &value);
+        put_length_prefixed(&mut enc, b"");
+        put_length_prefixed(&mut enc, b"");
+        put_length_prefixed(&mut enc, &t.start);
+        put_length_prefixed(&mut enc, &t.end);
+        put_fixed64(&mut enc, t.seq);
+        assert_eq!(c.value(), crc32c::crc32c(&enc));
+    }
 
     fn sample() -> Vec<KeyList> {
         vec![
