@@ -48,6 +48,7 @@ echo "== load: fillrandom $NUM x $VALUE B ($(head -1 /proc/pressure/cpu))" >&2
 "$BIN" bench --benchmarks fillrandom --num "$NUM" --value-size "$VALUE" --db "$W/db" \
   "${wal[@]}" --extended-wal true --hotrap false "${cap[@]}" \
   >"$OUT/load.txt" 2>&1
+sync
 du -sb "$W/db" "$W/wal" | tee "$OUT/sizes.txt" >&2
 rm -rf "$W/db"
 mv "$W/wal" "$W/wal.orig"
@@ -57,6 +58,10 @@ for r in $(seq 1 "$REPEATS"); do
     rm -rf "$W/wal" "$W/cap" "$W/new"
     cp -a "$W/wal.orig" "$W/wal"
     [ "$CAPACITY" = true ] && cp -a "$W/cap.orig" "$W/cap"
+    # Every run starts with no dirty pages: the previous run's tables and this copy would
+    # otherwise be written back during the run (the mode run right after the other's
+    # heavier output paid for it).
+    sync
     echo "== $mode repeat $r ($(head -1 /proc/pressure/cpu))" >&2
     "$BIN" recover "${wal[@]}" "${rcap[@]}" --db "$W/new" --recovery "$mode" \
       --json >"$OUT/$mode-$r.json"
