@@ -104,7 +104,8 @@ pub struct BenchArgs {
     #[arg(long, alias = "key_order", value_enum)]
     pub key_order: Option<KeyOrder>,
 
-    /// Records per write batch in fill benchmarks and the load phase.
+    /// Records per write batch in fill benchmarks and the load phase; keys per batched lookup
+    /// in multireadrandom.
     #[arg(long, alias = "batch_size", default_value_t = 1)]
     pub batch_size: usize,
 

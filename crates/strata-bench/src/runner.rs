@@ -463,7 +463,7 @@ fn worker(
     let mut batch_keys: Vec<Vec<u8>> = Vec::new();
     let mut seq_pos: Vec<u8> = Vec::new();
     let claim = match spec.kind {
-        PhaseKind::Fill { .. } => spec.batch_size as u64,
+        PhaseKind::Fill { .. } | PhaseKind::MultiRead { .. } => spec.batch_size as u64,
         PhaseKind::ReadSeq => READSEQ_CHUNK as u64,
         _ => 1,
     };
@@ -570,6 +570,17 @@ fn worker(
                 }
                 read(&key)?;
                 (OpType::Read, 1)
+            }
+            PhaseKind::MultiRead { .. } => {
+                batch_keys.resize_with(n as usize, Vec::new);
+                for k in &mut batch_keys {
+                    ctx.keys.key(choose(&mut rng), k);
+                }
+                let keys: Vec<&[u8]> = batch_keys.iter().map(Vec::as_slice).collect();
+                let found = engine.multi_get(&keys)?;
+                shared.reads.fetch_add(n, Relaxed);
+                shared.found.fetch_add(found as u64, Relaxed);
+                (OpType::Read, n)
             }
             PhaseKind::Overwrite { .. } => {
                 ctx.keys.key(choose(&mut rng), &mut key);

@@ -244,6 +244,8 @@ pub enum Benchmark {
     FillUniqueRandom,
     Overwrite,
     ReadRandom,
+    /// db_bench's `multireadrandom`: `--batch-size` random keys per batched lookup (MultiGet).
+    MultiReadRandom,
     ReadMissing,
     ReadSeq,
     SeekRandom,
@@ -252,12 +254,13 @@ pub enum Benchmark {
 }
 
 impl Benchmark {
-    pub const ALL: [Benchmark; 10] = [
+    pub const ALL: [Benchmark; 11] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::FillUniqueRandom,
         Benchmark::Overwrite,
         Benchmark::ReadRandom,
+        Benchmark::MultiReadRandom,
         Benchmark::ReadMissing,
         Benchmark::ReadSeq,
         Benchmark::SeekRandom,
@@ -272,6 +275,7 @@ impl Benchmark {
             Benchmark::FillUniqueRandom => "filluniquerandom",
             Benchmark::Overwrite => "overwrite",
             Benchmark::ReadRandom => "readrandom",
+            Benchmark::MultiReadRandom => "multireadrandom",
             Benchmark::ReadMissing => "readmissing",
             Benchmark::ReadSeq => "readseq",
             Benchmark::SeekRandom => "seekrandom",
@@ -324,6 +328,9 @@ pub enum PhaseKind {
     Fill { order: FillOrder },
     /// Reads records chosen by `schedule` (`missing`: keys that do not exist).
     Read { missing: bool, schedule: Schedule },
+    /// Reads `batch_size` records chosen by `schedule` per batched lookup (each record one
+    /// `Read` operation).
+    MultiRead { schedule: Schedule },
     /// Rewrites records chosen by `schedule`.
     Overwrite { schedule: Schedule },
     /// Deletes records chosen by `schedule`.
@@ -398,6 +405,7 @@ impl PhaseSpec {
     pub fn schedule(&self) -> Option<&Schedule> {
         match &self.kind {
             PhaseKind::Read { schedule, .. }
+            | PhaseKind::MultiRead { schedule }
             | PhaseKind::Overwrite { schedule }
             | PhaseKind::Delete { schedule }
             | PhaseKind::Seek { schedule, .. }
@@ -513,6 +521,13 @@ pub fn plan(args: &BenchArgs) -> anyhow::Result<Vec<PhaseSpec>> {
             Benchmark::ReadRandom | Benchmark::ReadMissing => (
                 PhaseKind::Read {
                     missing: b == Benchmark::ReadMissing,
+                    schedule: uniform()?,
+                },
+                limit(args.read_count()),
+                true,
+            ),
+            Benchmark::MultiReadRandom => (
+                PhaseKind::MultiRead {
                     schedule: uniform()?,
                 },
                 limit(args.read_count()),

@@ -44,6 +44,44 @@ fn check_get(db: &Db, ro: &ReadOptions, model: &Model, k: &[u8], ctx: &str) {
     );
 }
 
+/// `Db::multi_get` of a batch of keys (absent ones, duplicates, runs of neighbours that share a
+/// table) answers each key as the model does; memory-only, each key as the model or
+/// `Incomplete`.
+fn check_multi_get(db: &Db, ro: &ReadOptions, model: &Model, rng: &mut Rng, ctx: &str) {
+    let n = 1 + rng.below(40);
+    let keys: Vec<Vec<u8>> = if rng.chance(50) {
+        (0..n).map(|_| key(rng.below(330))).collect()
+    } else {
+        let start = rng.below(300);
+        (start..start + n).map(key).collect()
+    };
+    let mem = ReadOptions {
+        cache_only: true,
+        ..ro.clone()
+    };
+    for (k, got) in keys.iter().zip(db.multi_get(&mem, &keys)) {
+        match got {
+            Ok(got) => assert_eq!(
+                got.as_deref(),
+                model.get(k).map(|v| v.as_slice()),
+                "{ctx}: cache_only multi_get: {}",
+                String::from_utf8_lossy(k)
+            ),
+            Err(e) => assert_eq!(e.kind(), strata::ErrorKind::Incomplete, "{ctx}: {e}"),
+        }
+    }
+    let got = db.multi_get(ro, &keys);
+    assert_eq!(got.len(), keys.len());
+    for (k, got) in keys.iter().zip(got) {
+        assert_eq!(
+            got.expect("multi_get").as_deref(),
+            model.get(k).map(|v| v.as_slice()),
+            "{ctx}: multi_get: {}",
+            String::from_utf8_lossy(k)
+        );
+    }
+}
+
 fn model_range(
     model: &Model,
     lo: &Option<Vec<u8>>,
@@ -355,10 +393,11 @@ fn run_with(seed: u64, steps: usize, tiering: Tiering, forest: bool) {
                 }
                 db.write(b).unwrap();
             }
-            55..=74 => {
+            55..=69 => {
                 let k = key(rng.below(300));
                 check_get(&db, &ReadOptions::default(), &model, &k, &ctx);
             }
+            70..=74 => check_multi_get(&db, &ReadOptions::default(), &model, &mut rng, &ctx),
             75..=79 => {
                 if snaps.len() < 4 {
                     snaps.push((db.snapshot(), model.clone()));
@@ -378,6 +417,7 @@ fn run_with(seed: u64, steps: usize, tiering: Tiering, forest: bool) {
                         let k = key(rng.below(300));
                         check_get(&db, &ro, m, &k, &format!("{ctx} (snapshot)"));
                     }
+                    check_multi_get(&db, &ro, m, &mut rng, &format!("{ctx} (snapshot)"));
                     check_iter(
                         &db,
                         Some(s.clone()),

@@ -217,6 +217,15 @@ pub trait KvEngine: Send + Sync {
     fn delete(&self, key: &[u8]) -> anyhow::Result<()>;
     /// Whether `key` exists (the value is read in full, then dropped).
     fn get(&self, key: &[u8]) -> anyhow::Result<bool>;
+    /// How many of `keys` exist, looked up together (the engine's MultiGet where it has one;
+    /// one `get` per key otherwise).
+    fn multi_get(&self, keys: &[&[u8]]) -> anyhow::Result<usize> {
+        let mut found = 0;
+        for k in keys {
+            found += usize::from(self.get(k)?);
+        }
+        Ok(found)
+    }
     /// Seeks to the first key `>= start` and reads up to `n` entries (keys and values); returns
     /// how many. When all `n` were read, `last` holds the key of the last one.
     fn scan(&self, start: &[u8], n: usize, last: &mut Vec<u8>) -> anyhow::Result<usize>;

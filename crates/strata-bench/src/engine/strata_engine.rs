@@ -167,6 +167,14 @@ impl KvEngine for StrataEngine {
         Ok(self.db.get(key)?.is_some())
     }
 
+    fn multi_get(&self, keys: &[&[u8]]) -> anyhow::Result<usize> {
+        let mut found = 0;
+        for r in self.db.multi_get(&ReadOptions::default(), keys) {
+            found += usize::from(r?.is_some());
+        }
+        Ok(found)
+    }
+
     fn scan(&self, start: &[u8], n: usize, last: &mut Vec<u8>) -> anyhow::Result<usize> {
         let mut it = self.db.iter(ReadOptions::default())?;
         it.seek(start);

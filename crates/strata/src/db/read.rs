@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::search::{probe, Local};
-use super::DbInner;
+use super::{DbInner, SuperVersion};
 use crate::error::{ErrorRepr, Result};
 use crate::iter::{DbIterator, InternalIterator, LowerClamped, MergingIterator, RunIterator};
 use crate::options::ReadOptions;
@@ -24,7 +24,7 @@ use crate::range_del::Fragments;
 use crate::tier::hot::{HotRap, InsertOutcome};
 use crate::tier::Tier;
 use crate::types::{self, SeqNo, ValueKind};
-use crate::version::TableFile;
+use crate::version::{TableFile, Version};
 
 enum Probe {
     Found(Option<Bytes>),
@@ -46,7 +46,7 @@ fn resolve(point: Option<(SeqNo, ValueKind, Bytes)>, tombstone: SeqNo) -> Probe 
     }
 }
 
-fn snapshot_seq(inner: &DbInner, opts: &ReadOptions) -> SeqNo {
+pub(super) fn snapshot_seq(inner: &DbInner, opts: &ReadOptions) -> SeqNo {
     match &opts.snapshot {
         Some(s) => s.sequence(),
         None => inner.last_seq.load(Ordering::Acquire),
@@ -73,22 +73,85 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     // hold every version a sequence number read afterwards can see.
     let sv = inner.super_version_guard();
     let snapshot = snapshot_seq(inner, opts);
-    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        let t = mem.max_covering_tombstone(key, snapshot);
-        if let Probe::Found(v) = resolve(mem.get(key, snapshot), t) {
-            return Ok(v);
-        }
+    if let Some(v) = from_memtables(&sv, key, snapshot) {
+        return Ok(v);
     }
     let lookup = types::lookup_key(key, snapshot);
     // The tables that may hold the key, newest first: one per sorted run at most.
-    let mut candidates: Vec<&Arc<TableFile>> = Vec::with_capacity(8);
-    for level in &sv.version.levels {
-        for run in &level.runs {
-            if let Some(f) = run.find(key) {
-                candidates.push(f);
-            }
+    let candidates = candidates(&sv.version, key, (0, 0));
+    let at = Lookup {
+        since,
+        snapshot,
+        key,
+        lookup: &lookup,
+    };
+    from_tables(inner, opts, &at, &candidates)
+}
+
+/// The answer of the memtables (active, then immutable, newest first), if one decides.
+pub(super) fn from_memtables(
+    sv: &SuperVersion,
+    key: &[u8],
+    snapshot: SeqNo,
+) -> Option<Option<Bytes>> {
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        let t = mem.max_covering_tombstone(key, snapshot);
+        if let Probe::Found(v) = resolve(mem.get(key, snapshot), t) {
+            return Some(v);
         }
     }
+    None
+}
+
+/// The tables that may hold `key`, newest first (one per sorted run at most), from sorted run
+/// `from = (level, run)` on.
+pub(super) fn candidates<'v>(
+    version: &'v Version,
+    key: &[u8],
+    from: (usize, usize),
+) -> Vec<&'v Arc<TableFile>> {
+    let mut out = Vec::with_capacity(8);
+    for (l, level) in version.levels.iter().enumerate().skip(from.0) {
+        let skip = if l == from.0 { from.1 } else { 0 };
+        out.extend(level.runs.iter().skip(skip).filter_map(|r| r.find(key)));
+    }
+    out
+}
+
+/// One key's lookup state after the memtables.
+pub(super) struct Lookup<'a> {
+    /// HotRAP's promotion-cache epoch, taken before the super-version was pinned.
+    pub since: u64,
+    pub snapshot: SeqNo,
+    pub key: &'a [u8],
+    /// `types::lookup_key(key, snapshot)`.
+    pub lookup: &'a [u8],
+}
+
+/// Bookkeeping of a point read a fast-tier table answered: HotRAP's access record.
+pub(super) fn found_fast(hot: Option<&HotRap>, key: &[u8], v: &Option<Bytes>) {
+    if let Some(hot) = hot {
+        hot.counters.reads_fast.fetch_add(1, Ordering::Relaxed);
+        if let Some(v) = v {
+            hot.tracker.record_access(key, v.len() as u32);
+        }
+    }
+}
+
+/// The lookup through `candidates` (newest first): the fast-tier ones in turn, then HotRAP's
+/// promotion cache, then the rest (in parallel when the search pool is on).
+pub(super) fn from_tables(
+    inner: &Arc<DbInner>,
+    opts: &ReadOptions,
+    at: &Lookup<'_>,
+    candidates: &[&Arc<TableFile>],
+) -> Result<Option<Bytes>> {
+    let Lookup {
+        since,
+        snapshot,
+        key,
+        lookup,
+    } = *at;
     let hot = inner.hot.as_deref();
     let (tables, stats) = (&*inner.tables, &*inner.stats);
     let cache_only = opts.cache_only;
@@ -105,17 +168,12 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
         } else {
             0
         };
-        if let Local::Found(v, _) = probe(tables, stats, f, key, &lookup, snapshot, cache_only)? {
+        if let Local::Found(v, _) = probe(tables, stats, f, key, lookup, snapshot, cache_only)? {
             if temperatures {
                 f.temperature
                     .record(crate::tier::temperature::table_io() != io_before);
             }
-            if let Some(hot) = hot {
-                hot.counters.reads_fast.fetch_add(1, Ordering::Relaxed);
-                if let Some(v) = &v {
-                    hot.tracker.record_access(key, v.len() as u32);
-                }
-            }
+            found_fast(hot, key, &v);
             return Ok(v);
         }
     }
@@ -149,11 +207,11 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
             pool.search(
                 rest.iter().map(|f| (*f).clone()).collect(),
                 key,
-                &lookup,
+                lookup,
                 snapshot,
             )
         }
-        _ => sequential(tables, stats, rest, key, &lookup, snapshot, cache_only),
+        _ => sequential(tables, stats, rest, key, lookup, snapshot, cache_only),
     };
     let Local::Found(v, seq) = found? else {
         return Ok(None);

@@ -24,8 +24,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
-use crate::cache::TableCache;
+use crate::cache::{RowCache, TableCache};
 use crate::error::Result;
+use crate::sst::reader::Table;
 use crate::stats::EngineStats;
 use crate::types::{SeqNo, ValueKind};
 use crate::version::TableFile;
@@ -38,6 +39,63 @@ pub(crate) enum Local {
     /// Decides the lookup: the newest visible version (`None`: deleted), and the point
     /// entry's sequence number when a point entry (not a tombstone) decided.
     Found(Option<Bytes>, Option<SeqNo>),
+}
+
+/// The row cache's answer for `key` in `f`, if it holds one (`rows` is `None` when the cache
+/// is off or the lookup's snapshot does not see the whole table).
+fn cached(
+    rows: Option<&RowCache>,
+    stats: &EngineStats,
+    f: &TableFile,
+    key: &[u8],
+) -> Option<Local> {
+    let answer = rows?.get(f.id, key);
+    let counter = match answer {
+        Some(_) => &stats.row_cache_hits,
+        None => &stats.row_cache_misses,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    Some(match answer? {
+        Some((v, seq)) => Local::Found(Some(v), Some(seq)),
+        None => Local::Found(None, None),
+    })
+}
+
+/// What table `f` says about `key` given its newest point entry at the snapshot and its
+/// newest covering tombstone; a decided answer is recorded in the row cache.
+fn answer(
+    rows: Option<&RowCache>,
+    f: &TableFile,
+    key: &[u8],
+    point: Option<(SeqNo, ValueKind, Bytes)>,
+    tombstone: SeqNo,
+) -> Local {
+    match point {
+        Some((seq, kind, v)) => {
+            let live = tombstone <= seq && kind == ValueKind::Put;
+            if let Some(rows) = rows {
+                rows.insert(f.id, key, live.then_some((&v[..], seq)));
+            }
+            if live {
+                Local::Found(Some(v), Some(seq))
+            } else {
+                Local::Found(None, None)
+            }
+        }
+        None if tombstone > 0 => Local::Found(None, None),
+        None => Local::Continue,
+    }
+}
+
+/// The reader of `f`; with `cache_only`, only if it is open.
+fn open(tables: &TableCache, f: &TableFile, cache_only: bool) -> Result<Arc<Table>> {
+    if cache_only {
+        tables.get_cached(f).ok_or_else(|| {
+            crate::Error::from(crate::error::ErrorRepr::Incomplete("table not open"))
+        })
+    } else {
+        tables.get(f)
+    }
 }
 
 /// Probes one table for `key` at `snapshot`; with `cache_only`, only if the table is open and
@@ -57,40 +115,61 @@ pub(crate) fn probe(
     // The row cache answers for lookups that see the whole table (all of them but reads at an
     // older snapshot).
     let rows = tables.rows().filter(|_| snapshot >= f.largest_seq);
-    if let Some(rows) = rows {
-        if let Some(answer) = rows.get(f.id, key) {
-            stats.row_cache_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(match answer {
-                Some((v, seq)) => Local::Found(Some(v), Some(seq)),
-                None => Local::Found(None, None),
-            });
-        }
-        stats.row_cache_misses.fetch_add(1, Ordering::Relaxed);
+    if let Some(hit) = cached(rows, stats, f, key) {
+        return Ok(hit);
     }
-    let table = if cache_only {
-        tables.get_cached(f).ok_or_else(|| {
-            crate::Error::from(crate::error::ErrorRepr::Incomplete("table not open"))
-        })?
-    } else {
-        tables.get(f)?
-    };
+    let table = open(tables, f, cache_only)?;
     stats.table_probes.fetch_add(1, Ordering::Relaxed);
     let tombstone = table.max_covering_tombstone(key, snapshot);
-    Ok(match table.get_opt(lookup, key, cache_only)? {
-        Some((seq, kind, v)) => {
-            let live = tombstone <= seq && kind == ValueKind::Put;
-            if let Some(rows) = rows {
-                rows.insert(f.id, key, live.then_some((&v[..], seq)));
-            }
-            if live {
-                Local::Found(Some(v), Some(seq))
-            } else {
-                Local::Found(None, None)
-            }
+    let point = table.get_opt(lookup, key, cache_only)?;
+    Ok(answer(rows, f, key, point, tombstone))
+}
+
+/// [`probe`] of several keys in one table (`(user key, lookup key)` pairs, at best sorted by
+/// key), through [`Table::get_many`]; one answer per key, in order.
+pub(crate) fn probe_many(
+    tables: &TableCache,
+    stats: &EngineStats,
+    f: &TableFile,
+    keys: &[(&[u8], &[u8])],
+    snapshot: SeqNo,
+    cache_only: bool,
+) -> Vec<Result<Local>> {
+    let mut out: Vec<Result<Local>> = Vec::with_capacity(keys.len());
+    out.resize_with(keys.len(), || Ok(Local::Continue));
+    if f.smallest_seq > snapshot {
+        return out;
+    }
+    let rows = tables.rows().filter(|_| snapshot >= f.largest_seq);
+    let mut misses: Vec<usize> = Vec::with_capacity(keys.len());
+    for (i, (key, _)) in keys.iter().enumerate() {
+        match cached(rows, stats, f, key) {
+            Some(hit) => out[i] = Ok(hit),
+            None => misses.push(i),
         }
-        None if tombstone > 0 => Local::Found(None, None),
-        None => Local::Continue,
-    })
+    }
+    if misses.is_empty() {
+        return out;
+    }
+    let table = match open(tables, f, cache_only) {
+        Ok(t) => t,
+        Err(e) => {
+            for i in misses {
+                out[i] = Err(e.clone());
+            }
+            return out;
+        }
+    };
+    stats
+        .table_probes
+        .fetch_add(misses.len() as u64, Ordering::Relaxed);
+    let reqs: Vec<(&[u8], &[u8])> = misses.iter().map(|&i| (keys[i].1, keys[i].0)).collect();
+    for (&i, point) in misses.iter().zip(table.get_many(&reqs, cache_only)) {
+        let key = keys[i].0;
+        let tombstone = table.max_covering_tombstone(key, snapshot);
+        out[i] = point.map(|p| answer(rows, f, key, p, tombstone));
+    }
+    out
 }
 
 /// The global result, if the local results so far determine it: the first candidate (in

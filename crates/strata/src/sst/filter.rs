@@ -160,6 +160,16 @@ impl BloomFilter {
         self.may_contain_hash(key_hash(user_key))
     }
 
+    /// Starts loading the line [`BloomFilter::may_contain_hash`] reads for `h` (cache-local
+    /// filters; a hint, no effect on any answer): a batch of lookups hints every key first.
+    pub fn prefetch_hash(&self, h: u64) {
+        if self.lines > 0 {
+            crate::memtable::prefetch::prefetch(
+                self.data[line_of(h, self.lines) * LINE_BYTES..].as_ptr(),
+            );
+        }
+    }
+
     pub fn size(&self) -> usize {
         self.data.len()
     }

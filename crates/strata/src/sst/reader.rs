@@ -255,6 +255,85 @@ impl Table {
         Ok(found)
     }
 
+    /// [`Table::get_opt`] of several keys, answers in the order of `reqs` (`(lookup, user
+    /// key)` pairs, at best sorted by user key). The stages run across the batch: every key's
+    /// filter line is hinted before any is tested, the survivors' index entries are found in
+    /// key order (neighbouring keys share the search's path), and a data block two keys need
+    /// is fetched once.
+    pub fn get_many(
+        &self,
+        reqs: &[(&[u8], &[u8])],
+        cache_only: bool,
+    ) -> Vec<Result<Option<(SeqNo, ValueKind, Bytes)>>> {
+        let index = match &self.index {
+            TableIndex::Trie(t) => {
+                return reqs
+                    .iter()
+                    .map(|(lookup, key)| self.get_by_trie(t, lookup, key, cache_only))
+                    .collect()
+            }
+            TableIndex::Blocks(b) => b,
+        };
+        let hashes: Vec<u64> = reqs.iter().map(|(_, k)| key_hash(k)).collect();
+        let mut out: Vec<Result<Option<(SeqNo, ValueKind, Bytes)>>> =
+            Vec::with_capacity(reqs.len());
+        let mut survivors: Vec<usize> = Vec::with_capacity(reqs.len());
+        match &self.filter {
+            Some(f) => {
+                hashes.iter().for_each(|&h| f.prefetch_hash(h));
+                self.stats
+                    .bloom_checked
+                    .fetch_add(reqs.len() as u64, Relaxed);
+                for (i, &h) in hashes.iter().enumerate() {
+                    out.push(Ok(None));
+                    if f.may_contain_hash(h) {
+                        survivors.push(i);
+                    }
+                }
+                let useful = reqs.len() - survivors.len();
+                self.stats.bloom_useful.fetch_add(useful as u64, Relaxed);
+            }
+            None => {
+                out.resize_with(reqs.len(), || Ok(None));
+                survivors.extend(0..reqs.len());
+            }
+        }
+        let mut key = Vec::new();
+        let mut handles: Vec<(usize, BlockHandle)> = Vec::with_capacity(survivors.len());
+        for &i in &survivors {
+            match index.find(reqs[i].0, &mut key) {
+                Ok(Some(h)) => handles.push((i, h)),
+                Ok(None) => {}
+                Err(e) => out[i] = Err(e),
+            }
+        }
+        let mut block: Option<(BlockHandle, Result<Block>)> = None;
+        for (i, h) in handles {
+            if block.as_ref().is_none_or(|(bh, _)| bh.offset != h.offset) {
+                block = Some((h, self.block_for_get(h, cache_only)));
+            }
+            let Some((_, b)) = &block else { continue };
+            out[i] = match b {
+                Ok(b) => {
+                    let (lookup, user_key) = reqs[i];
+                    Self::first_at_or_after(b, lookup, user_key, hashes[i], &mut key)
+                        .map(Option::flatten)
+                }
+                Err(e) => Err(e.clone()),
+            };
+        }
+        if self.filter.is_some() {
+            let fp = survivors
+                .iter()
+                .filter(|&&i| matches!(out[i], Ok(None)))
+                .count();
+            self.stats
+                .bloom_false_positive
+                .fetch_add(fp as u64, Relaxed);
+        }
+        out
+    }
+
     /// A lookup through the MashMeta trie: an absent key reads nothing; a present one reads the
     /// block holding its newest version, and the following block(s) only when every version in
     /// that block is newer than the lookup's snapshot.

@@ -1,0 +1,141 @@
+//! Batched point lookups (RocksDB's MultiGet): many keys read at one snapshot through one
+//! pinned super-version, with the fast tier's tables probed a table at a time.
+//!
+//! The answers are exactly those of one [`super::read`] lookup per key at the same snapshot:
+//! every key visits the same sources in the same order (memtables, then each sorted run newest
+//! first). What changes is the order of work: the keys still undecided after the memtables are
+//! sorted, and at each sorted run the keys falling in one table are probed together
+//! ([`super::search::probe_many`]: filter lines hinted for the whole group, index searches in
+//! key order, each data block fetched once). A key whose next candidate lies on the capacity
+//! tier leaves the batch there and finishes alone through the promotion cache and the (maybe
+//! parallel) capacity-tier search, as a single lookup would. Depends on the read path's
+//! helpers; never on the write path.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::read::{candidates, found_fast, from_memtables, from_tables, snapshot_seq, Lookup};
+use super::search::{probe_many, Local};
+use super::DbInner;
+use crate::error::{Error, ErrorRepr, Result};
+use crate::options::ReadOptions;
+use crate::tier::Tier;
+use crate::types;
+
+pub(crate) fn multi_get(
+    inner: &Arc<DbInner>,
+    opts: &ReadOptions,
+    keys: &[&[u8]],
+) -> Vec<Result<Option<Bytes>>> {
+    if inner.shutting_down.load(Ordering::Acquire) {
+        return keys.iter().map(|_| Err(ErrorRepr::Closed.into())).collect();
+    }
+    let stats = &*inner.stats;
+    stats.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
+    let out = lookup_all(inner, opts, keys);
+    let found = out.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
+    stats.get_found.fetch_add(found as u64, Ordering::Relaxed);
+    out
+}
+
+fn lookup_all(
+    inner: &Arc<DbInner>,
+    opts: &ReadOptions,
+    keys: &[&[u8]],
+) -> Vec<Result<Option<Bytes>>> {
+    // As in a single lookup: the promotion cache's epoch, then the pin, then the sequence.
+    let since = inner.hot.as_ref().map_or(0, |h| h.cache.epoch());
+    let sv = inner.super_version_guard();
+    let snapshot = snapshot_seq(inner, opts);
+    let mut out: Vec<Option<Result<Option<Bytes>>>> = Vec::with_capacity(keys.len());
+    sv.mem.prefetch_gets(keys);
+    let mut pending: Vec<usize> = Vec::with_capacity(keys.len());
+    for (i, key) in keys.iter().enumerate() {
+        let v = from_memtables(&sv, key, snapshot);
+        if v.is_none() {
+            pending.push(i);
+        }
+        out.push(v.map(Ok));
+    }
+    // Sorted, neighbouring keys fall in the same table and share its index's search path.
+    pending.sort_by(|&a, &b| keys[a].cmp(keys[b]));
+    let mut lookups: Vec<Vec<u8>> = vec![Vec::new(); keys.len()];
+    for &i in &pending {
+        lookups[i] = types::lookup_key(keys[i], snapshot);
+    }
+    let (tables, hot) = (&*inner.tables, inner.hot.as_deref());
+    let temperatures = inner.logstore.is_some();
+    // Keys whose next candidate is on the capacity tier, with the sorted run it is in.
+    let mut to_capacity: Vec<(usize, (usize, usize))> = Vec::new();
+    let mut next: Vec<usize> = Vec::with_capacity(pending.len());
+    for (l, level) in sv.version.levels.iter().enumerate() {
+        for (r, run) in level.runs.iter().enumerate() {
+            if pending.is_empty() {
+                break;
+            }
+            next.clear();
+            let mut g = 0;
+            while g < pending.len() {
+                let f = run.find(keys[pending[g]]);
+                let mut e = g + 1;
+                while e < pending.len()
+                    && run.find(keys[pending[e]]).map(Arc::as_ptr) == f.map(Arc::as_ptr)
+                {
+                    e += 1;
+                }
+                let group = &pending[g..e];
+                g = e;
+                let Some(f) = f else {
+                    next.extend_from_slice(group);
+                    continue;
+                };
+                if f.tier == Tier::Capacity {
+                    to_capacity.extend(group.iter().map(|&i| (i, (l, r))));
+                    continue;
+                }
+                let reqs: Vec<(&[u8], &[u8])> =
+                    group.iter().map(|&i| (keys[i], &lookups[i][..])).collect();
+                let io_before = if temperatures {
+                    crate::tier::temperature::table_io()
+                } else {
+                    0
+                };
+                let answers = probe_many(tables, &inner.stats, f, &reqs, snapshot, opts.cache_only);
+                let io = temperatures && crate::tier::temperature::table_io() != io_before;
+                for (&i, a) in group.iter().zip(answers) {
+                    match a {
+                        Ok(Local::Continue) => next.push(i),
+                        Ok(Local::Found(v, _)) => {
+                            if temperatures {
+                                f.temperature.record(io);
+                            }
+                            found_fast(hot, keys[i], &v);
+                            out[i] = Some(Ok(v));
+                        }
+                        Err(e) => out[i] = Some(Err(e)),
+                    }
+                }
+            }
+            std::mem::swap(&mut pending, &mut next);
+        }
+    }
+    // What no source decided is absent.
+    for i in pending {
+        out[i] = Some(Ok(None));
+    }
+    for (i, from) in to_capacity {
+        let candidates = candidates(&sv.version, keys[i], from);
+        let at = Lookup {
+            since,
+            snapshot,
+            key: keys[i],
+            lookup: &lookups[i],
+        };
+        out[i] = Some(from_tables(inner, opts, &at, &candidates));
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::invalid("multi_get left a key unanswered"))))
+        .collect()
+}
