@@ -410,6 +410,38 @@ impl Block {
         )
     }
 
+    /// Hints for a later [`Block::seek_for_get`] of a key hashing to `h`, in two stages a
+    /// batch of lookups runs over all its keys in turn, so their cache misses overlap: stage 0
+    /// loads the hash bucket and the restart array (the block's tail); stage 1 reads them and
+    /// loads the restart interval the seek will scan first. No effect on any answer.
+    pub fn prefetch_for_get(&self, h: u64, stage: u8) {
+        use crate::memtable::prefetch::prefetch;
+        let at = |off: usize| {
+            self.data
+                .get(off..)
+                .map_or(std::ptr::null(), <[u8]>::as_ptr)
+        };
+        let (b0, b1) = (self.buckets.0 as usize, self.buckets.1 as usize);
+        let restart = match stage {
+            0 => {
+                if b0 < b1 {
+                    prefetch(at(b0 + block_hash::bucket_of(h, b1 - b0)));
+                }
+                prefetch(at(self.restarts + 4 * (self.num_restarts / 2)));
+                return;
+            }
+            _ if b0 < b1 => match block_hash::probe(&self.data[b0..b1], h, self.num_restarts) {
+                Some(Probe::Restart(r)) => r,
+                _ => return,
+            },
+            // The binary search's first probe.
+            _ => self.num_restarts / 2,
+        };
+        let off = self.restart_point(restart);
+        prefetch(at(off));
+        prefetch(at(off.saturating_add(64)));
+    }
+
     /// The block's bytes (values are ranges of them).
     pub fn bytes(&self) -> &Bytes {
         &self.data

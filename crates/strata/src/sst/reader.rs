@@ -307,13 +307,26 @@ impl Table {
                 Err(e) => out[i] = Err(e),
             }
         }
-        let mut block: Option<(BlockHandle, Result<Block>)> = None;
-        for (i, h) in handles {
-            if block.as_ref().is_none_or(|(bh, _)| bh.offset != h.offset) {
-                block = Some((h, self.block_for_get(h, cache_only)));
+        // The distinct blocks, fetched back to back (keys in one block are neighbours).
+        let mut blocks: Vec<(u64, Result<Block>)> = Vec::with_capacity(handles.len());
+        let mut block_of: Vec<usize> = Vec::with_capacity(handles.len());
+        for (_, h) in &handles {
+            if blocks.last().is_none_or(|(off, _)| *off != h.offset) {
+                blocks.push((h.offset, self.block_for_get(*h, cache_only)));
             }
-            let Some((_, b)) = &block else { continue };
-            out[i] = match b {
+            block_of.push(blocks.len() - 1);
+        }
+        if handles.len() > 1 {
+            for stage in 0..2 {
+                for (&(i, _), &b) in handles.iter().zip(&block_of) {
+                    if let Ok(b) = &blocks[b].1 {
+                        b.prefetch_for_get(hashes[i], stage);
+                    }
+                }
+            }
+        }
+        for (&(i, _), &b) in handles.iter().zip(&block_of) {
+            out[i] = match &blocks[b].1 {
                 Ok(b) => {
                     let (lookup, user_key) = reqs[i];
                     Self::first_at_or_after(b, lookup, user_key, hashes[i], &mut key)
