@@ -284,10 +284,11 @@ fn prepare_segment(
             pending.chain = Some((epoch, g.chained_stripes().to_vec()));
         }
     }
-    // 2. Run — after a hint to the engine when several commands read keys, so their lookups'
-    // cache misses overlap (a pipeline of GETs or INCRs).
+    // 2. Run — after reading the keys of the segment's GETs and MGETs together, and hinting
+    // the engine at the other commands' keys, when several commands read keys, so their
+    // lookups' cache misses overlap (a pipeline of GETs or INCRs).
     if cmds.len() >= PREFETCH_MIN {
-        prefetch_keys(shared, cmds);
+        prefetch_keys(shared, cmds, &mut pending);
     }
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
     let mut first_write: Option<usize> = None;
@@ -362,20 +363,42 @@ const PREFETCH_MIN: usize = 4;
 /// Keys prefetched at most per segment.
 const PREFETCH_MAX: usize = 64;
 
-/// Hints the engine at the data keys of `cmds`' engine commands ([`strata::Db::prefetch_gets`]).
-fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>]) {
+/// Reads the data keys of `cmds`' GETs and MGETs with one [`strata::Db::multi_get`] into
+/// `pending.reads` (where `Ctx::engine_get` finds them), and hints the engine at the data keys
+/// of the other engine commands ([`strata::Db::prefetch_gets`]). Only pure reads are read
+/// ahead: a GET's answer may be the engine's state at any moment between the request's arrival
+/// and its reply, which the read ahead is; a read-modify-write reads under its stripe, later.
+/// A read ahead that would need I/O inline (`Incomplete`) is left to the command itself.
+fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>], pending: &mut Pending) {
     // The engine keys side by side in one buffer: one allocation per segment, not per key.
     let mut buf = Vec::new();
     let mut ends = Vec::with_capacity(PREFETCH_MAX.min(cmds.len()));
-    for k in cmds
+    // Keys [0, reads) are GET/MGET keys; the rest are hints.
+    let mut reads = 0;
+    let engine_cmds = cmds
         .iter()
         .filter_map(|args| commands::lookup(&args[0]).map(|(_, spec)| (args, spec)))
-        .filter(|(_, spec)| spec.engine)
+        .filter(|(_, spec)| spec.engine);
+    let (gets, others): (Vec<_>, Vec<_>) =
+        engine_cmds.partition(|(_, spec)| matches!(spec.name, "get" | "mget"));
+    for (i, k) in gets
+        .iter()
         .flat_map(|(args, spec)| spec.table_keys(args))
+        .map(|k| (true, k))
+        .chain(
+            others
+                .iter()
+                .flat_map(|(args, spec)| spec.table_keys(args))
+                .map(|k| (false, k)),
+        )
         .take(PREFETCH_MAX)
+        .enumerate()
     {
-        crate::keyspace::push_data_key(&mut buf, k);
+        crate::keyspace::push_data_key(&mut buf, k.1);
         ends.push(buf.len());
+        if k.0 {
+            reads = i + 1;
+        }
     }
     let mut start = 0;
     let keys: Vec<&[u8]> = ends
@@ -386,7 +409,25 @@ fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>]) {
             k
         })
         .collect();
-    shared.store.db().prefetch_gets(&keys);
+    let db = shared.store.db();
+    if reads >= 2 {
+        let opts = strata::ReadOptions {
+            cache_only: pending.inline,
+            ..Default::default()
+        };
+        for (k, r) in keys[..reads]
+            .iter()
+            .zip(db.multi_get(&opts, &keys[..reads]))
+        {
+            // Errors (Incomplete included) are met again by the command's own read.
+            if let Ok(v) = r {
+                pending.reads.insert(k.to_vec(), v);
+            }
+        }
+        db.prefetch_gets(&keys[reads..]);
+    } else {
+        db.prefetch_gets(&keys);
+    }
 }
 
 /// Steps 3 and 4 once the segment's writes were committed (`committed` is the outcome): release

@@ -248,3 +248,54 @@ fn hot_collection_writes_chain_in_groups_and_stay_atomic() {
     // by their group and chained on them instead of waiting for its write.
     assert!(chained > 0, "no segment chained");
 }
+
+/// A segment of several GETs reads their keys ahead with one engine multi_get
+/// (`executor::prefetch_keys`). The answers must be those of running the commands one by one:
+/// the segment's own writes shadow what was read ahead, a read-modify-write of a key read
+/// ahead sees its current value, and a cold read ahead that started inline is redone on the
+/// pool (never half-applied).
+#[test]
+fn reads_ahead_answer_as_the_commands_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = |args: &[&[&[u8]]]| -> Vec<u8> { args.iter().flat_map(|a| resp(a)).collect() };
+    let req = pipeline(&[
+        &[b"GET", b"n"],
+        &[b"GET", b"a"],
+        &[b"GET", b"missing"],
+        &[b"INCR", b"n"],
+        &[b"GET", b"n"],
+        &[b"SET", b"a", b"2"],
+        &[b"GET", b"a"],
+        &[b"MGET", b"n", b"a", b"missing"],
+        &[b"DEL", b"a"],
+        &[b"GET", b"a"],
+    ]);
+    let expect = |n: u64| {
+        format!(
+            "${l}\r\n{n}\r\n$1\r\n1\r\n$-1\r\n:{m}\r\n${l2}\r\n{m}\r\n+OK\r\n$1\r\n2\r\n\
+             *3\r\n${l2}\r\n{m}\r\n$1\r\n2\r\n$-1\r\n:1\r\n$-1\r\n",
+            l = n.to_string().len(),
+            m = n + 1,
+            l2 = (n + 1).to_string().len(),
+        )
+    };
+    {
+        let s = TestServer::start(test_config(dir.path()));
+        let c = &mut s.conn();
+        run(c, &["SET", "n", "5"]).unwrap();
+        run(c, &["SET", "a", "1"]).unwrap();
+        // Warm: everything in the memtable.
+        s.raw().expect(&req, &expect(5));
+        run(c, &["SET", "a", "1"]).unwrap();
+        for i in 0..2_000 {
+            run(c, &["SET", &format!("pad:{i}"), &format!("v{i}")]).unwrap();
+        }
+        drop(s); // flushed on shutdown: after the restart every key is in a table
+    }
+    let s = TestServer::start(test_config(dir.path()));
+    let c = &mut s.conn();
+    // Cold: nothing cached, so the segment started inline is rerun on the engine pool.
+    s.raw().expect(&req, &expect(6));
+    assert_eq!(run(c, &["GET", "n"]), Ok(Value::BulkString(b"7".to_vec())));
+    assert_eq!(run(c, &["GET", "a"]), Ok(Value::Nil));
+}

@@ -65,6 +65,9 @@ pub struct Pending {
     /// The same for collection elements, by engine sub-key: what the point-lookup collection
     /// commands of the segment wrote (see `CommandSpec::alone`).
     pub(crate) elems: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+    /// Engine values read ahead for the segment's GETs and MGETs, by engine key (see
+    /// `executor::prefetch_keys`); `Ctx::engine_get` answers from here first.
+    pub(crate) reads: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
     /// Running inline on the event loop: engine reads are `cache_only`.
     pub inline: bool,
     /// An inline engine read needed I/O (`ErrorKind::Incomplete`): the segment is discarded
@@ -99,6 +102,7 @@ impl Pending {
             batch: WriteBatch::default(),
             overlay: HashMap::default(),
             elems: HashMap::default(),
+            reads: HashMap::default(),
             inline,
             would_block: std::cell::Cell::new(false),
             hits: std::cell::Cell::new(0),
@@ -161,6 +165,9 @@ impl Ctx<'_> {
     /// A point lookup of an engine key: `cache_only` when running inline, and an
     /// `Incomplete` answer flags the segment for a rerun on the engine pool.
     pub fn engine_get(&self, engine_key: &[u8]) -> Result<Option<Bytes>, Reply> {
+        if let Some(v) = self.pending.reads.get(engine_key) {
+            return Ok(v.clone());
+        }
         let opts = strata::ReadOptions {
             cache_only: self.pending.inline,
             ..Default::default()
