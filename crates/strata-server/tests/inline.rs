@@ -298,4 +298,19 @@ fn reads_ahead_answer_as_the_commands_would() {
     s.raw().expect(&req, &expect(6));
     assert_eq!(run(c, &["GET", "n"]), Ok(Value::BulkString(b"7".to_vec())));
     assert_eq!(run(c, &["GET", "a"]), Ok(Value::Nil));
+    // One MGET alone reads its keys with one multi_get (cold ones: rerun on the pool).
+    let fallbacks = info_field(c, "inline_fallbacks");
+    let keys = ["pad:1999", "n", "pad:3", "nope", "pad:1000", "a", "pad:1000"];
+    let mut args = vec!["MGET"];
+    args.extend(keys);
+    let want: Vec<Value> = keys
+        .iter()
+        .map(|k| match *k {
+            "n" => Value::BulkString(b"7".to_vec()),
+            "nope" | "a" => Value::Nil,
+            k => Value::BulkString(format!("v{}", &k[4..]).into_bytes()),
+        })
+        .collect();
+    assert_eq!(run(c, &args), Ok(Value::Array(want)));
+    assert!(info_field(c, "inline_fallbacks") > fallbacks);
 }

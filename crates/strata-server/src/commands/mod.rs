@@ -211,16 +211,17 @@ impl Ctx<'_> {
         }
     }
 
-    /// The raw stored bytes of `key` if it is live (pending writes first: the segment's, then
-    /// those of the group it chains on).
-    pub fn raw(&self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
-        let raw = match self.pending.overlay.get(key) {
-            Some(v) => v.clone(),
-            None => match self.group_get(Kind::Record, key, key) {
-                Some(v) => v,
-                None => self.engine_get(&keyspace::data_key(key))?,
-            },
-        };
+    /// What the segment's pending writes, then those of the group it chains on, hold for
+    /// `key` (`None`: read the engine).
+    fn pending_raw(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        match self.pending.overlay.get(key) {
+            Some(v) => Some(v.clone()),
+            None => self.group_get(Kind::Record, key, key),
+        }
+    }
+
+    /// `raw` if it holds a live value at the command time.
+    fn live(&self, raw: Option<Bytes>) -> Result<Option<Bytes>, Reply> {
         match raw {
             Some(r) => {
                 let (_, at) = value::peek(&r).map_err(StoreError::from)?;
@@ -228,6 +229,51 @@ impl Ctx<'_> {
             }
             None => Ok(None),
         }
+    }
+
+    /// The raw stored bytes of `key` if it is live (pending writes first: the segment's, then
+    /// those of the group it chains on).
+    pub fn raw(&self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
+        let raw = match self.pending_raw(key) {
+            Some(v) => v,
+            None => self.engine_get(&keyspace::data_key(key))?,
+        };
+        self.live(raw)
+    }
+
+    /// [`Ctx::raw`] of several keys, in order: the keys that neither the pending writes nor
+    /// the segment's read-ahead answer are read from the engine with one
+    /// [`strata::Db::multi_get`] (`cache_only` inline, as [`Ctx::engine_get`]).
+    pub fn raw_many(&self, keys: &[Bytes]) -> Result<Vec<Option<Bytes>>, Reply> {
+        let mut raws: Vec<Option<Bytes>> = Vec::with_capacity(keys.len());
+        let mut engine_keys: Vec<Vec<u8>> = Vec::new();
+        let mut at: Vec<usize> = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            if let Some(v) = self.pending_raw(key) {
+                raws.push(v);
+                continue;
+            }
+            let ek = keyspace::data_key(key);
+            match self.pending.reads.get(&ek) {
+                Some(v) => raws.push(v.clone()),
+                None => {
+                    raws.push(None);
+                    engine_keys.push(ek);
+                    at.push(i);
+                }
+            }
+        }
+        if !engine_keys.is_empty() {
+            let opts = strata::ReadOptions {
+                cache_only: self.pending.inline,
+                ..Default::default()
+            };
+            let got = self.shared.store.db().multi_get(&opts, &engine_keys);
+            for (&i, r) in at.iter().zip(got) {
+                raws[i] = r.map_err(|e| self.engine_error(e))?;
+            }
+        }
+        raws.into_iter().map(|r| self.live(r)).collect()
     }
 
     /// The live entry of `key` (pending writes first).

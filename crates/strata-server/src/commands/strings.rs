@@ -16,7 +16,8 @@ use crate::expiry::{absolute_ms, Unit};
 use crate::numbers::{parse_i64, push_i64};
 use crate::redis_float::LongDouble;
 use crate::resp::Reply;
-use crate::value::ValueType;
+use crate::store::StoreError;
+use crate::value::{self, ValueType};
 
 const STRING: ValueType = ValueType::String;
 
@@ -216,8 +217,10 @@ pub fn getex(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 
 pub fn mget(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let mut out = Vec::with_capacity(a.len() - 1);
-    for k in &a[1..] {
-        let e = ctx.entry(k)?;
+    for raw in ctx.raw_many(&a[1..])? {
+        let e = raw
+            .map(|r| value::decode(r).map_err(StoreError::from))
+            .transpose()?;
         hit(ctx, e.is_some());
         out.push(match e {
             Some(e) if e.vtype == Some(STRING) => Reply::Bulk(e.payload),
