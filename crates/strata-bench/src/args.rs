@@ -29,7 +29,8 @@ pub struct BenchArgs {
     // ---- What to run -------------------------------------------------------------------
     /// Benchmarks to run in order on one database (db_bench names): fillseq, fillrandom,
     /// filluniquerandom, overwrite, readrandom, readmissing, readseq, seekrandom,
-    /// readwhilewriting, deleterandom, multireadrandom (--batch-size keys per batched lookup). Ignored when --workload is given.
+    /// readwhilewriting, deleterandom, multireadrandom (--batch-size keys per batched lookup).
+    /// Ignored when --workload is given.
     #[arg(long, value_delimiter = ',', default_value = "fillrandom,readrandom")]
     pub benchmarks: Vec<String>,
 

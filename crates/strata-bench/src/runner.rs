@@ -471,8 +471,9 @@ fn worker(
         Limit::Secs(s) => Some(Duration::from_secs_f64(s)),
         Limit::Ops(_) => None,
     };
-    // A batch of writes is one latency sample (as in db_bench); a run of `readseq` entries is
-    // `n` samples of the average entry latency.
+    // A batch of writes is one latency sample (as in db_bench); a run of `readseq` entries, or
+    // a `multireadrandom` batch, is `n` samples of the average per-key latency (db_bench
+    // records one sample per MultiGet: its latencies are per batch).
     let record = |op: OpType, ns: u64, n: u64| {
         let mut g = slot.interval.lock().unwrap_or_else(|e| e.into_inner());
         if n == 1 || op != OpType::Read {

@@ -12,7 +12,9 @@
 //!    (`locks`);
 //! 2. run the commands in order; they read through the segment's pending writes (and, chained,
 //!    through those of its group) and add their writes to one `WriteBatch`, which ends up with
-//!    each key once (`Pending::take_batch`);
+//!    each key once (`Pending::take_batch`); with several commands, the keys of its GETs and
+//!    MGETs are first read together with one engine `multi_get`, where that cannot answer a
+//!    GET from an older state than an earlier command saw (`prefetch_keys`, `read_ahead_safe`);
 //! 3. commit that batch with one engine write (under the sync policy) — inline, through a
 //!    commit group (`commit_group`), which writes the batches of every connection's segments
 //!    of one scheduler tick as one engine write and then releases their stripes;
@@ -363,42 +365,62 @@ const PREFETCH_MIN: usize = 4;
 /// Keys prefetched at most per segment.
 const PREFETCH_MAX: usize = 64;
 
-/// Reads the data keys of `cmds`' GETs and MGETs with one [`strata::Db::multi_get`] into
-/// `pending.reads` (where `Ctx::engine_get` finds them), and hints the engine at the data keys
-/// of the other engine commands ([`strata::Db::prefetch_gets`]). Only pure reads are read
-/// ahead: a GET's answer may be the engine's state at any moment between the request's arrival
-/// and its reply, which the read ahead is; a read-modify-write reads under its stripe, later.
-/// A read ahead that would need I/O inline (`Incomplete`) is left to the command itself.
+/// Whether the keys of `cmds`' GETs and MGETs may be read when the segment starts (after its
+/// stripes are locked) instead of when each command runs. Commands run in order, so a GET must
+/// not answer from an older state than an earlier command of the segment saw: that holds when
+/// every other engine command reads only keys whose stripes the segment holds (its writes:
+/// nobody else can change those between the read-ahead and their own read).
+pub(crate) fn read_ahead_safe(cmds: &[Vec<Bytes>]) -> bool {
+    cmds.iter().all(|args| match commands::lookup(&args[0]) {
+        None => true,
+        Some((_, spec)) if !spec.engine || matches!(spec.name, "get" | "mget") => true,
+        Some((_, spec)) => match spec.lock_scope(args) {
+            LockScope::All => true,
+            LockScope::None => false,
+            LockScope::Keys(locked) => spec.table_keys(args).all(|k| locked.contains(&k)),
+        },
+    })
+}
+
+/// Reads the data keys of `cmds`' GETs and MGETs (each once) with one
+/// [`strata::Db::multi_get`] into `pending.reads`, where `Ctx::engine_get` and
+/// `Ctx::raw_many` find them, when [`read_ahead_safe`] says so; hints the engine
+/// ([`strata::Db::prefetch_gets`]) at the data keys of the other engine commands (and at the
+/// GETs' when they are not read ahead). A GET answered from the read-ahead answers as of a
+/// moment between its request's arrival and its reply, no earlier than any earlier command of
+/// the segment read; a read-modify-write of a key some GET read ahead reads that value, which
+/// is current, since the segment held the key's stripe before reading it. A read-ahead that
+/// would need I/O inline (`Incomplete`) reads nothing ahead: each command then reads for
+/// itself. The engine counts a read-ahead key as a lookup even when a later write of the
+/// segment shadows it.
 fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>], pending: &mut Pending) {
     // The engine keys side by side in one buffer: one allocation per segment, not per key.
     let mut buf = Vec::new();
     let mut ends = Vec::with_capacity(PREFETCH_MAX.min(cmds.len()));
-    // Keys [0, reads) are GET/MGET keys; the rest are hints.
-    let mut reads = 0;
     let engine_cmds = cmds
         .iter()
         .filter_map(|args| commands::lookup(&args[0]).map(|(_, spec)| (args, spec)))
         .filter(|(_, spec)| spec.engine);
-    let (gets, others): (Vec<_>, Vec<_>) =
-        engine_cmds.partition(|(_, spec)| matches!(spec.name, "get" | "mget"));
-    for (i, k) in gets
+    let (gets, others): (Vec<_>, Vec<_>) = if read_ahead_safe(cmds) {
+        engine_cmds.partition(|(_, spec)| matches!(spec.name, "get" | "mget"))
+    } else {
+        (Vec::new(), engine_cmds.collect())
+    };
+    // Keys [0, reads) are read ahead, in command order; the rest are hints.
+    let mut reads = 0;
+    for (read, k) in gets
         .iter()
-        .flat_map(|(args, spec)| spec.table_keys(args))
-        .map(|k| (true, k))
+        .flat_map(|(args, spec)| spec.table_keys(args).map(|k| (true, k)))
         .chain(
             others
                 .iter()
-                .flat_map(|(args, spec)| spec.table_keys(args))
-                .map(|k| (false, k)),
+                .flat_map(|(args, spec)| spec.table_keys(args).map(|k| (false, k))),
         )
         .take(PREFETCH_MAX)
-        .enumerate()
     {
-        crate::keyspace::push_data_key(&mut buf, k.1);
+        crate::keyspace::push_data_key(&mut buf, k);
         ends.push(buf.len());
-        if k.0 {
-            reads = i + 1;
-        }
+        reads += usize::from(read);
     }
     let mut start = 0;
     let keys: Vec<&[u8]> = ends
@@ -410,21 +432,26 @@ fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>], pending: &mut Pending) {
         })
         .collect();
     let db = shared.store.db();
-    if reads >= 2 {
+    let (ahead, hints) = keys.split_at(reads);
+    let mut unique: Vec<&[u8]> = ahead.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    if unique.len() >= 2 {
         let opts = strata::ReadOptions {
             cache_only: pending.inline,
             ..Default::default()
         };
-        for (k, r) in keys[..reads]
-            .iter()
-            .zip(db.multi_get(&opts, &keys[..reads]))
-        {
-            // Errors (Incomplete included) are met again by the command's own read.
-            if let Ok(v) = r {
+        // All or nothing: with some keys read ahead and others read later, a later GET could
+        // answer from an older state than an earlier one. A failed key (Incomplete inline) is
+        // met again by its command's own read.
+        let got: Result<Vec<_>, _> = db.multi_get(&opts, &unique).into_iter().collect();
+        if let Ok(got) = got {
+            ServerStats::add(&shared.stats.read_ahead_keys, got.len() as u64);
+            for (k, v) in unique.iter().zip(got) {
                 pending.reads.insert(k.to_vec(), v);
             }
         }
-        db.prefetch_gets(&keys[reads..]);
+        db.prefetch_gets(hints);
     } else {
         db.prefetch_gets(&keys);
     }
@@ -477,4 +504,51 @@ fn finish_segment(
         encode(out, r, session.protocol);
     }
     ran
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmds(v: &[&[&str]]) -> Vec<Vec<Bytes>> {
+        v.iter()
+            .map(|c| {
+                c.iter()
+                    .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// GETs are read ahead only when no other command of the segment reads a key it does not
+    /// hold: such a read happens later, and a GET after it must not answer from before it.
+    #[test]
+    fn reads_ahead_only_where_no_earlier_read_can_be_newer() {
+        let safe = |v: &[&[&str]]| read_ahead_safe(&cmds(v));
+        assert!(safe(&[&["GET", "a"], &["GET", "b"], &["MGET", "c", "d"]]));
+        // Writes read their keys under their stripes, held since before the read-ahead.
+        assert!(safe(&[
+            &["GET", "n"],
+            &["INCR", "n"],
+            &["SET", "a", "1"],
+            &["APPEND", "b", "x"],
+            &["GET", "a"]
+        ]));
+        assert!(safe(&[
+            &["PING"],
+            &["GET", "a"],
+            &["NOSUCHCOMMAND"],
+            &["GET", "b"]
+        ]));
+        // Pure reads of keys the segment does not hold read the engine when they run.
+        for read in [
+            &["EXISTS", "x"][..],
+            &["TTL", "x"],
+            &["STRLEN", "x"],
+            &["TYPE", "x"],
+            &["GETRANGE", "x", "0", "1"],
+        ] {
+            assert!(!safe(&[read, &["GET", "a"], &["GET", "b"]]), "{read:?}");
+        }
+    }
 }

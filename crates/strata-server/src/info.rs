@@ -374,6 +374,10 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         ServerStats::get(&shared.stats.inline_busy_waits),
     );
     s.kv(
+        "read_ahead_keys",
+        ServerStats::get(&shared.stats.read_ahead_keys),
+    );
+    s.kv(
         "inline_group_writes",
         ServerStats::get(&shared.stats.inline_group_writes),
     );

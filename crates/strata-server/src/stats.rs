@@ -33,6 +33,8 @@ pub struct ServerStats {
     /// Inline segments that chained on a hot key's stripe held by their commit group and were
     /// written with it (`locks`, `commit_group`).
     pub inline_chained_segments: AtomicU64,
+    /// GET/MGET keys read ahead together with one engine multi_get (`executor::prefetch_keys`).
+    pub read_ahead_keys: AtomicU64,
 }
 
 impl ServerStats {
@@ -62,6 +64,7 @@ impl ServerStats {
             &self.inline_group_writes,
             &self.inline_group_segments,
             &self.inline_chained_segments,
+            &self.read_ahead_keys,
         ] {
             c.store(0, Relaxed);
         }

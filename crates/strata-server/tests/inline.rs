@@ -284,8 +284,10 @@ fn reads_ahead_answer_as_the_commands_would() {
         let c = &mut s.conn();
         run(c, &["SET", "n", "5"]).unwrap();
         run(c, &["SET", "a", "1"]).unwrap();
-        // Warm: everything in the memtable.
+        // Warm: everything in the memtable, read ahead inline (n, a, missing).
+        let ahead = info_field(c, "read_ahead_keys");
         s.raw().expect(&req, &expect(5));
+        assert_eq!(info_field(c, "read_ahead_keys"), ahead + 3);
         run(c, &["SET", "a", "1"]).unwrap();
         for i in 0..2_000 {
             run(c, &["SET", &format!("pad:{i}"), &format!("v{i}")]).unwrap();
@@ -294,13 +296,23 @@ fn reads_ahead_answer_as_the_commands_would() {
     }
     let s = TestServer::start(test_config(dir.path()));
     let c = &mut s.conn();
-    // Cold: nothing cached, so the segment started inline is rerun on the engine pool.
+    // Cold: nothing cached, so the segment started inline reads nothing ahead, meets the cold
+    // block and is rerun on the engine pool, where the read-ahead succeeds.
+    let (ahead, fallbacks) = (
+        info_field(c, "read_ahead_keys"),
+        info_field(c, "inline_fallbacks"),
+    );
     s.raw().expect(&req, &expect(6));
+    assert_eq!(info_field(c, "read_ahead_keys"), ahead + 3);
+    assert_eq!(info_field(c, "inline_fallbacks"), fallbacks + 1);
     assert_eq!(run(c, &["GET", "n"]), Ok(Value::BulkString(b"7".to_vec())));
     assert_eq!(run(c, &["GET", "a"]), Ok(Value::Nil));
     // One MGET alone reads its keys with one multi_get (cold ones: rerun on the pool).
     let fallbacks = info_field(c, "inline_fallbacks");
-    let keys = ["pad:1999", "n", "pad:3", "nope", "pad:1000", "a", "pad:1000"];
+    let ahead = info_field(c, "read_ahead_keys");
+    let keys = [
+        "pad:1999", "n", "pad:3", "nope", "pad:1000", "a", "pad:1000",
+    ];
     let mut args = vec!["MGET"];
     args.extend(keys);
     let want: Vec<Value> = keys
@@ -313,4 +325,9 @@ fn reads_ahead_answer_as_the_commands_would() {
         .collect();
     assert_eq!(run(c, &args), Ok(Value::Array(want)));
     assert!(info_field(c, "inline_fallbacks") > fallbacks);
+    assert_eq!(
+        info_field(c, "read_ahead_keys"),
+        ahead,
+        "a lone MGET reads for itself"
+    );
 }

@@ -18,12 +18,22 @@ pub fn decode_fixed64(b: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(..8)?.try_into().ok()?))
 }
 
-pub fn put_varint64(buf: &mut Vec<u8>, mut v: u64) {
+pub fn put_varint64(buf: &mut Vec<u8>, v: u64) {
+    let mut b = [0u8; 10];
+    let n = encode_varint64(&mut b, v);
+    buf.extend_from_slice(&b[..n]);
+}
+
+/// Writes `v` as a varint into `buf`; returns its length (1..=10).
+pub fn encode_varint64(buf: &mut [u8; 10], mut v: u64) -> usize {
+    let mut n = 0;
     while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
+        buf[n] = (v as u8) | 0x80;
         v >>= 7;
+        n += 1;
     }
-    buf.push(v as u8);
+    buf[n] = v as u8;
+    n + 1
 }
 
 pub fn put_varint32(buf: &mut Vec<u8>, v: u32) {

@@ -57,7 +57,7 @@ pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 
 /// Writes of the segment being executed, not yet committed: the batch that will be
 /// committed, and the new raw value (or deletion) of every key it writes, which later commands
-/// of the same segment read instead of the engine.
+/// of the same segment read instead of the engine; and the engine values read ahead for it.
 #[derive(Default)]
 pub struct Pending {
     pub batch: WriteBatch,
@@ -241,29 +241,32 @@ impl Ctx<'_> {
         self.live(raw)
     }
 
-    /// [`Ctx::raw`] of several keys, in order: the keys that neither the pending writes nor
-    /// the segment's read-ahead answer are read from the engine with one
-    /// [`strata::Db::multi_get`] (`cache_only` inline, as [`Ctx::engine_get`]).
+    /// [`Ctx::raw`] of several keys, in order, all as of one moment (an MGET is atomic): the
+    /// keys the pending writes do not answer come from the segment's read-ahead if it holds
+    /// every one of them, else from one [`strata::Db::multi_get`] now (`cache_only` inline, as
+    /// [`Ctx::engine_get`]).
     pub fn raw_many(&self, keys: &[Bytes]) -> Result<Vec<Option<Bytes>>, Reply> {
         let mut raws: Vec<Option<Bytes>> = Vec::with_capacity(keys.len());
         let mut engine_keys: Vec<Vec<u8>> = Vec::new();
         let mut at: Vec<usize> = Vec::new();
         for (i, key) in keys.iter().enumerate() {
-            if let Some(v) = self.pending_raw(key) {
-                raws.push(v);
-                continue;
-            }
-            let ek = keyspace::data_key(key);
-            match self.pending.reads.get(&ek) {
-                Some(v) => raws.push(v.clone()),
+            match self.pending_raw(key) {
+                Some(v) => raws.push(v),
                 None => {
                     raws.push(None);
-                    engine_keys.push(ek);
+                    engine_keys.push(keyspace::data_key(key));
                     at.push(i);
                 }
             }
         }
-        if !engine_keys.is_empty() {
+        if engine_keys
+            .iter()
+            .all(|k| self.pending.reads.contains_key(k))
+        {
+            for (&i, k) in at.iter().zip(&engine_keys) {
+                raws[i] = self.pending.reads.get(k).cloned().flatten();
+            }
+        } else {
             let opts = strata::ReadOptions {
                 cache_only: self.pending.inline,
                 ..Default::default()

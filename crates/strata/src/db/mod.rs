@@ -329,9 +329,12 @@ impl Db {
     /// snapshot: `opts.snapshot`, or the latest state when the call starts, so a concurrent
     /// write is seen by every key or by none. Each answer is what [`Db::get_opt`] at that
     /// snapshot returns, errors included (one key's failed read fails that key only).
-    /// Cheaper than one `get` per key: the data is pinned once, and the keys that reach the
-    /// fast tier's tables are probed a table at a time (filters, index searches and data
-    /// blocks shared across the batch). Duplicate keys are answered each time.
+    /// Cheaper than one `get` per key: the data is pinned once, the keys that reach the fast
+    /// tier's tables are probed a table at a time (filters, index searches and data blocks
+    /// shared across the batch), and on a tiered database the keys that reach the capacity
+    /// tier are looked up concurrently on the search threads. Duplicate keys are answered each
+    /// time. Statistics count what was done: a data block the batch shares is one block-cache
+    /// lookup, and a key given twice is probed (and missed in the row cache) twice.
     pub fn multi_get<K: AsRef<[u8]>>(
         &self,
         opts: &ReadOptions,

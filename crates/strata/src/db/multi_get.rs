@@ -7,9 +7,11 @@
 //! sorted, and at each sorted run the keys falling in one table are probed together
 //! ([`super::search::probe_many`]: filter lines hinted for the whole group, index searches in
 //! key order, each data block fetched once). A key whose next candidate lies on the capacity
-//! tier leaves the batch there and finishes alone through the promotion cache and the (maybe
-//! parallel) capacity-tier search, as a single lookup would. Depends on the read path's
-//! helpers; never on the write path.
+//! tier leaves the batch there and finishes as a single lookup would (the promotion cache, then
+//! the maybe parallel capacity-tier search); with the search threads on (a tiered database),
+//! those keys run concurrently on them, so a batch waits for about one round of capacity-tier
+//! requests rather than one per key. Depends on the read path's helpers; never on the write
+//! path.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -21,8 +23,13 @@ use super::search::{probe_many, Local};
 use super::DbInner;
 use crate::error::{Error, ErrorRepr, Result};
 use crate::options::ReadOptions;
+use crate::tier::temperature::IoMark;
 use crate::tier::Tier;
 use crate::types;
+use crate::version::TableFile;
+
+/// One key's answer.
+type Answer = Result<Option<Bytes>>;
 
 pub(crate) fn multi_get(
     inner: &Arc<DbInner>,
@@ -77,12 +84,16 @@ fn lookup_all(
             }
             next.clear();
             let mut g = 0;
+            let mut found = pending.first().and_then(|&i| run.find(keys[i]));
             while g < pending.len() {
-                let f = run.find(keys[pending[g]]);
+                let f = found;
                 let mut e = g + 1;
-                while e < pending.len()
-                    && run.find(keys[pending[e]]).map(Arc::as_ptr) == f.map(Arc::as_ptr)
-                {
+                found = None;
+                while let Some(&i) = pending.get(e) {
+                    found = run.find(keys[i]);
+                    if found.map(Arc::as_ptr) != f.map(Arc::as_ptr) {
+                        break;
+                    }
                     e += 1;
                 }
                 let group = &pending[g..e];
@@ -97,19 +108,18 @@ fn lookup_all(
                 }
                 let reqs: Vec<(&[u8], &[u8])> =
                     group.iter().map(|&i| (keys[i], &lookups[i][..])).collect();
-                let io_before = if temperatures {
-                    crate::tier::temperature::table_io()
-                } else {
-                    0
-                };
+                let mark = IoMark::new(temperatures);
                 let answers = probe_many(tables, &inner.stats, f, &reqs, snapshot, opts.cache_only);
-                let io = temperatures && crate::tier::temperature::table_io() != io_before;
+                // LogStore: every key found is an access; the group's storage reads (if any)
+                // count once, on the first (per key they cannot be told apart here).
+                let mut io = mark.since();
                 for (&i, a) in group.iter().zip(answers) {
                     match a {
                         Ok(Local::Continue) => next.push(i),
                         Ok(Local::Found(v, _)) => {
-                            if temperatures {
-                                f.temperature.record(io);
+                            if let Some(read) = io {
+                                f.temperature.record(read);
+                                io = Some(false);
                             }
                             found_fast(hot, keys[i], &v);
                             out[i] = Some(Ok(v));
@@ -125,15 +135,55 @@ fn lookup_all(
     for i in pending {
         out[i] = Some(Ok(None));
     }
-    for (i, from) in to_capacity {
-        let candidates = candidates(&sv.version, keys[i], from);
-        let at = Lookup {
-            since,
-            snapshot,
-            key: keys[i],
-            lookup: &lookups[i],
-        };
-        out[i] = Some(from_tables(inner, opts, &at, &candidates));
+    match &inner.search {
+        // Capacity-tier reads are network requests: the keys that need them are looked up
+        // concurrently on the search threads (and this one), each as a single lookup would.
+        Some(pool) if to_capacity.len() >= 2 && !opts.cache_only => {
+            let slots: Arc<Vec<parking_lot::Mutex<Option<Answer>>>> = Arc::new(
+                to_capacity
+                    .iter()
+                    .map(|_| parking_lot::Mutex::new(None))
+                    .collect(),
+            );
+            let jobs: Vec<Box<dyn Fn() + Send + Sync>> = to_capacity
+                .iter()
+                .enumerate()
+                .map(|(j, &(i, from))| {
+                    let (inner, opts, slots) = (inner.clone(), opts.clone(), slots.clone());
+                    let (key, lookup) = (keys[i].to_vec(), std::mem::take(&mut lookups[i]));
+                    let candidates: Vec<Arc<TableFile>> = candidates(&sv.version, &key, from)
+                        .into_iter()
+                        .cloned()
+                        .collect();
+                    Box::new(move || {
+                        let refs: Vec<&Arc<TableFile>> = candidates.iter().collect();
+                        let at = Lookup {
+                            since,
+                            snapshot,
+                            key: &key,
+                            lookup: &lookup,
+                        };
+                        *slots[j].lock() = Some(from_tables(&inner, &opts, &at, &refs));
+                    }) as Box<dyn Fn() + Send + Sync>
+                })
+                .collect();
+            pool.run_all(jobs);
+            for (&(i, _), slot) in to_capacity.iter().zip(slots.iter()) {
+                out[i] = slot.lock().take();
+            }
+        }
+        _ => {
+            for (i, from) in to_capacity {
+                let candidates = candidates(&sv.version, keys[i], from);
+                let at = Lookup {
+                    since,
+                    snapshot,
+                    key: keys[i],
+                    lookup: &lookups[i],
+                };
+                out[i] = Some(from_tables(inner, opts, &at, &candidates));
+            }
+        }
     }
     out.into_iter()
         .map(|r| r.unwrap_or_else(|| Err(Error::invalid("multi_get left a key unanswered"))))

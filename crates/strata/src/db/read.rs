@@ -22,6 +22,7 @@ use crate::iter::{DbIterator, InternalIterator, LowerClamped, MergingIterator, R
 use crate::options::ReadOptions;
 use crate::range_del::Fragments;
 use crate::tier::hot::{HotRap, InsertOutcome};
+use crate::tier::temperature::IoMark;
 use crate::tier::Tier;
 use crate::types::{self, SeqNo, ValueKind};
 use crate::version::{TableFile, Version};
@@ -163,15 +164,10 @@ pub(super) fn from_tables(
     let temperatures = inner.logstore.is_some();
     for f in &candidates[..first_capacity] {
         // Storage reads so far on this thread (LogStore only: whether the probe missed the cache).
-        let io_before = if temperatures {
-            crate::tier::temperature::table_io()
-        } else {
-            0
-        };
+        let mark = IoMark::new(temperatures);
         if let Local::Found(v, _) = probe(tables, stats, f, key, lookup, snapshot, cache_only)? {
-            if temperatures {
-                f.temperature
-                    .record(crate::tier::temperature::table_io() != io_before);
+            if let Some(io) = mark.since() {
+                f.temperature.record(io);
             }
             found_fast(hot, key, &v);
             return Ok(v);
@@ -193,11 +189,7 @@ pub(super) fn from_tables(
     }
     // The capacity tier: several candidates are probed in parallel (SifrDB §4.3), with the
     // sequential search's result.
-    let io_before = if temperatures {
-        crate::tier::temperature::table_io()
-    } else {
-        0
-    };
+    let mark = IoMark::new(temperatures);
     let (at, found) = match &inner.search {
         Some(pool) if rest.len() >= 2 && !cache_only => {
             stats
@@ -216,12 +208,9 @@ pub(super) fn from_tables(
     let Local::Found(v, seq) = found? else {
         return Ok(None);
     };
-    if temperatures {
-        if let Some(f) = rest.get(at) {
-            // Parallel probes run on other threads: their storage reads are not seen here.
-            f.temperature
-                .record(crate::tier::temperature::table_io() != io_before);
-        }
+    if let (Some(io), Some(f)) = (mark.since(), rest.get(at)) {
+        // Parallel probes run on other threads: their storage reads are not seen here.
+        f.temperature.record(io);
     }
     if let Some(hot) = hot {
         hot.counters.reads_capacity.fetch_add(1, Ordering::Relaxed);

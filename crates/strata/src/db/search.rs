@@ -163,7 +163,7 @@ pub(crate) fn probe_many(
     stats
         .table_probes
         .fetch_add(misses.len() as u64, Ordering::Relaxed);
-    let reqs: Vec<(&[u8], &[u8])> = misses.iter().map(|&i| (keys[i].1, keys[i].0)).collect();
+    let reqs: Vec<(&[u8], &[u8])> = misses.iter().map(|&i| keys[i]).collect();
     for (&i, point) in misses.iter().zip(table.get_many(&reqs, cache_only)) {
         let key = keys[i].0;
         let tombstone = table.max_covering_tombstone(key, snapshot);

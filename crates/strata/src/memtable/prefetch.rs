@@ -1,7 +1,8 @@
 //! A cache-line prefetch hint, for the memtable's structures whose accesses are cache misses
-//! (skiplist nodes, point-index slots, Bloom filter blocks) and for recovery's walk through the
-//! WAL index: issuing the loads of several independent lookups before using any of them
-//! overlaps their misses. A hint only: it never faults and changes no result. Depends on
+//! (skiplist nodes, point-index slots, Bloom filter blocks), and shared with the batched table
+//! lookups (`sst::filter`, `sst::block`: filter lines, hash buckets, restart intervals) and
+//! recovery's walk through the WAL index: issuing the loads of several independent lookups
+//! before using any of them overlaps their misses. A hint only: it never faults and changes no result. Depends on
 //! nothing.
 
 /// Starts loading the cache line at `p` (which may be null or dangling).

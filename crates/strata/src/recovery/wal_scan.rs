@@ -1,7 +1,9 @@
 //! Reading every WAL file of a log location in parallel (recovery's "Read" and "Find" phases):
 //! one reader per file keeps the file's bytes (the batches are indexed where they lie, never
-//! copied, except the few that span log blocks) and indexes their operations densely by sequence number (a file's batches hold consecutive sequence numbers,
-//! so the index is a vector, not a hash map), and collects the key lists logged beside them.
+//! copied, except the few that span log blocks), indexes their operations densely by sequence
+//! number (a file's batches hold consecutive sequence numbers, so the index is a vector, not a
+//! hash map), and collects the key lists logged beside them (whose bytes stay in the buffer
+//! too, beside their decoded form).
 //!
 //! Any file may end in a torn write: the extended WAL keeps files whose torn tail an earlier
 //! open dropped, and whatever a dropped tail held that a table needs is caught later (a
@@ -58,7 +60,6 @@ const NONE: Loc = Loc {
 };
 
 struct FileScan {
-    bytes: u64,
     first: Option<SeqNo>,
     /// The file's bytes; most batches are indexed where they lie in it.
     data: Vec<u8>,
@@ -91,8 +92,8 @@ fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<
     let data = storage.read_all(path)?;
     let name = path.display().to_string();
     let too_big = || Error::corruption(format!("{name}: WAL file too large to index"));
-    // Offsets are u32, spilled batches included (they are copies of bytes of the file).
-    if data.len() > (u32::MAX / 2) as usize {
+    // Offsets are u32 (a spilled batch's too: `off` checks those).
+    if data.len() > u32::MAX as usize {
         return Err(too_big());
     }
     let mut ops: Vec<Loc> = Vec::new();
@@ -164,7 +165,6 @@ fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<
     }
     drop(reader);
     Ok(FileScan {
-        bytes: data.len() as u64,
         first,
         data,
         spill,
@@ -214,7 +214,7 @@ pub(super) fn scan(
         let f = s
             .into_inner()
             .ok_or_else(|| Error::invalid("a WAL reader did not finish"))??;
-        out.bytes += f.bytes;
+        out.bytes += f.data.len() as u64;
         out.first_seqs.push(f.first);
         let mut f = f;
         for l in std::mem::take(&mut f.lists) {
@@ -247,13 +247,14 @@ impl WalScan {
     }
 
     /// Starts loading the key and the value of `seq` (reads its slot: hint the slot first):
-    /// every cache line of the key and of the value's first 512 bytes.
+    /// the cache lines of the key's first 256 bytes and of the value's first 512.
     pub fn prefetch_bytes(&self, seq: SeqNo) {
         const LINE: usize = 64;
         let lines = |b: &[u8], max: usize| {
-            let end = b.len().min(max);
-            (0..end.max(1)).step_by(LINE).for_each(|o| {
-                crate::memtable::prefetch::prefetch(b.as_ptr().wrapping_add(o));
+            let start = b.as_ptr() as usize;
+            let end = start + b.len().clamp(1, max);
+            (start & !(LINE - 1)..end).step_by(LINE).for_each(|a| {
+                crate::memtable::prefetch::prefetch(a as *const u8);
             });
         };
         if let Some((f, loc)) = self.loc(seq) {

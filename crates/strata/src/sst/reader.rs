@@ -255,8 +255,8 @@ impl Table {
         Ok(found)
     }
 
-    /// [`Table::get_opt`] of several keys, answers in the order of `reqs` (`(lookup, user
-    /// key)` pairs, at best sorted by user key). The stages run across the batch: every key's
+    /// [`Table::get_opt`] of several keys, answers in the order of `reqs` (`(user key,
+    /// lookup)` pairs, at best sorted by user key). The stages run across the batch: every key's
     /// filter line is hinted before any is tested, the survivors' index entries are found in
     /// key order (neighbouring keys share the search's path), and a data block two keys need
     /// is fetched once.
@@ -269,12 +269,12 @@ impl Table {
             TableIndex::Trie(t) => {
                 return reqs
                     .iter()
-                    .map(|(lookup, key)| self.get_by_trie(t, lookup, key, cache_only))
+                    .map(|(key, lookup)| self.get_by_trie(t, lookup, key, cache_only))
                     .collect()
             }
             TableIndex::Blocks(b) => b,
         };
-        let hashes: Vec<u64> = reqs.iter().map(|(_, k)| key_hash(k)).collect();
+        let hashes: Vec<u64> = reqs.iter().map(|(k, _)| key_hash(k)).collect();
         let mut out: Vec<Result<Option<(SeqNo, ValueKind, Bytes)>>> =
             Vec::with_capacity(reqs.len());
         let mut survivors: Vec<usize> = Vec::with_capacity(reqs.len());
@@ -301,7 +301,7 @@ impl Table {
         let mut key = Vec::new();
         let mut handles: Vec<(usize, BlockHandle)> = Vec::with_capacity(survivors.len());
         for &i in &survivors {
-            match index.find(reqs[i].0, &mut key) {
+            match index.find(reqs[i].1, &mut key) {
                 Ok(Some(h)) => handles.push((i, h)),
                 Ok(None) => {}
                 Err(e) => out[i] = Err(e),
@@ -328,7 +328,7 @@ impl Table {
         for (&(i, _), &b) in handles.iter().zip(&block_of) {
             out[i] = match &blocks[b].1 {
                 Ok(b) => {
-                    let (lookup, user_key) = reqs[i];
+                    let (user_key, lookup) = reqs[i];
                     Self::first_at_or_after(b, lookup, user_key, hashes[i], &mut key)
                         .map(Option::flatten)
                 }

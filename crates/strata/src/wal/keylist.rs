@@ -76,14 +76,9 @@ pub struct ContentCrc {
 impl ContentCrc {
     /// Appends `bytes` as `put_length_prefixed` encodes them, without copying them.
     fn add_prefixed(&mut self, bytes: &[u8]) {
-        let (mut len, mut n, mut v) = ([0u8; 10], 0, bytes.len() as u64);
-        while v >= 0x80 {
-            len[n] = (v as u8) | 0x80;
-            v >>= 7;
-            n += 1;
-        }
-        len[n] = v as u8;
-        self.crc = crc32c::crc32c_append(self.crc, &len[..=n]);
+        let mut len = [0u8; 10];
+        let n = crate::coding::encode_varint64(&mut len, bytes.len() as u64);
+        self.crc = crc32c::crc32c_append(self.crc, &len[..n]);
         self.crc = crc32c::crc32c_append(self.crc, bytes);
     }
     pub fn add_point(&mut self, ikey: &[u8], value: &[u8]) {

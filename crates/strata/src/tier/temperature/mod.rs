@@ -220,6 +220,24 @@ pub fn table_io() -> u64 {
     TABLE_IO.with(|c| c.get())
 }
 
+/// This thread's [`table_io`] before a probe, taken only when temperatures are tracked:
+/// [`IoMark::since`] then tells whether the probe went to storage.
+#[derive(Clone, Copy, Debug)]
+pub struct IoMark(Option<u64>);
+
+impl IoMark {
+    #[inline]
+    pub fn new(tracked: bool) -> Self {
+        IoMark(tracked.then(table_io))
+    }
+
+    /// Whether this thread read a table from storage since the mark (`None`: not tracked).
+    #[inline]
+    pub fn since(self) -> Option<bool> {
+        self.0.map(|before| table_io() != before)
+    }
+}
+
 /// The decay factor of one tick.
 pub fn decay_factor(tick: Duration, half_life: Duration) -> f64 {
     if half_life.is_zero() {
