@@ -81,8 +81,8 @@ pub fn run(args: RecoverArgs) -> Result<()> {
     } else {
         println!(
             "recovered {} ({} mode, {} threads): {} lost fast-tier tables, {} tables written \
-             ({} entries, {:.1} MiB) from {} WAL files ({:.1} MiB)\n  read {:.3}s  index {:.3}s  \
-             build {:.3}s  total {:.3}s (incl. open{})",
+             ({} entries, {:.1} MiB) from {} WAL files ({:.1} MiB)\n  prepare {:.3}s  read \
+             {:.3}s  index {:.3}s  build {:.3}s  open {:.3}s{}  total {:.3}s",
             args.db.display(),
             r.mode,
             r.threads,
@@ -92,15 +92,17 @@ pub fn run(args: RecoverArgs) -> Result<()> {
             r.bytes_written as f64 / (1 << 20) as f64,
             r.wal_files,
             r.wal_bytes as f64 / (1 << 20) as f64,
+            r.prepare_secs,
             r.read_secs,
             r.index_secs,
             r.build_secs,
-            r.total_secs,
+            r.open_secs,
             if r.mode == "replay" {
-                " and the compactions it leaves"
+                " (with the compactions it leaves)"
             } else {
                 ""
-            }
+            },
+            r.total_secs,
         );
     }
     Ok(())
