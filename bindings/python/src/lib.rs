@@ -304,6 +304,31 @@ impl Db {
         Ok(v.map(|b| PyBytes::new_bound(py, &b).into_any().unbind()))
     }
 
+    /// The values of `keys` (a list of bytes), in order, all as of one snapshot (`snapshot`, or
+    /// the latest state when the call starts): a list of bytes or `None`. Looked up together
+    /// (the engine's `multi_get`); the first key whose read fails raises.
+    #[pyo3(signature = (keys, snapshot = None))]
+    fn multi_get(
+        &self,
+        py: Python<'_>,
+        keys: Vec<Bound<'_, PyAny>>,
+        snapshot: Option<PyRef<'_, Snapshot>>,
+    ) -> PyResult<Vec<Option<PyObject>>> {
+        let db = self.db()?;
+        let opts = read_options(snapshot.as_deref())?;
+        let keys = keys
+            .iter()
+            .map(|k| bytes_arg(k, "a key"))
+            .collect::<PyResult<Vec<Vec<u8>>>>()?;
+        let got = py.allow_threads(move || db.multi_get(&opts, &keys));
+        got.into_iter()
+            .map(|r| {
+                let v = r.map_err(err)?;
+                Ok(v.map(|b| PyBytes::new_bound(py, &b).into_any().unbind()))
+            })
+            .collect()
+    }
+
     /// Writes `key` = `value`; with `sync=True` it is durable when this returns.
     #[pyo3(signature = (key, value, sync = false))]
     fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
@@ -524,8 +549,16 @@ impl Db {
 impl Db {
     fn write(&self, py: Python<'_>, batch: engine::WriteBatch, sync: bool) -> PyResult<()> {
         let db = self.db()?;
-        py.allow_threads(move || db.write_opt(batch, &WriteOptions { sync, ..Default::default() }))
-            .map_err(err)
+        py.allow_threads(move || {
+            db.write_opt(
+                batch,
+                &WriteOptions {
+                    sync,
+                    ..Default::default()
+                },
+            )
+        })
+        .map_err(err)
     }
 }
 

@@ -64,6 +64,22 @@ def test_iteration_and_range_scans(tmp_path):
         assert list(db.range(b"x", b"y")) == []
 
 
+def test_multi_get_answers_in_order_at_one_snapshot(tmp_path):
+    with strata.open(str(tmp_path / "db"), write_buffer_size=64 * 1024) as db:
+        for i in range(2000):
+            db.put(b"k%05d" % i, b"v%d" % i)
+        db.delete(b"k00007")
+        keys = [b"k00003", b"nope", b"k00007", b"k01999", b"k00003"]
+        assert db.multi_get(keys) == [b"v3", None, None, b"v1999", b"v3"]
+        assert db.multi_get([]) == []
+        with db.snapshot() as snap:
+            db.put(b"k00003", b"new")
+            assert db.multi_get([b"k00003"], snapshot=snap) == [b"v3"]
+            assert db.multi_get([b"k00003"]) == [b"new"]
+        with pytest.raises(strata.InvalidArgumentError):
+            db.multi_get(["not bytes"])
+
+
 def test_snapshot_sees_the_past(tmp_path):
     with strata.open(str(tmp_path / "db")) as db:
         db.put(b"k", b"old")
