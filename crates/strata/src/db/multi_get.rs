@@ -31,6 +31,15 @@ use crate::version::TableFile;
 /// One key's answer.
 type Answer = Result<Option<Bytes>>;
 
+/// What a capacity-tier key's lookup on a search thread needs.
+struct CapacityJob {
+    inner: Arc<DbInner>,
+    opts: ReadOptions,
+    key: Vec<u8>,
+    lookup: Vec<u8>,
+    candidates: Vec<Arc<TableFile>>,
+}
+
 pub(crate) fn multi_get(
     inner: &Arc<DbInner>,
     opts: &ReadOptions,
@@ -145,25 +154,35 @@ fn lookup_all(
                     .map(|_| parking_lot::Mutex::new(None))
                     .collect(),
             );
+            // A job's state is taken when it runs: the pool may hold a finished batch a while
+            // longer, and it must not keep the database (its LOCK) or tables alive.
             let jobs: Vec<Box<dyn Fn() + Send + Sync>> = to_capacity
                 .iter()
                 .enumerate()
                 .map(|(j, &(i, from))| {
-                    let (inner, opts, slots) = (inner.clone(), opts.clone(), slots.clone());
-                    let (key, lookup) = (keys[i].to_vec(), std::mem::take(&mut lookups[i]));
+                    let key = keys[i].to_vec();
                     let candidates: Vec<Arc<TableFile>> = candidates(&sv.version, &key, from)
                         .into_iter()
                         .cloned()
                         .collect();
+                    let job = parking_lot::Mutex::new(Some(CapacityJob {
+                        inner: inner.clone(),
+                        opts: opts.clone(),
+                        lookup: std::mem::take(&mut lookups[i]),
+                        key,
+                        candidates,
+                    }));
+                    let slots = slots.clone();
                     Box::new(move || {
-                        let refs: Vec<&Arc<TableFile>> = candidates.iter().collect();
+                        let Some(job) = job.lock().take() else { return };
+                        let refs: Vec<&Arc<TableFile>> = job.candidates.iter().collect();
                         let at = Lookup {
                             since,
                             snapshot,
-                            key: &key,
-                            lookup: &lookup,
+                            key: &job.key,
+                            lookup: &job.lookup,
                         };
-                        *slots[j].lock() = Some(from_tables(&inner, &opts, &at, &refs));
+                        *slots[j].lock() = Some(from_tables(&job.inner, &job.opts, &at, &refs));
                     }) as Box<dyn Fn() + Send + Sync>
                 })
                 .collect();
