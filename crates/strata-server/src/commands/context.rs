@@ -1,0 +1,381 @@
+//! What a handler sees while its segment runs: [`Pending`], the segment's uncommitted writes
+//! (which later commands of the segment read instead of the engine) and the engine values read
+//! ahead for its GETs, and [`Ctx`], the handler's view — reads through the pending writes, then
+//! the commit group the segment chains on, then the read-ahead, then the engine (`cache_only`
+//! inline, an `Incomplete` flagging the segment for a rerun on the pool); writes into the
+//! segment's batch. Invariant: a read never skips a newer layer (pending writes before the
+//! group's, before the engine). Depends on `server::Shared`, `store`, `commit_group`, `value`;
+//! never on the network layer or the command table.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use strata::WriteBatch;
+
+use super::errors;
+use crate::commit_group::{Kind, Lookup};
+use crate::expiry::is_expired;
+use crate::fasthash::FastHash;
+use crate::keyspace::{self, DB0_END, DB0_START, MAX_USER_KEY, SUB_END, SUB_START};
+use crate::resp::Reply;
+use crate::server::Shared;
+use crate::session::Session;
+use crate::store::{Store, StoreError};
+use crate::value::{self, Entry, ValueType};
+
+/// Writes of the segment being executed, not yet committed: the batch that will be
+/// committed, and the new raw value (or deletion) of every key it writes, which later commands
+/// of the same segment read instead of the engine; and the engine values read ahead for it.
+#[derive(Default)]
+pub struct Pending {
+    pub batch: WriteBatch,
+    pub(crate) overlay: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+    /// The same for collection elements, by engine sub-key: what the point-lookup collection
+    /// commands of the segment wrote (see `CommandSpec::alone`).
+    pub(crate) elems: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+    /// Engine values read ahead for the segment's GETs and MGETs, by engine key (see
+    /// `executor::prefetch_keys`); `Ctx::engine_get` answers from here first.
+    pub(crate) reads: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+    /// Running inline on the event loop: engine reads are `cache_only`.
+    pub inline: bool,
+    /// An inline engine read needed I/O (`ErrorKind::Incomplete`): the segment is discarded
+    /// and rerun on the engine pool.
+    pub would_block: std::cell::Cell<bool>,
+    /// Keyspace hits and misses of the segment's commands, added to the server's statistics
+    /// only if the segment is not discarded (so a rerun does not count twice).
+    pub hits: std::cell::Cell<u64>,
+    pub misses: std::cell::Cell<u64>,
+    /// The commit group the segment chains on and the stripes it chains on (see `locks`):
+    /// reads of keys of those stripes that miss the segment's own pending writes look at the
+    /// group's before the engine. (No other key can be in the group's writes: its stripe is
+    /// free, or held by this segment, or by a segment not in the group.)
+    pub chain: Option<(u64, Vec<usize>)>,
+    /// That group was taken by its leader before the segment joined it: the segment is
+    /// discarded and reruns (`commit_group::Outcome::Stale`).
+    pub stale: std::cell::Cell<bool>,
+    /// The batch holds a range deletion (FLUSHDB, FLUSHALL).
+    ranges: bool,
+}
+
+impl Pending {
+    /// Whether the batch holds a range deletion, which the pending-write maps do not show.
+    pub fn has_ranges(&self) -> bool {
+        self.ranges
+    }
+}
+
+impl Pending {
+    pub fn new(inline: bool) -> Self {
+        Pending {
+            batch: WriteBatch::default(),
+            overlay: HashMap::default(),
+            elems: HashMap::default(),
+            reads: HashMap::default(),
+            inline,
+            would_block: std::cell::Cell::new(false),
+            hits: std::cell::Cell::new(0),
+            misses: std::cell::Cell::new(0),
+            chain: None,
+            stale: std::cell::Cell::new(false),
+            ranges: false,
+        }
+    }
+
+    /// The segment's batch, with each key written once (its last write): a pipeline that
+    /// writes one key many times — increments of a counter, pushes to one list, each of which
+    /// rewrites the list's metadata — costs the engine one entry per key. The entries left out
+    /// would be invisible to every reader anyway, since the batch is applied atomically (and
+    /// an engine limit is judged on what is written: an oversized value overwritten later in
+    /// the segment no longer refuses it).
+    pub fn take_batch(&mut self) -> WriteBatch {
+        let written = self.overlay.len() + self.elems.len();
+        if self.ranges || self.batch.len() <= written {
+            return std::mem::take(&mut self.batch);
+        }
+        self.batch.clear();
+        let mut b = WriteBatch::new();
+        for (key, v) in &self.overlay {
+            let k = keyspace::data_key(key);
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            }
+        }
+        for (k, v) in &self.elems {
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            }
+        }
+        b
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+}
+
+/// What a handler sees.
+pub struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub session: &'a mut Session,
+    /// Command time in Unix milliseconds (one clock reading per batch, as Redis takes one per
+    /// command).
+    pub now: u64,
+    pub pending: &'a mut Pending,
+}
+
+impl Ctx<'_> {
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// A point lookup of an engine key: `cache_only` when running inline, and an
+    /// `Incomplete` answer flags the segment for a rerun on the engine pool.
+    pub fn engine_get(&self, engine_key: &[u8]) -> Result<Option<Bytes>, Reply> {
+        // Most segments read nothing ahead: skip hashing the key then.
+        if !self.pending.reads.is_empty() {
+            if let Some(v) = self.pending.reads.get(engine_key) {
+                return Ok(v.clone());
+            }
+        }
+        let opts = strata::ReadOptions {
+            cache_only: self.pending.inline,
+            ..Default::default()
+        };
+        self.shared
+            .store
+            .db()
+            .get_opt(&opts, engine_key)
+            .map_err(|e| self.engine_error(e))
+    }
+
+    /// An engine error as a reply, noting an `Incomplete` (see [`Ctx::engine_get`]).
+    pub fn engine_error(&self, e: strata::Error) -> Reply {
+        if e.kind() == strata::ErrorKind::Incomplete {
+            self.pending.would_block.set(true);
+        }
+        Reply::from(StoreError::from(e))
+    }
+
+    /// What the commit group this segment chains on holds for `key`, whose stripe is that of
+    /// `lock_key` (`None`: read the engine). A group taken meanwhile flags the segment stale and
+    /// answers "absent": the segment's results are discarded.
+    pub(crate) fn group_get(
+        &self,
+        kind: Kind,
+        lock_key: &[u8],
+        key: &[u8],
+    ) -> Option<Option<Bytes>> {
+        let (epoch, stripes) = self.pending.chain.as_ref()?;
+        let stripe = self.shared.store.locks().index(lock_key);
+        if !stripes.contains(&stripe) {
+            return None;
+        }
+        match self.shared.commit_groups.lookup(*epoch, kind, key) {
+            Lookup::Found(v) => Some(v),
+            Lookup::Miss => None,
+            Lookup::Stale => {
+                self.pending.stale.set(true);
+                Some(None)
+            }
+        }
+    }
+
+    /// What the segment's pending writes, then those of the group it chains on, hold for
+    /// `key` (`None`: read the engine).
+    fn pending_raw(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        match self.pending.overlay.get(key) {
+            Some(v) => Some(v.clone()),
+            None => self.group_get(Kind::Record, key, key),
+        }
+    }
+
+    /// `raw` if it holds a live value at the command time.
+    fn live(&self, raw: Option<Bytes>) -> Result<Option<Bytes>, Reply> {
+        match raw {
+            Some(r) => {
+                let (_, at) = value::peek(&r).map_err(StoreError::from)?;
+                Ok((!is_expired(at, self.now)).then_some(r))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The raw stored bytes of `key` if it is live (pending writes first: the segment's, then
+    /// those of the group it chains on).
+    pub fn raw(&self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
+        let raw = match self.pending_raw(key) {
+            Some(v) => v,
+            None => self.engine_get(&keyspace::data_key(key))?,
+        };
+        self.live(raw)
+    }
+
+    /// [`Ctx::raw`] of several keys, in order, all as of one moment (an MGET is atomic): the
+    /// keys the pending writes do not answer come from the segment's read-ahead if it holds
+    /// every one of them, else from one [`strata::Db::multi_get`] now (`cache_only` inline, as
+    /// [`Ctx::engine_get`]).
+    pub fn raw_many(&self, keys: &[Bytes]) -> Result<Vec<Option<Bytes>>, Reply> {
+        let mut raws: Vec<Option<Bytes>> = Vec::with_capacity(keys.len());
+        let mut engine_keys: Vec<Vec<u8>> = Vec::new();
+        let mut at: Vec<usize> = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            match self.pending_raw(key) {
+                Some(v) => raws.push(v),
+                None => {
+                    raws.push(None);
+                    engine_keys.push(keyspace::data_key(key));
+                    at.push(i);
+                }
+            }
+        }
+        if engine_keys
+            .iter()
+            .all(|k| self.pending.reads.contains_key(k))
+        {
+            for (&i, k) in at.iter().zip(&engine_keys) {
+                raws[i] = self.pending.reads.get(k).cloned().flatten();
+            }
+        } else {
+            let opts = strata::ReadOptions {
+                cache_only: self.pending.inline,
+                ..Default::default()
+            };
+            let got = self.shared.store.db().multi_get(&opts, &engine_keys);
+            for (&i, r) in at.iter().zip(got) {
+                raws[i] = r.map_err(|e| self.engine_error(e))?;
+            }
+        }
+        raws.into_iter().map(|r| self.live(r)).collect()
+    }
+
+    /// The live entry of `key` (pending writes first).
+    pub fn entry(&self, key: &[u8]) -> Result<Option<Entry>, Reply> {
+        match self.raw(key)? {
+            Some(r) => Ok(Some(value::decode(r).map_err(StoreError::from)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The live string value of `key`; WRONGTYPE for another type.
+    pub fn string(&self, key: &[u8]) -> Result<Option<Entry>, Reply> {
+        match self.entry(key)? {
+            Some(e) if e.vtype != Some(ValueType::String) => Err(errors::err(errors::WRONGTYPE)),
+            other => Ok(other),
+        }
+    }
+
+    /// Stores raw value bytes (header included) for `key`; committed with the segment.
+    pub fn put_raw(&mut self, key: &[u8], raw: Bytes) -> Result<(), Reply> {
+        if key.len() > MAX_USER_KEY {
+            return Err(StoreError::KeyTooLarge.into());
+        }
+        self.pending.batch.put(keyspace::data_key(key), &raw);
+        self.pending.overlay.insert(key.to_vec(), Some(raw));
+        Ok(())
+    }
+
+    /// Stores a value for `key`; committed with the segment. An expiry at or before the
+    /// command time deletes the key instead (as Redis does).
+    pub fn put(
+        &mut self,
+        key: &[u8],
+        vtype: ValueType,
+        expire_at: Option<u64>,
+        payload: &[u8],
+    ) -> Result<(), Reply> {
+        if is_expired(expire_at, self.now) {
+            self.delete(key);
+            return Ok(());
+        }
+        self.put_raw(key, Bytes::from(value::encode(vtype, expire_at, payload)))
+    }
+
+    /// Deletes `key`; committed with the segment.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.pending.batch.delete(keyspace::data_key(key));
+        self.pending.overlay.insert(key.to_vec(), None);
+    }
+
+    /// Deletes every key of the database (FLUSHDB). Only for barrier commands, which run in a
+    /// segment of their own holding every stripe.
+    pub fn delete_all(&mut self) {
+        self.pending.batch.delete_range(DB0_START, DB0_END);
+        self.pending.batch.delete_range(SUB_START, SUB_END);
+        self.pending.ranges = true;
+        self.pending.overlay.clear();
+        self.pending.elems.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The batch's operations as `put k=v` / `del k`, sorted.
+    fn ops(b: &WriteBatch) -> Vec<String> {
+        let mut ops: Vec<String> = b
+            .iter()
+            .map(|op| match op {
+                strata::batch::BatchOp::Put(k, v) => format!(
+                    "put {}={}",
+                    String::from_utf8_lossy(k),
+                    String::from_utf8_lossy(v)
+                ),
+                strata::batch::BatchOp::Delete(k) => format!("del {}", String::from_utf8_lossy(k)),
+                strata::batch::BatchOp::DeleteRange(a, z) => format!(
+                    "range {}..{}",
+                    String::from_utf8_lossy(a),
+                    String::from_utf8_lossy(z)
+                ),
+            })
+            .collect();
+        ops.sort();
+        ops
+    }
+
+    #[test]
+    fn a_segment_batch_writes_each_key_once() {
+        let mut p = Pending::new(false);
+        let dk = |k: &str| String::from_utf8_lossy(&keyspace::data_key(k.as_bytes())).into_owned();
+        for v in ["1", "2", "3"] {
+            p.batch.put(keyspace::data_key(b"ctr"), v);
+            p.overlay
+                .insert(b"ctr".to_vec(), Some(Bytes::from(v.to_owned())));
+        }
+        p.batch.put(keyspace::data_key(b"gone"), "x");
+        p.batch.delete(keyspace::data_key(b"gone"));
+        p.overlay.insert(b"gone".to_vec(), None);
+        p.batch.put(b"elem", "a");
+        p.batch.put(b"elem", "b");
+        p.elems.insert(b"elem".to_vec(), Some(Bytes::from("b")));
+        p.batch.delete(b"old");
+        p.elems.insert(b"old".to_vec(), None);
+        let b = p.take_batch();
+        assert_eq!(b.len(), 4);
+        let mut want = vec![
+            format!("put {}=3", dk("ctr")),
+            format!("del {}", dk("gone")),
+            "put elem=b".to_string(),
+            "del old".to_string(),
+        ];
+        want.sort();
+        assert_eq!(ops(&b), want);
+        assert!(p.batch.is_empty());
+
+        // Without repeats, and with a range deletion, the batch is kept as written.
+        let mut p = Pending::new(false);
+        p.batch.put(b"a", "1");
+        p.elems.insert(b"a".to_vec(), Some(Bytes::from("1")));
+        assert_eq!(ops(&p.take_batch()), ["put a=1"]);
+        let mut p = Pending::new(false);
+        p.batch.delete_range(b"a", b"z");
+        p.ranges = true;
+        p.batch.put(b"k", "1");
+        p.batch.put(b"k", "2");
+        p.elems.insert(b"k".to_vec(), Some(Bytes::from("2")));
+        assert_eq!(p.take_batch().len(), 3);
+    }
+}
