@@ -65,7 +65,8 @@ fn lookup_all(
     let since = inner.hot.as_ref().map_or(0, |h| h.cache.epoch());
     let sv = inner.super_version_guard();
     let snapshot = snapshot_seq(inner, opts);
-    let mut out: Vec<Option<Result<Option<Bytes>>>> = Vec::with_capacity(keys.len());
+    // A key no source decides is absent: every answer starts so.
+    let mut out: Vec<Answer> = Vec::with_capacity(keys.len());
     sv.mem.prefetch_gets(keys);
     let mut pending: Vec<usize> = Vec::with_capacity(keys.len());
     for (i, key) in keys.iter().enumerate() {
@@ -73,7 +74,7 @@ fn lookup_all(
         if v.is_none() {
             pending.push(i);
         }
-        out.push(v.map(Ok));
+        out.push(Ok(v.flatten()));
     }
     // Sorted, neighbouring keys fall in the same table and share its index's search path.
     pending.sort_by(|&a, &b| keys[a].cmp(keys[b]));
@@ -131,18 +132,14 @@ fn lookup_all(
                                 io = Some(false);
                             }
                             found_fast(hot, keys[i], &v);
-                            out[i] = Some(Ok(v));
+                            out[i] = Ok(v);
                         }
-                        Err(e) => out[i] = Some(Err(e)),
+                        Err(e) => out[i] = Err(e),
                     }
                 }
             }
             std::mem::swap(&mut pending, &mut next);
         }
-    }
-    // What no source decided is absent.
-    for i in pending {
-        out[i] = Some(Ok(None));
     }
     match &inner.search {
         // Capacity-tier reads are network requests: the keys that need them are looked up
@@ -188,7 +185,10 @@ fn lookup_all(
                 .collect();
             pool.run_all(jobs);
             for (&(i, _), slot) in to_capacity.iter().zip(slots.iter()) {
-                out[i] = slot.lock().take();
+                out[i] = slot
+                    .lock()
+                    .take()
+                    .unwrap_or_else(|| Err(Error::invalid("a multi_get search job did not run")));
             }
         }
         _ => {
@@ -200,11 +200,9 @@ fn lookup_all(
                     key: keys[i],
                     lookup: &lookups[i],
                 };
-                out[i] = Some(from_tables(inner, opts, &at, &candidates));
+                out[i] = from_tables(inner, opts, &at, &candidates);
             }
         }
     }
-    out.into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(Error::invalid("multi_get left a key unanswered"))))
-        .collect()
+    out
 }
