@@ -58,6 +58,14 @@ pub struct Options {
     pub write_buffer_size: usize,
     /// Memtables (active plus immutable) allowed before writes stop. Default 2.
     pub max_write_buffer_number: usize,
+    /// Keep the memtables rebuilt from the WAL at open as immutable memtables, flushed in the
+    /// background like any other, instead of writing them to L0 tables before `open` returns
+    /// (RocksDB's `avoid_flush_during_recovery`, on by default here). Their WAL files stay
+    /// live (made durable at open) until their flush. At most `max_write_buffer_number - 1`
+    /// are kept (the newest WAL files'); open writes the rest to L0, and writes everything when
+    /// a WAL file's records fill more than one memtable, a log ends in a torn write, or a log
+    /// lies outside the log location (the database moved to a `wal_location`). Default true.
+    pub avoid_flush_during_recovery: bool,
     /// Size of each memtable's whole-key Bloom filter as a fraction of `write_buffer_size`
     /// (RocksDB's `memtable_prefix_bloom_size_ratio` with whole-key filtering): point lookups of
     /// keys a memtable does not hold skip its skiplist. Default 0.02 (1.3 MiB, about 25 bits per
@@ -229,6 +237,7 @@ impl Default for Options {
             error_if_exists: false,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
+            avoid_flush_during_recovery: true,
             memtable_bloom_ratio: 0.02,
             memtable_point_index_ratio: 0.25,
             level0_file_num_compaction_trigger: 4,
@@ -286,6 +295,10 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field(
+                "avoid_flush_during_recovery",
+                &self.avoid_flush_during_recovery,
+            )
             .field("memtable_bloom_ratio", &self.memtable_bloom_ratio)
             .field(
                 "memtable_point_index_ratio",

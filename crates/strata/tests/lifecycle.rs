@@ -308,3 +308,128 @@ fn compaction_filter_keeps_removes_and_rewrites() {
     assert_eq!(db.get(b"c").unwrap().as_deref(), Some(&b"plain"[..]));
     assert_eq!(db.get(b"d").unwrap(), None);
 }
+
+fn logs_and_tables(dir: &Path) -> (usize, usize) {
+    (
+        count(dir, |n| n.ends_with(".log")),
+        count(dir, |n| n.ends_with(".sst")),
+    )
+}
+
+/// `avoid_flush_during_recovery`: the reopened database serves the WAL tail from immutable
+/// memtables and flushes them in the background (the flush counter counts background flushes
+/// only), where the old behaviour wrote them to L0 before `open` returned.
+#[test]
+fn reopen_keeps_the_wal_tail_in_memtables_and_flushes_it_in_the_background() {
+    for avoid in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = || Options {
+            write_buffer_size: 1 << 20,
+            avoid_flush_during_recovery: avoid,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts()).unwrap();
+        for i in 0..2000 {
+            db.put(k(i), format!("v{i}")).unwrap();
+        }
+        db.close().unwrap();
+        assert_eq!(logs_and_tables(dir.path()), (1, 0));
+        let db = Db::open(dir.path(), opts()).unwrap();
+        if !avoid {
+            assert_eq!(logs_and_tables(dir.path()), (1, 1), "written at open");
+        }
+        for i in (0..2000).step_by(7) {
+            let want = format!("v{i}");
+            assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(want.as_bytes()));
+        }
+        db.wait_for_compactions().unwrap();
+        assert_eq!(db.stats().flushes, u64::from(avoid), "avoid {avoid}");
+        // The recovered log went with its memtable's flush.
+        assert_eq!(logs_and_tables(dir.path()), (1, 1), "avoid {avoid}");
+        db.close().unwrap();
+    }
+}
+
+/// Reopening again and again, each time before the kept memtables may have been flushed, with
+/// new writes on top: every write survives, and logs do not pile up past the kept ones.
+#[test]
+fn kept_memtables_survive_reopening_before_their_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || Options {
+        write_buffer_size: 1 << 20,
+        max_write_buffer_number: 4,
+        ..Options::default()
+    };
+    for round in 0..12u32 {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        for i in 0..300 {
+            db.put(k(i), format!("r{round}-{i}")).unwrap();
+        }
+        if round % 3 == 2 {
+            db.delete(k(round)).unwrap();
+        }
+        db.close().unwrap();
+        // The new log and those of at most three kept memtables.
+        assert!(logs_and_tables(dir.path()).0 <= 4, "round {round}");
+    }
+    let db = Db::open(dir.path(), opts()).unwrap();
+    for i in 0..300 {
+        let got = db.get(k(i)).unwrap();
+        if i == 11 {
+            assert_eq!(got, None);
+        } else {
+            assert_eq!(
+                got.as_deref(),
+                Some(format!("r11-{i}").as_bytes()),
+                "key {i}"
+            );
+        }
+    }
+}
+
+/// What open still writes to L0 at once: a log ending in a torn write (kept, it would stop
+/// being the last log holding writes, and a later replay would take its tail for corruption)
+/// and a log whose records fill more than one memtable.
+#[test]
+fn open_flushes_a_torn_log_and_one_larger_than_a_memtable() {
+    // Torn: a partial record appended to the only log.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.close().unwrap();
+    let log = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    let mut data = std::fs::read(&log).unwrap();
+    data.extend_from_slice(&[0x55, 0x12, 0x00, 0x00, 0x40, 0x00, 0x01, 0x7a]);
+    std::fs::write(&log, &data).unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(logs_and_tables(dir.path()), (1, 1));
+    db.put(b"b", b"2").unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    db.close().unwrap();
+
+    // Larger: written with 1 MiB memtables, reopened with 64 KiB ones.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    for i in 0..3000 {
+        db.put(k(i), [b'x'; 100]).unwrap();
+    }
+    db.close().unwrap();
+    let small_buffers = Options {
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), small_buffers).unwrap();
+    let (logs, tables) = logs_and_tables(dir.path());
+    assert_eq!(logs, 1);
+    assert!(tables >= 4, "{tables} tables");
+    assert_eq!(db.get(k(2999)).unwrap().as_deref(), Some(&[b'x'; 100][..]));
+    db.wait_for_compactions().unwrap();
+    assert_eq!(db.stats().flushes, 0);
+}

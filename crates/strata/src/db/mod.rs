@@ -22,6 +22,7 @@ mod search;
 mod snapshot;
 mod temperature;
 mod wait;
+mod wal_replay;
 mod wal_sync;
 mod write;
 

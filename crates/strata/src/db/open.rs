@@ -1,7 +1,7 @@
-//! Opening a database: directory checks and lock, manifest recovery, WAL replay into L0
-//! tables, orphan cleanup, and starting background threads.
+//! Opening a database: directory checks and lock, manifest recovery, WAL replay (into kept
+//! immutable memtables and L0 tables, `wal_replay`), orphan cleanup, and starting background
+//! threads.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -10,9 +10,8 @@ use parking_lot::{Condvar, Mutex};
 
 use super::background::start_threads;
 use super::snapshot::SnapshotList;
-use super::write::{apply_to_memtable, wal_path};
+use super::write::wal_path;
 use super::{DbInner, DbState, SuperVersion};
-use crate::batch::WriteBatch;
 use std::collections::HashSet;
 
 use crate::cache::persistent::{
@@ -28,7 +27,7 @@ use crate::storage::object::CapacityTier;
 use crate::storage::{default_storage, Storage};
 use crate::tier::{TableStore, TablesConfig, Tier};
 use crate::version::{current_path, FileMeta, VersionEdit, VersionSet};
-use crate::wal::{keylist, LogReader, LogSet, LogWriter, ReadOutcome};
+use crate::wal::{LogSet, LogWriter};
 
 fn parse_number(name: &str, suffix: &str) -> Option<u64> {
     let stem = name.strip_suffix(suffix)?;
@@ -200,47 +199,55 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             log_dir.display()
         )));
     }
-    let mut last_seq = versions.last_sequence;
-    let mut first_seqs: HashMap<u64, u64> = HashMap::new();
-    let mut mem = Arc::new(MemTable::with_bloom(0, opts.memtable_bloom_bytes()));
-    let mut recovered: Vec<Arc<MemTable>> = Vec::new();
     // Only the last log holding a write may end in a torn write: a log after it can be left
     // empty by a crash during an earlier open, after it created its new log, or hold only key
     // lists (the extended WAL logs them at open and in node-loss recovery).
-    let mut last_nonempty = None;
-    for (i, (_, path, st)) in wals.iter().enumerate() {
+    let mut writes = Vec::with_capacity(wals.len());
+    for (_, path, st) in &wals {
         let size = st.open(path)?.size();
-        let writes = size > 0
-            && (!opts.extended_wal || super::extended::first_seq_of(st.as_ref(), path)?.is_some());
-        if writes {
-            last_nonempty = Some(i);
+        writes.push(
+            size > 0
+                && (!opts.extended_wal
+                    || super::extended::first_seq_of(st.as_ref(), path)?.is_some()),
+        );
+    }
+    let keep_limit = if opts.avoid_flush_during_recovery {
+        opts.max_write_buffer_number - 1
+    } else {
+        0
+    };
+    let replay = super::wal_replay::replay(
+        &wals,
+        &writes,
+        &log_dir,
+        keep_limit,
+        versions.last_sequence,
+        &opts,
+    )?;
+    let last_seq = replay.last_seq;
+    let first_seqs = replay.first_seqs;
+    let mut recovered = replay.packed;
+    let shapes: Vec<(usize, bool)> = replay
+        .own
+        .iter()
+        .map(|l| (l.mems.len(), l.in_log_location))
+        .collect();
+    let kept_from =
+        replay.own.len() - super::wal_replay::kept_suffix(&shapes, replay.torn, keep_limit);
+    let mut kept_mems: Vec<Arc<MemTable>> = Vec::new();
+    // Logs whose records stay in kept memtables: live until their flush.
+    let mut kept_logs: HashSet<u64> = HashSet::new();
+    for (i, log) in replay.own.into_iter().enumerate() {
+        if i < kept_from {
+            recovered.extend(log.mems);
+        } else if !log.mems.is_empty() {
+            // The earlier process may have ended before syncing it; its records now stand
+            // for acknowledged writes until the flush.
+            log.storage.sync_file(&log.path)?;
+            kept_logs.insert(log.number);
+            kept_mems.extend(log.mems);
         }
     }
-    for (i, (number, path, st)) in wals.iter().enumerate() {
-        let name = format!("{number:06}.log");
-        let data = st.read_all(path)?;
-        let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
-        while let Some(rec) = reader.next_record()? {
-            if keylist::is_key_list(&rec) {
-                continue;
-            }
-            let (seq, batch) =
-                WriteBatch::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
-            first_seqs.entry(*number).or_insert(seq);
-            apply_to_memtable(&mem, &batch, seq);
-            last_seq = last_seq.max(seq + batch.len() as u64 - 1);
-            if mem.approximate_size() >= opts.write_buffer_size {
-                recovered.push(std::mem::replace(
-                    &mut mem,
-                    Arc::new(MemTable::with_bloom(0, opts.memtable_bloom_bytes())),
-                ));
-            }
-        }
-        if let ReadOutcome::TornTail { offset, dropped } = reader.outcome() {
-            tracing::warn!(wal = %name, offset, dropped, "dropped torn WAL tail");
-        }
-    }
-    recovered.push(mem);
     // Only now that every log replayed cleanly is anything written.
     let wal_number = versions.new_file_number();
     let wal = LogWriter::new(
@@ -307,24 +314,27 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         None => super::extended::Pinned::none(),
     };
     versions.log_and_apply(VersionEdit {
-        log_number: Some(wal_number),
+        // The oldest log a kept memtable needs, else the new one.
+        log_number: Some(kept_logs.iter().min().copied().unwrap_or(wal_number)),
         last_sequence: Some(last_seq),
         added: added.into_iter().map(|f| (0, f)).collect(),
         wal_pins: pinned.pins(),
         ..Default::default()
     })?;
     drop(pinned);
-    for (_, path, st) in &wals {
-        // Replayed logs go, except the log location's under the extended WAL (key lists may
-        // reference their records; the retention rule deletes them).
-        if extended.is_none() || !path.starts_with(&log_dir) {
+    for (number, path, st) in &wals {
+        // Replayed logs go, except those of kept memtables (their flush deletes them) and the
+        // log location's under the extended WAL (key lists may reference their records; the
+        // retention rule deletes them).
+        if !kept_logs.contains(number) && (extended.is_none() || !path.starts_with(&log_dir)) {
             st.remove(path)?;
         }
     }
     drop(wals);
-    remove_orphans(dir, storage.as_ref(), &versions, wal_number)?;
+    kept_logs.insert(wal_number);
+    remove_orphans(dir, storage.as_ref(), &versions, &kept_logs)?;
     if separate_log && extended.is_none() {
-        remove_orphan_logs(&log_dir, log_storage.as_ref(), wal_number)?;
+        remove_orphan_logs(&log_dir, log_storage.as_ref(), &kept_logs)?;
     }
     let live_capacity: HashSet<u64> = versions
         .current()
@@ -355,7 +365,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     };
     let sv = SuperVersion {
         mem: mem.clone(),
-        imms: Vec::new(),
+        // Newest first, as reads probe them.
+        imms: kept_mems.iter().rev().cloned().collect(),
         version: versions.current(),
     };
     let search = (opts.capacity.is_some() && opts.forest.search_threads >= 2).then(|| {
@@ -377,7 +388,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         state: Mutex::new(DbState {
             versions,
             mem,
-            imms: Vec::new(),
+            imms: kept_mems,
             busy: Default::default(),
             running_compactions: 0,
             running_fast_bytes: 0,
@@ -526,12 +537,13 @@ fn open_tiers(
     }))
 }
 
-/// Deletes files a crash left behind: tables not in the version, old WALs and manifests.
+/// Deletes files a crash left behind: tables not in the version, WALs other than the live
+/// ones (the new log and those of kept memtables) and old manifests.
 fn remove_orphans(
     dir: &Path,
     storage: &dyn Storage,
     versions: &VersionSet,
-    wal: u64,
+    live_wals: &HashSet<u64>,
 ) -> Result<()> {
     let live: std::collections::HashSet<u64> =
         versions.current().all_files().map(|f| f.id).collect();
@@ -540,7 +552,7 @@ fn remove_orphans(
         let orphan = if let Some(id) = parse_number(&name, ".sst") {
             !live.contains(&id)
         } else if let Some(n) = parse_number(&name, ".log") {
-            n != wal
+            !live_wals.contains(&n)
         } else if name.starts_with("MANIFEST-") {
             name != manifest
         } else {
@@ -554,11 +566,11 @@ fn remove_orphans(
     Ok(())
 }
 
-/// Deletes log files other than the live one from a separate log location (without the
-/// extended WAL nothing older is needed once replayed).
-fn remove_orphan_logs(log_dir: &Path, storage: &dyn Storage, wal: u64) -> Result<()> {
+/// Deletes log files other than the live ones from a separate log location (without the
+/// extended WAL nothing else is needed once replayed).
+fn remove_orphan_logs(log_dir: &Path, storage: &dyn Storage, live: &HashSet<u64>) -> Result<()> {
     for name in storage.list(log_dir)? {
-        if parse_number(&name, ".log").is_some_and(|n| n != wal) {
+        if parse_number(&name, ".log").is_some_and(|n| !live.contains(&n)) {
             tracing::info!(file = %name, "removing an old WAL from the log location");
             storage.remove(&log_dir.join(&name))?;
         }

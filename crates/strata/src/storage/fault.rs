@@ -217,6 +217,10 @@ impl Storage for FaultFs {
         self.check(dir, |p| p.fail_syncs, "sync")?;
         self.inner.sync_dir(dir)
     }
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        self.check(path, |p| p.fail_syncs, "sync")?;
+        self.inner.sync_file(path)
+    }
     fn open_rw(&self, path: &Path, size: u64) -> Result<Arc<dyn RandomRwFile>> {
         self.check(path, |p| p.fail_creates, "create")?;
         Ok(Arc::new(FaultRw {

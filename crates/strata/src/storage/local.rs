@@ -201,6 +201,13 @@ impl Storage for LocalFs {
             .map_err(|e| Error::io(dir.display(), e))
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        // fsync flushes the file's dirty pages whichever descriptor wrote them.
+        File::open(path)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| Error::io(path.display(), e))
+    }
+
     fn open_rw(&self, path: &Path, size: u64) -> Result<Arc<dyn RandomRwFile>> {
         let f = OpenOptions::new()
             .read(true)

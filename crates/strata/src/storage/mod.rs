@@ -87,6 +87,9 @@ pub trait Storage: Send + Sync + 'static {
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes renames and creations in `dir` durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Makes every byte of an existing file durable: a file written by an earlier process,
+    /// which may have ended before syncing it (recovery keeps such WAL files live).
+    fn sync_file(&self, path: &Path) -> Result<()>;
     /// Opens (creating if needed) a file for positional reads and writes, sized to `size`.
     fn open_rw(&self, path: &Path, size: u64) -> Result<Arc<dyn RandomRwFile>>;
     /// Takes an exclusive lock on `path`, creating it; fails with `Locked` if held elsewhere.

@@ -365,6 +365,39 @@ impl Storage for ObjectLogStorage {
         self.local.sync_dir(dir)
     }
 
+    /// Uploads the staged bytes past the file's last segment (an earlier process appended
+    /// them and ended before its sync) as one more segment, so that every byte the local
+    /// copy holds is in the object store. A file without a local copy is all in segments.
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        if !self.local.exists(path)? {
+            return Ok(());
+        }
+        self.local.sync_file(path)?;
+        let name = Self::name(path)?;
+        let end = self
+            .segments(&name)?
+            .last()
+            .map_or(0, |(_, off, size)| off + size);
+        let data = self.local.read_all(path)?;
+        let staged = data.len() as u64;
+        if staged < end {
+            return Err(Error::corruption(format!(
+                "log location: the staged copy of {name} ({staged} bytes) is shorter than its \
+                 {end} uploaded bytes"
+            )));
+        }
+        if staged > end {
+            let guard = check(&self.lease)?;
+            let tail = Bytes::copy_from_slice(&data[end as usize..]);
+            self.tier.put_until(
+                &self.tier.path(&segment_name(&name, end)),
+                tail,
+                until(&guard),
+            )?;
+        }
+        Ok(())
+    }
+
     fn open_rw(&self, path: &Path, _size: u64) -> Result<Arc<dyn RandomRwFile>> {
         Err(Error::invalid(format!(
             "log location: {} cannot be opened for random writes",

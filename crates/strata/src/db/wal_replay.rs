@@ -1,0 +1,223 @@
+//! Replaying the WAL files at open into memtables, and choosing which of them the opened
+//! database keeps as immutable memtables (flushed in the background) instead of writing them
+//! to L0 tables before `open` returns (`Options::avoid_flush_during_recovery`).
+//!
+//! Invariants:
+//! - A kept memtable holds the records of exactly one WAL file, all of them, and that file is
+//!   in the log location: its flush deletes the file (or hands it to the extended WAL's
+//!   retention) and moves `log_number` past it, exactly as for a memtable the database sealed.
+//! - Kept logs are a suffix of the replayed ones (the newest), so `log_number` = the oldest
+//!   kept log's number covers every kept record and none that open wrote to L0.
+//! - Nothing is kept after a torn write: the torn log would otherwise stop being the last one
+//!   holding writes, and a later replay would take its torn tail for corruption.
+//! - Older logs are packed into memtables regardless of file boundaries (as many as fill), as
+//!   their records go to L0 at open anyway.
+//!
+//! Depends on `wal`, `memtable`, `batch`; never on the server, CLI or benchmark.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::storage::Storage;
+use crate::wal::{keylist, LogReader, ReadOutcome};
+
+/// A WAL file to replay: its number, path and the storage holding it.
+pub(super) type LogFile<'a> = (u64, PathBuf, &'a Arc<dyn Storage>);
+
+/// One of the newest logs, replayed into memtables of its own.
+pub(super) struct OwnLog {
+    pub number: u64,
+    pub path: PathBuf,
+    pub storage: Arc<dyn Storage>,
+    /// Its records' memtables (none for a log without writes), numbered with the log.
+    pub mems: Vec<Arc<MemTable>>,
+    pub in_log_location: bool,
+}
+
+/// What replaying the logs found.
+pub(super) struct Replay {
+    /// Memtables of the older logs, packed across files: open writes them to L0.
+    pub packed: Vec<Arc<MemTable>>,
+    /// The newest logs (up to the keep limit's worth holding writes), oldest first.
+    pub own: Vec<OwnLog>,
+    /// Whether a log ended in a torn write (dropped).
+    pub torn: bool,
+    pub last_seq: u64,
+    /// Log number → the sequence number of its first write batch.
+    pub first_seqs: HashMap<u64, u64>,
+}
+
+/// Replays `wals` (sorted by number) into memtables. `writes[i]`: whether log `i` holds a
+/// write batch (only the last such log may end in a torn write); `keep_limit`: memtables the
+/// database may keep, so the newest logs holding writes, up to that many, get memtables of
+/// their own.
+pub(super) fn replay(
+    wals: &[LogFile<'_>],
+    writes: &[bool],
+    log_dir: &Path,
+    keep_limit: usize,
+    last_sequence: u64,
+    opts: &Options,
+) -> Result<Replay> {
+    let last_nonempty = writes.iter().rposition(|w| *w);
+    let own_from = own_logs_from(writes, keep_limit);
+    let mut out = Replay {
+        packed: Vec::new(),
+        own: Vec::new(),
+        torn: false,
+        last_seq: last_sequence,
+        first_seqs: HashMap::new(),
+    };
+    // Own logs' memtables serve reads once kept (point index and all); packed ones are only
+    // written out.
+    let own_mem = |number: u64| Arc::new(MemTable::for_options(number, opts, None));
+    let packed_mem = || Arc::new(MemTable::with_bloom(0, opts.memtable_bloom_bytes()));
+    let mut packing: Option<Arc<MemTable>> = None;
+    for (i, (number, path, st)) in wals.iter().enumerate() {
+        let own = i >= own_from;
+        let mut cur = if own {
+            out.packed.extend(packing.take());
+            None
+        } else {
+            packing.take()
+        };
+        let mut mems = Vec::new();
+        let name = format!("{number:06}.log");
+        let data = st.read_all(path)?;
+        let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
+        while let Some(rec) = reader.next_record()? {
+            if keylist::is_key_list(&rec) {
+                continue;
+            }
+            let (seq, batch) =
+                WriteBatch::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
+            out.first_seqs.entry(*number).or_insert(seq);
+            let mem = cur.get_or_insert_with(|| if own { own_mem(*number) } else { packed_mem() });
+            super::write::apply_to_memtable(mem, &batch, seq);
+            out.last_seq = out.last_seq.max(seq + batch.len() as u64 - 1);
+            if mem.approximate_size() >= opts.write_buffer_size {
+                let full = cur.take();
+                if own {
+                    mems.extend(full);
+                } else {
+                    out.packed.extend(full);
+                }
+            }
+        }
+        if let ReadOutcome::TornTail { offset, dropped } = reader.outcome() {
+            tracing::warn!(wal = %name, offset, dropped, "dropped torn WAL tail");
+            out.torn = true;
+        }
+        if own {
+            mems.extend(cur);
+            out.own.push(OwnLog {
+                number: *number,
+                path: path.clone(),
+                storage: (*st).clone(),
+                mems,
+                in_log_location: path.starts_with(log_dir),
+            });
+        } else {
+            packing = cur;
+        }
+    }
+    out.packed.extend(packing);
+    Ok(out)
+}
+
+/// The index of the first log replayed into memtables of its own: the newest `keep_limit`
+/// logs holding writes, and the logs without writes after the first of them.
+fn own_logs_from(writes: &[bool], keep_limit: usize) -> usize {
+    if keep_limit == 0 {
+        return writes.len();
+    }
+    let mut seen = 0;
+    for (i, w) in writes.iter().enumerate().rev() {
+        if *w {
+            seen += 1;
+            if seen == keep_limit {
+                return i;
+            }
+        }
+    }
+    0
+}
+
+/// How many of the newest `own` logs (given as (memtables, in the log location)) keep their
+/// memtables: a suffix of logs each holding at most one memtable and lying in the log
+/// location, `limit` memtables in all; none when a log ended in a torn write.
+pub(super) fn kept_suffix(own: &[(usize, bool)], torn: bool, limit: usize) -> usize {
+    if torn {
+        return 0;
+    }
+    let mut mems = 0;
+    let mut n = 0;
+    for &(count, in_location) in own.iter().rev() {
+        if count > 1 || !in_location || mems + count > limit {
+            break;
+        }
+        mems += count;
+        n += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_logs_are_the_newest_holding_writes_and_the_empty_ones_after_them() {
+        let cases: &[(&[bool], usize, usize)] = &[
+            (&[], 1, 0),
+            (&[true, true, true], 0, 3),
+            (&[true, true, true], 1, 2),
+            (&[true, true, true], 2, 1),
+            (&[true, true, true], 5, 0),
+            (&[true, true, false], 1, 1),
+            (&[true, false, false], 2, 0),
+            (&[false, false], 1, 0),
+        ];
+        for &(writes, limit, want) in cases {
+            assert_eq!(
+                own_logs_from(writes, limit),
+                want,
+                "{writes:?} limit {limit}"
+            );
+        }
+    }
+
+    #[test]
+    fn kept_logs_are_a_suffix_of_single_memtable_logs_in_the_location() {
+        // (own logs as (memtables, in the log location), torn, limit, kept)
+        type Case = (&'static [(usize, bool)], bool, usize, usize);
+        let cases: &[Case] = &[
+            (&[], false, 1, 0),
+            (&[(1, true)], false, 1, 1),
+            (&[(1, true)], true, 1, 0),
+            (&[(1, true)], false, 0, 0),
+            // An empty log counts for nothing and is kept with the ones around it.
+            (&[(1, true), (0, true)], false, 1, 2),
+            (&[(1, true), (1, true)], false, 1, 1),
+            (&[(1, true), (1, true)], false, 3, 2),
+            // A log whose records filled two memtables stops the suffix (and is flushed).
+            (&[(1, true), (2, true), (1, true)], false, 3, 1),
+            (&[(2, true)], false, 3, 0),
+            // A log outside the log location (the database moved to one) too.
+            (&[(1, false), (1, true)], false, 3, 1),
+            (&[(1, true), (1, false)], false, 3, 0),
+        ];
+        for &(own, torn, limit, want) in cases {
+            assert_eq!(
+                kept_suffix(own, torn, limit),
+                want,
+                "{own:?} torn {torn} limit {limit}"
+            );
+        }
+    }
+}
