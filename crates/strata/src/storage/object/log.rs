@@ -601,6 +601,28 @@ mod tests {
         assert!(!s.exists(&p).unwrap());
     }
 
+    /// A file an earlier process appended to and never synced (the WAL tail open keeps):
+    /// `sync_file` uploads the staged bytes past its last segment, once.
+    #[test]
+    fn sync_file_uploads_what_an_ended_writer_left_staged() {
+        let (dir, s) = store("sync-file");
+        let p = dir.path().join("000011.log");
+        let mut f = s.create(&p).unwrap();
+        f.append(b"synced ").unwrap();
+        f.sync().unwrap();
+        f.append(b"staged").unwrap();
+        f.flush().unwrap();
+        drop(f);
+        s.sync_file(&p).unwrap();
+        s.sync_file(&p).unwrap();
+        assert_eq!(s.segments("000011.log").unwrap().len(), 2);
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(s.read_all(&p).unwrap(), b"synced staged");
+        // Without a local copy every byte is in the object store already.
+        s.sync_file(&p).unwrap();
+        assert_eq!(s.segments("000011.log").unwrap().len(), 2);
+    }
+
     #[test]
     fn rename_replaces_the_target() {
         let (dir, s) = store("rename");
