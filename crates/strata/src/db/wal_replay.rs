@@ -88,7 +88,7 @@ pub(super) fn replay(
         };
         let mut mems = Vec::new();
         let name = format!("{number:06}.log");
-        let data = st.read_all(path)?;
+        let data = st.read_whole(path)?;
         let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
         while let Some(rec) = reader.next_record()? {
             if keylist::is_key_list(&rec) {

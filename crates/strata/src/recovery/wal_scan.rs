@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::batch::{decode_ops, BatchOp};
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::storage::{Storage, WholeFile};
 use crate::types::{SeqNo, ValueKind};
 use crate::wal::keylist::{self, KeyList};
 use crate::wal::{LogReader, ReadOutcome};
@@ -61,8 +61,8 @@ const NONE: Loc = Loc {
 
 struct FileScan {
     first: Option<SeqNo>,
-    /// The file's bytes; most batches are indexed where they lie in it.
-    data: Vec<u8>,
+    /// The file's bytes (mapped, for a local file); most batches are indexed where they lie.
+    data: WholeFile,
     /// Batches that spanned log blocks, reassembled back to back. A [`Loc`] offset at or past
     /// `data.len()` points here (minus `data.len()`).
     spill: Vec<u8>,
@@ -89,7 +89,7 @@ fn parse_log_number(name: &str) -> Option<u64> {
 }
 
 fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<FileScan> {
-    let data = storage.read_all(path)?;
+    let data = storage.read_whole(path)?;
     let name = path.display().to_string();
     let too_big = || Error::corruption(format!("{name}: WAL file too large to index"));
     // Offsets are u32 (a spilled batch's too: `off` checks those).

@@ -197,6 +197,10 @@ impl Storage for FaultFs {
         self.check(path, |p| p.fail_reads, "read")?;
         self.inner.read_all(path)
     }
+    fn read_whole(&self, path: &Path) -> Result<super::WholeFile> {
+        self.check(path, |p| p.fail_reads, "read")?;
+        self.inner.read_whole(path)
+    }
     fn exists(&self, path: &Path) -> Result<bool> {
         self.inner.exists(path)
     }

@@ -162,6 +162,24 @@ impl Storage for LocalFs {
         fs::read(path).map_err(|e| Error::io(path.display(), e))
     }
 
+    fn read_whole(&self, path: &Path) -> Result<super::WholeFile> {
+        let f = File::open(path).map_err(|e| Error::io(path.display(), e))?;
+        let len = f
+            .metadata()
+            .map_err(|e| Error::io(path.display(), e))?
+            .len();
+        if len == 0 {
+            return Ok(super::WholeFile::Read(Vec::new()));
+        }
+        // SAFETY: a mapping is undefined behaviour if the file changes under it; callers scan
+        // files nobody writes meanwhile (`read_whole`'s contract: logs under the database's or
+        // the log location's lock), so the bytes are as immutable as a buffer's. Populated at
+        // once: the scan reads every page.
+        let map = unsafe { memmap2::MmapOptions::new().populate().map(&f) }
+            .map_err(|e| Error::io(path.display(), e))?;
+        Ok(super::WholeFile::Mapped(map))
+    }
+
     fn exists(&self, path: &Path) -> Result<bool> {
         path.try_exists().map_err(|e| Error::io(path.display(), e))
     }
@@ -250,5 +268,30 @@ impl Storage for LocalFs {
                 Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(path.display(), e)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_whole_maps_what_read_all_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = LocalFs;
+        for (name, len) in [("empty", 0usize), ("small", 5), ("pages", 3 * 4096 + 17)] {
+            let p = dir.path().join(name);
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            std::fs::write(&p, &data).unwrap();
+            let whole = fs.read_whole(&p).unwrap();
+            assert_eq!(&whole[..], &fs.read_all(&p).unwrap()[..], "{name}");
+            assert_eq!(
+                matches!(whole, crate::storage::WholeFile::Mapped(_)),
+                len > 0,
+                "{name}"
+            );
+        }
+        let e = fs.read_whole(&dir.path().join("absent")).err().unwrap();
+        assert_eq!(e.kind(), crate::ErrorKind::Io, "{e}");
     }
 }

@@ -61,6 +61,23 @@ pub trait RandomAccessFile: Send + Sync {
     fn size(&self) -> u64;
 }
 
+/// A whole file's bytes ([`Storage::read_whole`]): read into memory, or mapped (no copy, and no
+/// fresh pages for the kernel to zero — the bulk of reading a 2 GiB WAL into a buffer).
+pub enum WholeFile {
+    Read(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl std::ops::Deref for WholeFile {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            WholeFile::Read(v) => v,
+            WholeFile::Mapped(m) => m,
+        }
+    }
+}
+
 /// A fixed-size file read and written at arbitrary offsets (persistent cache files).
 pub trait RandomRwFile: RandomAccessFile {
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()>;
@@ -78,6 +95,11 @@ pub trait Storage: Send + Sync + 'static {
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Reads a whole file.
     fn read_all(&self, path: &Path) -> Result<Vec<u8>>;
+    /// A whole file's bytes for a read-only scan of a file nobody writes meanwhile (WAL
+    /// replay, node-loss recovery): memory-mapped where the storage can, else read.
+    fn read_whole(&self, path: &Path) -> Result<WholeFile> {
+        self.read_all(path).map(WholeFile::Read)
+    }
     fn exists(&self, path: &Path) -> Result<bool>;
     /// Atomically replaces `to` with `from`.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;

@@ -304,6 +304,13 @@ impl Storage for ObjectLogStorage {
             .ok_or_else(|| Error::invalid(format!("log location: {name} does not exist")))
     }
 
+    fn read_whole(&self, path: &Path) -> Result<crate::storage::WholeFile> {
+        if self.local.exists(path)? {
+            return self.local.read_whole(path);
+        }
+        self.read_all(path).map(crate::storage::WholeFile::Read)
+    }
+
     fn exists(&self, path: &Path) -> Result<bool> {
         Ok(self.local.exists(path)? || !self.segments(&Self::name(path)?)?.is_empty())
     }
