@@ -124,6 +124,10 @@ pub struct StressConfig {
     pub extended_wal: bool,
     #[serde(default)]
     pub node_loss: bool,
+    /// Open keeps the replayed WAL tail in memtables (else writes it to L0). Configurations
+    /// saved before it existed replay with the engine's default.
+    #[serde(default = "default_avoid_flush_during_recovery")]
+    pub avoid_flush_during_recovery: bool,
 }
 
 fn pick<T: Clone>(rng: &mut Rng, xs: &[T]) -> T {
@@ -244,6 +248,7 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         ),
         extended_wal: rng.chance(25),
         node_loss: rng.chance(30),
+        avoid_flush_during_recovery: rng.chance(75),
     }
 }
 
@@ -273,6 +278,7 @@ impl StressConfig {
         let mut o = Options {
             write_buffer_size: self.write_buffer_size,
             max_write_buffer_number: self.max_write_buffer_number,
+            avoid_flush_during_recovery: self.avoid_flush_during_recovery,
             memtable_bloom_ratio: self.memtable_bloom_ratio,
             memtable_point_index_ratio: self.memtable_point_index_ratio,
             concurrent_memtable_writes: self.concurrent_memtable_writes,
@@ -367,6 +373,10 @@ impl StressConfig {
     pub fn describe(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+fn default_avoid_flush_during_recovery() -> bool {
+    Options::default().avoid_flush_during_recovery
 }
 
 fn default_point_index_ratio() -> f64 {

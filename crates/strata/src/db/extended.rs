@@ -367,6 +367,39 @@ pub(crate) fn first_seq_of(
     }
 }
 
+/// [`first_seq_of`] for many files, up to 16 read at once: over an object store each costs a
+/// listing and a ranged GET, and an open under the extended WAL asks it of every retained log.
+pub(crate) fn first_seqs_of(
+    storage: &dyn crate::storage::Storage,
+    paths: &[std::path::PathBuf],
+) -> Result<Vec<Option<SeqNo>>> {
+    const AT_ONCE: usize = 16;
+    if paths.len() <= 1 {
+        return paths.iter().map(|p| first_seq_of(storage, p)).collect();
+    }
+    let per_thread = paths.len().div_ceil(AT_ONCE);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = paths
+            .chunks(per_thread)
+            .map(|ps| {
+                s.spawn(move || {
+                    ps.iter()
+                        .map(|p| first_seq_of(storage, p))
+                        .collect::<Result<Vec<_>>>()
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(paths.len());
+        for part in parts {
+            out.extend(
+                part.join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))?,
+            );
+        }
+        Ok(out)
+    })
+}
+
 /// Figures for `Db::stats`.
 pub(crate) fn stats(inner: &DbInner) -> Option<crate::stats::ExtendedWalStats> {
     use std::sync::atomic::Ordering::Relaxed;
@@ -392,6 +425,48 @@ pub(crate) fn stats(inner: &DbInner) -> Option<crate::stats::ExtendedWalStats> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_seqs_of_many_files_match_one_at_a_time() {
+        use crate::storage::{LocalFs, Storage};
+        let dir = tempfile::tempdir().unwrap();
+        let fs = LocalFs;
+        // 40 logs (more than are read at once): empty, key lists only, or writes from 10 * i.
+        let mut paths = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..40u64 {
+            let p = dir.path().join(format!("{i:06}.log"));
+            let mut w = crate::wal::LogWriter::new(fs.create(&p).unwrap(), i);
+            match i % 3 {
+                0 => want.push(None),
+                1 => {
+                    let list = KeyList {
+                        table: i,
+                        checksum: 0,
+                        entries: Vec::new(),
+                        tombstones: Vec::new(),
+                    };
+                    w.add_record(&keylist::encode(std::slice::from_ref(&list)))
+                        .unwrap();
+                    want.push(None);
+                }
+                _ => {
+                    let mut b = crate::batch::WriteBatch::new();
+                    b.put(b"k", b"v");
+                    w.add_record(b.encode_with_seq(10 * i)).unwrap();
+                    want.push(Some(10 * i));
+                }
+            }
+            w.sync().unwrap();
+            paths.push(p);
+        }
+        assert_eq!(first_seqs_of(&fs, &paths).unwrap(), want);
+        for (p, w) in paths.iter().zip(&want) {
+            assert_eq!(first_seq_of(&fs, p).unwrap(), *w);
+        }
+        let missing = dir.path().join("000999.log");
+        assert!(first_seqs_of(&fs, &[paths[2].clone(), missing]).is_err());
+    }
 
     #[test]
     fn deletable_is_everything_below_the_lowest_pin_and_log_number() {

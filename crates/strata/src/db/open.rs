@@ -270,14 +270,26 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             }
         }
         kept.sort_unstable();
+        // The first write of each retained log the replay did not read.
+        let unread: Vec<u64> = kept
+            .iter()
+            .copied()
+            .filter(|n| !first_seqs.contains_key(n))
+            .collect();
+        let paths: Vec<PathBuf> = unread.iter().map(|n| wal_path(&log_dir, *n)).collect();
+        let found: std::collections::HashMap<u64, Option<u64>> = unread
+            .into_iter()
+            .zip(super::extended::first_seqs_of(
+                log_storage.as_ref(),
+                &paths,
+            )?)
+            .collect();
         // A file without a write batch starts where the next one does.
         let mut next_first = last_seq + 1;
         for &n in kept.iter().rev() {
             let first = match first_seqs.get(&n) {
                 Some(&s) => Some(s),
-                None => {
-                    super::extended::first_seq_of(log_storage.as_ref(), &wal_path(&log_dir, n))?
-                }
+                None => found.get(&n).copied().flatten(),
             };
             let first = first.unwrap_or(next_first).min(next_first);
             ext.wal_created(n, first);
