@@ -62,9 +62,10 @@ pub struct Options {
     /// background like any other, instead of writing them to L0 tables before `open` returns
     /// (RocksDB's `avoid_flush_during_recovery`, on by default here). Their WAL files stay
     /// live (made durable at open) until their flush. At most `max_write_buffer_number - 1`
-    /// are kept (the newest WAL files'); open writes the rest to L0, and writes everything when
-    /// a WAL file's records fill more than one memtable, a log ends in a torn write, or a log
-    /// lies outside the log location (the database moved to a `wal_location`). Default true.
+    /// are kept: those of the newest WAL files, back to the first (from the newest) whose
+    /// records fill more than one memtable or that lies outside the log location (the database
+    /// moved to a `wal_location`); open writes the others to L0, and everything when a log
+    /// ends in a torn write. Default true.
     pub avoid_flush_during_recovery: bool,
     /// Size of each memtable's whole-key Bloom filter as a fraction of `write_buffer_size`
     /// (RocksDB's `memtable_prefix_bloom_size_ratio` with whole-key filtering): point lookups of

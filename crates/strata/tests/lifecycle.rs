@@ -433,3 +433,29 @@ fn open_flushes_a_torn_log_and_one_larger_than_a_memtable() {
     db.wait_for_compactions().unwrap();
     assert_eq!(db.stats().flushes, 0);
 }
+
+/// A database that moves its WAL to a separate `wal_location` replays the logs left in its
+/// directory and writes them to L0 at open (a kept memtable's flush deletes its log from the
+/// log location, where these are not) — also when the log location is a parent of the
+/// directory, so that the directory's paths start with it.
+#[test]
+fn logs_left_in_the_directory_by_a_move_to_a_wal_location_are_flushed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    let db = Db::open(&db_dir, Options::default()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.close().unwrap();
+    let moved = || Options {
+        wal_location: Some(dir.path().to_path_buf()),
+        ..Options::default()
+    };
+    let db = Db::open(&db_dir, moved()).unwrap();
+    assert_eq!(logs_and_tables(&db_dir), (0, 1));
+    db.put(b"b", b"2").unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(db.stats().flushes, 0);
+    db.close().unwrap();
+    let db = Db::open(&db_dir, moved()).unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+}

@@ -10,6 +10,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::background::start_threads;
 use super::snapshot::SnapshotList;
+use super::wal_replay::LogFile;
 use super::write::wal_path;
 use super::{DbInner, DbState, SuperVersion};
 use std::collections::HashSet;
@@ -176,21 +177,28 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
 
     // Replay WALs newer than the manifest's log number into L0 tables. They are in the log
     // location, or in the database directory if it had none before.
-    let mut wals: Vec<(u64, PathBuf, &Arc<dyn Storage>)> = names
+    let mut wals: Vec<LogFile<'_>> = names
         .iter()
-        .map(|n| (n, dir, &storage))
+        .map(|n| (n, dir, &storage, !separate_log))
         .chain(
             log_names
                 .iter()
-                .map(|n| (n, log_dir.as_path(), &log_storage)),
+                .map(|n| (n, log_dir.as_path(), &log_storage, true)),
         )
-        .filter_map(|(n, d, s)| parse_number(n, ".log").map(|num| (num, d.join(n), s)))
-        .filter(|(n, _, _)| *n >= versions.log_number)
+        .filter_map(|(n, d, storage, in_log_location)| {
+            parse_number(n, ".log").map(|number| LogFile {
+                number,
+                path: d.join(n),
+                storage,
+                in_log_location,
+            })
+        })
+        .filter(|l| l.number >= versions.log_number)
         .collect();
-    wals.sort_unstable_by_key(|(n, _, _)| *n);
+    wals.sort_unstable_by_key(|l| l.number);
     // The log the manifest names as the oldest unflushed one always exists: if it is in
     // neither place, the log lived elsewhere and opening here would lose its writes.
-    if versions.log_number > 0 && !wals.iter().any(|(n, _, _)| *n == versions.log_number) {
+    if versions.log_number > 0 && !wals.iter().any(|l| l.number == versions.log_number) {
         return Err(Error::invalid(format!(
             "the database's live WAL {:06}.log is in neither {} nor {}: was wal_location \
              changed? Open it with the log location it last used",
@@ -203,12 +211,12 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     // empty by a crash during an earlier open, after it created its new log, or hold only key
     // lists (the extended WAL logs them at open and in node-loss recovery).
     let mut writes = Vec::with_capacity(wals.len());
-    for (_, path, st) in &wals {
-        let size = st.open(path)?.size();
+    for l in &wals {
+        let size = l.storage.open(&l.path)?.size();
         writes.push(
             size > 0
                 && (!opts.extended_wal
-                    || super::extended::first_seq_of(st.as_ref(), path)?.is_some()),
+                    || super::extended::first_seq_of(l.storage.as_ref(), &l.path)?.is_some()),
         );
     }
     let keep_limit = if opts.avoid_flush_during_recovery {
@@ -216,14 +224,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     } else {
         0
     };
-    let replay = super::wal_replay::replay(
-        &wals,
-        &writes,
-        &log_dir,
-        keep_limit,
-        versions.last_sequence,
-        &opts,
-    )?;
+    let replay =
+        super::wal_replay::replay(&wals, &writes, keep_limit, versions.last_sequence, &opts)?;
     let last_seq = replay.last_seq;
     let first_seqs = replay.first_seqs;
     let mut recovered = replay.packed;
@@ -241,11 +243,16 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         if i < kept_from {
             recovered.extend(log.mems);
         } else if !log.mems.is_empty() {
-            // The earlier process may have ended before syncing it; its records now stand
-            // for acknowledged writes until the flush.
-            log.storage.sync_file(&log.path)?;
             kept_logs.insert(log.number);
             kept_mems.extend(log.mems);
+        }
+    }
+    // The earlier process may have ended before syncing these logs. A kept log's records now
+    // stand for acknowledged writes until its flush; under the extended WAL every replayed log
+    // stays in the log location, where later key lists may reference its records.
+    for l in &wals {
+        if kept_logs.contains(&l.number) || (opts.extended_wal && l.in_log_location) {
+            l.storage.sync_file(&l.path)?;
         }
     }
     // Only now that every log replayed cleanly is anything written.
@@ -334,12 +341,12 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         ..Default::default()
     })?;
     drop(pinned);
-    for (number, path, st) in &wals {
+    for l in &wals {
         // Replayed logs go, except those of kept memtables (their flush deletes them) and the
         // log location's under the extended WAL (key lists may reference their records; the
         // retention rule deletes them).
-        if !kept_logs.contains(number) && (extended.is_none() || !path.starts_with(&log_dir)) {
-            st.remove(path)?;
+        if !kept_logs.contains(&l.number) && (extended.is_none() || !l.in_log_location) {
+            l.storage.remove(&l.path)?;
         }
     }
     drop(wals);

@@ -16,7 +16,7 @@
 //! Depends on `wal`, `memtable`, `batch`; never on the server, CLI or benchmark.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::batch::WriteBatch;
@@ -26,14 +26,19 @@ use crate::options::Options;
 use crate::storage::Storage;
 use crate::wal::{keylist, LogReader, ReadOutcome};
 
-/// A WAL file to replay: its number, path and the storage holding it.
-pub(super) type LogFile<'a> = (u64, PathBuf, &'a Arc<dyn Storage>);
+/// A WAL file to replay.
+pub(super) struct LogFile<'a> {
+    pub number: u64,
+    pub path: PathBuf,
+    pub storage: &'a Arc<dyn Storage>,
+    /// Listed in the log location (else in the database directory, which it is not: the
+    /// database moved to a separate `wal_location`).
+    pub in_log_location: bool,
+}
 
 /// One of the newest logs, replayed into memtables of its own.
 pub(super) struct OwnLog {
     pub number: u64,
-    pub path: PathBuf,
-    pub storage: Arc<dyn Storage>,
     /// Its records' memtables (none for a log without writes), numbered with the log.
     pub mems: Vec<Arc<MemTable>>,
     pub in_log_location: bool,
@@ -59,7 +64,6 @@ pub(super) struct Replay {
 pub(super) fn replay(
     wals: &[LogFile<'_>],
     writes: &[bool],
-    log_dir: &Path,
     keep_limit: usize,
     last_sequence: u64,
     opts: &Options,
@@ -78,7 +82,8 @@ pub(super) fn replay(
     let own_mem = |number: u64| Arc::new(MemTable::for_options(number, opts, None));
     let packed_mem = || Arc::new(MemTable::with_bloom(0, opts.memtable_bloom_bytes()));
     let mut packing: Option<Arc<MemTable>> = None;
-    for (i, (number, path, st)) in wals.iter().enumerate() {
+    for (i, log) in wals.iter().enumerate() {
+        let (number, path, st) = (&log.number, &log.path, log.storage);
         let own = i >= own_from;
         let mut cur = if own {
             out.packed.extend(packing.take());
@@ -117,10 +122,8 @@ pub(super) fn replay(
             mems.extend(cur);
             out.own.push(OwnLog {
                 number: *number,
-                path: path.clone(),
-                storage: (*st).clone(),
                 mems,
-                in_log_location: path.starts_with(log_dir),
+                in_log_location: log.in_log_location,
             });
         } else {
             packing = cur;

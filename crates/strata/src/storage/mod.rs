@@ -96,7 +96,9 @@ pub trait Storage: Send + Sync + 'static {
     /// Reads a whole file.
     fn read_all(&self, path: &Path) -> Result<Vec<u8>>;
     /// A whole file's bytes for a read-only scan of a file nobody writes meanwhile (WAL
-    /// replay, node-loss recovery): memory-mapped where the storage can, else read.
+    /// replay, node-loss recovery): memory-mapped where the storage can, else read. A mapped
+    /// file's pages are read at once (populated), but a read error the kernel meets later, or
+    /// a truncation by another process, ends the process with SIGBUS instead of an error.
     fn read_whole(&self, path: &Path) -> Result<WholeFile> {
         self.read_all(path).map(WholeFile::Read)
     }

@@ -385,8 +385,8 @@ impl Storage for ObjectLogStorage {
             .segments(&name)?
             .last()
             .map_or(0, |(_, off, size)| off + size);
-        let data = self.local.read_all(path)?;
-        let staged = data.len() as u64;
+        let local = self.local.open(path)?;
+        let staged = local.size();
         if staged < end {
             return Err(Error::corruption(format!(
                 "log location: the staged copy of {name} ({staged} bytes) is shorter than its \
@@ -395,7 +395,7 @@ impl Storage for ObjectLogStorage {
         }
         if staged > end {
             let guard = check(&self.lease)?;
-            let tail = Bytes::copy_from_slice(&data[end as usize..]);
+            let tail = local.read_at(end, (staged - end) as usize)?;
             self.tier.put_until(
                 &self.tier.path(&segment_name(&name, end)),
                 tail,
