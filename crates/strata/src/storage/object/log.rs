@@ -108,12 +108,20 @@ impl ObjectLogStorage {
         // One GET per synced segment, many in flight: a file holds one segment per sync, and
         // fetching them one after another made recovery over an object store wait out every
         // request's latency in turn.
-        let out = self.tier.get_many(
-            segs.iter()
-                .map(|(obj, _, size)| (self.tier.path(obj), 0, *size as usize))
-                .collect(),
-            READ_CONCURRENCY,
-        )?;
+        // A segment holds what one sync uploaded, up to a whole log file when its writes were
+        // not synced: ranges of at most READ_CHUNK keep READ_CONCURRENCY requests in flight
+        // even for a file of one segment.
+        let mut ranges = Vec::new();
+        for (obj, _, size) in &segs {
+            let path = self.tier.path(obj);
+            let mut at = 0;
+            while at < *size {
+                let n = (*size - at).min(READ_CHUNK);
+                ranges.push((path.clone(), at, n as usize));
+                at += n;
+            }
+        }
+        let out = self.tier.get_many(ranges, READ_CONCURRENCY)?;
         Ok(Some(out))
     }
 
@@ -167,6 +175,9 @@ impl Drop for LeaseLock {
 
 /// Segment GETs in flight while one file is read back.
 const READ_CONCURRENCY: usize = 16;
+
+/// The largest range one GET of a file read back asks for.
+const READ_CHUNK: u64 = 8 << 20;
 
 fn segment_name(name: &str, offset: u64) -> String {
     format!("{name}/{offset:016}")
