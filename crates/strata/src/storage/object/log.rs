@@ -641,6 +641,26 @@ mod tests {
         assert_eq!(s.segments("000011.log").unwrap().len(), 2);
     }
 
+    /// A segment larger than one read range comes back whole, its ranges in order.
+    #[test]
+    fn a_segment_larger_than_a_read_range_reads_back_whole() {
+        let (dir, s) = store("big-segment");
+        let p = dir.path().join("000012.log");
+        let mut f = s.create(&p).unwrap();
+        let big: Vec<u8> = (0..(2 * READ_CHUNK as usize + 12_345))
+            .map(|i| (i % 251) as u8)
+            .collect();
+        f.append(&big).unwrap();
+        f.sync().unwrap();
+        f.append(b"tail").unwrap();
+        f.sync().unwrap();
+        drop(f);
+        std::fs::remove_file(&p).unwrap();
+        let got = s.read_all(&p).unwrap();
+        assert_eq!(got.len(), big.len() + 4);
+        assert!(got[..big.len()] == big[..] && &got[big.len()..] == b"tail");
+    }
+
     #[test]
     fn rename_replaces_the_target() {
         let (dir, s) = store("rename");
