@@ -19,11 +19,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::batch::WriteBatch;
+use std::borrow::Cow;
+
+use crate::batch::{decode_ops, BatchOp, WriteBatch};
 use crate::error::{Error, Result};
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, INSERT_GROUP};
 use crate::options::Options;
 use crate::storage::Storage;
+use crate::types::ValueKind;
 use crate::wal::{keylist, LogReader, ReadOutcome};
 
 /// A WAL file to replay.
@@ -95,17 +98,29 @@ pub(super) fn replay(
         let name = format!("{number:06}.log");
         let data = st.read_whole(path)?;
         let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
+        let mut group = Group::new();
         while let Some(rec) = reader.next_record()? {
             if keylist::is_key_list(&rec) {
                 continue;
             }
-            let (seq, batch) =
-                WriteBatch::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
-            out.first_seqs.entry(*number).or_insert(seq);
             let mem = cur.get_or_insert_with(|| if own { own_mem(*number) } else { packed_mem() });
-            super::write::apply_to_memtable(mem, &batch, seq);
-            out.last_seq = out.last_seq.max(seq + batch.len() as u64 - 1);
+            let (seq, count) = match rec {
+                // Most records lie in the log's bytes: their operations join the group as
+                // they are.
+                Cow::Borrowed(r) => group.add_batch(mem, r),
+                Cow::Owned(r) => {
+                    group.insert(mem);
+                    WriteBatch::decode(&r).map(|(seq, batch)| {
+                        super::write::apply_to_memtable(mem, &batch, seq);
+                        (seq, batch.len() as u64)
+                    })
+                }
+            }
+            .map_err(|e| Error::corruption(format!("{name}: {e}")))?;
+            out.first_seqs.entry(*number).or_insert(seq);
+            out.last_seq = out.last_seq.max(seq + count - 1);
             if mem.approximate_size() >= opts.write_buffer_size {
+                group.insert(mem);
                 let full = cur.take();
                 if own {
                     mems.extend(full);
@@ -113,6 +128,9 @@ pub(super) fn replay(
                     out.packed.extend(full);
                 }
             }
+        }
+        if let Some(mem) = &cur {
+            group.insert(mem);
         }
         if let ReadOutcome::TornTail { offset, dropped } = reader.outcome() {
             tracing::warn!(wal = %name, offset, dropped, "dropped torn WAL tail");
@@ -151,6 +169,66 @@ fn own_logs_from(writes: &[bool], keep_limit: usize) -> usize {
     0
 }
 
+/// Point operations of consecutive records waiting to go into the memtable together:
+/// [`MemTable::add_group`] overlaps their skiplist searches, and a log of one-operation
+/// batches (every unbatched writer's) would otherwise insert one entry at a time. A memtable
+/// may pass `write_buffer_size` by the group's few entries before it is sealed.
+struct Group<'a> {
+    ops: [(u64, ValueKind, &'a [u8], &'a [u8]); INSERT_GROUP],
+    n: usize,
+}
+
+impl<'a> Group<'a> {
+    fn new() -> Self {
+        Group {
+            ops: [(0, ValueKind::Put, &[], &[]); INSERT_GROUP],
+            n: 0,
+        }
+    }
+
+    /// Decodes an encoded batch in place, adding its point operations to the group (inserting
+    /// it whenever full) and its range deletions to `mem` at once: the batch's first sequence
+    /// number and its operation count. On error some operations may be in `mem` already (the
+    /// open then fails and drops it).
+    fn add_batch(&mut self, mem: &MemTable, rec: &'a [u8]) -> Result<(u64, u64)> {
+        let (first, count, ops) = decode_ops(rec)?;
+        let mut n = 0u64;
+        for op in ops {
+            let seq = first + n;
+            n += 1;
+            let entry = match op? {
+                BatchOp::Put(k, v) => (seq, ValueKind::Put, k, v),
+                BatchOp::Delete(k) => (seq, ValueKind::Delete, k, &[][..]),
+                BatchOp::DeleteRange(s, e) => {
+                    if s < e {
+                        mem.add_range_delete(seq, s, e);
+                    }
+                    continue;
+                }
+            };
+            self.ops[self.n] = entry;
+            self.n += 1;
+            if self.n == INSERT_GROUP {
+                self.insert(mem);
+            }
+        }
+        if n != u64::from(count) {
+            return Err(Error::corruption(format!(
+                "write batch header counts {count} records but holds {n}"
+            )));
+        }
+        Ok((first, n))
+    }
+
+    /// Inserts the waiting operations into `mem`.
+    fn insert(&mut self, mem: &MemTable) {
+        if self.n > 0 {
+            mem.add_group(&self.ops[..self.n]);
+            self.n = 0;
+        }
+    }
+}
+
 /// How many of the newest `own` logs (given as (memtables, in the log location)) keep their
 /// memtables: a suffix of logs each holding at most one memtable and lying in the log
 /// location, `limit` memtables in all; none when a log ended in a torn write.
@@ -173,6 +251,45 @@ pub(super) fn kept_suffix(own: &[(usize, bool)], torn: bool, limit: usize) -> us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_decoded_in_place_reach_the_memtable_and_bad_counts_are_corruption() {
+        let mem = MemTable::new(1);
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        b.delete(b"b");
+        b.delete_range(b"c", b"d");
+        for i in 0..40u32 {
+            b.put(format!("k{i:02}"), b"v");
+        }
+        let rec = b.encode_with_seq(100).to_vec();
+        let mut group = Group::new();
+        assert_eq!(group.add_batch(&mem, &rec).unwrap(), (100, 43));
+        // Two full groups went in; the rest waits for the group's insert.
+        assert_eq!(mem.num_entries(), 32);
+        group.insert(&mem);
+        assert_eq!(mem.num_entries(), 42);
+        assert_eq!(mem.num_deletes(), 1);
+        let got = |k: &[u8]| {
+            mem.get(k, 1000)
+                .map(|(seq, kind, v)| (seq, kind, v.to_vec()))
+        };
+        assert_eq!(got(b"a"), Some((100, ValueKind::Put, b"1".to_vec())));
+        assert_eq!(got(b"b"), Some((101, ValueKind::Delete, Vec::new())));
+        assert_eq!(got(b"k39"), Some((142, ValueKind::Put, b"v".to_vec())));
+        assert_eq!(mem.range_tombstones().len(), 1);
+
+        // A header counting one operation more than the batch holds.
+        let mut bad = rec.clone();
+        bad[8..12].copy_from_slice(&44u32.to_le_bytes());
+        let e = Group::new().add_batch(&MemTable::new(1), &bad).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corruption, "{e}");
+        // A truncated operation.
+        let e = Group::new()
+            .add_batch(&MemTable::new(1), &rec[..rec.len() - 1])
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corruption, "{e}");
+    }
 
     #[test]
     fn own_logs_are_the_newest_holding_writes_and_the_empty_ones_after_them() {
