@@ -22,7 +22,6 @@ mod search;
 mod snapshot;
 mod temperature;
 mod wait;
-mod wal_replay;
 mod wal_sync;
 mod write;
 
@@ -31,6 +30,7 @@ pub use snapshot::Snapshot;
 // For node-loss recovery (`crate::recovery`), which writes tables and key lists as the engine does.
 pub(crate) use background::{table_options, write_l0_offline};
 pub(crate) use extended::ExtendedWal as ExtendedWalHandle;
+pub(crate) use write::apply_to_memtable;
 
 /// Logs the key lists of `metas` into `wal` (recovery's replay mode, before a handle exists);
 /// `inline_all` as for compactions.

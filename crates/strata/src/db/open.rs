@@ -1,6 +1,6 @@
 //! Opening a database: directory checks and lock, manifest recovery, WAL replay (into kept
-//! immutable memtables and L0 tables, `wal_replay`), orphan cleanup, and starting background
-//! threads.
+//! immutable memtables and L0 tables, `recovery::normal`), orphan cleanup, and starting
+//! background threads.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -10,9 +10,9 @@ use parking_lot::{Condvar, Mutex};
 
 use super::background::start_threads;
 use super::snapshot::SnapshotList;
-use super::wal_replay::LogFile;
 use super::write::wal_path;
 use super::{DbInner, DbState, SuperVersion};
+use crate::recovery::normal::LogFile;
 use std::collections::HashSet;
 
 use crate::cache::persistent::{
@@ -225,7 +225,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         0
     };
     let replay =
-        super::wal_replay::replay(&wals, &writes, keep_limit, versions.last_sequence, &opts)?;
+        crate::recovery::normal::replay(&wals, &writes, keep_limit, versions.last_sequence, &opts)?;
     let last_seq = replay.last_seq;
     let first_seqs = replay.first_seqs;
     let mut recovered = replay.packed;
@@ -235,7 +235,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         .map(|l| (l.mems.len(), l.in_log_location))
         .collect();
     let kept_from =
-        replay.own.len() - super::wal_replay::kept_suffix(&shapes, replay.torn, keep_limit);
+        replay.own.len() - crate::recovery::normal::kept_suffix(&shapes, replay.torn, keep_limit);
     let mut kept_mems: Vec<Arc<MemTable>> = Vec::new();
     // Logs whose records stay in kept memtables: live until their flush.
     let mut kept_logs: HashSet<u64> = HashSet::new();

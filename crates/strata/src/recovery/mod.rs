@@ -1,5 +1,7 @@
-//! Node-loss recovery (RocksMash §3.4): rebuilding a lost fast tier from the log location —
-//! the mirrored manifest and the extended WAL — while the capacity tier is read in place.
+//! Recovery. Normal recovery (`normal`) replays the WAL into memtables at every open. Node-loss
+//! recovery (RocksMash §3.4), the rest of this module, rebuilds a lost fast tier from the log
+//! location — the mirrored manifest and the extended WAL — while the capacity tier is read in
+//! place.
 //!
 //! [`rebuild`] reads the mirrored manifest (the tree's last consistent state: key lists of
 //! tables it does not name are ignored) and every WAL file (in parallel), then either
@@ -19,6 +21,7 @@
 //! log number marks unflushed. Depends on `version`, `wal`, `sst`, `memtable`, `tier`, `db`
 //! (table options, L0 writing and key-list logging); never on the server, CLI or benchmark.
 
+pub(crate) mod normal;
 mod parallel;
 mod replay;
 mod wal_scan;

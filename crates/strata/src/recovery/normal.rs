@@ -1,6 +1,7 @@
-//! Replaying the WAL files at open into memtables, and choosing which of them the opened
-//! database keeps as immutable memtables (flushed in the background) instead of writing them
-//! to L0 tables before `open` returns (`Options::avoid_flush_during_recovery`).
+//! Normal recovery, at every open: replaying the WAL files into memtables, and choosing which
+//! of them the opened database keeps as immutable memtables (flushed in the background)
+//! instead of writing them to L0 tables before `open` returns
+//! (`Options::avoid_flush_during_recovery`). `db::open` wires it in.
 //!
 //! Invariants:
 //! - A kept memtable holds the records of exactly one WAL file, all of them, and that file is
@@ -13,7 +14,8 @@
 //! - Older logs are packed into memtables regardless of file boundaries (as many as fill), as
 //!   their records go to L0 at open anyway.
 //!
-//! Depends on `wal`, `memtable`, `batch`; never on the server, CLI or benchmark.
+//! Depends on `wal`, `memtable`, `batch` and `db`'s memtable insert; never on the server, CLI
+//! or benchmark.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -30,7 +32,7 @@ use crate::types::ValueKind;
 use crate::wal::{keylist, LogReader, ReadOutcome};
 
 /// A WAL file to replay.
-pub(super) struct LogFile<'a> {
+pub(crate) struct LogFile<'a> {
     pub number: u64,
     pub path: PathBuf,
     pub storage: &'a Arc<dyn Storage>,
@@ -40,7 +42,7 @@ pub(super) struct LogFile<'a> {
 }
 
 /// One of the newest logs, replayed into memtables of its own.
-pub(super) struct OwnLog {
+pub(crate) struct OwnLog {
     pub number: u64,
     /// Its records' memtables (none for a log without writes), numbered with the log.
     pub mems: Vec<Arc<MemTable>>,
@@ -48,7 +50,7 @@ pub(super) struct OwnLog {
 }
 
 /// What replaying the logs found.
-pub(super) struct Replay {
+pub(crate) struct Replay {
     /// Memtables of the older logs, packed across files: open writes them to L0.
     pub packed: Vec<Arc<MemTable>>,
     /// The newest logs (up to the keep limit's worth holding writes), oldest first.
@@ -64,7 +66,7 @@ pub(super) struct Replay {
 /// write batch (only the last such log may end in a torn write); `keep_limit`: memtables the
 /// database may keep, so the newest logs holding writes, up to that many, get memtables of
 /// their own.
-pub(super) fn replay(
+pub(crate) fn replay(
     wals: &[LogFile<'_>],
     writes: &[bool],
     keep_limit: usize,
@@ -111,7 +113,7 @@ pub(super) fn replay(
                 Cow::Owned(r) => {
                     group.insert(mem);
                     WriteBatch::decode(&r).map(|(seq, batch)| {
-                        super::write::apply_to_memtable(mem, &batch, seq);
+                        crate::db::apply_to_memtable(mem, &batch, seq);
                         (seq, batch.len() as u64)
                     })
                 }
@@ -232,7 +234,7 @@ impl<'a> Group<'a> {
 /// How many of the newest `own` logs (given as (memtables, in the log location)) keep their
 /// memtables: a suffix of logs each holding at most one memtable and lying in the log
 /// location, `limit` memtables in all; none when a log ended in a torn write.
-pub(super) fn kept_suffix(own: &[(usize, bool)], torn: bool, limit: usize) -> usize {
+pub(crate) fn kept_suffix(own: &[(usize, bool)], torn: bool, limit: usize) -> usize {
     if torn {
         return 0;
     }
