@@ -14,14 +14,13 @@
 //! - Older logs are packed into memtables regardless of file boundaries (as many as fill), as
 //!   their records go to L0 at open anyway.
 //!
-//! Depends on `wal`, `memtable`, `batch` and `db`'s memtable insert; never on the server, CLI
-//! or benchmark.
+//! Depends on `wal`, `memtable`, `batch`, `storage`, `options` and `db`'s memtable insert;
+//! never on the server, CLI or benchmark.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-use std::borrow::Cow;
 
 use crate::batch::{decode_ops, BatchOp, WriteBatch};
 use crate::error::{Error, Result};
@@ -174,7 +173,9 @@ fn own_logs_from(writes: &[bool], keep_limit: usize) -> usize {
 /// Point operations of consecutive records waiting to go into the memtable together:
 /// [`MemTable::add_group`] overlaps their skiplist searches, and a log of one-operation
 /// batches (every unbatched writer's) would otherwise insert one entry at a time. A memtable
-/// may pass `write_buffer_size` by the group's few entries before it is sealed.
+/// may pass `write_buffer_size` by the group's entries (at most 15 records of a log block, 32
+/// KiB, each) before it is sealed. The caller inserts the group before the memtable is sealed
+/// and before the log's bytes go.
 struct Group<'a> {
     ops: [(u64, ValueKind, &'a [u8], &'a [u8]); INSERT_GROUP],
     n: usize,
@@ -194,8 +195,16 @@ impl<'a> Group<'a> {
     /// open then fails and drops it).
     fn add_batch(&mut self, mem: &MemTable, rec: &'a [u8]) -> Result<(u64, u64)> {
         let (first, count, ops) = decode_ops(rec)?;
+        let count = u64::from(count);
         let mut n = 0u64;
         for op in ops {
+            // Checked before the operation gets a sequence number past the batch's range
+            // (which `decode_ops` bounds by the header's count).
+            if n == count {
+                return Err(Error::corruption(format!(
+                    "write batch header counts {count} records but holds more"
+                )));
+            }
             let seq = first + n;
             n += 1;
             let entry = match op? {
@@ -214,7 +223,7 @@ impl<'a> Group<'a> {
                 self.insert(mem);
             }
         }
-        if n != u64::from(count) {
+        if n != count {
             return Err(Error::corruption(format!(
                 "write batch header counts {count} records but holds {n}"
             )));
@@ -256,7 +265,8 @@ mod tests {
 
     #[test]
     fn batches_decoded_in_place_reach_the_memtable_and_bad_counts_are_corruption() {
-        let mem = MemTable::new(1);
+        let opts = Options::default();
+        let mem = MemTable::for_options(1, &opts, None);
         let mut b = WriteBatch::new();
         b.put(b"a", b"1");
         b.delete(b"b");
@@ -281,9 +291,35 @@ mod tests {
         assert_eq!(got(b"k39"), Some((142, ValueKind::Put, b"v".to_vec())));
         assert_eq!(mem.range_tombstones().len(), 1);
 
-        // A header counting one operation more than the batch holds.
+        // The same keys again in a later record (a new group across records): the newest
+        // version answers, through the point index and the filter.
+        let mut again = WriteBatch::new();
+        for i in (0..40u32).rev() {
+            again.put(format!("k{i:02}"), format!("w{i}"));
+        }
+        let rec2 = again.encode_with_seq(200).to_vec();
+        assert_eq!(group.add_batch(&mem, &rec2).unwrap(), (200, 40));
+        group.insert(&mem);
+        assert_eq!(mem.num_entries(), 82);
+        assert_eq!(got(b"k39"), Some((200, ValueKind::Put, b"w39".to_vec())));
+        assert_eq!(got(b"k00"), Some((239, ValueKind::Put, b"w0".to_vec())));
+        assert_eq!(
+            mem.get(b"k00", 150).map(|(s, _, v)| (s, v.to_vec())),
+            Some((103, b"v".to_vec()))
+        );
+
+        // A header counting one operation more, or one fewer, than the batch holds.
+        for wrong in [44u32, 42, 1] {
+            let mut bad = rec.clone();
+            bad[8..12].copy_from_slice(&wrong.to_le_bytes());
+            let e = Group::new().add_batch(&MemTable::new(1), &bad).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Corruption, "{wrong}: {e}");
+        }
+        // Too few counted at the top of the sequence space: the operations past the count must
+        // not be given numbers beyond it (a debug build's trailer check would panic).
         let mut bad = rec.clone();
-        bad[8..12].copy_from_slice(&44u32.to_le_bytes());
+        bad[..8].copy_from_slice(&(crate::types::MAX_SEQ - 1).to_le_bytes());
+        bad[8..12].copy_from_slice(&2u32.to_le_bytes());
         let e = Group::new().add_batch(&MemTable::new(1), &bad).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Corruption, "{e}");
         // A truncated operation.
