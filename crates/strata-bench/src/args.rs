@@ -188,6 +188,11 @@ pub struct BenchArgs {
     #[arg(long, alias = "extended_wal", default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub extended_wal: bool,
 
+    /// Strata: at open keep the WAL tail in memtables, flushed in the background, instead of
+    /// writing it to L0 first (`--use-existing-db` runs after an unflushed load).
+    #[arg(long, alias = "avoid_flush_during_recovery", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub avoid_flush_during_recovery: bool,
+
     /// Strata: run compactions on this compaction service (CaaS-LSM control plane,
     /// `http://host:port`).
     #[arg(long, alias = "compaction_service")]

@@ -56,6 +56,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         capacity_index: args.capacity_index,
         wal_location: args.wal_location.clone(),
         extended_wal: args.extended_wal,
+        avoid_flush_during_recovery: args.avoid_flush_during_recovery,
         compaction_service: args.compaction_service.clone(),
         compaction_token: args.compaction_token.clone(),
         compaction_mode: args.compaction_mode.clone(),

@@ -134,6 +134,10 @@ pub struct ServeArgs {
     /// key lists, for parallel node-loss recovery (`strata recover`). Needs --wal-location.
     #[arg(long, value_name = "BOOL")]
     pub extended_wal: Option<bool>,
+    /// At startup keep the WAL tail in memtables, flushed in the background, instead of
+    /// writing it to L0 before serving [default: true].
+    #[arg(long, value_name = "BOOL")]
+    pub avoid_flush_during_recovery: Option<bool>,
     /// Persistent cache of capacity-tier blocks: lap, naive or none.
     #[arg(long, value_name = "KIND")]
     pub persistent_cache: Option<String>,
@@ -304,6 +308,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set("engine.capacity-index", args.capacity_index.as_ref().map(s))?;
     set("engine.wal-location", args.wal_location.as_ref().map(s))?;
     set("engine.extended-wal", args.extended_wal.map(Value::Boolean))?;
+    set(
+        "engine.avoid-flush-during-recovery",
+        args.avoid_flush_during_recovery.map(Value::Boolean),
+    )?;
     set(
         "engine.persistent-cache",
         args.persistent_cache.as_ref().map(s),

@@ -234,6 +234,9 @@ pub struct EngineConfig {
     /// tables, and each new fast-tier table's key list is logged, so `strata recover` can
     /// rebuild the lost fast tier in parallel. Needs `wal-location`.
     pub extended_wal: bool,
+    /// At startup, keep the WAL tail in memtables flushed in the background instead of writing
+    /// it to L0 before serving (`avoid_flush_during_recovery`). Default true.
+    pub avoid_flush_during_recovery: bool,
     /// An object-store `wal-location` is leased to one server at a time across nodes; a
     /// holder silent this many seconds is taken over (a server starting on a location whose
     /// previous holder died waits this long). Default 20.
@@ -296,6 +299,7 @@ impl Default for EngineConfig {
             compaction_mode: "hybrid".into(),
             wal_location: String::new(),
             extended_wal: o.extended_wal,
+            avoid_flush_during_recovery: o.avoid_flush_during_recovery,
             wal_lease_ttl_secs: o.wal_lease_ttl.as_secs_f64(),
         }
     }
@@ -367,6 +371,7 @@ impl EngineConfig {
             wal_location: (!self.wal_location.is_empty())
                 .then(|| std::path::PathBuf::from(&self.wal_location)),
             extended_wal: self.extended_wal,
+            avoid_flush_during_recovery: self.avoid_flush_during_recovery,
             wal_lease_ttl: positive_secs(self.wal_lease_ttl_secs).ok_or_else(|| {
                 ConfigError(format!(
                     "engine.wal-lease-ttl-secs: {} is not a positive number of seconds",
@@ -517,6 +522,10 @@ impl EngineConfig {
         p("capacity-error-rate", self.capacity_error_rate.to_string());
         p("wal-location", self.wal_location.clone());
         p("extended-wal", self.extended_wal.to_string());
+        p(
+            "avoid-flush-during-recovery",
+            self.avoid_flush_during_recovery.to_string(),
+        );
         p("wal-lease-ttl-secs", self.wal_lease_ttl_secs.to_string());
         p("compaction-service", self.compaction_service.clone());
         // The token is a secret: shown as set or not.
@@ -737,6 +746,9 @@ mod tests {
         assert_eq!(c.sync, SyncPolicy::Always);
         assert_eq!(c.engine.write_buffer_size.0, 8 << 20);
         assert_eq!(c.bind, "127.0.0.1");
+        assert!(c.engine_options().unwrap().avoid_flush_during_recovery);
+        let c = ServerConfig::from_toml("[engine]\navoid-flush-during-recovery = false\n").unwrap();
+        assert!(!c.engine_options().unwrap().avoid_flush_during_recovery);
         assert!(ServerConfig::from_toml("nope = 1").is_err());
         assert!(ServerConfig::from_toml("[engine]\nnope = 1").is_err());
     }

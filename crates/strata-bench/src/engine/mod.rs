@@ -127,6 +127,10 @@ pub struct EngineConfig {
     pub wal_location: Option<PathBuf>,
     #[serde(default)]
     pub extended_wal: bool,
+    /// Strata: keep the WAL tail in memtables at open (`avoid_flush_during_recovery`);
+    /// reports written before it existed ran with the option's default.
+    #[serde(default = "engine_default_avoid_flush")]
+    pub avoid_flush_during_recovery: bool,
     #[serde(default)]
     pub wal_emulation: Option<EmulationConfig>,
     /// Strata's compaction service (`--compaction-service`) and mode; the token is never
@@ -166,6 +170,10 @@ pub struct EngineConfig {
     pub target_file_size_base: Option<u64>,
     pub sync: bool,
     pub statistics: bool,
+}
+
+fn engine_default_avoid_flush() -> bool {
+    strata::Options::default().avoid_flush_during_recovery
 }
 
 impl EngineConfig {

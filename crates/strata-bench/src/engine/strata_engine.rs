@@ -51,6 +51,7 @@ pub fn options(cfg: &EngineConfig) -> Options {
     };
     o.wal_location = cfg.wal_location.clone();
     o.extended_wal = cfg.extended_wal;
+    o.avoid_flush_during_recovery = cfg.avoid_flush_during_recovery;
     o.wal_emulation = cfg.wal_emulation.map(|e| Emulation {
         latency: e.latency,
         bandwidth: e.bandwidth,
