@@ -276,7 +276,11 @@ fn flush_loop(inner: &Arc<DbInner>) {
             inner.bg_cv.wait_for(&mut st, Duration::from_millis(200));
             continue;
         }
-        if let Err(e) = flush_one(inner, st) {
+        st.flushing = true;
+        let done = flush_one(inner, st);
+        inner.state.lock().flushing = false;
+        inner.bg_cv.notify_all();
+        if let Err(e) = done {
             if !inner.shutting_down.load(Ordering::Acquire) {
                 set_bg_error(inner, e);
             }
@@ -730,6 +734,7 @@ pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
             return Err(ErrorRepr::Closed.into());
         }
         let idle = st.imms.is_empty()
+            && !st.flushing
             && st.running_compactions == 0
             && pick_next(inner, &st, Some(&none)).is_none();
         if idle {

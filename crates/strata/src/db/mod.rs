@@ -93,6 +93,9 @@ pub(crate) struct DbState {
     pub mem: Arc<MemTable>,
     /// Oldest first.
     pub imms: Vec<Arc<MemTable>>,
+    /// A flush is running: from taking its memtable until its log is deleted, which follows
+    /// the install (`wait_for_compactions` waits for both).
+    pub flushing: bool,
     /// Tables being compacted.
     pub busy: HashSet<u64>,
     pub running_compactions: usize,

@@ -408,6 +408,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             versions,
             mem,
             imms: kept_mems,
+            flushing: false,
             busy: Default::default(),
             running_compactions: 0,
             running_fast_bytes: 0,
