@@ -30,7 +30,6 @@ pub use snapshot::Snapshot;
 // For node-loss recovery (`crate::recovery`), which writes tables and key lists as the engine does.
 pub(crate) use background::{table_options, write_l0_offline};
 pub(crate) use extended::ExtendedWal as ExtendedWalHandle;
-pub(crate) use write::apply_to_memtable;
 
 /// Logs the key lists of `metas` into `wal` (recovery's replay mode, before a handle exists);
 /// `inline_all` as for compactions.

@@ -14,15 +14,15 @@
 //! - Older logs are packed into memtables regardless of file boundaries (as many as fill), as
 //!   their records go to L0 at open anyway.
 //!
-//! Depends on `wal`, `memtable`, `batch`, `storage`, `options` and `db`'s memtable insert;
-//! never on the server, CLI or benchmark.
+//! Depends on `wal`, `memtable`, `batch`, `storage` and `options`; never on the server, CLI or
+//! benchmark.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::batch::{decode_ops, BatchOp, WriteBatch};
+use crate::batch::{decode_ops, BatchOp};
 use crate::error::{Error, Result};
 use crate::memtable::{MemTable, INSERT_GROUP};
 use crate::options::Options;
@@ -109,12 +109,13 @@ pub(crate) fn replay(
                 // Most records lie in the log's bytes: their operations join the group as
                 // they are.
                 Cow::Borrowed(r) => group.add_batch(mem, r),
+                // A record reassembled across log blocks lives only for this iteration: its
+                // operations go in through a group of their own, inserted before it goes.
                 Cow::Owned(r) => {
-                    group.insert(mem);
-                    WriteBatch::decode(&r).map(|(seq, batch)| {
-                        crate::db::apply_to_memtable(mem, &batch, seq);
-                        (seq, batch.len() as u64)
-                    })
+                    let mut own_group = Group::new();
+                    let added = own_group.add_batch(mem, &r);
+                    own_group.insert(mem);
+                    added
                 }
             }
             .map_err(|e| Error::corruption(format!("{name}: {e}")))?;
@@ -262,6 +263,7 @@ pub(crate) fn kept_suffix(own: &[(usize, bool)], torn: bool, limit: usize) -> us
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch::WriteBatch;
 
     #[test]
     fn batches_decoded_in_place_reach_the_memtable_and_bad_counts_are_corruption() {
