@@ -175,8 +175,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         .with_row_cache(opts.row_cache_capacity),
     );
 
-    // Replay WALs newer than the manifest's log number into L0 tables. They are in the log
-    // location, or in the database directory if it had none before.
+    // Replay WALs from the manifest's log number on into memtables, kept or written to L0.
+    // They are in the log location, or in the database directory if it had none before.
     let mut wals: Vec<LogFile<'_>> = names
         .iter()
         .map(|n| (n, dir, &storage, !separate_log))
