@@ -21,7 +21,7 @@ use bytes::Bytes;
 use super::read::{candidates, found_fast, from_memtables, from_tables, snapshot_seq, Lookup};
 use super::search::{probe_many, Local};
 use super::DbInner;
-use crate::error::{Error, ErrorRepr, Result};
+use crate::error::{ErrorRepr, Result};
 use crate::options::ReadOptions;
 use crate::tier::temperature::IoMark;
 use crate::tier::Tier;
@@ -30,15 +30,6 @@ use crate::version::TableFile;
 
 /// One key's answer.
 type Answer = Result<Option<Bytes>>;
-
-/// What a capacity-tier key's lookup on a search thread needs.
-struct CapacityJob {
-    inner: Arc<DbInner>,
-    opts: ReadOptions,
-    key: Vec<u8>,
-    lookup: Vec<u8>,
-    candidates: Vec<Arc<TableFile>>,
-}
 
 pub(crate) fn multi_get(
     inner: &Arc<DbInner>,
@@ -145,50 +136,32 @@ fn lookup_all(
         // Capacity-tier reads are network requests: the keys that need them are looked up
         // concurrently on the search threads (and this one), each as a single lookup would.
         Some(pool) if to_capacity.len() >= 2 && !opts.cache_only => {
-            let slots: Arc<Vec<parking_lot::Mutex<Option<Answer>>>> = Arc::new(
-                to_capacity
-                    .iter()
-                    .map(|_| parking_lot::Mutex::new(None))
-                    .collect(),
-            );
-            // A job's state is taken when it runs: the pool may hold a finished batch a while
-            // longer, and it must not keep the database (its LOCK) or tables alive.
-            let jobs: Vec<Box<dyn Fn() + Send + Sync>> = to_capacity
+            // A job owns what its lookup needs; the pool drops it once run, so a finished batch
+            // does not keep the database (its LOCK) or tables alive.
+            let jobs: Vec<_> = to_capacity
                 .iter()
-                .enumerate()
-                .map(|(j, &(i, from))| {
+                .map(|&(i, from)| {
                     let key = keys[i].to_vec();
                     let candidates: Vec<Arc<TableFile>> = candidates(&sv.version, &key, from)
                         .into_iter()
                         .cloned()
                         .collect();
-                    let job = parking_lot::Mutex::new(Some(CapacityJob {
-                        inner: inner.clone(),
-                        opts: opts.clone(),
-                        lookup: std::mem::take(&mut lookups[i]),
-                        key,
-                        candidates,
-                    }));
-                    let slots = slots.clone();
-                    Box::new(move || {
-                        let Some(job) = job.lock().take() else { return };
-                        let refs: Vec<&Arc<TableFile>> = job.candidates.iter().collect();
+                    let (inner, opts) = (inner.clone(), opts.clone());
+                    let lookup = std::mem::take(&mut lookups[i]);
+                    move || -> Answer {
+                        let refs: Vec<&Arc<TableFile>> = candidates.iter().collect();
                         let at = Lookup {
                             since,
                             snapshot,
-                            key: &job.key,
-                            lookup: &job.lookup,
+                            key: &key,
+                            lookup: &lookup,
                         };
-                        *slots[j].lock() = Some(from_tables(&job.inner, &job.opts, &at, &refs));
-                    }) as Box<dyn Fn() + Send + Sync>
+                        from_tables(&inner, &opts, &at, &refs)
+                    }
                 })
                 .collect();
-            pool.run_all(jobs);
-            for (&(i, _), slot) in to_capacity.iter().zip(slots.iter()) {
-                out[i] = slot
-                    .lock()
-                    .take()
-                    .unwrap_or_else(|| Err(Error::invalid("a multi_get search job did not run")));
+            for (&(i, _), answer) in to_capacity.iter().zip(pool.run_all(jobs)) {
+                out[i] = answer;
             }
         }
         _ => {

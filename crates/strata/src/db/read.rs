@@ -275,7 +275,7 @@ fn scan_prefetch(
     let stats = inner.stats.clone();
     Some(Box::new(move |target: &[u8]| {
         let user = types::user_key(target);
-        let jobs: Vec<Box<dyn Fn() + Send + Sync>> = runs
+        let jobs: Vec<_> = runs
             .iter()
             .filter(|r| r.serves(user))
             .filter_map(|r| {
@@ -283,12 +283,12 @@ fn scan_prefetch(
                 let i = r.files.partition_point(|f| f.ends_before(user));
                 let f = r.files.get(i)?.clone();
                 let (tables, target) = (tables.clone(), target.to_vec());
-                Some(Box::new(move || {
+                Some(move || {
                     if let Ok(t) = tables.get(&f) {
                         let mut it = t.iter(true);
                         it.seek(&target);
                     }
-                }) as Box<dyn Fn() + Send + Sync>)
+                })
             })
             .collect();
         if jobs.len() >= 2 {

@@ -243,12 +243,20 @@ impl Query {
     }
 }
 
-/// Independent jobs run by the pool and the caller together (a range scan's prefetches).
+/// A job of a [`Batch`].
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Independent jobs run by the pool and the caller together (a range scan's prefetches, a
+/// multi-get's capacity-tier lookups).
 struct Batch {
-    jobs: Vec<Box<dyn Fn() + Send + Sync>>,
+    /// Each job is taken when it runs, so a finished batch that the queue still holds keeps
+    /// nothing the jobs captured (a database handle, tables) alive.
+    jobs: Vec<Mutex<Option<Job>>>,
     next: std::sync::atomic::AtomicUsize,
     left: Mutex<usize>,
     done: Condvar,
+    /// The first panic of a job, resumed on the caller (a search thread survives it).
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 impl Batch {
@@ -262,7 +270,12 @@ impl Batch {
     }
 
     fn run(&self, i: usize) {
-        (self.jobs[i])();
+        let job = self.jobs[i].lock().take();
+        if let Some(job) = job {
+            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
+                self.panic.lock().get_or_insert(p);
+            }
+        }
         let mut left = self.left.lock();
         *left -= 1;
         if *left == 0 {
@@ -355,17 +368,34 @@ impl SearchPool {
         s.global.clone().expect("decided")
     }
 
-    /// Runs `jobs` on the search threads and the calling thread; returns when all are done.
-    pub fn run_all(&self, jobs: Vec<Box<dyn Fn() + Send + Sync>>) {
+    /// Runs `jobs` on the search threads and the calling thread; returns their results in
+    /// order once all have run. A job that panicked (on any thread) panics the caller.
+    pub fn run_all<T, F>(&self, jobs: Vec<F>) -> Vec<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
         let n = jobs.len();
         if n == 0 {
-            return;
+            return Vec::new();
         }
+        let results: Arc<Vec<Mutex<Option<T>>>> =
+            Arc::new((0..n).map(|_| Mutex::new(None)).collect());
+        let jobs = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, job)| {
+                let results = results.clone();
+                let job: Job = Box::new(move || *results[i].lock() = Some(job()));
+                Mutex::new(Some(job))
+            })
+            .collect();
         let b = Arc::new(Batch {
             jobs,
             next: std::sync::atomic::AtomicUsize::new(0),
             left: Mutex::new(n),
             done: Condvar::new(),
+            panic: Mutex::new(None),
         });
         self.shared.queue.lock().push_back(Work::Batch(b.clone()));
         for _ in 1..n {
@@ -374,10 +404,23 @@ impl SearchPool {
         while let Some(i) = b.select() {
             b.run(i);
         }
-        let mut left = b.left.lock();
-        while *left > 0 {
-            b.done.wait(&mut left);
+        {
+            let mut left = b.left.lock();
+            while *left > 0 {
+                b.done.wait(&mut left);
+            }
         }
+        if let Some(p) = b.panic.lock().take() {
+            std::panic::resume_unwind(p);
+        }
+        results
+            .iter()
+            .map(|r| {
+                r.lock()
+                    .take()
+                    .expect("every job of a finished batch stored its result")
+            })
+            .collect()
     }
 
     /// Stops the search threads (lookups still in flight finish on their callers).
@@ -438,6 +481,71 @@ fn worker(s: &Shared) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pool(threads: usize) -> (tempfile::TempDir, Arc<SearchPool>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::tier::TableStore::new(crate::tier::TablesConfig {
+            dir: dir.path().to_path_buf(),
+            fast: Arc::new(crate::storage::LocalFs),
+            capacity: None,
+            meta: None,
+            data_cache: None,
+            stats: Arc::default(),
+        });
+        let stats = Arc::new(EngineStats::default());
+        let tables = Arc::new(TableCache::new(Arc::new(store), 16, None, stats.clone()));
+        (dir, SearchPool::new(threads, tables, stats))
+    }
+
+    #[test]
+    fn run_all_returns_every_result_in_order_and_drops_each_job_once_run() {
+        for threads in [0, 1, 3] {
+            let (_dir, pool) = pool(threads);
+            // What each job captured is dropped when it has run, not when the queue lets the
+            // finished batch go: only `held` is left holding the marker afterwards.
+            let held = Arc::new(());
+            let jobs: Vec<_> = (0..64u64)
+                .map(|i| {
+                    let h = held.clone();
+                    move || {
+                        let _h = h;
+                        std::thread::yield_now();
+                        i * i
+                    }
+                })
+                .collect();
+            let got = pool.run_all(jobs);
+            assert_eq!(
+                got,
+                (0..64u64).map(|i| i * i).collect::<Vec<_>>(),
+                "{threads} threads"
+            );
+            assert_eq!(Arc::strong_count(&held), 1, "{threads} threads");
+            assert!(pool.run_all(Vec::<fn() -> u8>::new()).is_empty());
+            pool.shutdown();
+        }
+    }
+
+    #[test]
+    fn a_panicking_job_panics_the_caller_and_the_pool_keeps_serving() {
+        let (_dir, pool) = pool(2);
+        let jobs: Vec<_> = (0..8u32)
+            .map(|i| {
+                move || {
+                    assert_ne!(i, 5, "job 5 fails");
+                    i
+                }
+            })
+            .collect();
+        let p = pool.clone();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || p.run_all(jobs)));
+        assert!(r.is_err(), "the job's panic reaches the caller");
+        // The search threads survived it: a batch too big for the caller alone still finishes.
+        let got = pool.run_all((0..100u32).map(|i| move || i + 1).collect());
+        assert_eq!(got.len(), 100);
+        assert_eq!(got[99], 100);
+        pool.shutdown();
+    }
 
     #[test]
     fn the_first_decided_candidate_wins_once_all_before_it_answered() {
