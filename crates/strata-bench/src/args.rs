@@ -307,6 +307,12 @@ pub struct BenchArgs {
     #[arg(long, alias = "target_file_size_base", value_parser = parse_bytes)]
     pub target_file_size_base: Option<u64>,
 
+    /// Table readers kept open (index and filter in memory), both engines; RocksDB's default
+    /// is unlimited, Strata's and LevelDB's 1000. Scale it with the table count when
+    /// `--target-file-size-base` is small.
+    #[arg(long, alias = "max_open_files", default_value_t = 1000)]
+    pub max_open_files: usize,
+
     /// Peers: turn on the engine's own statistics (RocksDB's have a cost; Strata always counts).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
     pub statistics: bool,

@@ -83,6 +83,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         max_background_compactions: args.max_background_compactions,
         max_bytes_for_level_base: args.max_bytes_for_level_base,
         target_file_size_base: args.target_file_size_base,
+        max_open_files: args.max_open_files,
         sync: args.sync,
         statistics: args.statistics,
     })

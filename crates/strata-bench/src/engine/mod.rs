@@ -168,6 +168,7 @@ pub struct EngineConfig {
     pub max_background_compactions: usize,
     pub max_bytes_for_level_base: Option<u64>,
     pub target_file_size_base: Option<u64>,
+    pub max_open_files: usize,
     pub sync: bool,
     pub statistics: bool,
 }

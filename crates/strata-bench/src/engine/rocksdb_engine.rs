@@ -88,8 +88,9 @@ impl RocksDbEngine {
         let jobs = cfg.max_background_compactions + 1;
         o.set_max_background_jobs(jobs as i32);
         set("max_background_jobs", jobs.to_string());
-        o.set_max_open_files(1000);
-        set("max_open_files", "1000".into());
+        let open_files = i32::try_from(cfg.max_open_files).unwrap_or(i32::MAX);
+        o.set_max_open_files(open_files);
+        set("max_open_files", open_files.to_string());
         let levels: Vec<DBCompressionType> = (0..NUM_LEVELS)
             .map(|l| {
                 if l < cfg.min_level_to_compress {

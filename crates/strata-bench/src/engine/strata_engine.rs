@@ -73,6 +73,7 @@ pub fn options(cfg: &EngineConfig) -> Options {
     if let Some(t) = cfg.target_file_size_base {
         o.target_file_size_base = t;
     }
+    o.max_open_files = cfg.max_open_files;
     if let Some(url) = &cfg.capacity {
         let mut c = CapacityOptions::new(url.clone());
         c.emulation = cfg.emulation.map(|e| Emulation {
