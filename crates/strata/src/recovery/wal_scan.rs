@@ -88,8 +88,8 @@ fn parse_log_number(name: &str) -> Option<u64> {
         .flatten()
 }
 
-fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<FileScan> {
-    let data = storage.read_whole(path)?;
+/// Indexes the WAL file `data` read from `path`.
+fn scan_file(data: WholeFile, path: &Path, tolerate_torn: bool) -> Result<FileScan> {
     let name = path.display().to_string();
     let too_big = || Error::corruption(format!("{name}: WAL file too large to index"));
     // Offsets are u32 (a spilled batch's too: `off` checks those).
@@ -173,8 +173,9 @@ fn scan_file(storage: &dyn Storage, path: &Path, tolerate_torn: bool) -> Result<
     })
 }
 
-/// Reads and indexes every `*.log` numbered `from` or above in `log_dir` with `threads`
-/// readers (files below `from` hold nothing needed, and may be partly deleted).
+/// Reads and indexes every `*.log` numbered `from` or above in `log_dir`, with `threads`
+/// fetching files and `threads` indexing them (files below `from` hold nothing needed, and may
+/// be partly deleted).
 pub(super) fn scan(
     log_dir: &Path,
     storage: &dyn Storage,
@@ -193,13 +194,32 @@ pub(super) fn scan(
     let slots: Vec<parking_lot::Mutex<Option<Result<FileScan>>>> = (0..numbers.len())
         .map(|_| parking_lot::Mutex::new(None))
         .collect();
+    // Fetching a file overlaps indexing others: from an object store a file is a listing and
+    // ranged GETs, each a request's latency, which indexers would otherwise wait out in turn.
+    // Readers fetch files in order, at most `threads` fetched files ahead of the indexers.
+    let workers = threads.min(numbers.len()).max(1);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<WholeFile>)>(workers);
+    let rx = parking_lot::Mutex::new(rx);
+    let (next, numbers_ref, path_ref, slots_ref, rx_ref) = (&next, &numbers, &path, &slots, &rx);
     std::thread::scope(|s| {
-        for _ in 0..threads.min(numbers.len()).max(1) {
-            s.spawn(|| loop {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            s.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(n) = numbers.get(i) else { break };
-                let r = scan_file(storage, &path(*n), true);
-                *slots[i].lock() = Some(r);
+                let Some(n) = numbers_ref.get(i) else { break };
+                if tx.send((i, storage.read_whole(&path_ref(*n)))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for _ in 0..workers {
+            s.spawn(move || loop {
+                let Ok((i, data)) = rx_ref.lock().recv() else {
+                    break;
+                };
+                let p = path_ref(numbers_ref[i]);
+                *slots_ref[i].lock() = Some(data.and_then(|d| scan_file(d, &p, true)));
             });
         }
     });

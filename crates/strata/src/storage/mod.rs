@@ -68,6 +68,16 @@ pub enum WholeFile {
     Mapped(memmap2::Mmap),
 }
 
+impl WholeFile {
+    /// The bytes as a vector (a copy unless they were read into one).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            WholeFile::Read(v) => v,
+            WholeFile::Mapped(m) => m.to_vec(),
+        }
+    }
+}
+
 impl std::ops::Deref for WholeFile {
     type Target = [u8];
     fn deref(&self) -> &[u8] {

@@ -26,7 +26,7 @@ use bytes::Bytes;
 use super::lease::{Lease, LeaseGuard, DEFAULT_TTL};
 use super::CapacityTier;
 use crate::error::{Error, Result};
-use crate::storage::{DirLock, RandomAccessFile, RandomRwFile, Storage, WritableFile};
+use crate::storage::{DirLock, RandomAccessFile, RandomRwFile, Storage, WholeFile, WritableFile};
 
 /// The lease this storage holds: what every write checks.
 type LeaseSlot = Arc<parking_lot::Mutex<Leased>>;
@@ -90,7 +90,7 @@ impl ObjectLogStorage {
         Ok(v)
     }
 
-    fn remote_read(&self, name: &str) -> Result<Option<Vec<u8>>> {
+    fn remote_read(&self, name: &str) -> Result<Option<WholeFile>> {
         let segs = self.segments(name)?;
         if segs.is_empty() {
             return Ok(None);
@@ -121,8 +121,11 @@ impl ObjectLogStorage {
                 at += n;
             }
         }
-        let out = self.tier.get_many(ranges, READ_CONCURRENCY)?;
-        Ok(Some(out))
+        let len = end as usize;
+        let buf = self
+            .tier
+            .get_many_into(ranges, READ_CONCURRENCY, vec![0; len])?;
+        Ok(Some(WholeFile::Read(buf)))
     }
 
     /// Deletes every segment of `name`, each request checked against the lease.
@@ -253,7 +256,11 @@ impl RandomAccessFile for RemoteFile {
             let (path, at, n) = &ranges[0];
             return self.tier.get_range(path, *at, *n);
         }
-        Ok(Bytes::from(self.tier.get_many(ranges, READ_CONCURRENCY)?))
+        let len = (end - offset) as usize;
+        let buf = self
+            .tier
+            .get_many_into(ranges, READ_CONCURRENCY, vec![0; len])?;
+        Ok(Bytes::from(buf))
     }
     fn size(&self) -> u64 {
         self.segs.last().map_or(0, |(_, off, size)| off + size)
@@ -310,16 +317,16 @@ impl Storage for ObjectLogStorage {
         if self.local.exists(path)? {
             return self.local.read_all(path);
         }
-        let name = Self::name(path)?;
-        self.remote_read(&name)?
-            .ok_or_else(|| Error::invalid(format!("log location: {name} does not exist")))
+        self.read_whole(path).map(WholeFile::into_vec)
     }
 
-    fn read_whole(&self, path: &Path) -> Result<crate::storage::WholeFile> {
+    fn read_whole(&self, path: &Path) -> Result<WholeFile> {
         if self.local.exists(path)? {
             return self.local.read_whole(path);
         }
-        self.read_all(path).map(crate::storage::WholeFile::Read)
+        let name = Self::name(path)?;
+        self.remote_read(&name)?
+            .ok_or_else(|| Error::invalid(format!("log location: {name} does not exist")))
     }
 
     fn exists(&self, path: &Path) -> Result<bool> {
@@ -589,6 +596,8 @@ mod tests {
             );
         }
         assert!(r.read_at(want.len() as u64 - 3, 4).is_err(), "past the end");
+        // The buffer must hold exactly what the ranges read.
+        assert!(s.tier.get_many_into(Vec::new(), 4, vec![0u8; 1]).is_err());
     }
 
     #[test]

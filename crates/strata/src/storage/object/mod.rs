@@ -336,27 +336,45 @@ impl CapacityTier {
     }
 
     /// Reads several ranges (`(object, offset, len)`), up to `concurrency` requests in flight,
-    /// and returns their bytes concatenated in the order given (each part appended as soon as
-    /// every part before it is in, so memory stays about the result plus the requests in
-    /// flight). Each request retries as [`CapacityTier::get_range`] does; the first failure
-    /// fails the call. Blocking, like every call of the tier: never from async code.
-    pub fn get_many(
+    /// into `out` one after another from its start (`out` holds exactly their sum), each
+    /// written in place as it arrives. Each request retries as [`CapacityTier::get_range`]
+    /// does; the first failure fails the call. Blocking, like every call of the tier: never
+    /// from async code.
+    pub fn get_many_into<B>(
         &self,
         ranges: Vec<(ObjPath, u64, usize)>,
         concurrency: usize,
-    ) -> Result<Vec<u8>> {
-        use futures::{StreamExt, TryStreamExt};
+        mut out: B,
+    ) -> Result<B>
+    where
+        B: AsMut<[u8]> + Send + 'static,
+    {
+        use futures::{StreamExt, TryFutureExt};
+        let total: usize = ranges.iter().map(|r| r.2).sum();
+        if out.as_mut().len() != total {
+            return Err(Error::invalid(format!(
+                "capacity tier: {total} bytes requested into a buffer of {}",
+                out.as_mut().len()
+            )));
+        }
         let retry = self.retry_policy();
         let store = self.store.clone();
-        let total: usize = ranges.iter().map(|r| r.2).sum();
         self.run(async move {
-            futures::stream::iter(ranges.into_iter().filter(|r| r.2 > 0))
+            let mut at = 0;
+            let reads: Vec<_> = ranges
+                .into_iter()
+                .filter(|r| r.2 > 0)
                 .map(|(path, offset, len)| {
+                    let dst = at;
+                    at += len;
                     fetch_range(retry.clone(), store.clone(), path, offset, len)
+                        .map_ok(move |b| (dst, b))
                 })
-                .buffered(concurrency.max(1))
-                .try_fold(Vec::with_capacity(total), |mut out, b| async move {
-                    out.extend_from_slice(&b);
+                .collect();
+            futures::stream::iter(reads)
+                .buffer_unordered(concurrency.max(1))
+                .try_fold(out, |mut out, (dst, b)| async move {
+                    out.as_mut()[dst..dst + b.len()].copy_from_slice(&b);
                     Ok(out)
                 })
                 .await
