@@ -196,11 +196,14 @@ pub(super) fn scan(
         .collect();
     // Fetching a file overlaps indexing others: from an object store a file is a listing and
     // ranged GETs, each a request's latency, which indexers would otherwise wait out in turn.
-    // Readers fetch files in order, at most `threads` fetched files ahead of the indexers.
+    // Readers fetch files in order, a few files (the channel holds `threads`) ahead of the
+    // indexers.
     let workers = threads.min(numbers.len()).max(1);
     let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<WholeFile>)>(workers);
-    let rx = parking_lot::Mutex::new(rx);
-    let (next, numbers_ref, path_ref, slots_ref, rx_ref) = (&next, &numbers, &path, &slots, &rx);
+    // Shared by the indexers only: if they all stop (a panic), the receiver goes with them and
+    // the readers' sends fail instead of blocking for ever.
+    let rx = std::sync::Arc::new(parking_lot::Mutex::new(rx));
+    let (next, numbers_ref, path_ref, slots_ref) = (&next, &numbers, &path, &slots);
     std::thread::scope(|s| {
         for _ in 0..workers {
             let tx = tx.clone();
@@ -214,14 +217,16 @@ pub(super) fn scan(
         }
         drop(tx);
         for _ in 0..workers {
+            let rx = rx.clone();
             s.spawn(move || loop {
-                let Ok((i, data)) = rx_ref.lock().recv() else {
+                let Ok((i, data)) = rx.lock().recv() else {
                     break;
                 };
                 let p = path_ref(numbers_ref[i]);
                 *slots_ref[i].lock() = Some(data.and_then(|d| scan_file(d, &p, true)));
             });
         }
+        drop(rx);
     });
     let mut out = WalScan {
         numbers: numbers.clone(),
