@@ -78,6 +78,8 @@ fi
 cargo build --release -p strata-bench "${FEATURES[@]}"
 BIN=target/release/strata-bench
 
+# Every open table holds a file descriptor (RocksDB's too): a few thousand at 8 GB.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 COMMON=(--key-size 16 --write-buffer-size 4MiB --max-write-buffer-number 2 --target-file-size-base 4MiB --max-bytes-for-level-base 16MiB --cache-size 8MiB
         --max-open-files 65536 --max-background-compactions 2 --threads 1)
 ENGINES=("strata leveled" "strata split-forest")

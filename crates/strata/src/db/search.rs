@@ -222,15 +222,20 @@ impl Query {
     }
 
     fn search(&self, i: usize, tables: &TableCache, stats: &EngineStats) {
-        let r = probe(
-            tables,
-            stats,
-            &self.candidates[i],
-            &self.key,
-            &self.lookup,
-            self.snapshot,
-            false,
-        );
+        // A probe that panics decides the lookup as an error: the caller would otherwise wait
+        // for ever for a result (and a search thread would die).
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            probe(
+                tables,
+                stats,
+                &self.candidates[i],
+                &self.key,
+                &self.lookup,
+                self.snapshot,
+                false,
+            )
+        }))
+        .unwrap_or_else(|_| Err(crate::Error::invalid("a parallel search probe panicked")));
         let mut s = self.state.lock();
         if s.global.is_some() {
             return; // decided without this probe: discard it
@@ -526,24 +531,43 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_panicking_job_panics_the_caller_and_the_pool_keeps_serving() {
-        let (_dir, pool) = pool(2);
-        let jobs: Vec<_> = (0..8u32)
+    /// `threads + 1` jobs held at a barrier until each thread (the caller and every search
+    /// thread) has one, so each search thread runs exactly one; with `fail_on_pool` those
+    /// panic. Job `i` returns `i`.
+    fn one_job_per_thread(threads: usize, fail_on_pool: bool) -> Vec<impl FnOnce() -> usize> {
+        let barrier = Arc::new(std::sync::Barrier::new(threads + 1));
+        (0..threads + 1)
             .map(|i| {
+                let b = barrier.clone();
                 move || {
-                    assert_ne!(i, 5, "job 5 fails");
+                    b.wait();
+                    let on_pool = std::thread::current()
+                        .name()
+                        .is_some_and(|n| n.starts_with("strata-search"));
+                    assert!(
+                        !(fail_on_pool && on_pool),
+                        "job {i} fails on a search thread"
+                    );
                     i
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_panicking_job_panics_the_caller_and_the_pool_keeps_serving() {
+        let threads = 2;
+        let (_dir, pool) = pool(threads);
+        let jobs = one_job_per_thread(threads, true);
         let p = pool.clone();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || p.run_all(jobs)));
-        assert!(r.is_err(), "the job's panic reaches the caller");
-        // The search threads survived it: a batch too big for the caller alone still finishes.
-        let got = pool.run_all((0..100u32).map(|i| move || i + 1).collect());
-        assert_eq!(got.len(), 100);
-        assert_eq!(got[99], 100);
+        assert!(r.is_err(), "the jobs' panic reaches the caller");
+        // Both search threads survived it and still take work (the barrier needs them).
+        assert!(pool.threads.lock().iter().all(|h| !h.is_finished()));
+        assert_eq!(
+            pool.run_all(one_job_per_thread(threads, false)),
+            vec![0, 1, 2]
+        );
         pool.shutdown();
     }
 

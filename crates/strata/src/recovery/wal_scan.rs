@@ -1,9 +1,10 @@
 //! Reading every WAL file of a log location in parallel (recovery's "Read" and "Find" phases):
-//! one reader per file keeps the file's bytes (the batches are indexed where they lie, never
-//! copied, except the few that span log blocks), indexes their operations densely by sequence
-//! number (a file's batches hold consecutive sequence numbers, so the index is a vector, not a
-//! hash map), and collects the key lists logged beside them (whose bytes stay in the buffer
-//! too, beside their decoded form).
+//! readers fetch the files while indexers index the ones fetched. Each file's bytes are kept
+//! whole (the batches are indexed where they lie, never copied, except the few that span log
+//! blocks); its operations are indexed densely by sequence number (a file's batches hold
+//! consecutive sequence numbers, so the index is a vector, not a hash map), and the key lists
+//! logged beside them are collected (their bytes stay in the buffer too, beside their decoded
+//! form).
 //!
 //! Any file may end in a torn write: the extended WAL keeps files whose torn tail an earlier
 //! open dropped, and whatever a dropped tail held that a table needs is caught later (a
@@ -196,8 +197,8 @@ pub(super) fn scan(
         .collect();
     // Fetching a file overlaps indexing others: from an object store a file is a listing and
     // ranged GETs, each a request's latency, which indexers would otherwise wait out in turn.
-    // Readers fetch files in order, a few files (the channel holds `threads`) ahead of the
-    // indexers.
+    // Readers fetch files in order, ahead of the indexers by at most the channel's `workers`
+    // files plus one a reader holds waiting to send.
     let workers = threads.min(numbers.len()).max(1);
     let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<WholeFile>)>(workers);
     // Shared by the indexers only: if they all stop (a panic), the receiver goes with them and
@@ -390,6 +391,50 @@ mod tests {
         assert!(gaps.len() > 10);
         for s in gaps {
             assert!(scan.op(s).is_none(), "sequence {s} was never written");
+        }
+    }
+
+    /// More files than readers, one of them unreadable: the scan reports that file's error
+    /// (readers and indexers hand files over without waiting on one that failed), and reads
+    /// every file once the fault is gone.
+    #[test]
+    fn a_file_that_cannot_be_read_fails_the_scan() {
+        use crate::storage::{FaultFs, FaultPlan};
+        let dir = tempfile::tempdir().unwrap();
+        let mut seq: SeqNo = 1;
+        for n in 1..=9u64 {
+            let mut w = LogWriter::new(
+                LocalFs
+                    .create(&dir.path().join(format!("{n:06}.log")))
+                    .unwrap(),
+                n,
+            );
+            for i in 0..20 {
+                let mut b = WriteBatch::new();
+                b.put(format!("k{n}-{i}").as_bytes(), b"v");
+                w.add_record(b.encode_with_seq(seq)).unwrap();
+                seq += 1;
+            }
+            w.sync().unwrap();
+        }
+        let fs = FaultFs::new(std::sync::Arc::new(LocalFs));
+        for threads in [1, 2, 4] {
+            fs.set_plan(FaultPlan {
+                path_filter: Some("000005.log".into()),
+                fail_reads: true,
+                ..Default::default()
+            });
+            let e = scan(dir.path(), &fs, threads, 0)
+                .err()
+                .expect("file 5 fails");
+            assert!(
+                e.to_string().contains("000005.log"),
+                "{threads} threads: {e}"
+            );
+            fs.heal();
+            let ok = scan(dir.path(), &fs, threads, 0).unwrap();
+            assert_eq!(ok.numbers, (1..=9).collect::<Vec<u64>>());
+            assert!((1..seq).all(|s| ok.op(s).is_some()), "{threads} threads");
         }
     }
 }

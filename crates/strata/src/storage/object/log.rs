@@ -5,7 +5,7 @@
 //! has survives a process crash, as with a local WAL) and, at each `sync`, the bytes appended
 //! since the previous sync are uploaded as one object `<name>/<offset:016>` (one PUT per sync,
 //! so group commit batches them). Reads use the local copy while it exists and otherwise the
-//! objects, fetched [`READ_CONCURRENCY`] at a time and concatenated in offset order; a gap
+//! objects, fetched [`READ_CONCURRENCY`] at a time, each written at its offset; a gap
 //! between segments is corruption. Renames (only `CURRENT.tmp` → `CURRENT`, written in one
 //! sync) replace the target's single segment with one PUT, which is atomic. Locking it takes
 //! the staging directory's lock (this node) and the location's [`Lease`] (every node): each
@@ -126,6 +126,13 @@ impl ObjectLogStorage {
             .tier
             .get_many_into(ranges, READ_CONCURRENCY, vec![0; len])?;
         Ok(Some(WholeFile::Read(buf)))
+    }
+
+    /// The objects of `path`, which has no local copy.
+    fn read_remote(&self, path: &Path) -> Result<WholeFile> {
+        let name = Self::name(path)?;
+        self.remote_read(&name)?
+            .ok_or_else(|| Error::invalid(format!("log location: {name} does not exist")))
     }
 
     /// Deletes every segment of `name`, each request checked against the lease.
@@ -317,16 +324,14 @@ impl Storage for ObjectLogStorage {
         if self.local.exists(path)? {
             return self.local.read_all(path);
         }
-        self.read_whole(path).map(WholeFile::into_vec)
+        self.read_remote(path).map(WholeFile::into_vec)
     }
 
     fn read_whole(&self, path: &Path) -> Result<WholeFile> {
         if self.local.exists(path)? {
             return self.local.read_whole(path);
         }
-        let name = Self::name(path)?;
-        self.remote_read(&name)?
-            .ok_or_else(|| Error::invalid(format!("log location: {name} does not exist")))
+        self.read_remote(path)
     }
 
     fn exists(&self, path: &Path) -> Result<bool> {

@@ -374,7 +374,11 @@ impl CapacityTier {
             futures::stream::iter(reads)
                 .buffer_unordered(concurrency.max(1))
                 .try_fold(out, |mut out, (dst, b)| async move {
-                    out.as_mut()[dst..dst + b.len()].copy_from_slice(&b);
+                    // `fetch_range` returned exactly the range's length.
+                    let part = out.as_mut().get_mut(dst..dst + b.len()).ok_or_else(|| {
+                        Error::invalid("capacity tier: a range read past its buffer")
+                    })?;
+                    part.copy_from_slice(&b);
                     Ok(out)
                 })
                 .await
