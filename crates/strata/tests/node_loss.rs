@@ -276,19 +276,32 @@ fn damaged_log_location_is_corruption() {
             let e = recover(&dbdir, opts.clone(), RecoveryMode::Parallel).unwrap_err();
             assert!(e.is_corruption(), "missing WAL: {e}");
 
-            // A flipped byte inside a key-list record (found by its marker) is caught by the
-            // fragment checksum or the list's own checks.
+            // A flipped byte inside a key-list record (found by its marker) that other records
+            // follow is caught by the fragment checksum or the list's own checks. (A damaged
+            // last record of a file reads as a torn write, which recovery tolerates when
+            // nothing needs it: a list of a table deleted since, or logged again.)
             std::fs::remove_dir_all(&logdir).unwrap();
             let _ = std::fs::remove_dir_all(&dbdir);
             copy_dir(&saved, &logdir);
             let marker = [0xffu8; 8];
             let hit = wals.iter().find_map(|p| {
                 let data = std::fs::read(p).unwrap();
-                data.windows(8)
-                    .position(|w| w == marker)
-                    .map(|i| (p.clone(), data, i))
+                // The marker opens a whole record's payload (fragment type 1, its length in the
+                // two bytes before the type) and more than a block trailer follows the record.
+                let followed = |i: usize| {
+                    i >= 7 && data[i - 1] == 1 && {
+                        let len = u16::from_le_bytes([data[i - 3], data[i - 2]]) as usize;
+                        data.len() > i + len + 64
+                    }
+                };
+                let at = data
+                    .windows(8)
+                    .enumerate()
+                    .find(|(i, w)| *w == marker && followed(*i))
+                    .map(|(i, _)| i);
+                at.map(|i| (p.clone(), data, i))
             });
-            let (p, mut data, i) = hit.expect("a key-list record");
+            let (p, mut data, i) = hit.expect("a key-list record followed by others");
             data[i + 12] ^= 0x5a;
             std::fs::write(&p, &data).unwrap();
             let e = recover(&dbdir, opts.clone(), RecoveryMode::Parallel).unwrap_err();
