@@ -38,10 +38,9 @@ use parking_lot::Mutex;
 
 use super::wait::{Gate, SpinPolicy};
 use super::{DbInner, DbState};
-use crate::batch::{BatchOp, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::error::{ErrorRepr, Result};
-use crate::memtable::{MemTable, INSERT_GROUP};
-use crate::types::ValueKind;
+use crate::memtable::{InsertGroup, MemTable};
 use crate::wal::LogWriter;
 
 /// The active memtable as a leader holds it while its group inserts.
@@ -419,46 +418,14 @@ fn insert_group(
     );
 }
 
-/// Inserts a batch's operations with consecutive sequence numbers starting at `first`.
-///
-/// Point operations go in groups ([`MemTable::add_group`]), whose skiplist searches overlap;
-/// a batch of one takes the plain path.
+/// Inserts a batch's operations with consecutive sequence numbers starting at `first`, point
+/// operations in groups ([`InsertGroup`]).
 pub(crate) fn apply_to_memtable(mem: &MemTable, batch: &WriteBatch, first: u64) {
-    if batch.len() == 1 {
-        for op in batch.iter() {
-            match op {
-                BatchOp::Put(k, v) => mem.add(first, ValueKind::Put, k, v),
-                BatchOp::Delete(k) => mem.add(first, ValueKind::Delete, k, &[]),
-                BatchOp::DeleteRange(s, e) if s < e => mem.add_range_delete(first, s, e),
-                BatchOp::DeleteRange(..) => {}
-            }
-        }
-        return;
-    }
-    let mut group: [(u64, ValueKind, &[u8], &[u8]); INSERT_GROUP] =
-        [(0, ValueKind::Put, &[], &[]); INSERT_GROUP];
-    let mut n = 0;
+    let mut group = InsertGroup::default();
     for (i, op) in batch.iter().enumerate() {
-        let seq = first + i as u64;
-        match op {
-            BatchOp::Put(k, v) => group[n] = (seq, ValueKind::Put, k, v),
-            BatchOp::Delete(k) => group[n] = (seq, ValueKind::Delete, k, &[]),
-            BatchOp::DeleteRange(s, e) => {
-                if s < e {
-                    mem.add_range_delete(seq, s, e)
-                }
-                continue;
-            }
-        }
-        n += 1;
-        if n == INSERT_GROUP {
-            mem.add_group(&group);
-            n = 0;
-        }
+        group.add(mem, first + i as u64, op);
     }
-    if n > 0 {
-        mem.add_group(&group[..n]);
-    }
+    group.insert(mem);
 }
 
 pub(crate) fn set_bg_error(inner: &DbInner, e: crate::Error) {

@@ -6,8 +6,9 @@
 //! internal key (user key, sequence number) is unique. A memtable is tied to the WAL file that
 //! holds its writes (`wal_number`). Its size is the arena bytes its entries take (keys, values,
 //! skiplist towers) plus the range tombstones. An optional whole-key Bloom filter
-//! ([`MemBloom`]) lets point lookups of absent keys skip the skiplist. Depends on `types`,
-//! `range_del`, `iter`.
+//! ([`MemBloom`]) lets point lookups of absent keys skip the skiplist. [`InsertGroup`] feeds
+//! write-batch operations in by groups (the write path and WAL replay). Depends on `types`,
+//! `range_del`, `iter`, `batch` (its operation type).
 
 mod bloom;
 mod point_index;
@@ -157,6 +158,19 @@ impl MemTable {
         }
     }
 
+    /// Inserts one write-batch operation with sequence number `seq` (a point operation as
+    /// [`MemTable::add`], a range deletion as [`MemTable::add_range_delete`]; an empty range
+    /// is nothing).
+    pub fn add_op(&self, seq: SeqNo, op: crate::batch::BatchOp<'_>) {
+        use crate::batch::BatchOp;
+        match op {
+            BatchOp::Put(k, v) => self.add(seq, ValueKind::Put, k, v),
+            BatchOp::Delete(k) => self.add(seq, ValueKind::Delete, k, &[]),
+            BatchOp::DeleteRange(s, e) if s < e => self.add_range_delete(seq, s, e),
+            BatchOp::DeleteRange(..) => {}
+        }
+    }
+
     /// Records a range tombstone `[start, end)`.
     pub fn add_range_delete(&self, seq: SeqNo, start: &[u8], end: &[u8]) {
         let mut rd = self.range_dels.lock();
@@ -295,6 +309,56 @@ impl InternalIterator for MemTableIter {
     }
     fn status(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+/// Write-batch operations waiting to go into a memtable together: point operations are
+/// inserted [`INSERT_GROUP`] at a time with [`MemTable::add_group`] (their skiplist searches
+/// overlap), range deletions at once. The owner calls [`InsertGroup::insert`] before the
+/// operations' bytes go, and before anything that must see them (a lookup, sealing the
+/// memtable).
+pub struct InsertGroup<'a> {
+    ops: [(SeqNo, ValueKind, &'a [u8], &'a [u8]); INSERT_GROUP],
+    n: usize,
+}
+
+impl Default for InsertGroup<'_> {
+    fn default() -> Self {
+        InsertGroup {
+            ops: [(0, ValueKind::Put, &[], &[]); INSERT_GROUP],
+            n: 0,
+        }
+    }
+}
+
+impl<'a> InsertGroup<'a> {
+    /// Adds operation `op` with sequence number `seq`, inserting the group into `mem` when it
+    /// is full.
+    pub fn add(&mut self, mem: &MemTable, seq: SeqNo, op: crate::batch::BatchOp<'a>) {
+        use crate::batch::BatchOp;
+        self.ops[self.n] = match op {
+            BatchOp::Put(k, v) => (seq, ValueKind::Put, k, v),
+            BatchOp::Delete(k) => (seq, ValueKind::Delete, k, &[]),
+            range => return mem.add_op(seq, range),
+        };
+        self.n += 1;
+        if self.n == INSERT_GROUP {
+            self.insert(mem);
+        }
+    }
+
+    /// Inserts the waiting operations into `mem` (a lone one as [`MemTable::add`], which
+    /// costs less than a group of one).
+    pub fn insert(&mut self, mem: &MemTable) {
+        match self.n {
+            0 => {}
+            1 => {
+                let (seq, kind, k, v) = self.ops[0];
+                mem.add(seq, kind, k, v);
+            }
+            n => mem.add_group(&self.ops[..n]),
+        }
+        self.n = 0;
     }
 }
 

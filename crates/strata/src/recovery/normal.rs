@@ -22,12 +22,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::batch::{decode_ops, BatchOp};
+use crate::batch::decode_ops;
 use crate::error::{Error, Result};
-use crate::memtable::{MemTable, INSERT_GROUP};
+use crate::memtable::{InsertGroup, MemTable};
 use crate::options::Options;
 use crate::storage::Storage;
-use crate::types::ValueKind;
 use crate::wal::{keylist, LogReader, ReadOutcome};
 
 /// A WAL file to replay.
@@ -99,7 +98,7 @@ pub(crate) fn replay(
         let name = format!("{number:06}.log");
         let data = st.read_whole(path)?;
         let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
-        let mut group = Group::new();
+        let mut group = InsertGroup::default();
         while let Some(rec) = reader.next_record()? {
             if keylist::is_key_list(&rec) {
                 continue;
@@ -108,12 +107,12 @@ pub(crate) fn replay(
             let (seq, count) = match rec {
                 // Most records lie in the log's bytes: their operations join the group as
                 // they are.
-                Cow::Borrowed(r) => group.add_batch(mem, r),
+                Cow::Borrowed(r) => add_batch(&mut group, mem, r),
                 // A record reassembled across log blocks lives only for this iteration: its
                 // operations go in through a group of their own, inserted before it goes.
                 Cow::Owned(r) => {
-                    let mut own_group = Group::new();
-                    let added = own_group.add_batch(mem, &r);
+                    let mut own_group = InsertGroup::default();
+                    let added = add_batch(&mut own_group, mem, &r);
                     own_group.insert(mem);
                     added
                 }
@@ -171,74 +170,34 @@ fn own_logs_from(writes: &[bool], keep_limit: usize) -> usize {
     0
 }
 
-/// Point operations of consecutive records waiting to go into the memtable together:
-/// [`MemTable::add_group`] overlaps their skiplist searches, and a log of one-operation
-/// batches (every unbatched writer's) would otherwise insert one entry at a time. A memtable
-/// may pass `write_buffer_size` by the group's entries (at most 15 records of a log block, 32
-/// KiB, each) before it is sealed. The caller inserts the group before the memtable is sealed
-/// and before the log's bytes go.
-struct Group<'a> {
-    ops: [(u64, ValueKind, &'a [u8], &'a [u8]); INSERT_GROUP],
-    n: usize,
-}
-
-impl<'a> Group<'a> {
-    fn new() -> Self {
-        Group {
-            ops: [(0, ValueKind::Put, &[], &[]); INSERT_GROUP],
-            n: 0,
-        }
-    }
-
-    /// Decodes an encoded batch in place, adding its point operations to the group (inserting
-    /// it whenever full) and its range deletions to `mem` at once: the batch's first sequence
-    /// number and its operation count. On error some operations may be in `mem` already (the
-    /// open then fails and drops it).
-    fn add_batch(&mut self, mem: &MemTable, rec: &'a [u8]) -> Result<(u64, u64)> {
-        let (first, count, ops) = decode_ops(rec)?;
-        let count = u64::from(count);
-        let mut n = 0u64;
-        for op in ops {
-            // Checked before the operation gets a sequence number past the batch's range
-            // (which `decode_ops` bounds by the header's count).
-            if n == count {
-                return Err(Error::corruption(format!(
-                    "write batch header counts {count} records but holds more"
-                )));
-            }
-            let seq = first + n;
-            n += 1;
-            let entry = match op? {
-                BatchOp::Put(k, v) => (seq, ValueKind::Put, k, v),
-                BatchOp::Delete(k) => (seq, ValueKind::Delete, k, &[][..]),
-                BatchOp::DeleteRange(s, e) => {
-                    if s < e {
-                        mem.add_range_delete(seq, s, e);
-                    }
-                    continue;
-                }
-            };
-            self.ops[self.n] = entry;
-            self.n += 1;
-            if self.n == INSERT_GROUP {
-                self.insert(mem);
-            }
-        }
-        if n != count {
+/// Decodes the encoded batch `rec` in place into `group` (which inserts into `mem` whenever
+/// full; the caller inserts the rest before the memtable is sealed and before the log's bytes
+/// go): the batch's first sequence number and its operation count. Grouping across records
+/// matters: a log of one-operation batches (every unbatched writer's) would otherwise go in one
+/// entry at a time, and a memtable may pass `write_buffer_size` by a group (at most 15 records
+/// of a 32 KiB log block) before it is sealed. On error some operations may be in `mem`
+/// already (the open then fails and drops it).
+fn add_batch<'a>(group: &mut InsertGroup<'a>, mem: &MemTable, rec: &'a [u8]) -> Result<(u64, u64)> {
+    let (first, count, ops) = decode_ops(rec)?;
+    let count = u64::from(count);
+    let mut n = 0u64;
+    for op in ops {
+        // Checked before the operation gets a sequence number past the batch's range (which
+        // `decode_ops` bounds by the header's count).
+        if n == count {
             return Err(Error::corruption(format!(
-                "write batch header counts {count} records but holds {n}"
+                "write batch header counts {count} records but holds more"
             )));
         }
-        Ok((first, n))
+        group.add(mem, first + n, op?);
+        n += 1;
     }
-
-    /// Inserts the waiting operations into `mem`.
-    fn insert(&mut self, mem: &MemTable) {
-        if self.n > 0 {
-            mem.add_group(&self.ops[..self.n]);
-            self.n = 0;
-        }
+    if n != count {
+        return Err(Error::corruption(format!(
+            "write batch header counts {count} records but holds {n}"
+        )));
     }
+    Ok((first, n))
 }
 
 /// How many of the newest `own` logs (given as (memtables, in the log location)) keep their
@@ -264,6 +223,7 @@ pub(crate) fn kept_suffix(own: &[(usize, bool)], torn: bool, limit: usize) -> us
 mod tests {
     use super::*;
     use crate::batch::WriteBatch;
+    use crate::types::ValueKind;
 
     #[test]
     fn batches_decoded_in_place_reach_the_memtable_and_bad_counts_are_corruption() {
@@ -277,8 +237,8 @@ mod tests {
             b.put(format!("k{i:02}"), b"v");
         }
         let rec = b.encode_with_seq(100).to_vec();
-        let mut group = Group::new();
-        assert_eq!(group.add_batch(&mem, &rec).unwrap(), (100, 43));
+        let mut group = InsertGroup::default();
+        assert_eq!(add_batch(&mut group, &mem, &rec).unwrap(), (100, 43));
         // Two full groups went in; the rest waits for the group's insert.
         assert_eq!(mem.num_entries(), 32);
         group.insert(&mem);
@@ -300,7 +260,7 @@ mod tests {
             again.put(format!("k{i:02}"), format!("w{i}"));
         }
         let rec2 = again.encode_with_seq(200).to_vec();
-        assert_eq!(group.add_batch(&mem, &rec2).unwrap(), (200, 40));
+        assert_eq!(add_batch(&mut group, &mem, &rec2).unwrap(), (200, 40));
         group.insert(&mem);
         assert_eq!(mem.num_entries(), 82);
         assert_eq!(got(b"k39"), Some((200, ValueKind::Put, b"w39".to_vec())));
@@ -314,7 +274,7 @@ mod tests {
         for wrong in [44u32, 42, 1] {
             let mut bad = rec.clone();
             bad[8..12].copy_from_slice(&wrong.to_le_bytes());
-            let e = Group::new().add_batch(&MemTable::new(1), &bad).unwrap_err();
+            let e = add_batch(&mut InsertGroup::default(), &MemTable::new(1), &bad).unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::Corruption, "{wrong}: {e}");
         }
         // Too few counted at the top of the sequence space: the operations past the count must
@@ -322,12 +282,15 @@ mod tests {
         let mut bad = rec.clone();
         bad[..8].copy_from_slice(&(crate::types::MAX_SEQ - 1).to_le_bytes());
         bad[8..12].copy_from_slice(&2u32.to_le_bytes());
-        let e = Group::new().add_batch(&MemTable::new(1), &bad).unwrap_err();
+        let e = add_batch(&mut InsertGroup::default(), &MemTable::new(1), &bad).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Corruption, "{e}");
         // A truncated operation.
-        let e = Group::new()
-            .add_batch(&MemTable::new(1), &rec[..rec.len() - 1])
-            .unwrap_err();
+        let e = add_batch(
+            &mut InsertGroup::default(),
+            &MemTable::new(1),
+            &rec[..rec.len() - 1],
+        )
+        .unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Corruption, "{e}");
     }
 
