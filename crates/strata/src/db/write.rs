@@ -419,8 +419,13 @@ fn insert_group(
 }
 
 /// Inserts a batch's operations with consecutive sequence numbers starting at `first`, point
-/// operations in groups ([`InsertGroup`]).
+/// operations in groups ([`InsertGroup`]); a batch of one (every single put) skips setting up
+/// the group.
 pub(crate) fn apply_to_memtable(mem: &MemTable, batch: &WriteBatch, first: u64) {
+    if batch.len() == 1 {
+        batch.iter().for_each(|op| mem.add_op(first, op));
+        return;
+    }
     let mut group = InsertGroup::default();
     for (i, op) in batch.iter().enumerate() {
         group.add(mem, first + i as u64, op);
