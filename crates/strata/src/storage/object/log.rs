@@ -90,10 +90,14 @@ impl ObjectLogStorage {
         Ok(v)
     }
 
-    fn remote_read(&self, name: &str) -> Result<Option<WholeFile>> {
-        let segs = self.segments(name)?;
+    /// The objects of `path`, which has no local copy, read whole.
+    fn read_remote(&self, path: &Path) -> Result<WholeFile> {
+        let name = Self::name(path)?;
+        let segs = self.segments(&name)?;
         if segs.is_empty() {
-            return Ok(None);
+            return Err(Error::invalid(format!(
+                "log location: {name} does not exist"
+            )));
         }
         let mut end = 0u64;
         for (_, off, size) in &segs {
@@ -113,11 +117,11 @@ impl ObjectLogStorage {
         // even for a file of one segment.
         let mut ranges = Vec::new();
         for (obj, _, size) in &segs {
-            let path = self.tier.path(obj);
+            let object = self.tier.path(obj);
             let mut at = 0;
             while at < *size {
                 let n = (*size - at).min(READ_CHUNK);
-                ranges.push((path.clone(), at, n as usize));
+                ranges.push((object.clone(), at, n as usize));
                 at += n;
             }
         }
@@ -125,14 +129,7 @@ impl ObjectLogStorage {
         let buf = self
             .tier
             .get_many_into(ranges, READ_CONCURRENCY, vec![0; len])?;
-        Ok(Some(WholeFile::Read(buf)))
-    }
-
-    /// The objects of `path`, which has no local copy.
-    fn read_remote(&self, path: &Path) -> Result<WholeFile> {
-        let name = Self::name(path)?;
-        self.remote_read(&name)?
-            .ok_or_else(|| Error::invalid(format!("log location: {name} does not exist")))
+        Ok(WholeFile::Read(buf))
     }
 
     /// Deletes every segment of `name`, each request checked against the lease.
