@@ -4,6 +4,7 @@
 #
 #   bash bench/redis-compare.sh            # N=1000000 requests per test
 #   N=200000 bash bench/redis-compare.sh   # a shorter run
+#   Repeated runs saved as DIR/<label>-P<depth>-r<k>.md: python3 bench/redis_compare_summary.py DIR
 #
 # Workload (the issue's): redis-benchmark -t set,get,incr,mset -n N -r 1000000 -P 16 -c 50
 # Both servers listen on loopback only and start from empty data directories.
