@@ -30,7 +30,7 @@ use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
 use crate::clients::ClientHandle;
-use crate::commands;
+use crate::commands::Request;
 use crate::executor::{run_batch, run_batch_inline, run_batch_mode, Deferred};
 use crate::resp::{encode, Parser, Reply};
 use crate::server::Shared;
@@ -70,12 +70,12 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
     let mut inbuf = BytesMut::new();
     let mut out = BytesMut::new();
     // Parsed requests not yet executed, and a protocol error found after them.
-    let mut queued: Vec<Vec<Bytes>> = Vec::new();
+    let mut queued: Vec<Request> = Vec::new();
     let mut protocol_error = None;
     loop {
         // 1. Parse what has arrived (after what is left of the previous batch).
         let limits = shared.limits.parse_limits();
-        let mut batch_bytes: usize = queued.iter().flatten().map(Bytes::len).sum();
+        let mut batch_bytes: usize = queued.iter().flat_map(|r| r.args()).map(Bytes::len).sum();
         let mut full = false;
         while protocol_error.is_none() {
             if queued.len() >= MAX_BATCH || batch_bytes >= MAX_BATCH_BYTES {
@@ -85,7 +85,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
             match parser.next(&mut inbuf, &limits) {
                 Ok(Some(args)) => {
                     batch_bytes += args.iter().map(Bytes::len).sum::<usize>();
-                    queued.push(args);
+                    queued.push(Request::new(args));
                 }
                 Ok(None) => break,
                 Err(e) => protocol_error = Some(e),
@@ -240,11 +240,11 @@ async fn read_when_ready(
 async fn execute(
     shared: &Arc<Shared>,
     mut session: Session,
-    batch: Vec<Vec<Bytes>>,
+    batch: Vec<Request>,
     mut out: BytesMut,
-) -> Result<(Session, BytesMut, Vec<Vec<Bytes>>, usize), crate::pool::PoolError> {
+) -> Result<(Session, BytesMut, Vec<Request>, usize), crate::pool::PoolError> {
     let mut done = 0;
-    if !batch.iter().any(|args| commands::needs_engine(&args[0])) {
+    if !batch.iter().any(Request::needs_engine) {
         let ran = run_batch(shared, &mut session, &batch, &mut out);
         return Ok((session, out, batch, ran));
     }
@@ -286,10 +286,9 @@ async fn execute(
 }
 
 /// Whether `batch` may start inline (see [`execute`]).
-fn inline_ok(shared: &Shared, batch: &[Vec<Bytes>]) -> bool {
+fn inline_ok(shared: &Shared, batch: &[Request]) -> bool {
     let fsync = shared.store.sync_policy() == crate::config::SyncPolicy::Always;
-    batch.iter().all(|args| match commands::lookup(&args[0]) {
-        Some((_, spec)) => !spec.engine || (spec.inline_ok() && !(fsync && spec.writes())),
-        None => true,
-    })
+    batch
+        .iter()
+        .all(|r| !r.needs_engine() || (r.inline_ok() && !(fsync && r.writes())))
 }

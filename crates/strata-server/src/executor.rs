@@ -38,7 +38,7 @@ use bytes::{Bytes, BytesMut};
 
 use strata::WriteBatch;
 
-use crate::commands::{self, Ctx, LockScope, Pending};
+use crate::commands::{self, Ctx, LockScope, Pending, Request};
 use crate::commit_group::{Outcome, Written};
 use crate::locks::MultiGuard;
 use crate::resp::{encode, Reply};
@@ -56,7 +56,7 @@ pub const OUTPUT_SOFT_LIMIT: usize = 8 << 20;
 pub fn run_batch(
     shared: &Shared,
     session: &mut Session,
-    batch: &[Vec<Bytes>],
+    batch: &[Request],
     out: &mut BytesMut,
 ) -> usize {
     let base = out.len();
@@ -83,7 +83,7 @@ pub enum Deferred {
 pub fn run_batch_mode(
     shared: &Shared,
     session: &mut Session,
-    batch: &[Vec<Bytes>],
+    batch: &[Request],
     out: &mut BytesMut,
     out_base: usize,
 ) -> usize {
@@ -118,7 +118,7 @@ pub fn run_batch_mode(
 pub async fn run_batch_inline(
     shared: &Shared,
     session: &mut Session,
-    batch: &[Vec<Bytes>],
+    batch: &[Request],
     out: &mut BytesMut,
     out_base: usize,
 ) -> (usize, Option<Deferred>) {
@@ -192,7 +192,7 @@ impl Progress {
     /// done, the session is closing or the replies passed [`OUTPUT_SOFT_LIMIT`].
     fn next_segment(
         &self,
-        batch: &[Vec<Bytes>],
+        batch: &[Request],
         session: &Session,
         out: &BytesMut,
     ) -> Option<(usize, usize)> {
@@ -201,12 +201,10 @@ impl Progress {
         if i >= batch.len() || session.close != Close::Open || used >= OUTPUT_SOFT_LIMIT {
             return None;
         }
-        let barrier =
-            |args: &Vec<Bytes>| commands::lookup(&args[0]).is_some_and(|(_, c)| c.alone());
-        let end = if barrier(&batch[i]) {
+        let end = if batch[i].alone() {
             i + 1
         } else {
-            i + batch[i..].iter().take_while(|a| !barrier(a)).count()
+            i + batch[i..].iter().take_while(|r| !r.alone()).count()
         };
         Some((end, OUTPUT_SOFT_LIMIT - used))
     }
@@ -238,7 +236,7 @@ struct Prepared {
 fn prepare_segment(
     shared: &Shared,
     session: &mut Session,
-    cmds: &[Vec<Bytes>],
+    cmds: &[Request],
     now: u64,
     room: usize,
     inline: bool,
@@ -246,13 +244,11 @@ fn prepare_segment(
     // 1. The stripes the segment's write commands name.
     let mut keys: Vec<&Bytes> = Vec::new();
     let mut all = false;
-    for args in cmds {
-        if let Some((_, spec)) = commands::lookup(&args[0]) {
-            match spec.lock_scope(args) {
-                LockScope::None => {}
-                LockScope::Keys(k) => keys.extend(k),
-                LockScope::All => all = true,
-            }
+    for req in cmds {
+        match req.lock_scope() {
+            LockScope::None => {}
+            LockScope::Keys(k) => keys.extend(k),
+            LockScope::All => all = true,
         }
     }
     let locks = shared.store.locks();
@@ -297,7 +293,7 @@ fn prepare_segment(
     let mut reply_bytes = 0usize;
     let mut ran = 0;
     let mut timings = Vec::new();
-    for args in cmds {
+    for req in cmds {
         ran += 1;
         let before = pending.batch.len();
         let reply = {
@@ -308,11 +304,11 @@ fn prepare_segment(
                 pending: &mut pending,
             };
             match &shared.metrics {
-                None => commands::dispatch(&mut ctx, args),
+                None => commands::dispatch(&mut ctx, req),
                 Some(_) => {
                     let start = std::time::Instant::now();
-                    let r = commands::dispatch(&mut ctx, args);
-                    let name = commands::lookup(&args[0]).map_or("unknown", |(_, c)| c.name);
+                    let r = commands::dispatch(&mut ctx, req);
+                    let name = req.spec().map_or("unknown", |c| c.name);
                     timings.push((name, start.elapsed()));
                     r
                 }
@@ -370,57 +366,58 @@ const PREFETCH_MAX: usize = 64;
 /// not answer from an older state than an earlier command of the segment saw: that holds when
 /// every other engine command reads only keys whose stripes the segment holds (its writes:
 /// nobody else can change those between the read-ahead and their own read).
-pub(crate) fn read_ahead_safe(cmds: &[Vec<Bytes>]) -> bool {
-    cmds.iter().all(|args| match commands::lookup(&args[0]) {
+pub(crate) fn read_ahead_safe(cmds: &[Request]) -> bool {
+    cmds.iter().all(|req| match req.spec() {
         None => true,
-        Some((_, spec)) if !spec.engine || matches!(spec.name, "get" | "mget") => true,
-        Some((_, spec)) => match spec.lock_scope(args) {
+        Some(spec) if !spec.engine || matches!(spec.name, "get" | "mget") => true,
+        Some(spec) => match req.lock_scope() {
             LockScope::All => true,
             LockScope::None => false,
-            LockScope::Keys(locked) => spec.table_keys(args).all(|k| locked.contains(&k)),
+            LockScope::Keys(locked) => spec.table_keys(req).all(|k| locked.contains(&k)),
         },
     })
 }
 
-/// Reads the data keys of `cmds`' GETs and MGETs (each once) with one
-/// [`strata::Db::multi_get`] into `pending.reads`, where `Ctx::engine_get` and
-/// `Ctx::raw_many` find them, when [`read_ahead_safe`] says so; hints the engine
-/// ([`strata::Db::prefetch_gets`]) at the data keys of the other engine commands (and at the
-/// GETs' when they are not read ahead). A GET answered from the read-ahead answers as of a
-/// moment between its request's arrival and its reply, no earlier than any earlier command of
-/// the segment read; a read-modify-write of a key some GET read ahead reads that value, which
-/// is current, since the segment held the key's stripe before reading it. A read-ahead that
-/// would need I/O inline (`Incomplete`) reads nothing ahead: each command then reads for
-/// itself. The engine counts a read-ahead key as a lookup even when a later write of the
-/// segment shadows it.
-fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>], pending: &mut Pending) {
+/// Reads the data keys of `cmds`' GETs and MGETs with one [`strata::Db::multi_get`] into
+/// `pending.reads` (in command order, where `Ctx::raw` and `Ctx::raw_many` find them) when
+/// [`read_ahead_safe`] says so; hints the engine ([`strata::Db::prefetch_gets`]) at the data
+/// keys of the other engine commands (and at the GETs' when they are not read ahead). A GET
+/// answered from the read-ahead answers as of a moment between its request's arrival and its
+/// reply, no earlier than any earlier command of the segment read; a read-modify-write of a key
+/// some GET read ahead reads that value, which is current, since the segment held the key's
+/// stripe before reading it. A read-ahead that would need I/O inline (`Incomplete`) reads
+/// nothing ahead: each command then reads for itself. The engine counts a read-ahead key as a
+/// lookup even when a later write of the segment shadows it, and a key two GETs name twice.
+fn prefetch_keys(shared: &Shared, cmds: &[Request], pending: &mut Pending) {
     // The engine keys side by side in one buffer: one allocation per segment, not per key.
     let mut buf = Vec::new();
     let mut ends = Vec::with_capacity(PREFETCH_MAX.min(cmds.len()));
     let engine_cmds = cmds
         .iter()
-        .filter_map(|args| commands::lookup(&args[0]).map(|(_, spec)| (args, spec)))
+        .filter_map(|req| req.spec().map(|spec| (req, spec)))
         .filter(|(_, spec)| spec.engine);
     let (gets, others): (Vec<_>, Vec<_>) = if read_ahead_safe(cmds) {
         engine_cmds.partition(|(_, spec)| matches!(spec.name, "get" | "mget"))
     } else {
         (Vec::new(), engine_cmds.collect())
     };
-    // Keys [0, reads) are read ahead, in command order; the rest are hints.
-    let mut reads = 0;
+    // Keys [0, ahead.len()) are read ahead, in command order; the rest are hints.
+    let mut ahead: Vec<Bytes> = Vec::new();
     for (read, k) in gets
         .iter()
-        .flat_map(|(args, spec)| spec.table_keys(args).map(|k| (true, k)))
+        .flat_map(|(req, spec)| spec.table_keys(req).map(|k| (true, k)))
         .chain(
             others
                 .iter()
-                .flat_map(|(args, spec)| spec.table_keys(args).map(|k| (false, k))),
+                .flat_map(|(req, spec)| spec.table_keys(req).map(|k| (false, k))),
         )
         .take(PREFETCH_MAX)
     {
         crate::keyspace::push_data_key(&mut buf, k);
         ends.push(buf.len());
-        reads += usize::from(read);
+        if read {
+            ahead.push(k.clone());
+        }
     }
     let mut start = 0;
     let keys: Vec<&[u8]> = ends
@@ -432,11 +429,8 @@ fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>], pending: &mut Pending) {
         })
         .collect();
     let db = shared.store.db();
-    let (ahead, hints) = keys.split_at(reads);
-    let mut unique: Vec<&[u8]> = ahead.to_vec();
-    unique.sort_unstable();
-    unique.dedup();
-    if unique.len() >= 2 {
+    let (read, hints) = keys.split_at(ahead.len());
+    if read.len() >= 2 {
         let opts = strata::ReadOptions {
             cache_only: pending.inline,
             ..Default::default()
@@ -444,12 +438,10 @@ fn prefetch_keys(shared: &Shared, cmds: &[Vec<Bytes>], pending: &mut Pending) {
         // All or nothing: with some keys read ahead and others read later, a later GET could
         // answer from an older state than an earlier one. A failed key (Incomplete inline) is
         // met again by its command's own read.
-        let got: Result<Vec<_>, _> = db.multi_get(&opts, &unique).into_iter().collect();
+        let got: Result<Vec<_>, _> = db.multi_get(&opts, read).into_iter().collect();
         if let Ok(got) = got {
             ServerStats::add(&shared.stats.read_ahead_keys, got.len() as u64);
-            for (k, v) in unique.iter().zip(got) {
-                pending.reads.insert(k.to_vec(), v);
-            }
+            pending.reads.fill(ahead, got);
         }
         db.prefetch_gets(hints);
     } else {
@@ -510,12 +502,14 @@ fn finish_segment(
 mod tests {
     use super::*;
 
-    fn cmds(v: &[&[&str]]) -> Vec<Vec<Bytes>> {
+    fn cmds(v: &[&[&str]]) -> Vec<Request> {
         v.iter()
             .map(|c| {
-                c.iter()
-                    .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-                    .collect()
+                Request::new(
+                    c.iter()
+                        .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                        .collect(),
+                )
             })
             .collect()
     }

@@ -34,9 +34,9 @@ pub struct Pending {
     /// The same for collection elements, by engine sub-key: what the point-lookup collection
     /// commands of the segment wrote (see `CommandSpec::alone`).
     pub(crate) elems: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
-    /// Engine values read ahead for the segment's GETs and MGETs, by engine key (see
-    /// `executor::prefetch_keys`); `Ctx::engine_get` answers from here first.
-    pub(crate) reads: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
+    /// Engine values read ahead for the segment's GETs and MGETs (see
+    /// `executor::prefetch_keys`); `Ctx::raw` and `Ctx::raw_many` answer from here first.
+    pub(crate) reads: ReadAhead,
     /// Running inline on the event loop: engine reads are `cache_only`.
     pub inline: bool,
     /// An inline engine read needed I/O (`ErrorKind::Incomplete`): the segment is discarded
@@ -71,7 +71,7 @@ impl Pending {
             batch: WriteBatch::default(),
             overlay: HashMap::default(),
             elems: HashMap::default(),
-            reads: HashMap::default(),
+            reads: ReadAhead::default(),
             inline,
             would_block: std::cell::Cell::new(false),
             hits: std::cell::Cell::new(0),
@@ -116,6 +116,45 @@ impl Pending {
     }
 }
 
+/// Values read ahead for a segment's GETs and MGETs, by user key, in command order (see
+/// `executor::prefetch_keys`). Commands consume them in the order they were read, so a lookup
+/// first tries the entry after the last one found (one key comparison) and only then scans;
+/// a segment holds at most `PREFETCH_MAX` of them. No hashing, no allocation per key: under a
+/// pipeline of GETs the map this replaced (engine key → value) cost 9% of the server's time.
+#[derive(Default)]
+pub(crate) struct ReadAhead {
+    keys: Vec<Bytes>,
+    values: Vec<Option<Bytes>>,
+    /// Where the next lookup starts.
+    next: std::cell::Cell<usize>,
+}
+
+impl ReadAhead {
+    /// Holds `values[i]` for `keys[i]` (a key given twice has the same value twice: both were
+    /// read at one snapshot).
+    pub(crate) fn fill(&mut self, keys: Vec<Bytes>, values: Vec<Option<Bytes>>) {
+        debug_assert_eq!(keys.len(), values.len());
+        self.keys = keys;
+        self.values = values;
+        self.next.set(0);
+    }
+
+    /// The value read ahead for `user_key` (`None`: not read ahead).
+    pub(crate) fn get(&self, user_key: &[u8]) -> Option<&Option<Bytes>> {
+        if self.keys.is_empty() {
+            return None;
+        }
+        let next = self.next.get();
+        let at = if self.keys.get(next).is_some_and(|k| k[..] == *user_key) {
+            next
+        } else {
+            self.keys.iter().position(|k| k[..] == *user_key)?
+        };
+        self.next.set(at + 1);
+        self.values.get(at)
+    }
+}
+
 /// What a handler sees.
 pub struct Ctx<'a> {
     pub shared: &'a Shared,
@@ -134,12 +173,6 @@ impl Ctx<'_> {
     /// A point lookup of an engine key: `cache_only` when running inline, and an
     /// `Incomplete` answer flags the segment for a rerun on the engine pool.
     pub fn engine_get(&self, engine_key: &[u8]) -> Result<Option<Bytes>, Reply> {
-        // Most segments read nothing ahead: skip hashing the key then.
-        if !self.pending.reads.is_empty() {
-            if let Some(v) = self.pending.reads.get(engine_key) {
-                return Ok(v.clone());
-            }
-        }
         let opts = strata::ReadOptions {
             cache_only: self.pending.inline,
             ..Default::default()
@@ -208,7 +241,10 @@ impl Ctx<'_> {
     pub fn raw(&self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
         let raw = match self.pending_raw(key) {
             Some(v) => v,
-            None => self.engine_get(&keyspace::data_key(key))?,
+            None => match self.pending.reads.get(key) {
+                Some(v) => v.clone(),
+                None => self.engine_get(&keyspace::data_key(key))?,
+            },
         };
         self.live(raw)
     }
@@ -219,26 +255,27 @@ impl Ctx<'_> {
     /// [`Ctx::engine_get`]).
     pub fn raw_many(&self, keys: &[Bytes]) -> Result<Vec<Option<Bytes>>, Reply> {
         let mut raws: Vec<Option<Bytes>> = Vec::with_capacity(keys.len());
-        let mut engine_keys: Vec<Vec<u8>> = Vec::new();
         let mut at: Vec<usize> = Vec::new();
         for (i, key) in keys.iter().enumerate() {
             match self.pending_raw(key) {
                 Some(v) => raws.push(v),
                 None => {
                     raws.push(None);
-                    engine_keys.push(keyspace::data_key(key));
                     at.push(i);
                 }
             }
         }
-        if engine_keys
+        let ahead: Option<Vec<Option<Bytes>>> = at
             .iter()
-            .all(|k| self.pending.reads.contains_key(k))
-        {
-            for (&i, k) in at.iter().zip(&engine_keys) {
-                raws[i] = self.pending.reads.get(k).cloned().flatten();
+            .map(|&i| self.pending.reads.get(&keys[i]).cloned())
+            .collect();
+        if let Some(ahead) = ahead {
+            for (&i, v) in at.iter().zip(ahead) {
+                raws[i] = v;
             }
         } else {
+            let engine_keys: Vec<Vec<u8>> =
+                at.iter().map(|&i| keyspace::data_key(&keys[i])).collect();
             let opts = strata::ReadOptions {
                 cache_only: self.pending.inline,
                 ..Default::default()
@@ -377,5 +414,32 @@ mod tests {
         p.batch.put(b"k", "2");
         p.elems.insert(b"k".to_vec(), Some(Bytes::from("2")));
         assert_eq!(p.take_batch().len(), 3);
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    /// Found in command order with one comparison each, out of order by a scan, a key given
+    /// twice at either position, an absent key not at all.
+    #[test]
+    fn read_ahead_finds_keys_in_any_order() {
+        let mut r = ReadAhead::default();
+        assert_eq!(r.get(b"a"), None, "empty");
+        r.fill(
+            vec![b("a"), b("b"), b("a"), b("c")],
+            vec![Some(b("1")), None, Some(b("1")), Some(b("3"))],
+        );
+        assert_eq!(r.get(b"a"), Some(&Some(b("1"))));
+        assert_eq!(r.get(b"b"), Some(&None));
+        assert_eq!(r.get(b"c"), Some(&Some(b("3"))), "skipping the second a");
+        assert_eq!(r.get(b"a"), Some(&Some(b("1"))), "scanned from the start");
+        assert_eq!(r.get(b"b"), Some(&None));
+        assert_eq!(r.get(b"x"), None);
+        assert_eq!(r.get(b""), None);
+        assert_eq!(r.get(b"c"), Some(&Some(b("3"))));
+        r.fill(vec![b("z")], vec![None]);
+        assert_eq!(r.get(b"a"), None, "refilled");
+        assert_eq!(r.get(b"z"), Some(&None));
     }
 }

@@ -28,6 +28,7 @@ pub mod introspection;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
+mod request;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -44,6 +45,7 @@ use crate::fasthash::FastHash;
 use crate::resp::Reply;
 
 pub use context::{Ctx, Pending};
+pub use request::Request;
 
 /// A handler's result: `Err` carries an error reply, so `?` works on store errors.
 pub type CmdResult = Result<Reply, Reply>;
@@ -68,6 +70,14 @@ pub struct CommandSpec {
     pub engine: bool,
     pub subcommands: &'static [&'static str],
     pub handler: Handler,
+}
+
+impl std::fmt::Debug for CommandSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandSpec")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CommandSpec {
@@ -378,15 +388,11 @@ pub fn lookup(name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
     spec_at(i).map(|c| (i, c))
 }
 
-/// Whether running `name` calls the engine.
-pub fn needs_engine(name: &[u8]) -> bool {
-    lookup(name).is_some_and(|(_, c)| c.engine)
-}
-
-/// Runs one request (`args[0]` is the command name; `args` is never empty). The caller (the
-/// executor) holds the stripes `lock_scope` names and commits `ctx.pending` afterwards.
-pub fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some((i, spec)) = lookup(&args[0]) else {
+/// Runs one request. The caller (the executor) holds the stripes `lock_scope` names and
+/// commits `ctx.pending` afterwards.
+pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
+    let args = req.args();
+    let Some((i, spec)) = req.command() else {
         return errors::unknown_command(args);
     };
     if !spec.arity_ok(args.len()) {
