@@ -285,7 +285,8 @@ fn prepare_segment(
     // 2. Run — after reading the keys of the segment's GETs and MGETs together, and hinting
     // the engine at the other commands' keys, when several commands read keys, so their
     // lookups' cache misses overlap (a pipeline of GETs or INCRs).
-    if cmds.len() >= PREFETCH_MIN {
+    // (A pipeline of plain SETs reads nothing: no keys to read or hint.)
+    if cmds.len() >= PREFETCH_MIN && !cmds.iter().all(Request::blind_write) {
         prefetch_keys(shared, cmds, &mut pending);
     }
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
@@ -381,7 +382,8 @@ pub(crate) fn read_ahead_safe(cmds: &[Request]) -> bool {
 /// Reads the data keys of `cmds`' GETs and MGETs with one [`strata::Db::multi_get`] into
 /// `pending.reads` (in command order, where `Ctx::raw` and `Ctx::raw_many` find them) when
 /// [`read_ahead_safe`] says so; hints the engine ([`strata::Db::prefetch_gets`]) at the data
-/// keys of the other engine commands (and at the GETs' when they are not read ahead). A GET
+/// keys of the other engine commands that read them (not blind writes such as a plain SET),
+/// and at the GETs' when they are not read ahead. A GET
 /// answered from the read-ahead answers as of a moment between its request's arrival and its
 /// reply, no earlier than any earlier command of the segment read; a read-modify-write of a key
 /// some GET read ahead reads that value, which is current, since the segment held the key's
@@ -394,8 +396,8 @@ fn prefetch_keys(shared: &Shared, cmds: &[Request], pending: &mut Pending) {
     let mut ends = Vec::with_capacity(PREFETCH_MAX.min(cmds.len()));
     let engine_cmds = cmds
         .iter()
-        .filter_map(|req| req.spec().map(|spec| (req, spec)))
-        .filter(|(_, spec)| spec.engine);
+        .filter(|req| req.needs_engine() && !req.blind_write())
+        .filter_map(|req| req.spec().map(|spec| (req, spec)));
     let (gets, others): (Vec<_>, Vec<_>) = if read_ahead_safe(cmds) {
         engine_cmds.partition(|(_, spec)| matches!(spec.name, "get" | "mget"))
     } else {

@@ -57,6 +57,22 @@ pub fn data_key(user_key: &[u8]) -> Vec<u8> {
     k
 }
 
+/// Calls `f` with the engine key for `user_key` in database 0, built on the stack when it is
+/// short (most keys): for a write that copies the key into its batch anyway, a heap
+/// allocation per key would be wasted.
+pub fn with_data_key<R>(user_key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    const STACK: usize = 64;
+    let n = user_key.len() + OVERHEAD;
+    if n > STACK {
+        return f(&data_key(user_key));
+    }
+    let mut buf = [0u8; STACK];
+    buf[0] = NS_DB0;
+    buf[1..OVERHEAD].copy_from_slice(&key_hash(user_key).to_be_bytes());
+    buf[OVERHEAD..n].copy_from_slice(user_key);
+    f(&buf[..n])
+}
+
 /// Appends the engine key for `user_key` in database 0 to `buf` (several keys in one buffer).
 pub fn push_data_key(buf: &mut Vec<u8>, user_key: &[u8]) {
     buf.push(NS_DB0);
@@ -80,6 +96,15 @@ pub fn user_key(engine_key: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stack-built key is `data_key`'s, short or long.
+    #[test]
+    fn with_data_key_is_data_key() {
+        for len in [0, 1, 16, 58, 59, 60, 64, 65, 300] {
+            let k: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            with_data_key(&k, |d| assert_eq!(d, &data_key(&k)[..], "len {len}"));
+        }
+    }
 
     #[test]
     fn round_trip_and_bounds() {

@@ -243,7 +243,7 @@ impl Ctx<'_> {
             Some(v) => v,
             None => match self.pending.reads.get(key) {
                 Some(v) => v.clone(),
-                None => self.engine_get(&keyspace::data_key(key))?,
+                None => keyspace::with_data_key(key, |k| self.engine_get(k))?,
             },
         };
         self.live(raw)
@@ -309,7 +309,8 @@ impl Ctx<'_> {
         if key.len() > MAX_USER_KEY {
             return Err(StoreError::KeyTooLarge.into());
         }
-        self.pending.batch.put(keyspace::data_key(key), &raw);
+        let batch = &mut self.pending.batch;
+        keyspace::with_data_key(key, |k| batch.put(k, &raw));
         self.pending.overlay.insert(key.to_vec(), Some(raw));
         Ok(())
     }
@@ -332,7 +333,8 @@ impl Ctx<'_> {
 
     /// Deletes `key`; committed with the segment.
     pub fn delete(&mut self, key: &[u8]) {
-        self.pending.batch.delete(keyspace::data_key(key));
+        let batch = &mut self.pending.batch;
+        keyspace::with_data_key(key, |k| batch.delete(k));
         self.pending.overlay.insert(key.to_vec(), None);
     }
 

@@ -29,6 +29,9 @@ struct Traits {
     writes: bool,
     /// `lock_scope` can name stripes (it writes or reads collection elements).
     locks: bool,
+    /// It writes its keys without reading them (MSET, SETEX, PSETEX; SET without options is
+    /// decided per request).
+    blind: bool,
 }
 
 fn traits_of(i: usize) -> Traits {
@@ -41,6 +44,7 @@ fn traits_of(i: usize) -> Traits {
                 inline_ok: c.inline_ok(),
                 writes: c.writes(),
                 locks: c.writes() || c.reads_elements(),
+                blind: matches!(c.name, "mset" | "setex" | "psetex"),
             })
             .collect()
     });
@@ -77,6 +81,12 @@ impl Request {
     /// [`CommandSpec::writes`] (false for an unknown command).
     pub fn writes(&self) -> bool {
         self.traits.writes
+    }
+
+    /// Whether it writes its keys without reading them first (SET with no option, MSET,
+    /// SETEX, PSETEX), so hinting the engine at them before it runs would be wasted work.
+    pub fn blind_write(&self) -> bool {
+        self.traits.blind || (self.args.len() == 3 && self.spec().is_some_and(|c| c.name == "set"))
     }
 
     /// [`CommandSpec::lock_scope`] of the request (none for an unknown command).
@@ -149,6 +159,17 @@ mod tests {
         assert!(unknown.command().is_none());
         assert!(!unknown.needs_engine());
         assert!(matches!(unknown.lock_scope(), LockScope::None));
+        assert!(req(&["set", "k", "v"]).blind_write());
+        assert!(
+            !req(&["SET", "k", "v", "NX"]).blind_write(),
+            "reads the key"
+        );
+        assert!(!req(&["SET", "k", "v", "GET"]).blind_write());
+        assert!(req(&["MSET", "a", "1", "b", "2"]).blind_write());
+        assert!(req(&["SETEX", "k", "10", "v"]).blind_write());
+        assert!(!req(&["MSETNX", "a", "1"]).blind_write());
+        assert!(!req(&["INCR", "k"]).blind_write());
+        assert!(!req(&["GET", "k"]).blind_write());
     }
 
     /// The cached traits are the entry's own, for every command in the table.
