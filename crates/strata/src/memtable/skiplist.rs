@@ -40,7 +40,7 @@ const MAX_HEIGHT: usize = 12;
 const BRANCHING: u64 = 4;
 /// Most entries [`SkipList::insert_group_hashed`] takes at once: enough searches in flight to keep
 /// the memory system busy, little enough state to stay in L1.
-pub const INSERT_GROUP: usize = 16;
+pub const INSERT_GROUP: usize = 32;
 /// Versions newer than the snapshot a point lookup steps over from the indexed newest one
 /// before it searches instead.
 const MAX_VERSION_STEPS: usize = 8;
