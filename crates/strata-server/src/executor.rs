@@ -285,16 +285,22 @@ fn prepare_segment(
     // 2. Run — after reading the keys of the segment's GETs and MGETs together, and hinting
     // the engine at the other commands' keys, when several commands read keys, so their
     // lookups' cache misses overlap (a pipeline of GETs or INCRs).
-    // (A pipeline of plain SETs reads nothing: no keys to read or hint.)
+    // (A pipeline of plain SETs reads nothing: no keys to read or hint.) From `close_reads`
+    // on, no command answers from the read-ahead: the GETs there read the engine when they
+    // run, and a later GET of a key read ahead must not answer from before their reads.
+    let mut close_reads = None;
     if cmds.len() >= PREFETCH_MIN && !cmds.iter().all(Request::blind_write) {
-        prefetch_keys(shared, cmds, &mut pending);
+        close_reads = prefetch_keys(shared, cmds, &mut pending);
     }
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
     let mut first_write: Option<usize> = None;
     let mut reply_bytes = 0usize;
     let mut ran = 0;
     let mut timings = Vec::new();
-    for req in cmds {
+    for (i, req) in cmds.iter().enumerate() {
+        if close_reads == Some(i) {
+            pending.reads.close();
+        }
         ran += 1;
         let before = pending.batch.len();
         let reply = {
@@ -370,7 +376,7 @@ const PREFETCH_MAX: usize = 64;
 pub(crate) fn read_ahead_safe(cmds: &[Request]) -> bool {
     cmds.iter().all(|req| match req.spec() {
         None => true,
-        Some(spec) if !spec.engine || matches!(spec.name, "get" | "mget") => true,
+        Some(spec) if !spec.engine || req.reads_ahead() => true,
         Some(spec) => match req.lock_scope() {
             LockScope::All => true,
             LockScope::None => false,
@@ -381,7 +387,9 @@ pub(crate) fn read_ahead_safe(cmds: &[Request]) -> bool {
 
 /// Reads the data keys of `cmds`' GETs and MGETs with one [`strata::Db::multi_get`] into
 /// `pending.reads` (in command order, where `Ctx::raw` and `Ctx::raw_many` find them) when
-/// [`read_ahead_safe`] says so; hints the engine ([`strata::Db::prefetch_gets`]) at the data
+/// [`read_ahead_safe`] says so — whole commands, at most [`PREFETCH_MAX`] keys: returns the
+/// index of the first GET or MGET left out, before which the caller closes the read-ahead
+/// (`ReadAhead::close`); hints the engine ([`strata::Db::prefetch_gets`]) at the data
 /// keys of the other engine commands that read them (not blind writes such as a plain SET),
 /// and at the GETs' when they are not read ahead. A GET
 /// answered from the read-ahead answers as of a moment between its request's arrival and its
@@ -390,36 +398,46 @@ pub(crate) fn read_ahead_safe(cmds: &[Request]) -> bool {
 /// stripe before reading it. A read-ahead that would need I/O inline (`Incomplete`) reads
 /// nothing ahead: each command then reads for itself. The engine counts a read-ahead key as a
 /// lookup even when a later write of the segment shadows it, and a key two GETs name twice.
-fn prefetch_keys(shared: &Shared, cmds: &[Request], pending: &mut Pending) {
+fn prefetch_keys(shared: &Shared, cmds: &[Request], pending: &mut Pending) -> Option<usize> {
     // The engine keys side by side in one buffer: one allocation per segment, not per key.
     let mut buf = Vec::new();
     let mut ends = Vec::with_capacity(PREFETCH_MAX.min(cmds.len()));
-    let engine_cmds = cmds
-        .iter()
-        .filter(|req| req.needs_engine() && !req.blind_write())
-        .filter_map(|req| req.spec().map(|spec| (req, spec)));
-    let (gets, others): (Vec<_>, Vec<_>) = if read_ahead_safe(cmds) {
-        engine_cmds.partition(|(_, spec)| matches!(spec.name, "get" | "mget"))
-    } else {
-        (Vec::new(), engine_cmds.collect())
-    };
-    // Keys [0, ahead.len()) are read ahead, in command order; the rest are hints.
-    let mut ahead: Vec<Bytes> = Vec::new();
-    for (read, k) in gets
-        .iter()
-        .flat_map(|(req, spec)| spec.table_keys(req).map(|k| (true, k)))
-        .chain(
-            others
-                .iter()
-                .flat_map(|(req, spec)| spec.table_keys(req).map(|k| (false, k))),
-        )
-        .take(PREFETCH_MAX)
-    {
+    let mut push = |k: &Bytes| {
         crate::keyspace::push_data_key(&mut buf, k);
         ends.push(buf.len());
-        if read {
-            ahead.push(k.clone());
+    };
+    // Keys [0, ahead.len()) are read ahead: those of whole GETs and MGETs in command order, up
+    // to the first whose keys do not all fit in PREFETCH_MAX (`cut`, its index in `cmds`).
+    let mut ahead: Vec<Bytes> = Vec::new();
+    let mut cut = None;
+    if read_ahead_safe(cmds) {
+        for (i, req) in cmds.iter().enumerate().filter(|(_, r)| r.reads_ahead()) {
+            let Some(spec) = req.spec() else { continue };
+            if ahead.len() + spec.table_keys(req).count() > PREFETCH_MAX {
+                cut = Some(i);
+                break;
+            }
+            for k in spec.table_keys(req) {
+                push(k);
+                ahead.push(k.clone());
+            }
         }
+    }
+    // The rest are hints: the keys of the other engine commands that read them, and of the
+    // GETs and MGETs not read ahead.
+    let read_ahead = ahead.len();
+    let hinted = cmds
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| {
+            r.needs_engine()
+                && !r.blind_write()
+                && !(r.reads_ahead() && read_ahead > 0 && cut.is_none_or(|c| *i < c))
+        })
+        .filter_map(|(_, r)| r.spec().map(|spec| spec.table_keys(r)))
+        .flatten();
+    for k in hinted.take(PREFETCH_MAX.saturating_sub(read_ahead)) {
+        push(k);
     }
     let mut start = 0;
     let keys: Vec<&[u8]> = ends
@@ -431,7 +449,7 @@ fn prefetch_keys(shared: &Shared, cmds: &[Request], pending: &mut Pending) {
         })
         .collect();
     let db = shared.store.db();
-    let (read, hints) = keys.split_at(ahead.len());
+    let (read, hints) = keys.split_at(read_ahead);
     if read.len() >= 2 {
         let opts = strata::ReadOptions {
             cache_only: pending.inline,
@@ -441,14 +459,16 @@ fn prefetch_keys(shared: &Shared, cmds: &[Request], pending: &mut Pending) {
         // answer from an older state than an earlier one. A failed key (Incomplete inline) is
         // met again by its command's own read.
         let got: Result<Vec<_>, _> = db.multi_get(&opts, read).into_iter().collect();
+        db.prefetch_gets(hints);
         if let Ok(got) = got {
             ServerStats::add(&shared.stats.read_ahead_keys, got.len() as u64);
             pending.reads.fill(ahead, got);
+            return cut;
         }
-        db.prefetch_gets(hints);
     } else {
         db.prefetch_gets(&keys);
     }
+    None
 }
 
 /// Steps 3 and 4 once the segment's writes were committed (`committed` is the outcome): release

@@ -33,7 +33,8 @@ pub struct ServerStats {
     /// Inline segments that chained on a hot key's stripe held by their commit group and were
     /// written with it (`locks`, `commit_group`).
     pub inline_chained_segments: AtomicU64,
-    /// GET/MGET keys read ahead together with one engine multi_get (`executor::prefetch_keys`).
+    /// GET/MGET keys read ahead together with one engine multi_get (`executor::prefetch_keys`;
+    /// a key named twice counts twice).
     pub read_ahead_keys: AtomicU64,
 }
 

@@ -332,3 +332,41 @@ fn reads_ahead_answer_as_the_commands_would() {
         "a lone MGET reads for itself"
     );
 }
+
+/// A segment reads ahead whole GETs and MGETs up to 64 keys; from the first that does not
+/// fit on, every command reads for itself, even a GET of a key read ahead (it must not answer
+/// from before the later reads). The answers are the commands' own. (The pipeline is kept
+/// under the connection's first 1 KiB read, so it runs as one segment.)
+#[test]
+fn read_ahead_stops_at_whole_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let c = &mut s.conn();
+    for i in 0..70 {
+        run(c, &["SET", &format!("a{i}"), &format!("{i}")]).unwrap();
+    }
+    let bulk = |v: &str| format!("${}\r\n{v}\r\n", v.len());
+    // MGETs of 30, 30 and 10 keys (the third does not fit: 70 > 64), then a0 again.
+    let mut req = Vec::new();
+    let mut want = String::new();
+    for range in [0..30, 30..60, 60..70] {
+        let keys: Vec<String> = range.clone().map(|i| format!("a{i}")).collect();
+        let mut args: Vec<&[u8]> = vec![b"MGET"];
+        args.extend(keys.iter().map(|k| k.as_bytes()));
+        req.extend(resp(&args));
+        want += &format!("*{}\r\n", keys.len());
+        for i in range {
+            want += &bulk(&i.to_string());
+        }
+    }
+    req.extend(resp(&[b"GET", b"a0"]));
+    want += &bulk("0");
+    assert!(req.len() < 1024, "one read: {}", req.len());
+    let ahead = info_field(c, "read_ahead_keys");
+    s.raw().expect(&req, &want);
+    assert_eq!(
+        info_field(c, "read_ahead_keys"),
+        ahead + 60,
+        "the two MGETs before the one that does not fit"
+    );
+}

@@ -139,6 +139,13 @@ impl ReadAhead {
         self.next.set(0);
     }
 
+    /// Answers nothing more (see `executor::prefetch_keys`).
+    pub(crate) fn close(&mut self) {
+        self.keys.clear();
+        self.values.clear();
+        self.next.set(0);
+    }
+
     /// The value read ahead for `user_key` (`None`: not read ahead).
     pub(crate) fn get(&self, user_key: &[u8]) -> Option<&Option<Bytes>> {
         if self.keys.is_empty() {
@@ -346,6 +353,7 @@ impl Ctx<'_> {
         self.pending.ranges = true;
         self.pending.overlay.clear();
         self.pending.elems.clear();
+        self.pending.reads.close();
     }
 }
 
@@ -443,5 +451,7 @@ mod tests {
         r.fill(vec![b("z")], vec![None]);
         assert_eq!(r.get(b"a"), None, "refilled");
         assert_eq!(r.get(b"z"), Some(&None));
+        r.close();
+        assert_eq!(r.get(b"z"), None, "closed");
     }
 }

@@ -1,5 +1,5 @@
-//! The command table and dispatch: name lookup (case-insensitive), arity, authentication,
-//! then the handler. Handlers live in one file per command group: [`strings`], [`keys`],
+//! The command table and dispatch: name lookup (case-insensitive, once per request: see
+//! [`Request`]), arity, authentication, then the handler. Handlers live in one file per command group: [`strings`], [`keys`],
 //! [`expire`], [`connection`] (PING, HELLO, AUTH, CLIENT...), [`server`] (INFO, CONFIG,
 //! SHUTDOWN, DBSIZE, FLUSH*, TIME), [`introspection`] (COMMAND), and the data types:
 //! [`hashes`], [`lists`], [`sets`], [`zsets`], [`zsets_multi`], [`bitmaps`] (their table is in
@@ -109,6 +109,12 @@ impl CommandSpec {
         )
     }
 
+    /// Whether [`CommandSpec::lock_scope`] can name stripes at all: the command writes, or
+    /// reads collection elements.
+    fn may_lock(&self) -> bool {
+        self.writes() || self.reads_elements()
+    }
+
     /// Commands that read the elements of collections (see `lock_scope`).
     fn reads_elements(&self) -> bool {
         matches!(self.group, "hash" | "list" | "set" | "sorted_set") || self.name == "object"
@@ -196,7 +202,7 @@ impl CommandSpec {
     /// stripe keeps a writer of the same key from committing in between (see `locks`).
     /// Commands whose keys follow a `numkeys` argument name them here rather than in the table.
     pub fn lock_scope<'b>(&self, args: &'b [Bytes]) -> LockScope<'b> {
-        if !self.arity_ok(args.len()) || !(self.writes() || self.reads_elements()) {
+        if !self.arity_ok(args.len()) || !self.may_lock() {
             return LockScope::None;
         }
         let numkeys = |at: usize| -> Vec<&'b Bytes> {

@@ -32,6 +32,10 @@ struct Traits {
     /// It writes its keys without reading them (MSET, SETEX, PSETEX; SET without options is
     /// decided per request).
     blind: bool,
+    /// SET.
+    set: bool,
+    /// GET or MGET: its keys may be read ahead for the segment (`executor::prefetch_keys`).
+    read_ahead: bool,
 }
 
 fn traits_of(i: usize) -> Traits {
@@ -43,8 +47,10 @@ fn traits_of(i: usize) -> Traits {
                 alone: c.alone(),
                 inline_ok: c.inline_ok(),
                 writes: c.writes(),
-                locks: c.writes() || c.reads_elements(),
+                locks: c.may_lock(),
                 blind: matches!(c.name, "mset" | "setex" | "psetex"),
+                set: c.name == "set",
+                read_ahead: matches!(c.name, "get" | "mget"),
             })
             .collect()
     });
@@ -60,10 +66,10 @@ pub struct Request {
 }
 
 impl Request {
-    /// Resolves `args[0]`. Panics if `args` is empty (a caller bug: the parser never yields
-    /// an empty request).
+    /// Resolves `args[0]` (an empty request, which the parser never yields, is an unknown
+    /// command).
     pub fn new(args: Vec<Bytes>) -> Self {
-        let cmd = lookup(&args[0]);
+        let cmd = args.first().and_then(|name| lookup(name));
         let traits = cmd.map_or_else(Traits::default, |(i, _)| traits_of(i));
         Request { args, cmd, traits }
     }
@@ -84,9 +90,15 @@ impl Request {
     }
 
     /// Whether it writes its keys without reading them first (SET with no option, MSET,
-    /// SETEX, PSETEX), so hinting the engine at them before it runs would be wasted work.
+    /// SETEX, PSETEX), so hinting the engine at them before it runs would be wasted work. Only
+    /// hints may depend on this, never locks or read-ahead safety.
     pub fn blind_write(&self) -> bool {
-        self.traits.blind || (self.args.len() == 3 && self.spec().is_some_and(|c| c.name == "set"))
+        self.traits.blind || (self.traits.set && self.args.len() == 3)
+    }
+
+    /// GET or MGET, whose keys a segment may read ahead (see `executor::prefetch_keys`).
+    pub fn reads_ahead(&self) -> bool {
+        self.traits.read_ahead
     }
 
     /// [`CommandSpec::lock_scope`] of the request (none for an unknown command).
@@ -170,6 +182,18 @@ mod tests {
         assert!(!req(&["MSETNX", "a", "1"]).blind_write());
         assert!(!req(&["INCR", "k"]).blind_write());
         assert!(!req(&["GET", "k"]).blind_write());
+        assert!(req(&["PSETEX", "k", "10", "v"]).blind_write());
+        for opt in [&["EX", "10"][..], &["KEEPTTL"], &["XX"]] {
+            let mut v = vec!["SET", "k", "v"];
+            v.extend_from_slice(opt);
+            assert!(!req(&v).blind_write(), "{v:?} reads the key");
+        }
+        assert!(req(&["GET", "k"]).reads_ahead() && req(&["mget", "a", "b"]).reads_ahead());
+        assert!(!req(&["GETSET", "k", "v"]).reads_ahead());
+        assert!(
+            Request::new(Vec::new()).command().is_none(),
+            "empty: unknown, no panic"
+        );
     }
 
     /// The cached traits are the entry's own, for every command in the table.
@@ -182,6 +206,31 @@ mod tests {
             assert_eq!(r.alone(), c.alone(), "{}", c.name);
             assert_eq!(r.inline_ok(), c.inline_ok(), "{}", c.name);
             assert_eq!(r.writes(), c.writes(), "{}", c.name);
+        }
+        // The cached `locks` trait never hides a stripe: for every command, with arguments
+        // of an arity it accepts, the request names what the entry names.
+        for c in all_commands() {
+            let n = c.arity.unsigned_abs() as usize;
+            let mut v = vec![c.name.to_string()];
+            v.extend((1..n.max(4)).map(|i| {
+                if i == 1 || i == 2 {
+                    "2".to_string()
+                } else {
+                    format!("k{i}")
+                }
+            }));
+            v.truncate(if c.arity > 0 { n } else { v.len().max(n) });
+            let r = Request::new(
+                v.iter()
+                    .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                    .collect(),
+            );
+            let names = |s: LockScope<'_>| match s {
+                LockScope::None => Some(vec![]),
+                LockScope::Keys(k) => Some(k.into_iter().map(|b| b.to_vec()).collect()),
+                LockScope::All => None,
+            };
+            assert_eq!(names(r.lock_scope()), names(c.lock_scope(&r)), "{}", c.name);
         }
         let scope = |v: &[&str]| match req(v).lock_scope() {
             LockScope::None => Some(vec![]),
