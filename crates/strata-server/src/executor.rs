@@ -14,7 +14,9 @@
 //!    through those of its group) and add their writes to one `WriteBatch`, which ends up with
 //!    each key once (`Pending::take_batch`); with several commands, the keys of its GETs and
 //!    MGETs are first read together with one engine `multi_get`, where that cannot answer a
-//!    GET from an older state than an earlier command saw (`prefetch_keys`, `read_ahead_safe`);
+//!    GET from an older state than an earlier command saw (`prefetch_keys`, `read_ahead_safe`:
+//!    whole commands up to 64 keys; from the first GET or MGET left out, no command answers
+//!    from the read-ahead);
 //! 3. commit that batch with one engine write (under the sync policy) — inline, through a
 //!    commit group (`commit_group`), which writes the batches of every connection's segments
 //!    of one scheduler tick as one engine write and then releases their stripes;
@@ -389,11 +391,11 @@ pub(crate) fn read_ahead_safe(cmds: &[Request]) -> bool {
 /// `pending.reads` (in command order, where `Ctx::raw` and `Ctx::raw_many` find them) when
 /// [`read_ahead_safe`] says so — whole commands, at most [`PREFETCH_MAX`] keys: returns the
 /// index of the first GET or MGET left out, before which the caller closes the read-ahead
-/// (`ReadAhead::close`); hints the engine ([`strata::Db::prefetch_gets`]) at the data
-/// keys of the other engine commands that read them (not blind writes such as a plain SET),
-/// and at the GETs' when they are not read ahead. A GET
-/// answered from the read-ahead answers as of a moment between its request's arrival and its
-/// reply, no earlier than any earlier command of the segment read; a read-modify-write of a key
+/// (`ReadAhead::close`); hints the engine ([`strata::Db::prefetch_gets`]) at the data keys of
+/// the other engine commands that read them (not blind writes such as a plain SET), and at the
+/// GETs' when they are not read ahead. A GET answered from the read-ahead answers as of a
+/// moment between its request's arrival and its reply, no earlier than any earlier command of
+/// the segment read; a read-modify-write of a key
 /// some GET read ahead reads that value, which is current, since the segment held the key's
 /// stripe before reading it. A read-ahead that would need I/O inline (`Incomplete`) reads
 /// nothing ahead: each command then reads for itself. The engine counts a read-ahead key as a
@@ -411,8 +413,8 @@ fn prefetch_keys(shared: &Shared, cmds: &[Request], pending: &mut Pending) -> Op
     let mut ahead: Vec<Bytes> = Vec::new();
     let mut cut = None;
     if read_ahead_safe(cmds) {
-        for (i, req) in cmds.iter().enumerate().filter(|(_, r)| r.reads_ahead()) {
-            let Some(spec) = req.spec() else { continue };
+        let gets = cmds.iter().enumerate().filter(|(_, r)| r.reads_ahead());
+        for (i, (req, spec)) in gets.filter_map(|(i, r)| Some((i, (r, r.spec()?)))) {
             if ahead.len() + spec.table_keys(req).count() > PREFETCH_MAX {
                 cut = Some(i);
                 break;

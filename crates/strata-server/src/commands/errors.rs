@@ -58,7 +58,7 @@ fn lossy(b: &[u8], max: usize) -> String {
 /// name at 128 bytes and the argument list at about 128 bytes).
 pub fn unknown_command(args: &[Bytes]) -> Reply {
     let mut list = String::new();
-    for a in &args[1..] {
+    for a in args.get(1..).unwrap_or_default() {
         if list.len() >= 128 {
             break;
         }
@@ -69,7 +69,7 @@ pub fn unknown_command(args: &[Bytes]) -> Reply {
     }
     Reply::error(format!(
         "ERR unknown command '{}', with args beginning with: {list}",
-        lossy(&args[0], 128)
+        lossy(args.first().map_or(&[][..], |n| &n[..]), 128)
     ))
 }
 
@@ -88,5 +88,22 @@ impl From<StoreError> for Reply {
             StoreError::KeyTooLarge => Reply::error(format!("ERR {e}")),
             other => Reply::error(format!("ERR storage error: {other}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Redis's text, and no panic on a request with no name (the parser yields none; a
+    /// `Request` of one is an unknown command).
+    #[test]
+    fn unknown_command_text() {
+        let args: Vec<Bytes> = ["FOO", "a", "b"].iter().map(|s| Bytes::from(*s)).collect();
+        assert!(matches!(
+            unknown_command(&args),
+            Reply::Error(e) if e == "ERR unknown command 'FOO', with args beginning with: 'a' 'b' "
+        ));
+        assert!(unknown_command(&[]).is_error());
     }
 }

@@ -1,6 +1,6 @@
 //! The command table and dispatch: name lookup (case-insensitive, once per request: see
-//! [`Request`]), arity, authentication, then the handler. Handlers live in one file per command group: [`strings`], [`keys`],
-//! [`expire`], [`connection`] (PING, HELLO, AUTH, CLIENT...), [`server`] (INFO, CONFIG,
+//! [`Request`]), arity, authentication, then the handler. Handlers live in one file per command
+//! group: [`strings`], [`keys`], [`expire`], [`connection`] (PING, HELLO, AUTH, CLIENT...), [`server`] (INFO, CONFIG,
 //! SHUTDOWN, DBSIZE, FLUSH*, TIME), [`introspection`] (COMMAND), and the data types:
 //! [`hashes`], [`lists`], [`sets`], [`zsets`], [`zsets_multi`], [`bitmaps`] (their table is in
 //! `types_table`).

@@ -5,13 +5,14 @@
 //! server's time under `redis-benchmark -t get -P 16` before the entry was kept.
 //!
 //! The entry's traits that the executor asks about for every request (`CommandSpec::alone`,
-//! `inline_ok`, `writes`, which compare names and flags as strings) are likewise computed once
-//! per command, in a table built on first use.
+//! `inline_ok`, `writes`, `may_lock`, and whether it is a GET/MGET, a SET or a blind write —
+//! tests that compare names and flags as strings) are likewise computed once per command, in a
+//! table built on first use.
 //!
-//! Invariants: `args` is never empty (the parser yields no empty request); `cmd` is
-//! `lookup(&args[0])` and `traits` that command's row of the traits table (all false for an
-//! unknown command), fixed at construction (the command table is static). Depends on the
-//! command table only.
+//! Invariants: `cmd` is `lookup(&args[0])` (`None` for an unknown command, and for an empty
+//! request, which the parser never yields) and `traits` that command's row of the traits table
+//! (all false for an unknown command), fixed at construction (the command table is static).
+//! Depends on the command table only.
 
 use std::ops::Deref;
 use std::sync::OnceLock;
