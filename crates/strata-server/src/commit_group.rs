@@ -301,6 +301,8 @@ fn commit_members(store: &Store, members: Vec<Member>) -> GroupCount {
         Past::Refused => m.chained,
         Past::Failed => true,
     };
+    // What the members hold, for one allocation per part instead of doubling as they append.
+    let mut left: usize = members.iter().map(|m| m.batch.size_in_bytes()).sum();
     let mut members = members.into_iter().peekable();
     while let Some(mut first) = members.next() {
         if skipped(&first, past) {
@@ -309,6 +311,8 @@ fn commit_members(store: &Store, members: Vec<Member>) -> GroupCount {
             continue;
         }
         let mut merged = std::mem::take(&mut first.batch);
+        left = left.saturating_sub(merged.size_in_bytes());
+        merged.reserve(left.min(MAX_GROUP_BYTES.saturating_sub(merged.size_in_bytes())));
         let mut part = vec![first];
         while let Some(next) = members.peek() {
             if skipped(next, past)
@@ -317,6 +321,7 @@ fn commit_members(store: &Store, members: Vec<Member>) -> GroupCount {
                 break;
             }
             let Some(m) = members.next() else { break };
+            left = left.saturating_sub(m.batch.size_in_bytes());
             merged.append(&m.batch);
             part.push(m);
         }

@@ -85,7 +85,8 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
             match parser.next(&mut inbuf, &limits) {
                 Ok(Some(args)) => {
                     batch_bytes += args.iter().map(Bytes::len).sum::<usize>();
-                    queued.push(Request::new(args));
+                    let req = Request::new_after(args, queued.last());
+                    queued.push(req);
                 }
                 Ok(None) => break,
                 Err(e) => protocol_error = Some(e),

@@ -246,7 +246,9 @@ fn prepare_segment(
     // 1. The stripes the segment's write commands name.
     let mut keys: Vec<&Bytes> = Vec::new();
     let mut all = false;
+    let mut writes = 0;
     for req in cmds {
+        writes += usize::from(req.writes());
         match req.lock_scope() {
             LockScope::None => {}
             LockScope::Keys(k) => keys.extend(k),
@@ -275,6 +277,8 @@ fn prepare_segment(
 
     let close = session.close;
     let mut pending = Pending::new(inline);
+    // Sized once for the keys the segment's writes name (mostly one each), not grown.
+    pending.overlay.reserve(writes);
     if let Some(g) = &guard {
         if let (Some(epoch), Some(stripe)) = (g.chained_epoch(), g.chained_stripe()) {
             // Its group already taken: no use running the commands.

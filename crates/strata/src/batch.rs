@@ -105,6 +105,11 @@ impl WriteBatch {
         self.count == 0
     }
 
+    /// Makes room for `additional` more encoded bytes (before appending many batches).
+    pub fn reserve(&mut self, additional: usize) {
+        self.rep.reserve(additional);
+    }
+
     /// Encoded size in bytes.
     pub fn size_in_bytes(&self) -> usize {
         self.rep.len()

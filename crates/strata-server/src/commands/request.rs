@@ -75,6 +75,19 @@ impl Request {
         Request { args, cmd, traits }
     }
 
+    /// [`Request::new`], reusing `prev`'s resolution when it names its command with the same
+    /// bytes (a pipeline of one command resolves it once).
+    pub fn new_after(args: Vec<Bytes>, prev: Option<&Request>) -> Self {
+        match (prev, args.first()) {
+            (Some(p), Some(name)) if p.args.first() == Some(name) => Request {
+                args,
+                cmd: p.cmd,
+                traits: p.traits,
+            },
+            _ => Request::new(args),
+        }
+    }
+
     /// [`CommandSpec::alone`] (false for an unknown command).
     pub fn alone(&self) -> bool {
         self.traits.alone
@@ -195,6 +208,36 @@ mod tests {
             Request::new(Vec::new()).command().is_none(),
             "empty: unknown, no panic"
         );
+    }
+
+    /// A request after one that names its command with the same bytes takes its resolution;
+    /// any other resolves its own.
+    #[test]
+    fn new_after_reuses_only_the_same_name() {
+        let args = |v: &[&str]| -> Vec<Bytes> {
+            v.iter()
+                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                .collect()
+        };
+        let get = req(&["GET", "a"]);
+        let again = Request::new_after(args(&["GET", "b"]), Some(&get));
+        assert_eq!(
+            again.command().map(|(i, _)| i),
+            get.command().map(|(i, _)| i)
+        );
+        assert_eq!(&again[1][..], b"b");
+        let set = Request::new_after(args(&["SET", "k", "v"]), Some(&get));
+        assert_eq!(set.spec().map(|c| c.name), Some("set"));
+        assert!(set.blind_write() && !set.reads_ahead());
+        let lower = Request::new_after(args(&["get", "c"]), Some(&get));
+        assert_eq!(lower.spec().map(|c| c.name), Some("get"));
+        let unknown = Request::new_after(args(&["NOPE"]), Some(&get));
+        assert!(unknown.command().is_none());
+        let after_unknown = Request::new_after(args(&["NOPE", "x"]), Some(&unknown));
+        assert!(after_unknown.command().is_none());
+        assert!(Request::new_after(Vec::new(), Some(&get))
+            .command()
+            .is_none());
     }
 
     /// The cached traits are the entry's own, for every command in the table.

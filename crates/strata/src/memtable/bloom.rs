@@ -42,11 +42,22 @@ impl MemBloom {
 
     /// Adds the key of hash `h` (its 64-bit XXH3, the memtable's point hash: writers and
     /// readers must use the same).
+    ///
+    /// One atomic OR per word of the block that gains a bit, none for a word whose bits are
+    /// all set already (a key written again). (A reader that sees the entry sees the bits even
+    /// when this skipped them: the load that found them set happens before the entry's
+    /// publication, so by read-read coherence the reader's load cannot return older values.)
     pub fn add(&self, h: u64) {
         let (base, bits) = self.locate(h);
+        let mut masks = [0u64; WORDS_PER_BLOCK];
         for i in 0..PROBES {
             let bit = (bits >> (i * 9)) & 511;
-            self.words[base + (bit / 64) as usize].fetch_or(1 << (bit % 64), Ordering::Relaxed);
+            masks[(bit / 64) as usize] |= 1 << (bit % 64);
+        }
+        for (word, mask) in self.words[base..base + WORDS_PER_BLOCK].iter().zip(masks) {
+            if mask != 0 && word.load(Ordering::Relaxed) & mask != mask {
+                word.fetch_or(mask, Ordering::Relaxed);
+            }
         }
     }
 
