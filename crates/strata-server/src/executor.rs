@@ -277,8 +277,6 @@ fn prepare_segment(
 
     let close = session.close;
     let mut pending = Pending::new(inline);
-    // Sized once for the keys the segment's writes name (mostly one each), not grown.
-    pending.overlay.reserve(writes);
     if let Some(g) = &guard {
         if let (Some(epoch), Some(stripe)) = (g.chained_epoch(), g.chained_stripe()) {
             // Its group already taken: no use running the commands.
@@ -288,6 +286,8 @@ fn prepare_segment(
             pending.chain = Some((epoch, g.chained_stripes().to_vec()));
         }
     }
+    // Sized once for the keys the segment's writes name (mostly one each), not grown.
+    pending.overlay.reserve(writes);
     // 2. Run — after reading the keys of the segment's GETs and MGETs together, and hinting
     // the engine at the other commands' keys, when several commands read keys, so their
     // lookups' cache misses overlap (a pipeline of GETs or INCRs).
