@@ -399,11 +399,11 @@ pub(crate) fn read_ahead_safe(cmds: &[Request]) -> bool {
 /// the other engine commands that read them (not blind writes such as a plain SET), and at the
 /// GETs' when they are not read ahead. A GET answered from the read-ahead answers as of a
 /// moment between its request's arrival and its reply, no earlier than any earlier command of
-/// the segment read; a read-modify-write of a key
-/// some GET read ahead reads that value, which is current, since the segment held the key's
-/// stripe before reading it. A read-ahead that would need I/O inline (`Incomplete`) reads
-/// nothing ahead: each command then reads for itself. The engine counts a read-ahead key as a
-/// lookup even when a later write of the segment shadows it, and a key two GETs name twice.
+/// the segment read; a read-modify-write of a key some GET read ahead reads that value, which
+/// is current, since the segment held the key's stripe before reading it. A read-ahead that
+/// would need I/O inline (`Incomplete`) reads nothing ahead: each command then reads for
+/// itself. The engine counts a read-ahead key as a lookup even when a later write of the
+/// segment shadows it, and a key two GETs name twice.
 fn prefetch_keys(shared: &Shared, cmds: &[Request], pending: &mut Pending) -> Option<usize> {
     // The engine keys side by side in one buffer: one allocation per segment, not per key.
     let mut buf = Vec::new();
@@ -430,15 +430,18 @@ fn prefetch_keys(shared: &Shared, cmds: &[Request], pending: &mut Pending) -> Op
         }
     }
     // The rest are hints: the keys of the other engine commands that read them, and of the
-    // GETs and MGETs not read ahead.
+    // GETs and MGETs not read ahead (those from `cut` on, or all if none was).
     let read_ahead = ahead.len();
+    let read_through = if read_ahead == 0 {
+        0
+    } else {
+        cut.unwrap_or(cmds.len())
+    };
     let hinted = cmds
         .iter()
         .enumerate()
         .filter(|(i, r)| {
-            r.needs_engine()
-                && !r.blind_write()
-                && !(r.reads_ahead() && read_ahead > 0 && cut.is_none_or(|c| *i < c))
+            r.needs_engine() && !r.blind_write() && !(r.reads_ahead() && *i < read_through)
         })
         .filter_map(|(_, r)| r.spec().map(|spec| spec.table_keys(r)))
         .flatten();

@@ -67,17 +67,22 @@ pub fn with_data_key<R>(user_key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
         return f(&data_key(user_key));
     }
     let mut buf = [0u8; STACK];
-    buf[0] = NS_DB0;
-    buf[1..OVERHEAD].copy_from_slice(&key_hash(user_key).to_be_bytes());
+    buf[..OVERHEAD].copy_from_slice(&data_key_prefix(user_key));
     buf[OVERHEAD..n].copy_from_slice(user_key);
     f(&buf[..n])
 }
 
 /// Appends the engine key for `user_key` in database 0 to `buf` (several keys in one buffer).
 pub fn push_data_key(buf: &mut Vec<u8>, user_key: &[u8]) {
-    buf.push(NS_DB0);
-    buf.extend_from_slice(&key_hash(user_key).to_be_bytes());
+    buf.extend_from_slice(&data_key_prefix(user_key));
     buf.extend_from_slice(user_key);
+}
+
+/// What a data key puts before the user key: the namespace byte and the key hash.
+fn data_key_prefix(user_key: &[u8]) -> [u8; OVERHEAD] {
+    let mut p = [NS_DB0; OVERHEAD];
+    p[1..].copy_from_slice(&key_hash(user_key).to_be_bytes());
+    p
 }
 
 /// The 32-bit key hash that follows the namespace byte (of data keys and sub-keys).

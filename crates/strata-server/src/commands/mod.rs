@@ -1,9 +1,9 @@
 //! The command table and dispatch: name lookup (case-insensitive, once per request: see
 //! [`Request`]), arity, authentication, then the handler. Handlers live in one file per command
-//! group: [`strings`], [`keys`], [`expire`], [`connection`] (PING, HELLO, AUTH, CLIENT...), [`server`] (INFO, CONFIG,
-//! SHUTDOWN, DBSIZE, FLUSH*, TIME), [`introspection`] (COMMAND), and the data types:
-//! [`hashes`], [`lists`], [`sets`], [`zsets`], [`zsets_multi`], [`bitmaps`] (their table is in
-//! `types_table`).
+//! group: [`strings`], [`keys`], [`expire`], [`connection`] (PING, HELLO, AUTH, CLIENT...),
+//! [`server`] (INFO, CONFIG, SHUTDOWN, DBSIZE, FLUSH*, TIME), [`introspection`] (COMMAND), and
+//! the data types: [`hashes`], [`lists`], [`sets`], [`zsets`], [`zsets_multi`], [`bitmaps`]
+//! (their table is in `types_table`).
 //!
 //! Invariants: checks run in Redis's order — unknown command, then arity, then NOAUTH — so
 //! clients see the same error Redis would give; a handler runs only with an argument count its

@@ -4,7 +4,8 @@
 //! read-ahead, dispatch); each lookup lowercases and hashes the name, which cost 6% of the
 //! server's time under `redis-benchmark -t get -P 16` before the entry was kept.
 //!
-//! The entry's traits that the executor asks about for every request (`CommandSpec::alone`,
+//! The entry's traits that the executor asks about for every request and that are not plain
+//! fields of the entry (`CommandSpec::alone`,
 //! `inline_ok`, `writes`, `may_lock`, and whether it is a GET/MGET, a SET or a blind write —
 //! tests that compare names and flags as strings) are likewise computed once per command, in a
 //! table built on first use.
@@ -24,7 +25,6 @@ use super::{all_commands, lookup, CommandSpec, LockScope};
 /// What the executor asks of a command, computed once per command from its table entry.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Traits {
-    engine: bool,
     alone: bool,
     inline_ok: bool,
     writes: bool,
@@ -44,7 +44,6 @@ fn traits_of(i: usize) -> Traits {
     let table = TABLE.get_or_init(|| {
         all_commands()
             .map(|c| Traits {
-                engine: c.engine,
                 alone: c.alone(),
                 inline_ok: c.inline_ok(),
                 writes: c.writes(),
@@ -135,7 +134,7 @@ impl Request {
 
     /// Whether running it calls the engine.
     pub fn needs_engine(&self) -> bool {
-        self.traits.engine
+        self.spec().is_some_and(|c| c.engine)
     }
 
     /// The arguments, the command name first.
@@ -149,12 +148,6 @@ impl Deref for Request {
 
     fn deref(&self) -> &[Bytes] {
         &self.args
-    }
-}
-
-impl From<Vec<Bytes>> for Request {
-    fn from(args: Vec<Bytes>) -> Self {
-        Request::new(args)
     }
 }
 

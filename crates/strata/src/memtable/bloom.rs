@@ -6,9 +6,9 @@
 //! miss. Bits are only ever set, with atomic ORs (skipped for a word whose bits are already
 //! set), before the key is inserted into the skiplist; a reader that can see the entry (through
 //! the published sequence number, an acquire/release pair) therefore sees its bits: no false
-//! negatives. Keys come as their 64-bit hash (the
-//! memtable hashes each key once for this filter and its point index). Depends on nothing in
-//! the engine but the memtable's `prefetch` hint.
+//! negatives. Keys come as their 64-bit hash (the memtable hashes each key once for this
+//! filter and its point index). Depends on nothing in the engine but the memtable's
+//! `prefetch` hint.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
