@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::search::{probe, Local};
+use super::search::{probe, probe_with, Local};
 use super::{DbInner, SuperVersion};
 use crate::error::{ErrorRepr, Result};
 use crate::iter::{DbIterator, InternalIterator, LowerClamped, MergingIterator, RunIterator};
@@ -162,10 +162,31 @@ pub(super) fn from_tables(
         .position(|f| f.tier == Tier::Capacity)
         .unwrap_or(candidates.len());
     let temperatures = inner.logstore.is_some();
-    for f in &candidates[..first_capacity] {
+    let fast = &candidates[..first_capacity];
+    // A lookup that will consult several fast-tier tables (one per sorted run that may hold
+    // the key: many under the split forest) hints every open one's filter line before testing
+    // any, so their cache misses overlap instead of following one another.
+    let mut opened = Vec::new();
+    if fast.len() > 1 {
+        let h = crate::sst::filter::key_hash(key);
+        opened.extend(fast.iter().map(|f| {
+            let t = (f.smallest_seq <= snapshot)
+                .then(|| tables.get_cached(f))
+                .flatten();
+            if let Some(t) = &t {
+                t.prefetch_filter(h);
+            }
+            t
+        }));
+    }
+    let mut opened = opened.into_iter();
+    for f in fast {
         // Storage reads so far on this thread (LogStore only: whether the probe missed the cache).
         let mark = IoMark::new(temperatures);
-        if let Local::Found(v, _) = probe(tables, stats, f, key, lookup, snapshot, cache_only)? {
+        let t = opened.next().flatten();
+        if let Local::Found(v, _) =
+            probe_with(tables, stats, (f, t), key, lookup, snapshot, cache_only)?
+        {
             if let Some(io) = mark.since() {
                 f.temperature.record(io);
             }

@@ -109,6 +109,19 @@ pub(crate) fn probe(
     snapshot: SeqNo,
     cache_only: bool,
 ) -> Result<Local> {
+    probe_with(tables, stats, (f, None), key, lookup, snapshot, cache_only)
+}
+
+/// [`probe`] of `f` with its reader, when the caller already holds it (`opened`).
+pub(crate) fn probe_with(
+    tables: &TableCache,
+    stats: &EngineStats,
+    (f, opened): (&TableFile, Option<Arc<Table>>),
+    key: &[u8],
+    lookup: &[u8],
+    snapshot: SeqNo,
+    cache_only: bool,
+) -> Result<Local> {
     if f.smallest_seq > snapshot {
         return Ok(Local::Continue);
     }
@@ -118,7 +131,10 @@ pub(crate) fn probe(
     if let Some(hit) = cached(rows, stats, f, key) {
         return Ok(hit);
     }
-    let table = open(tables, f, cache_only)?;
+    let table = match opened {
+        Some(t) => t,
+        None => open(tables, f, cache_only)?,
+    };
     stats.table_probes.fetch_add(1, Ordering::Relaxed);
     let tombstone = table.max_covering_tombstone(key, snapshot);
     let point = table.get_opt(lookup, key, cache_only)?;

@@ -179,6 +179,15 @@ impl Table {
         &self.range_dels
     }
 
+    /// Starts loading the filter line a lookup of a key hashed `h` (`filter::key_hash` of the
+    /// user key) tests; a hint, no effect on any answer. A lookup that will consult several
+    /// tables hints them all before testing any, so their misses overlap.
+    pub fn prefetch_filter(&self, h: u64) {
+        if let Some(f) = &self.filter {
+            f.prefetch_hash(h);
+        }
+    }
+
     /// The newest range tombstone of this table covering `user_key` at `snapshot` (0: none).
     pub fn max_covering_tombstone(&self, user_key: &[u8], snapshot: SeqNo) -> SeqNo {
         if self.fragments.is_empty() {
