@@ -164,26 +164,26 @@ pub(super) fn from_tables(
     let temperatures = inner.logstore.is_some();
     let fast = &candidates[..first_capacity];
     // A lookup that will consult several fast-tier tables (one per sorted run that may hold
-    // the key: many under the split forest) hints every open one's filter line before testing
-    // any, so their cache misses overlap instead of following one another.
-    let mut opened = Vec::new();
+    // the key: many under the split forest) hints the filter line of each open one (the first
+    // HINTED) before testing any, so their cache misses overlap instead of following one
+    // another; the readers it fetched serve the probes.
+    const HINTED: usize = 32;
+    let mut opened: [Option<Arc<crate::sst::reader::Table>>; HINTED] = Default::default();
     if fast.len() > 1 {
         let h = crate::sst::filter::key_hash(key);
-        opened.extend(fast.iter().map(|f| {
-            let t = (f.smallest_seq <= snapshot)
-                .then(|| tables.get_cached(f))
-                .flatten();
-            if let Some(t) = &t {
-                t.prefetch_filter(h);
+        for (slot, f) in opened.iter_mut().zip(fast) {
+            if f.smallest_seq <= snapshot {
+                *slot = tables.get_cached(f);
+                if let Some(t) = slot {
+                    t.prefetch_filter(h);
+                }
             }
-            t
-        }));
+        }
     }
-    let mut opened = opened.into_iter();
-    for f in fast {
+    for (i, f) in fast.iter().enumerate() {
         // Storage reads so far on this thread (LogStore only: whether the probe missed the cache).
         let mark = IoMark::new(temperatures);
-        let t = opened.next().flatten();
+        let t = opened.get_mut(i).and_then(Option::take);
         if let Local::Found(v, _) =
             probe_with(tables, stats, (f, t), key, lookup, snapshot, cache_only)?
         {

@@ -70,13 +70,14 @@ pub enum TableIndex {
 /// offset, then the entry). Skipping the shared prefix is what makes the heads tell keys apart
 /// when an application prefixes every key alike (`user:000000…`, a table id): the heads of the
 /// first 8 bytes would then all be equal and every lookup would fall back to the block's binary
-/// search. The heads cost 8 bytes per restart point: per data block, as index blocks are written
-/// with a restart interval of 1.
+/// search. The heads cost 8 bytes per restart point (8.5 with `top`): per data block, as index
+/// blocks are written with a restart interval of 1.
 ///
 /// A table's heads are rarely in the CPU cache when a lookup reaches it (a tree holds thousands
 /// of tables), so a plain binary search over a thousand heads is ten dependent cache misses. The
 /// search goes through `top`, every [`TOP_EVERY`]th head, first: its lines are all hinted at
-/// once, then one segment of `TOP_EVERY` heads (two lines) is searched — about two misses' wait.
+/// once, then one segment of fewer than `TOP_EVERY` heads (two or three lines, hinted together)
+/// is searched — about two misses' wait.
 pub struct BlockIndex {
     block: Block,
     /// The longest prefix of every restart point's user key (those of the first and last
@@ -95,26 +96,29 @@ const TOP_HINT_LINES: usize = 8;
 /// The first index of the sorted `heads` whose head is `>= th` (`heads.partition_point(|h| h <
 /// th)`), through `top` (every [`TOP_EVERY`]th head).
 fn lower_bound(heads: &[u64], top: &[u64], th: u64) -> usize {
-    use crate::memtable::prefetch::prefetch;
     if top.len() <= TOP_HINT_LINES * 8 {
-        for line in top.chunks(8) {
-            prefetch(line.as_ptr());
-        }
+        hint_lines(top);
     }
     // heads[j * K] >= th (or j * K is past the end) and heads[(j - 1) * K] < th.
     let j = top.partition_point(|&h| h < th);
     let lo = if j == 0 { 0 } else { (j - 1) * TOP_EVERY + 1 };
     let hi = (j * TOP_EVERY).min(heads.len());
     let segment = &heads[lo..hi];
-    for line in segment.chunks(8) {
-        prefetch(line.as_ptr());
-    }
+    hint_lines(segment);
     lo + segment.partition_point(|&h| h < th)
 }
 
+/// Hints every cache line `s` touches.
+fn hint_lines(s: &[u64]) {
+    let start = s.as_ptr() as usize;
+    let end = start + std::mem::size_of_val(s);
+    for line in (start & !63..end).step_by(64) {
+        crate::memtable::prefetch::prefetch(line as *const u8);
+    }
+}
+
 /// The end of the run of heads equal to `th` that starts at `a` (`heads[a..]` is sorted and
-/// `>= th`). Galloping: usually `heads[a]` differs and this reads one head the lower-bound
-/// search already loaded.
+/// `>= th`). Galloping: usually `heads[a]` differs, and this reads that one head.
 fn equal_run_end(heads: &[u64], a: usize, th: u64) -> usize {
     let tail = &heads[a..];
     if tail.first() != Some(&th) {
@@ -371,7 +375,9 @@ mod tests {
             let mut heads: Vec<u64> = (0..n).map(|_| rng.below(spread)).collect();
             heads.sort_unstable();
             let top: Vec<u64> = heads.iter().step_by(TOP_EVERY).copied().collect();
-            for th in (0..spread.min(50)).chain((0..20).map(|_| rng.below(spread + 1))) {
+            let edges = [u64::MAX, spread, spread - 1];
+            let draws = (0..20).map(|_| rng.below(spread + 1));
+            for th in (0..spread.min(50)).chain(edges).chain(draws) {
                 let a = heads.partition_point(|&h| h < th);
                 assert_eq!(
                     lower_bound(&heads, &top, th),
