@@ -534,15 +534,7 @@ mod tests {
     use super::*;
 
     fn cmds(v: &[&[&str]]) -> Vec<Request> {
-        v.iter()
-            .map(|c| {
-                Request::new(
-                    c.iter()
-                        .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-                        .collect(),
-                )
-            })
-            .collect()
+        v.iter().map(|c| Request::of(c)).collect()
     }
 
     /// GETs are read ahead only when no other command of the segment reads a key it does not

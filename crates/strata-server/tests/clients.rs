@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::{run, test_config, TestServer};
+use common::{run, set_numbered, test_config, TestServer};
 use redis::Value;
 
 fn bulk(s: &str) -> Value {
@@ -742,9 +742,7 @@ fn restart_serves_the_same_data() {
     let s = TestServer::start(test_config(dir.path()));
     {
         let c = &mut s.conn();
-        for i in 0..3000 {
-            run(c, &["SET", &format!("k{i}"), &format!("v{i}")]).unwrap();
-        }
+        set_numbered(c, "k", "v", 3000);
         run(c, &["SET", "ttl", "v", "EX", "1000"]).unwrap();
         run(c, &["INCRBY", "n", "41"]).unwrap();
     }

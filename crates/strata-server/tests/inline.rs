@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{resp, run, test_config, TestServer};
+use common::{resp, run, set_numbered, test_config, TestServer};
 use redis::Value;
 
 fn info_field(c: &mut redis::Connection, name: &str) -> u64 {
@@ -41,9 +41,7 @@ fn cold_reads_fall_back_to_the_pool_and_writes_apply_once() {
     {
         let s = TestServer::start(test_config(dir.path()));
         let c = &mut s.conn();
-        for i in 0..2_000 {
-            run(c, &["SET", &format!("cold:{i}"), &format!("v{i}")]).unwrap();
-        }
+        set_numbered(c, "cold:", "v", 2_000);
         drop(s); // flushes the memtable on shutdown: after the restart every key is in a table
     }
     let s = TestServer::start(test_config(dir.path()));
@@ -290,9 +288,7 @@ fn reads_ahead_answer_as_the_commands_would() {
         s.raw().expect(&req, &expect(5));
         assert_eq!(info_field(c, "read_ahead_keys"), ahead + 9);
         run(c, &["SET", "a", "1"]).unwrap();
-        for i in 0..2_000 {
-            run(c, &["SET", &format!("pad:{i}"), &format!("v{i}")]).unwrap();
-        }
+        set_numbered(c, "pad:", "v", 2_000);
         drop(s); // flushed on shutdown: after the restart every key is in a table
     }
     let s = TestServer::start(test_config(dir.path()));
@@ -342,9 +338,7 @@ fn read_ahead_stops_at_whole_commands() {
     let dir = tempfile::tempdir().unwrap();
     let s = TestServer::start(test_config(dir.path()));
     let c = &mut s.conn();
-    for i in 0..70 {
-        run(c, &["SET", &format!("a{i}"), &format!("{i}")]).unwrap();
-    }
+    set_numbered(c, "a", "", 70);
     let bulk = |v: &str| format!("${}\r\n{v}\r\n", v.len());
     // MGETs of 30, 30 and 10 keys (the third does not fit: 70 > 64), then a0 again.
     let mut req = Vec::new();

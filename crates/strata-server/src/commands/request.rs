@@ -143,6 +143,21 @@ impl Request {
     }
 }
 
+#[cfg(test)]
+impl Request {
+    /// A request of string arguments (tests).
+    pub(crate) fn of(v: &[&str]) -> Request {
+        Request::new(test_args(v))
+    }
+}
+
+#[cfg(test)]
+fn test_args(v: &[&str]) -> Vec<Bytes> {
+    v.iter()
+        .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+        .collect()
+}
+
 impl Deref for Request {
     type Target = [Bytes];
 
@@ -156,11 +171,16 @@ mod tests {
     use super::*;
 
     fn req(v: &[&str]) -> Request {
-        Request::new(
-            v.iter()
-                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-                .collect(),
-        )
+        Request::of(v)
+    }
+
+    /// What a lock scope names (`None`: every stripe).
+    fn names(s: LockScope<'_>) -> Option<Vec<Vec<u8>>> {
+        match s {
+            LockScope::None => Some(vec![]),
+            LockScope::Keys(k) => Some(k.into_iter().map(|b| b.to_vec()).collect()),
+            LockScope::All => None,
+        }
     }
 
     #[test]
@@ -207,11 +227,7 @@ mod tests {
     /// any other resolves its own.
     #[test]
     fn new_after_reuses_only_the_same_name() {
-        let args = |v: &[&str]| -> Vec<Bytes> {
-            v.iter()
-                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-                .collect()
-        };
+        let args = test_args;
         let get = req(&["GET", "a"]);
         let again = Request::new_after(args(&["GET", "b"]), Some(&get));
         assert_eq!(
@@ -257,23 +273,11 @@ mod tests {
                 }
             }));
             v.truncate(if c.arity > 0 { n } else { v.len().max(n) });
-            let r = Request::new(
-                v.iter()
-                    .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-                    .collect(),
-            );
-            let names = |s: LockScope<'_>| match s {
-                LockScope::None => Some(vec![]),
-                LockScope::Keys(k) => Some(k.into_iter().map(|b| b.to_vec()).collect()),
-                LockScope::All => None,
-            };
+            let v: Vec<&str> = v.iter().map(String::as_str).collect();
+            let r = req(&v);
             assert_eq!(names(r.lock_scope()), names(c.lock_scope(&r)), "{}", c.name);
         }
-        let scope = |v: &[&str]| match req(v).lock_scope() {
-            LockScope::None => Some(vec![]),
-            LockScope::Keys(k) => Some(k.into_iter().map(|b| b.to_vec()).collect()),
-            LockScope::All => None,
-        };
+        let scope = |v: &[&str]| names(req(v).lock_scope());
         assert_eq!(scope(&["GET", "a"]), Some(vec![]));
         assert_eq!(scope(&["SET", "a", "1"]), Some(vec![b"a".to_vec()]));
         assert_eq!(scope(&["HGETALL", "h"]), Some(vec![b"h".to_vec()]));

@@ -159,6 +159,14 @@ pub fn run(con: &mut redis::Connection, args: &[&str]) -> Result<redis::Value, S
     c.query::<redis::Value>(con).map_err(|e| err_text(&e))
 }
 
+/// SETs `{key_prefix}{i}` to `{value_prefix}{i}` for every `i` below `n`, one command each.
+pub fn set_numbered(con: &mut redis::Connection, key_prefix: &str, value_prefix: &str, n: usize) {
+    for i in 0..n {
+        let (k, v) = (format!("{key_prefix}{i}"), format!("{value_prefix}{i}"));
+        run(con, &["SET", &k, &v]).unwrap();
+    }
+}
+
 /// `CODE detail` of a server error, as Redis would print it.
 pub fn err_text(e: &redis::RedisError) -> String {
     match (e.code(), e.detail()) {

@@ -275,13 +275,8 @@ impl WalScan {
     /// Starts loading the key and the value of `seq` (reads its slot: hint the slot first):
     /// the cache lines of the key's first 256 bytes and of the value's first 512.
     pub fn prefetch_bytes(&self, seq: SeqNo) {
-        const LINE: usize = 64;
         let lines = |b: &[u8], max: usize| {
-            let start = b.as_ptr() as usize;
-            let end = start + b.len().clamp(1, max);
-            (start & !(LINE - 1)..end).step_by(LINE).for_each(|a| {
-                crate::memtable::prefetch::prefetch(a as *const u8);
-            });
+            crate::memtable::prefetch::prefetch_range(b.as_ptr(), b.len().min(max));
         };
         if let Some((f, loc)) = self.loc(seq) {
             if let Some(k) = f.bytes_at(loc.key, loc.key_len) {

@@ -110,11 +110,7 @@ fn lower_bound(heads: &[u64], top: &[u64], th: u64) -> usize {
 
 /// Hints every cache line `s` touches.
 fn hint_lines(s: &[u64]) {
-    let start = s.as_ptr() as usize;
-    let end = start + std::mem::size_of_val(s);
-    for line in (start & !63..end).step_by(64) {
-        crate::memtable::prefetch::prefetch(line as *const u8);
-    }
+    crate::memtable::prefetch::prefetch_range(s.as_ptr(), std::mem::size_of_val(s));
 }
 
 /// The end of the run of heads equal to `th` that starts at `a` (`heads[a..]` is sorted and
