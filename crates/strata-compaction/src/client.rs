@@ -119,6 +119,7 @@ pub fn wire_meta(m: &strata::compaction::remote::ControlMetadata) -> proto::Cont
         input_bytes: m.input_bytes,
         input_files: m.input_files,
         priority: 0,
+        wait_for_worker: m.wait_for_worker,
     }
 }
 

@@ -1,7 +1,8 @@
 //! Worker choice (CaaS-LSM §4.3.2, "CSA Selection and Distribution", Algorithm 1): skip
 //! workers above 80% CPU or memory, take the one with the most free resources, and check it
 //! against the job's estimated need; "lack of resources" goes back to the instance, while a
-//! job whose eligible workers are merely all busy stays queued. Pure.
+//! job whose eligible workers are merely all busy stays queued — and so does the job of an
+//! instance in remote-only mode while every worker is above the utilization limit. Pure.
 
 use crate::proto::ControlMetadata;
 
@@ -36,6 +37,9 @@ impl WorkerView {
 pub struct Need {
     pub memory: u64,
     pub disk: u64,
+    /// Waits in the queue while every worker is above [`MAX_UTILIZATION`]
+    /// (`ControlMetadata::wait_for_worker`).
+    pub wait_for_worker: bool,
 }
 
 /// Estimated from the inputs: table readers and blocks in memory; staging space on disk for
@@ -44,6 +48,7 @@ pub fn need_of(m: &ControlMetadata) -> Need {
     Need {
         memory: (32 << 20) + m.input_files as u64 * (256 << 10),
         disk: m.input_bytes,
+        wait_for_worker: m.wait_for_worker,
     }
 }
 
@@ -89,6 +94,9 @@ pub fn choose(
         .filter(|&i| workers[i].cpu <= MAX_UTILIZATION && workers[i].memory <= MAX_UTILIZATION)
         .collect();
     if healthy.is_empty() {
+        if need.wait_for_worker {
+            return Choice::Busy;
+        }
         return Choice::LackOfResources("every worker is above 80% CPU or memory".into());
     }
     let Some(best) = healthy
@@ -131,6 +139,7 @@ mod tests {
     const NEED: Need = Need {
         memory: 64 << 20,
         disk: 1 << 30,
+        wait_for_worker: false,
     };
 
     #[test]
@@ -210,9 +219,30 @@ mod tests {
             let ex: Vec<String> = excluded.iter().map(|s| s.to_string()).collect();
             assert_eq!(choose(&workers, NEED, &ex, preferred), want, "case {i}");
         }
-        match choose(&[poor], NEED, &[], None) {
+        match choose(&[poor.clone()], NEED, &[], None) {
             Choice::LackOfResources(m) => assert!(m.contains("memory"), "{m}"),
             c => panic!("{c:?}"),
         }
+        // A remote-only instance's job waits out busy workers, but not a lack of memory,
+        // of workers, or of workers that have not failed it.
+        let patient = Need {
+            wait_for_worker: true,
+            ..NEED
+        };
+        let hot = [w("a", 0.95, 0.1, 2, 1), w("b", 0.1, 0.9, 2, 0)];
+        assert_eq!(choose(&hot, patient, &[], None), Choice::Busy);
+        assert!(matches!(
+            choose(&[poor], patient, &[], None),
+            Choice::LackOfResources(_)
+        ));
+        assert!(matches!(
+            choose(&[], patient, &[], None),
+            Choice::LackOfResources(_)
+        ));
+        let ex = vec!["a".to_string()];
+        assert!(matches!(
+            choose(&[w("a", 0.1, 0.1, 2, 0)], patient, &ex, None),
+            Choice::LackOfResources(_)
+        ));
     }
 }

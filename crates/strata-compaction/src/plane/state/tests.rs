@@ -219,6 +219,35 @@ fn overloaded_workers_send_jobs_back() {
 }
 
 #[test]
+fn remote_only_jobs_wait_out_an_overloaded_worker() {
+    let now = Instant::now();
+    let mut p = Plane::new(PlaneConfig::default(), 1);
+    let hot = Resources {
+        cpu: 0.95,
+        ..idle()
+    };
+    let a = p.register("a".into(), 2, hot, now);
+    let patient = ControlMetadata {
+        wait_for_worker: true,
+        ..meta(&[5, 6], 1.0)
+    };
+    let j = p.submit(patient, vec![], now).unwrap();
+    p.dispatch(now);
+    assert_eq!(state(&p, j), JobState::Pending, "queued, not sent back");
+    p.heartbeat(&a, hot, &[], now).unwrap();
+    p.dispatch(now);
+    assert_eq!(state(&p, j), JobState::Pending);
+    // A hybrid instance's job beside it is sent back at once.
+    let k = p.submit(meta(&[5, 6], 1.0), vec![], now).unwrap();
+    p.dispatch(now);
+    assert_eq!(state(&p, k), JobState::UseLocal);
+    // The worker cools down: the waiting job goes to it.
+    p.heartbeat(&a, idle(), &[], now).unwrap();
+    p.dispatch(now);
+    assert_eq!(fetched(&mut p, &a, now), vec![(j, 0)]);
+}
+
+#[test]
 fn a_busy_workers_finished_jobs_do_not_count_against_it() {
     let now = Instant::now();
     let mut p = Plane::new(PlaneConfig::default(), 1);

@@ -11,7 +11,11 @@
 //! Exploration only goes that way: a remote job costs the database little, while a local
 //! job explored against the estimates can hold its one core and its link for minutes.
 //!
-//! Where the code departs from the paper: the runner keeps eq. 1's rates per output tier.
+//! Where the code departs from the paper: the runner keeps eq. 1's rates per output tier,
+//! and a job placed remote because remote is faster waits for a busy worker rather than
+//! taking rule 2's way back ([`wait_for_worker`]).
+//!
+//! On the rates: the runner keeps eq. 1's rates per output tier.
 //! A job writing to the capacity tier pays the database's link when it runs locally and not
 //! when it runs remotely; one rate for both kinds of job mixes fast-tier merges (cheap
 //! locally) with capacity-tier ones (link-bound locally) and mispredicts both.
@@ -120,6 +124,30 @@ pub fn decide(d: &DecisionInput) -> Place {
     }
 }
 
+/// Whether a job sent remote should wait in the control plane's queue while every worker is
+/// above its utilization limit, rather than come back as "lack of resources" (rule 2):
+/// always in remote mode; in hybrid mode when it went remote by rule 1 (the local pool is
+/// saturated: a local run would queue too) or by rule 3 (remote is estimated faster, and
+/// eq. 1's remote time already includes queueing). A job sent remote only to explore, or
+/// before both sides are measured, falls back to local as the paper says.
+///
+/// Where the code departs from the paper: a one-core worker running one job reports ~100%
+/// CPU, so under rule 2 every job that arrives meanwhile runs locally — for a capacity-tier
+/// job, across the database's slow link at many times the remote time.
+pub fn wait_for_worker(d: &DecisionInput) -> bool {
+    match d.mode {
+        CompactionMode::Local => false,
+        CompactionMode::Remote => true,
+        CompactionMode::Hybrid => {
+            d.local_busy > BUSY_THRESHOLD
+                || matches!(
+                    (d.local.estimate(d.bytes), d.remote.estimate(d.bytes)),
+                    (Some(l), Some(r)) if r < l
+                )
+        }
+    }
+}
+
 /// Utilization of the local compaction pool over a sliding window: the busy time of local
 /// executions that overlap the window, over `threads × window`.
 #[derive(Debug)]
@@ -223,6 +251,35 @@ mod tests {
                 explore,
             };
             assert_eq!(decide(&d), want, "case {i}: {d:?}");
+        }
+    }
+
+    #[test]
+    fn who_waits_for_a_worker() {
+        // (mode, busy, local s/MiB, remote s/MiB, waits)
+        use CompactionMode::{Hybrid, Local, Remote};
+        let cases = [
+            (Local, 1.0, Some(9.0), Some(0.01), false),
+            (Remote, 0.0, Some(0.01), Some(9.0), true),
+            (Remote, 0.0, None, None, true),
+            (Hybrid, 0.96, Some(0.01), Some(1.0), true),
+            (Hybrid, 0.5, Some(0.2), Some(0.02), true),
+            // Sent to explore, or unmeasured: back to local when the workers are busy.
+            (Hybrid, 0.5, Some(0.02), Some(0.2), false),
+            (Hybrid, 0.5, Some(0.02), Some(0.02), false),
+            (Hybrid, 0.5, Some(0.02), None, false),
+            (Hybrid, 0.5, None, Some(0.02), false),
+        ];
+        for (i, (mode, busy, l, r, want)) in cases.into_iter().enumerate() {
+            let d = DecisionInput {
+                mode,
+                local_busy: busy,
+                local: rate(l),
+                remote: rate(r),
+                bytes: 64 << 20,
+                explore: false,
+            };
+            assert_eq!(wait_for_worker(&d), want, "case {i}: {d:?}");
         }
     }
 

@@ -53,6 +53,13 @@ pub struct ControlMetadata {
     pub score: f64,
     pub input_bytes: u64,
     pub input_files: u32,
+    /// The instance compacts remotely only ([`CompactionMode::Remote`]): while every worker
+    /// is above the utilization limit the job waits in the queue instead of coming back as
+    /// "lack of resources" (a local run of a capacity-tier job crosses the instance's slow
+    /// link, the cost remote mode exists to avoid). Lack of memory or disk, or of workers,
+    /// still sends it back.
+    #[serde(default)]
+    pub wait_for_worker: bool,
 }
 
 impl ControlMetadata {
@@ -65,6 +72,7 @@ impl ControlMetadata {
             score: job.score,
             input_bytes: job.input_bytes(),
             input_files: job.inputs.iter().map(|i| i.files.len() as u32).sum(),
+            wait_for_worker: false,
         }
     }
 

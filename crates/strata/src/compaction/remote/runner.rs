@@ -278,11 +278,19 @@ impl ServiceRunner {
         }
     }
 
-    fn run_remote(&self, job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<CompactionResult> {
+    fn run_remote(
+        &self,
+        job: &CompactionJob,
+        env: &CompactionEnv<'_>,
+        wait_for_worker: bool,
+    ) -> Result<CompactionResult> {
         let c = &self.counters;
         let start = Instant::now();
         let bytes = job.input_bytes();
-        let meta = ControlMetadata::of(&self.opts.instance, job);
+        let meta = ControlMetadata {
+            wait_for_worker,
+            ..ControlMetadata::of(&self.opts.instance, job)
+        };
         let storage = JobStorage {
             fast_dir: self.opts.fast_dir.clone(),
             capacity_url: self.opts.capacity_url.clone(),
@@ -407,7 +415,7 @@ impl CompactionRunner for ServiceRunner {
                 .fetch_add(1, Ordering::Relaxed);
             return self.run_local(job, env);
         }
-        let place = {
+        let (place, wait) = {
             let mut est = self.est.lock();
             est.decisions += 1;
             let rates = est.rates[tier_index(job)];
@@ -419,7 +427,7 @@ impl CompactionRunner for ServiceRunner {
                 bytes: job.input_bytes(),
                 explore: est.decisions.is_multiple_of(hybrid::EXPLORE_EVERY),
             };
-            hybrid::decide(&d)
+            (hybrid::decide(&d), hybrid::wait_for_worker(&d))
         };
         match place {
             Place::Local => {
@@ -428,7 +436,7 @@ impl CompactionRunner for ServiceRunner {
                     .fetch_add(1, Ordering::Relaxed);
                 self.run_local(job, env)
             }
-            Place::Remote => self.run_remote(job, env),
+            Place::Remote => self.run_remote(job, env, wait),
         }
     }
 
