@@ -86,7 +86,7 @@ for r in $(seq "$REPEATS"); do
       echo "== $wl $mode run $r ($(head -1 /proc/pressure/cpu))" >&2
       taskset -c 0 "$BIN" bench "${what[@]}" --value-size 1024 --db "$W/db" \
         --capacity "file://$W/cap" --capacity-mbps "$MBPS" --cache-size 8MiB --fast-tier-budget "$BUDGET" \
-        "${svc[@]}" --json "$OUT/$wl-$mode-$r.json" > "$OUT/$wl-$mode-$r.txt"
+        "${svc[@]}" --json "$OUT/$wl-$mode-$r.json" --csv "$OUT/$wl-$mode-$r.csv" > "$OUT/$wl-$mode-$r.txt"
       stop
     done
   done
