@@ -222,3 +222,33 @@ impl CompactionService for RemoteService {
         &self.url
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use strata::compaction::remote::ControlMetadata;
+    use strata::compaction::CompactionReason;
+
+    #[test]
+    fn control_metadata_crosses_the_wire_whole() {
+        for wait_for_worker in [false, true] {
+            let m = ControlMetadata {
+                instance: "db-1".into(),
+                reason: CompactionReason::Manual,
+                input_levels: vec![5, 6],
+                output_level: 6,
+                score: 1.5,
+                input_bytes: 3 << 20,
+                input_files: 3,
+                wait_for_worker,
+            };
+            let w = super::wire_meta(&m);
+            assert_eq!(
+                (w.instance.as_str(), w.reason.as_str(), w.manual),
+                ("db-1", "Manual", true)
+            );
+            assert_eq!((w.input_levels, w.output_level), (vec![5, 6], 6));
+            assert_eq!((w.score, w.input_bytes, w.input_files), (1.5, 3 << 20, 3));
+            assert_eq!(w.wait_for_worker, wait_for_worker);
+        }
+    }
+}

@@ -41,6 +41,8 @@ struct InProcess {
     done: Mutex<HashMap<u64, Outcome>>,
     next: AtomicU64,
     executed: AtomicU64,
+    /// Jobs started without `wait_for_worker` (every job of a remote-mode instance has it).
+    impatient: AtomicU64,
 }
 
 impl InProcess {
@@ -56,6 +58,7 @@ impl InProcess {
             done: Mutex::default(),
             next: AtomicU64::new(1),
             executed: AtomicU64::new(0),
+            impatient: AtomicU64::new(0),
         })
     }
 }
@@ -64,6 +67,9 @@ impl CompactionService for InProcess {
     fn start(&self, job: &RemoteJob) -> strata::Result<Started> {
         // The job crosses a process boundary as bytes.
         let job = RemoteJob::decode(&job.encode())?;
+        if !job.meta.wait_for_worker {
+            self.impatient.fetch_add(1, Ordering::Relaxed);
+        }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let b = *self.behaviour.lock();
         let outcome = match b {
@@ -207,6 +213,7 @@ fn run(behaviour: Behaviour, seed: u64) -> (strata::DbStats, usize) {
     db.compact_range(None, None).unwrap();
     db.wait_for_compactions().unwrap();
     check(&db, &model, &format!("{behaviour:?}"));
+    assert_eq!(svc.impatient.load(Ordering::Relaxed), 0, "{behaviour:?}");
     let stats = db.stats();
     let on_capacity = db
         .live_tables()

@@ -1,8 +1,10 @@
 //! Worker choice (CaaS-LSM §4.3.2, "CSA Selection and Distribution", Algorithm 1): skip
 //! workers above 80% CPU or memory, take the one with the most free resources, and check it
 //! against the job's estimated need; "lack of resources" goes back to the instance, while a
-//! job whose eligible workers are merely all busy stays queued — and so does the job of an
-//! instance in remote-only mode while every worker is above the utilization limit. Pure.
+//! job whose eligible workers are merely all busy stays queued — and so does a job marked
+//! `wait_for_worker` (sent remote because remote is the faster side) while the workers are
+//! above the CPU limit but not the memory one: CPU use falls when their jobs end, the
+//! host's memory use need not. Pure.
 
 use crate::proto::ControlMetadata;
 
@@ -37,8 +39,8 @@ impl WorkerView {
 pub struct Need {
     pub memory: u64,
     pub disk: u64,
-    /// Waits in the queue while every worker is above [`MAX_UTILIZATION`]
-    /// (`ControlMetadata::wait_for_worker`).
+    /// Waits in the queue while the workers are above [`MAX_UTILIZATION`] CPU (but not
+    /// memory) rather than go back (`ControlMetadata::wait_for_worker`).
     pub wait_for_worker: bool,
 }
 
@@ -90,11 +92,13 @@ pub fn choose(
         });
     }
     let healthy: Vec<usize> = candidates
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|&i| workers[i].cpu <= MAX_UTILIZATION && workers[i].memory <= MAX_UTILIZATION)
         .collect();
     if healthy.is_empty() {
-        if need.wait_for_worker {
+        let cpu_bound = |i: &usize| workers[*i].memory <= MAX_UTILIZATION;
+        if need.wait_for_worker && candidates.iter().any(cpu_bound) {
             return Choice::Busy;
         }
         return Choice::LackOfResources("every worker is above 80% CPU or memory".into());
@@ -223,14 +227,19 @@ mod tests {
             Choice::LackOfResources(m) => assert!(m.contains("memory"), "{m}"),
             c => panic!("{c:?}"),
         }
-        // A remote-only instance's job waits out busy workers, but not a lack of memory,
-        // of workers, or of workers that have not failed it.
+        // A job marked wait_for_worker waits out workers busy on CPU, but not host memory
+        // above the limit, a lack of free memory or disk, of workers, or of workers that have
+        // not failed it.
         let patient = Need {
             wait_for_worker: true,
             ..NEED
         };
         let hot = [w("a", 0.95, 0.1, 2, 1), w("b", 0.1, 0.9, 2, 0)];
         assert_eq!(choose(&hot, patient, &[], None), Choice::Busy);
+        assert!(matches!(
+            choose(&hot[1..], patient, &[], None),
+            Choice::LackOfResources(_)
+        ));
         assert!(matches!(
             choose(&[poor], patient, &[], None),
             Choice::LackOfResources(_)

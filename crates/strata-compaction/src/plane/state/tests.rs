@@ -219,7 +219,7 @@ fn overloaded_workers_send_jobs_back() {
 }
 
 #[test]
-fn remote_only_jobs_wait_out_an_overloaded_worker() {
+fn jobs_marked_wait_for_worker_wait_out_a_busy_worker() {
     let now = Instant::now();
     let mut p = Plane::new(PlaneConfig::default(), 1);
     let hot = Resources {
@@ -237,7 +237,8 @@ fn remote_only_jobs_wait_out_an_overloaded_worker() {
     p.heartbeat(&a, hot, &[], now).unwrap();
     p.dispatch(now);
     assert_eq!(state(&p, j), JobState::Pending);
-    // A hybrid instance's job beside it is sent back at once.
+    // An unmarked job beside it (explored, or sent before both sides were measured) is
+    // sent back at once.
     let k = p.submit(meta(&[5, 6], 1.0), vec![], now).unwrap();
     p.dispatch(now);
     assert_eq!(state(&p, k), JobState::UseLocal);

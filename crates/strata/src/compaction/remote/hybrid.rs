@@ -6,19 +6,26 @@
 //! to a verified result, so it includes queueing and transfer. Eq. 2: `estimate = bytes ·
 //! rate`. Rules, in order: the local pool more than 95% busy → remote; the service lacks
 //! resources → local (the runner's fallback); the local estimate shorter → local. A side
-//! never measured is tried first, and every [`EXPLORE_EVERY`]th decision the estimates send
+//! never measured is tried first (local on a job of at most [`FIRST_LOCAL_MAX_BYTES`]; a
+//! failed remote job measures it too, by running locally), and every [`EXPLORE_EVERY`]th decision the estimates send
 //! local goes remote instead, so a stale remote estimate cannot lock local execution in.
 //! Exploration only goes that way: a remote job costs the database little, while a local
 //! job explored against the estimates can hold its one core and its link for minutes.
 //!
-//! Where the code departs from the paper: the runner keeps eq. 1's rates per output tier,
-//! and a job placed remote because remote is faster waits for a busy worker rather than
-//! taking rule 2's way back ([`wait_for_worker`]).
-//!
-//! On the rates: the runner keeps eq. 1's rates per output tier.
-//! A job writing to the capacity tier pays the database's link when it runs locally and not
-//! when it runs remotely; one rate for both kinds of job mixes fast-tier merges (cheap
-//! locally) with capacity-tier ones (link-bound locally) and mispredicts both.
+//! Where the code departs from the paper:
+//! - The runner keeps eq. 1's rates per output tier. A job writing to the capacity tier pays
+//!   the database's link when it runs locally and not when it runs remotely; one rate for
+//!   both kinds of job mixes fast-tier merges (cheap locally) with capacity-tier ones
+//!   (link-bound locally) and mispredicts both.
+//! - Local is measured first on a small job only ([`FIRST_LOCAL_MAX_BYTES`]).
+//! - Rule 2 applies only to jobs sent remote to explore or before remote is measured. A job
+//!   sent remote by rule 1, by rule 3, for want of a small job to measure local on, or by
+//!   remote mode waits in the control plane's
+//!   queue while the workers are busy ([`Decision::wait_for_worker`]): a one-core worker
+//!   running one job reports ~100% CPU, so under rule 2 every job arriving meanwhile runs
+//!   locally — a capacity-tier job across the database's slow link, at many times the remote
+//!   time. Eq. 1's remote time includes that queueing, so a worker that stays busy makes
+//!   remote look slower and rule 3 brings work back.
 //!
 //! Depends on nothing but `std`.
 
@@ -31,6 +38,10 @@ pub const ALPHA: f64 = 0.9;
 pub const BUSY_THRESHOLD: f64 = 0.95;
 /// One decision in this many explores the other side.
 pub const EXPLORE_EVERY: u64 = 16;
+/// Largest job that measures the local side for the first time (once remote is measured):
+/// a first local run is the price of learning the local rate, and a capacity-tier job of
+/// hundreds of MiB can hold a slow link for a minute to learn what a small one shows.
+pub const FIRST_LOCAL_MAX_BYTES: u64 = 64 << 20;
 
 /// Where compaction jobs run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -102,49 +113,34 @@ pub struct DecisionInput {
     pub explore: bool,
 }
 
-/// Rules 1 and 3 (rule 2 is the runner's fallback when the service answers "use local").
-pub fn decide(d: &DecisionInput) -> Place {
-    match d.mode {
-        CompactionMode::Local => return Place::Local,
-        CompactionMode::Remote => return Place::Remote,
-        CompactionMode::Hybrid => {}
-    }
-    if d.local_busy > BUSY_THRESHOLD {
-        return Place::Remote;
-    }
-    let pick = match (d.local.estimate(d.bytes), d.remote.estimate(d.bytes)) {
-        (_, None) => return Place::Remote,
-        (None, _) => return Place::Local,
-        (Some(l), Some(r)) if l <= r => Place::Local,
-        _ => Place::Remote,
-    };
-    match (d.explore, pick) {
-        (true, Place::Local) => Place::Remote,
-        (_, p) => p,
-    }
+/// Where a job runs, and whether a remote job waits out busy workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub place: Place,
+    /// Keep the job queued while every worker is above the control plane's utilization
+    /// limit, rather than take rule 2's way back (see the module docs). Never set for
+    /// [`Place::Local`].
+    pub wait_for_worker: bool,
 }
 
-/// Whether a job sent remote should wait in the control plane's queue while every worker is
-/// above its utilization limit, rather than come back as "lack of resources" (rule 2):
-/// always in remote mode; in hybrid mode when it went remote by rule 1 (the local pool is
-/// saturated: a local run would queue too) or by rule 3 (remote is estimated faster, and
-/// eq. 1's remote time already includes queueing). A job sent remote only to explore, or
-/// before both sides are measured, falls back to local as the paper says.
-///
-/// Where the code departs from the paper: a one-core worker running one job reports ~100%
-/// CPU, so under rule 2 every job that arrives meanwhile runs locally — for a capacity-tier
-/// job, across the database's slow link at many times the remote time.
-pub fn wait_for_worker(d: &DecisionInput) -> bool {
-    match d.mode {
-        CompactionMode::Local => false,
-        CompactionMode::Remote => true,
-        CompactionMode::Hybrid => {
-            d.local_busy > BUSY_THRESHOLD
-                || matches!(
-                    (d.local.estimate(d.bytes), d.remote.estimate(d.bytes)),
-                    (Some(l), Some(r)) if r < l
-                )
-        }
+/// Rules 1 and 3 (rule 2 is the runner's fallback when the service answers "use local").
+pub fn decide(d: &DecisionInput) -> Decision {
+    let (place, wait_for_worker) = match d.mode {
+        CompactionMode::Local => (Place::Local, false),
+        CompactionMode::Remote => (Place::Remote, true),
+        CompactionMode::Hybrid if d.local_busy > BUSY_THRESHOLD => (Place::Remote, true),
+        CompactionMode::Hybrid => match (d.local.estimate(d.bytes), d.remote.estimate(d.bytes)) {
+            (_, None) => (Place::Remote, false),
+            (None, _) if d.bytes <= FIRST_LOCAL_MAX_BYTES => (Place::Local, false),
+            (None, _) => (Place::Remote, true),
+            (Some(l), Some(r)) if l <= r && d.explore => (Place::Remote, false),
+            (Some(l), Some(r)) if l <= r => (Place::Local, false),
+            _ => (Place::Remote, true),
+        },
+    };
+    Decision {
+        place,
+        wait_for_worker,
     }
 }
 
@@ -219,29 +215,35 @@ mod tests {
 
     #[test]
     fn rules_in_order() {
-        // (mode, busy, local s/MiB, remote s/MiB, explore, expected)
+        // (mode, busy, local s/MiB, remote s/MiB, explore, place, waits for a worker)
         use CompactionMode::{Hybrid, Local as AllLocal, Remote as AllRemote};
         use Place::{Local, Remote};
         let cases = [
-            (AllLocal, 1.0, None, None, false, Local),
-            (AllRemote, 0.0, Some(0.001), Some(9.0), false, Remote),
-            // Rule 1: a saturated pool sends work away whatever the estimates say.
-            (Hybrid, 0.96, Some(0.01), Some(1.0), false, Remote),
-            (Hybrid, 0.95, Some(0.01), Some(1.0), false, Local),
-            // Unmeasured sides are tried first.
-            (Hybrid, 0.0, Some(0.01), None, false, Remote),
-            (Hybrid, 0.0, None, Some(0.01), false, Local),
-            // Rule 3.
-            (Hybrid, 0.5, Some(0.02), Some(0.05), false, Local),
-            (Hybrid, 0.5, Some(0.05), Some(0.02), false, Remote),
-            (Hybrid, 0.5, Some(0.05), Some(0.05), false, Local),
+            (AllLocal, 1.0, None, None, false, Local, false),
+            (AllLocal, 0.0, Some(9.0), Some(0.01), true, Local, false),
+            (AllRemote, 0.0, Some(0.001), Some(9.0), false, Remote, true),
+            (AllRemote, 0.0, None, None, true, Remote, true),
+            // Rule 1: a saturated pool sends work away whatever the estimates say, and the
+            // job waits for a worker (a local run would queue too).
+            (Hybrid, 0.96, Some(0.01), Some(1.0), false, Remote, true),
+            (Hybrid, 0.95, Some(0.01), Some(1.0), false, Local, false),
+            // Unmeasured sides are tried first; such a remote job may come back (rule 2).
+            (Hybrid, 0.0, Some(0.01), None, false, Remote, false),
+            (Hybrid, 0.0, None, None, false, Remote, false),
+            (Hybrid, 0.0, None, Some(0.01), false, Local, false),
+            (Hybrid, 0.0, None, Some(0.01), true, Local, false),
+            // Rule 3; remote estimated faster waits for a worker.
+            (Hybrid, 0.5, Some(0.02), Some(0.05), false, Local, false),
+            (Hybrid, 0.5, Some(0.05), Some(0.02), false, Remote, true),
+            (Hybrid, 0.5, Some(0.05), Some(0.05), false, Local, false),
             // Exploration sends a job the estimates keep local to the service, never the
-            // other way, and never overrides rule 1.
-            (Hybrid, 0.5, Some(0.02), Some(0.05), true, Remote),
-            (Hybrid, 0.5, Some(0.05), Some(0.02), true, Remote),
-            (Hybrid, 0.99, Some(0.01), Some(0.05), true, Remote),
+            // other way, and never overrides rule 1; an explored job may come back.
+            (Hybrid, 0.5, Some(0.02), Some(0.05), true, Remote, false),
+            (Hybrid, 0.5, Some(0.05), Some(0.05), true, Remote, false),
+            (Hybrid, 0.5, Some(0.05), Some(0.02), true, Remote, true),
+            (Hybrid, 0.99, Some(0.01), Some(0.05), true, Remote, true),
         ];
-        for (i, (mode, busy, l, r, explore, want)) in cases.into_iter().enumerate() {
+        for (i, (mode, busy, l, r, explore, place, wait)) in cases.into_iter().enumerate() {
             let d = DecisionInput {
                 mode,
                 local_busy: busy,
@@ -250,37 +252,29 @@ mod tests {
                 bytes: 64 << 20,
                 explore,
             };
+            let want = Decision {
+                place,
+                wait_for_worker: wait,
+            };
             assert_eq!(decide(&d), want, "case {i}: {d:?}");
         }
     }
 
     #[test]
-    fn who_waits_for_a_worker() {
-        // (mode, busy, local s/MiB, remote s/MiB, waits)
-        use CompactionMode::{Hybrid, Local, Remote};
-        let cases = [
-            (Local, 1.0, Some(9.0), Some(0.01), false),
-            (Remote, 0.0, Some(0.01), Some(9.0), true),
-            (Remote, 0.0, None, None, true),
-            (Hybrid, 0.96, Some(0.01), Some(1.0), true),
-            (Hybrid, 0.5, Some(0.2), Some(0.02), true),
-            // Sent to explore, or unmeasured: back to local when the workers are busy.
-            (Hybrid, 0.5, Some(0.02), Some(0.2), false),
-            (Hybrid, 0.5, Some(0.02), Some(0.02), false),
-            (Hybrid, 0.5, Some(0.02), None, false),
-            (Hybrid, 0.5, None, Some(0.02), false),
-        ];
-        for (i, (mode, busy, l, r, want)) in cases.into_iter().enumerate() {
-            let d = DecisionInput {
-                mode,
-                local_busy: busy,
-                local: rate(l),
-                remote: rate(r),
-                bytes: 64 << 20,
-                explore: false,
-            };
-            assert_eq!(wait_for_worker(&d), want, "case {i}: {d:?}");
-        }
+    fn local_is_first_measured_on_a_small_job() {
+        let d = |bytes: u64| DecisionInput {
+            mode: CompactionMode::Hybrid,
+            local_busy: 0.0,
+            local: Rate::default(),
+            remote: rate(Some(0.01)),
+            bytes,
+            explore: false,
+        };
+        let at = |bytes| decide(&d(bytes));
+        assert_eq!(at(FIRST_LOCAL_MAX_BYTES).place, Place::Local);
+        // Larger jobs stay remote, waiting for a busy worker, until local is measured.
+        let big = at(FIRST_LOCAL_MAX_BYTES + 1);
+        assert_eq!((big.place, big.wait_for_worker), (Place::Remote, true));
     }
 
     #[test]

@@ -53,11 +53,11 @@ pub struct ControlMetadata {
     pub score: f64,
     pub input_bytes: u64,
     pub input_files: u32,
-    /// The instance compacts remotely only ([`CompactionMode::Remote`]): while every worker
-    /// is above the utilization limit the job waits in the queue instead of coming back as
-    /// "lack of resources" (a local run of a capacity-tier job crosses the instance's slow
-    /// link, the cost remote mode exists to avoid). Lack of memory or disk, or of workers,
-    /// still sends it back.
+    /// The job went remote because remote is the faster side (remote mode, or hybrid rule 1
+    /// or 3; [`hybrid::Decision`]): while the workers are above the CPU limit it waits in
+    /// the queue instead of coming back as "lack of resources" (a local run of a
+    /// capacity-tier job crosses the instance's slow link). Memory above the limit, too
+    /// little free memory or disk, or no workers still send it back.
     #[serde(default)]
     pub wait_for_worker: bool,
 }

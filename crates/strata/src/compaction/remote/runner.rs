@@ -321,7 +321,8 @@ impl ServiceRunner {
             }
         };
         let mut unreachable_since: Option<Instant> = None;
-        let fallback = loop {
+        // Why the attempt is abandoned, and whether the service sent it back unrun.
+        let (fallback, sent_back) = loop {
             if env.cancel.load(Ordering::Relaxed) {
                 self.service.cancel(id);
                 self.discard(&rj, None, env);
@@ -329,7 +330,7 @@ impl ServiceRunner {
             }
             if start.elapsed() > self.opts.job_timeout {
                 c.wait_timeouts.fetch_add(1, Ordering::Relaxed);
-                break format!("not done after {:?}", self.opts.job_timeout);
+                break (format!("not done after {:?}", self.opts.job_timeout), false);
             }
             match self.service.wait(id, self.opts.poll) {
                 Ok(Outcome::Pending) => unreachable_since = None,
@@ -374,7 +375,7 @@ impl ServiceRunner {
                 }
                 Ok(Outcome::UseLocal(why)) => {
                     c.lack_of_resources.fetch_add(1, Ordering::Relaxed);
-                    break why;
+                    break (why, true);
                 }
                 Ok(Outcome::Failed { class, message }) => {
                     match class {
@@ -383,13 +384,13 @@ impl ServiceRunner {
                         FailureClass::Fatal => &c.failures_fatal,
                     }
                     .fetch_add(1, Ordering::Relaxed);
-                    break format!("{} failure: {message}", class.name());
+                    break (format!("{} failure: {message}", class.name()), false);
                 }
                 Err(e) => {
                     let since = *unreachable_since.get_or_insert_with(Instant::now);
                     if since.elapsed() > self.opts.service_timeout {
                         c.service_unreachable.fetch_add(1, Ordering::Relaxed);
-                        break format!("service unreachable: {e}");
+                        break (format!("service unreachable: {e}"), false);
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
@@ -397,10 +398,18 @@ impl ServiceRunner {
         };
         tracing::warn!(job = job.id, reason = %fallback, "remote compaction abandoned; compacting locally");
         // The time a remote attempt cost counts against remote execution (eq. 1), so a
-        // failing or slow service stops looking fast.
-        self.est.lock().rates[tier_index(job)]
-            .remote
-            .observe(start.elapsed(), bytes);
+        // failing or slow service stops looking fast — but never for faster than the
+        // estimate: a job sent back at once says nothing of how fast remote runs (unmeasured,
+        // it would set the remote rate near zero).
+        let took = start.elapsed();
+        let mut est = self.est.lock();
+        let remote = &mut est.rates[tier_index(job)].remote;
+        match remote.estimate(bytes) {
+            Some(e) => remote.observe(took.max(Duration::from_secs_f64(e)), bytes),
+            None if !sent_back => remote.observe(took, bytes),
+            None => {}
+        }
+        drop(est);
         self.service.cancel(id);
         self.discard(&rj, None, env);
         self.run_local(job, env)
@@ -415,7 +424,7 @@ impl CompactionRunner for ServiceRunner {
                 .fetch_add(1, Ordering::Relaxed);
             return self.run_local(job, env);
         }
-        let (place, wait) = {
+        let decision = {
             let mut est = self.est.lock();
             est.decisions += 1;
             let rates = est.rates[tier_index(job)];
@@ -427,16 +436,16 @@ impl CompactionRunner for ServiceRunner {
                 bytes: job.input_bytes(),
                 explore: est.decisions.is_multiple_of(hybrid::EXPLORE_EVERY),
             };
-            (hybrid::decide(&d), hybrid::wait_for_worker(&d))
+            hybrid::decide(&d)
         };
-        match place {
+        match decision.place {
             Place::Local => {
                 self.counters
                     .local_by_estimate
                     .fetch_add(1, Ordering::Relaxed);
                 self.run_local(job, env)
             }
-            Place::Remote => self.run_remote(job, env, wait),
+            Place::Remote => self.run_remote(job, env, decision.wait_for_worker),
         }
     }
 
