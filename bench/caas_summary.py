@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarizes bench/caas.sh: per workload and compaction mode, the median and range over the
-repeats of ops/s, p99 write latency (µs), stall time (s) and remote/local job counts, and each
-mode's median ops/s and p99 against local compaction."""
+repeats of ops/s, p99 write latency (µs), stall time (s), the bytes the database itself moved
+over its capacity-tier link (GET + PUT, MiB) and remote/local job counts, and each mode's
+median ops/s and p99 against local compaction."""
 import glob
 import json
 import os
@@ -32,6 +33,8 @@ def main(out):
                 "ops": p["ops_per_sec"],
                 "p99": write_p99(p),
                 "stall": es.get("stall_micros", 0) / 1e6,
+                "link": (p["tier"]["delta"].get("capacity_get_bytes", 0)
+                         + p["tier"]["delta"].get("capacity_put_bytes", 0)) / 2**20,
                 "remote": rc.get("remote_jobs", 0),
                 "local": rc.get("local_jobs", None),
             }
@@ -43,8 +46,8 @@ def main(out):
 
     for wl in sorted({w for w, _ in rows}):
         print(f"## {wl}")
-        print("| mode | ops/s | p99 write µs | stall s | remote jobs | local jobs | n |")
-        print("|---|---|---|---|---|---|---|")
+        print("| mode | ops/s | p99 write µs | stall s | link MiB | remote jobs | local jobs | n |")
+        print("|---|---|---|---|---|---|---|---|")
         med = {}
         for mode in ("local", "remote", "hybrid"):
             rs = rows.get((wl, mode))
@@ -53,11 +56,12 @@ def main(out):
             ops, mo = fmt([x["ops"] for x in rs])
             p99, mp = fmt([x["p99"] for x in rs])
             st, _ = fmt([x["stall"] for x in rs], "{:.1f}")
+            link, _ = fmt([x["link"] for x in rs])
             rem, _ = fmt([x["remote"] for x in rs])
             loc = [x["local"] for x in rs if x["local"] is not None]
             loc = fmt(loc)[0] if loc else "all"
             med[mode] = (mo, mp)
-            print(f"| {mode} | {ops} | {p99} | {st} | {rem} | {loc} | {len(rs)} |")
+            print(f"| {mode} | {ops} | {p99} | {st} | {link} | {rem} | {loc} | {len(rs)} |")
         if "local" in med:
             lo, lp = med["local"]
             for mode in ("remote", "hybrid"):
