@@ -5,8 +5,8 @@
 # tier (a local object store, `file://`) unthrottled. Each workload runs for --secs with
 # 1 KiB values under local, remote and hybrid compaction, interleaved (L R H L R H ...).
 #
-#   bench/caas.sh [--workloads fillrandom,ycsba] [--secs S] [--repeats R] [--mbps M]
-#                 [--ycsb-num N] [--fast-budget BYTES] [--out DIR]
+#   bench/caas.sh [--workloads fillrandom,ycsba] [--modes local,remote,hybrid] [--secs S]
+#                 [--repeats R] [--mbps M] [--ycsb-num N] [--fast-budget BYTES] [--out DIR]
 #
 # The fast tier is bounded (--fast-budget, default 512 MiB: a small fast disk), so compaction
 # outputs beyond it must cross the capacity link.
@@ -15,11 +15,12 @@
 # bench/caas_summary.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKLOADS=fillrandom,ycsba SECS=120 REPEATS=3 MBPS=10 YCSB_NUM=500000 BUDGET=512MiB
+WORKLOADS=fillrandom,ycsba MODES=local,remote,hybrid SECS=120 REPEATS=3 MBPS=10 YCSB_NUM=500000 BUDGET=512MiB
 OUT=bench/results/caas-$(date +%Y%m%d-%H%M)
 while [ $# -gt 0 ]; do
   case "$1" in
     --workloads) WORKLOADS="$2"; shift 2 ;;
+    --modes) MODES="$2"; shift 2 ;;
     --secs) SECS="$2"; shift 2 ;;
     --repeats) REPEATS="$2"; shift 2 ;;
     --mbps) MBPS="$2"; shift 2 ;;
@@ -63,13 +64,14 @@ start_service() {
   echo "date: $(date -Is)"
   echo "commit: $(git describe --always --dirty)"
   echo "cpu pressure before: $(head -1 /proc/pressure/cpu)"
-  echo "workloads=$WORKLOADS secs=$SECS repeats=$REPEATS mbps=$MBPS ycsb_num=$YCSB_NUM fast_budget=$BUDGET value=1KiB cache=8MiB"
+  echo "workloads=$WORKLOADS modes=$MODES secs=$SECS repeats=$REPEATS mbps=$MBPS ycsb_num=$YCSB_NUM fast_budget=$BUDGET value=1KiB cache=8MiB"
   echo "db: taskset -c 0; control plane + 1 worker (2 slots): taskset -c 1"
 } > "$OUT/setup.txt"
 IFS=, read -r -a wls <<< "$WORKLOADS"
+IFS=, read -r -a modes <<< "$MODES"
 for r in $(seq "$REPEATS"); do
   for wl in "${wls[@]}"; do
-    for mode in local remote hybrid; do
+    for mode in "${modes[@]}"; do
       rm -rf "$W"
       mkdir -p "$W/cap" "$W/scratch"
       svc=()
@@ -83,7 +85,7 @@ for r in $(seq "$REPEATS"); do
         ycsba) what=(--workload a --num "$YCSB_NUM" --duration "$SECS") ;;
         *) echo "unknown workload $wl" >&2; exit 2 ;;
       esac
-      echo "== $wl $mode run $r ($(head -1 /proc/pressure/cpu))" >&2
+      echo "== $wl $mode run $r ($(head -1 /proc/pressure/cpu))" | tee -a "$OUT/pressure.txt" >&2
       taskset -c 0 "$BIN" bench "${what[@]}" --value-size 1024 --db "$W/db" \
         --capacity "file://$W/cap" --capacity-mbps "$MBPS" --cache-size 8MiB --fast-tier-budget "$BUDGET" \
         "${svc[@]}" --json "$OUT/$wl-$mode-$r.json" --csv "$OUT/$wl-$mode-$r.csv" > "$OUT/$wl-$mode-$r.txt"

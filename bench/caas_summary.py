@@ -71,6 +71,8 @@ def main(out):
                         f"\n{mode} vs local: ops/s {o / max(lo, 1e-9):.2f}x, "
                         f"p99 write {100 * (p - lp) / max(lp, 1e-9):+.0f}%"
                     )
+        if "remote" in med and "hybrid" in med:
+            print(f"\nhybrid vs remote: ops/s {med['hybrid'][0] / max(med['remote'][0], 1e-9):.2f}x")
         print()
 
 

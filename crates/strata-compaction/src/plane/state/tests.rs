@@ -237,8 +237,8 @@ fn jobs_marked_wait_for_worker_wait_out_a_busy_worker() {
     p.heartbeat(&a, hot, &[], now).unwrap();
     p.dispatch(now);
     assert_eq!(state(&p, j), JobState::Pending);
-    // An unmarked job beside it (explored, or sent before both sides were measured) is
-    // sent back at once.
+    // An unmarked job beside it (explored, or sent before remote was measured) is sent back
+    // at once.
     let k = p.submit(meta(&[5, 6], 1.0), vec![], now).unwrap();
     p.dispatch(now);
     assert_eq!(state(&p, k), JobState::UseLocal);

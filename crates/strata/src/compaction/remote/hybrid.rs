@@ -17,7 +17,8 @@
 //!   the database's link when it runs locally and not when it runs remotely; one rate for
 //!   both kinds of job mixes fast-tier merges (cheap locally) with capacity-tier ones
 //!   (link-bound locally) and mispredicts both.
-//! - Local is measured first on a small job only ([`FIRST_LOCAL_MAX_BYTES`]).
+//! - Local is measured first on a small job ([`FIRST_LOCAL_MAX_BYTES`]), or on an exploring
+//!   decision if no small job comes.
 //! - Rule 2 applies only to jobs sent remote to explore or before remote is measured. A job
 //!   sent remote by rule 1, by rule 3, for want of a small job to measure local on, or by
 //!   remote mode waits in the control plane's
@@ -40,7 +41,9 @@ pub const BUSY_THRESHOLD: f64 = 0.95;
 pub const EXPLORE_EVERY: u64 = 16;
 /// Largest job that measures the local side for the first time (once remote is measured):
 /// a first local run is the price of learning the local rate, and a capacity-tier job of
-/// hundreds of MiB can hold a slow link for a minute to learn what a small one shows.
+/// hundreds of MiB can hold a slow link for a minute to learn what a small one shows. A tier
+/// whose jobs are all larger is measured on an exploring decision (one in
+/// [`EXPLORE_EVERY`]), so local is never ruled out for good.
 pub const FIRST_LOCAL_MAX_BYTES: u64 = 64 << 20;
 
 /// Where compaction jobs run.
@@ -117,9 +120,8 @@ pub struct DecisionInput {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decision {
     pub place: Place,
-    /// Keep the job queued while every worker is above the control plane's utilization
-    /// limit, rather than take rule 2's way back (see the module docs). Never set for
-    /// [`Place::Local`].
+    /// Keep the job queued while the workers are above the control plane's CPU limit, rather
+    /// than take rule 2's way back (see the module docs). Never set for [`Place::Local`].
     pub wait_for_worker: bool,
 }
 
@@ -131,7 +133,7 @@ pub fn decide(d: &DecisionInput) -> Decision {
         CompactionMode::Hybrid if d.local_busy > BUSY_THRESHOLD => (Place::Remote, true),
         CompactionMode::Hybrid => match (d.local.estimate(d.bytes), d.remote.estimate(d.bytes)) {
             (_, None) => (Place::Remote, false),
-            (None, _) if d.bytes <= FIRST_LOCAL_MAX_BYTES => (Place::Local, false),
+            (None, _) if d.bytes <= FIRST_LOCAL_MAX_BYTES || d.explore => (Place::Local, false),
             (None, _) => (Place::Remote, true),
             (Some(l), Some(r)) if l <= r && d.explore => (Place::Remote, false),
             (Some(l), Some(r)) if l <= r => (Place::Local, false),
@@ -272,9 +274,15 @@ mod tests {
         };
         let at = |bytes| decide(&d(bytes));
         assert_eq!(at(FIRST_LOCAL_MAX_BYTES).place, Place::Local);
-        // Larger jobs stay remote, waiting for a busy worker, until local is measured.
+        // Larger jobs stay remote, waiting for a busy worker, until local is measured...
         let big = at(FIRST_LOCAL_MAX_BYTES + 1);
         assert_eq!((big.place, big.wait_for_worker), (Place::Remote, true));
+        // ... on a small job, or on an exploring decision if none comes.
+        let explored = decide(&DecisionInput {
+            explore: true,
+            ..d(FIRST_LOCAL_MAX_BYTES + 1)
+        });
+        assert_eq!(explored.place, Place::Local);
     }
 
     #[test]

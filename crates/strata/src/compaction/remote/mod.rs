@@ -53,8 +53,9 @@ pub struct ControlMetadata {
     pub score: f64,
     pub input_bytes: u64,
     pub input_files: u32,
-    /// The job went remote because remote is the faster side (remote mode, or hybrid rule 1
-    /// or 3; [`hybrid::Decision`]): while the workers are above the CPU limit it waits in
+    /// The job went remote because remote is the faster side (remote mode, hybrid rule 1 or
+    /// 3, or local unmeasured and the job too large to measure it on; [`hybrid::Decision`]):
+    /// while the workers are above the CPU limit it waits in
     /// the queue instead of coming back as "lack of resources" (a local run of a
     /// capacity-tier job crosses the instance's slow link). Memory above the limit, too
     /// little free memory or disk, or no workers still send it back.

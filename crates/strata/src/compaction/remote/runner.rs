@@ -312,7 +312,7 @@ impl ServiceRunner {
             Ok(Started::UseLocal(why)) => {
                 tracing::debug!(job = job.id, %why, "compaction service: use local");
                 c.lack_of_resources.fetch_add(1, Ordering::Relaxed);
-                return self.run_local(job, env);
+                return self.replace_locally(job, env, start);
             }
             Err(e) => {
                 tracing::warn!(job = job.id, error = %e, "compaction service unreachable; compacting locally");
@@ -321,8 +321,7 @@ impl ServiceRunner {
             }
         };
         let mut unreachable_since: Option<Instant> = None;
-        // Why the attempt is abandoned, and whether the service sent it back unrun.
-        let (fallback, sent_back) = loop {
+        let fallback = loop {
             if env.cancel.load(Ordering::Relaxed) {
                 self.service.cancel(id);
                 self.discard(&rj, None, env);
@@ -330,7 +329,7 @@ impl ServiceRunner {
             }
             if start.elapsed() > self.opts.job_timeout {
                 c.wait_timeouts.fetch_add(1, Ordering::Relaxed);
-                break (format!("not done after {:?}", self.opts.job_timeout), false);
+                break format!("not done after {:?}", self.opts.job_timeout);
             }
             match self.service.wait(id, self.opts.poll) {
                 Ok(Outcome::Pending) => unreachable_since = None,
@@ -369,13 +368,13 @@ impl ServiceRunner {
                             tracing::error!(job = job.id, %worker, error = %e, "remote compaction result failed verification; compacting locally");
                             c.verify_failures.fetch_add(1, Ordering::Relaxed);
                             self.discard(&rj, Some(&result), env);
-                            return self.run_local(job, env);
+                            return self.replace_locally(job, env, start);
                         }
                     }
                 }
                 Ok(Outcome::UseLocal(why)) => {
                     c.lack_of_resources.fetch_add(1, Ordering::Relaxed);
-                    break (why, true);
+                    break why;
                 }
                 Ok(Outcome::Failed { class, message }) => {
                     match class {
@@ -384,35 +383,42 @@ impl ServiceRunner {
                         FailureClass::Fatal => &c.failures_fatal,
                     }
                     .fetch_add(1, Ordering::Relaxed);
-                    break (format!("{} failure: {message}", class.name()), false);
+                    break format!("{} failure: {message}", class.name());
                 }
                 Err(e) => {
                     let since = *unreachable_since.get_or_insert_with(Instant::now);
                     if since.elapsed() > self.opts.service_timeout {
                         c.service_unreachable.fetch_add(1, Ordering::Relaxed);
-                        break (format!("service unreachable: {e}"), false);
+                        break format!("service unreachable: {e}");
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
             }
         };
         tracing::warn!(job = job.id, reason = %fallback, "remote compaction abandoned; compacting locally");
-        // The time a remote attempt cost counts against remote execution (eq. 1), so a
-        // failing or slow service stops looking fast — but never for faster than the
-        // estimate: a job sent back at once says nothing of how fast remote runs (unmeasured,
-        // it would set the remote rate near zero).
-        let took = start.elapsed();
-        let mut est = self.est.lock();
-        let remote = &mut est.rates[tier_index(job)].remote;
-        match remote.estimate(bytes) {
-            Some(e) => remote.observe(took.max(Duration::from_secs_f64(e)), bytes),
-            None if !sent_back => remote.observe(took, bytes),
-            None => {}
-        }
-        drop(est);
         self.service.cancel(id);
         self.discard(&rj, None, env);
-        self.run_local(job, env)
+        self.replace_locally(job, env, start)
+    }
+
+    /// Runs locally a job the service sent back, failed or did not finish, and folds the
+    /// whole time since `start` — the remote attempt and the local run that replaced it —
+    /// into the remote rate (eq. 1): a refusing, failing or slow service looks at least as
+    /// slow as local execution, never fast (an attempt's own time alone can be milliseconds,
+    /// and would set an unmeasured remote rate near zero).
+    fn replace_locally(
+        &self,
+        job: &CompactionJob,
+        env: &CompactionEnv<'_>,
+        start: Instant,
+    ) -> Result<CompactionResult> {
+        let r = self.run_local(job, env);
+        if r.is_ok() {
+            self.est.lock().rates[tier_index(job)]
+                .remote
+                .observe(start.elapsed(), job.input_bytes());
+        }
+        r
     }
 }
 
