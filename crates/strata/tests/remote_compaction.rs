@@ -279,6 +279,19 @@ fn every_failure_falls_back_to_local_and_loses_nothing() {
             );
             assert_eq!(r.remote_jobs, 0, "{b:?}: {r:?}");
             assert!(r.local_jobs > 0, "{b:?}: {r:?}");
+            // A remote attempt that ended in a local run counts as at least that long for
+            // remote (eq. 1): a service answering at once must not look faster than local.
+            // (An unreachable service is never attempted; concurrent jobs may fold in another
+            // order, hence the factor 2 — an attempt's own time is ~1000x shorter.)
+            if b != Behaviour::Unreachable {
+                assert_eq!(r.ineligible_jobs, 0, "{b:?}: {r:?}");
+                for (local, remote) in [
+                    (r.local_us_per_mib_fast, r.remote_us_per_mib_fast),
+                    (r.local_us_per_mib_capacity, r.remote_us_per_mib_capacity),
+                ] {
+                    assert!(remote * 2 >= local, "{b:?}: {r:?}");
+                }
+            }
         }
     });
 }
