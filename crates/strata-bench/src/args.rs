@@ -287,6 +287,11 @@ pub struct BenchArgs {
     #[arg(long, alias = "block_size", value_parser = parse_bytes, default_value = "4KiB")]
     pub block_size: u64,
 
+    /// Bytes a table file is written between requests to start writing it back (Strata's and
+    /// RocksDB's `bytes_per_sync`; 0 asks only at the final sync).
+    #[arg(long, alias = "bytes_per_sync", value_parser = parse_bytes, default_value = "1MiB")]
+    pub bytes_per_sync: u64,
+
     /// Block compression.
     #[arg(long, alias = "compression_type", value_enum, default_value_t = CompressionKind::Lz4)]
     pub compression_type: CompressionKind,

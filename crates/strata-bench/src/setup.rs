@@ -78,6 +78,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         bloom_bits: args.bloom_bits,
         data_block_hash_ratio: args.data_block_hash_ratio,
         block_size: args.block_size,
+        bytes_per_sync: args.bytes_per_sync,
         compression: args.compression_type,
         min_level_to_compress: args.min_level_to_compress,
         max_background_compactions: args.max_background_compactions,

@@ -53,6 +53,7 @@ fn job(dir: &std::path::Path) -> RemoteJob {
             bloom_bits_per_key: 10.0,
             compression: strata::Compression::None,
             capacity_index: strata::sst::index::IndexKind::Block,
+            bytes_per_sync: 0,
         },
         score: 1.0,
         filter: None,

@@ -235,6 +235,7 @@ pub fn table_opts(compression: Compression, restart_interval: usize) -> TableBui
         bloom_bits_per_key: 10.0,
         compression,
         capacity_index: strata::sst::index::IndexKind::Block,
+        bytes_per_sync: 0,
     }
 }
 

@@ -170,6 +170,8 @@ pub struct EngineConfig {
     pub level_compaction_dynamic_level_bytes: bool,
     pub target_file_size_base: ByteSize,
     pub block_size: ByteSize,
+    /// Bytes a table file is written between writeback requests; 0 asks only at its sync.
+    pub bytes_per_sync: ByteSize,
     pub block_restart_interval: usize,
     pub bloom_bits_per_key: f64,
     /// Keys per bucket of the data blocks' hash indexes; 0 writes none.
@@ -267,6 +269,7 @@ impl Default for EngineConfig {
             level_compaction_dynamic_level_bytes: o.level_compaction_dynamic_level_bytes,
             target_file_size_base: ByteSize(o.target_file_size_base),
             block_size: ByteSize(o.block_size as u64),
+            bytes_per_sync: ByteSize(o.bytes_per_sync),
             block_restart_interval: o.block_restart_interval,
             bloom_bits_per_key: o.bloom_bits_per_key,
             data_block_hash_ratio: o.data_block_hash_ratio,
@@ -335,6 +338,7 @@ impl EngineConfig {
             level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
             target_file_size_base: self.target_file_size_base.0,
             block_size: usize_of(self.block_size, "block-size")?,
+            bytes_per_sync: self.bytes_per_sync.0,
             block_restart_interval: self.block_restart_interval,
             bloom_bits_per_key: self.bloom_bits_per_key,
             data_block_hash_ratio: self.data_block_hash_ratio,
@@ -475,6 +479,7 @@ impl EngineConfig {
             self.target_file_size_base.to_string(),
         );
         p("block-size", self.block_size.to_string());
+        p("bytes-per-sync", self.bytes_per_sync.to_string());
         p(
             "block-restart-interval",
             self.block_restart_interval.to_string(),

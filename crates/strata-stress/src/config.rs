@@ -128,6 +128,11 @@ pub struct StressConfig {
     /// saved before it existed replay with the engine's default.
     #[serde(default = "default_avoid_flush_during_recovery")]
     pub avoid_flush_during_recovery: bool,
+    /// Table files ask for writeback every this many bytes (0: only at their sync); small
+    /// values ask after nearly every block. Configurations saved before it existed use the
+    /// engine's default.
+    #[serde(default = "default_bytes_per_sync")]
+    pub bytes_per_sync: u64,
 }
 
 fn pick<T: Clone>(rng: &mut Rng, xs: &[T]) -> T {
@@ -249,6 +254,7 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         extended_wal: rng.chance(25),
         node_loss: rng.chance(30),
         avoid_flush_during_recovery: rng.chance(75),
+        bytes_per_sync: pick(rng, &[0, 4 << 10, 64 << 10, 1 << 20]),
     }
 }
 
@@ -292,6 +298,7 @@ impl StressConfig {
             level_compaction_dynamic_level_bytes: self.level_compaction_dynamic_level_bytes,
             target_file_size_base: self.target_file_size_base,
             block_size: self.block_size,
+            bytes_per_sync: self.bytes_per_sync,
             block_restart_interval: self.block_restart_interval,
             max_open_files: self.max_open_files,
             compaction_rate_limit: self.compaction_rate_limit,
@@ -373,6 +380,10 @@ impl StressConfig {
     pub fn describe(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+fn default_bytes_per_sync() -> u64 {
+    Options::default().bytes_per_sync
 }
 
 fn default_avoid_flush_during_recovery() -> bool {

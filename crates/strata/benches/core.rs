@@ -223,6 +223,7 @@ fn table(c: &mut Criterion) {
         bloom_bits_per_key: 10.0,
         compression: Compression::Lz4,
         capacity_index: IndexKind::Block,
+        bytes_per_sync: 0,
     };
     let mut tb = TableBuilder::new(LocalFs.create(&path).unwrap(), opts);
     for (i, k) in keys.iter().enumerate() {

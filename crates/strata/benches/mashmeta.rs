@@ -88,6 +88,7 @@ fn build(dir: &std::path::Path, kind: IndexKind, keys: &[Vec<u8>]) -> Built {
         bloom_bits_per_key: 10.0,
         compression: Compression::None,
         capacity_index: kind,
+        bytes_per_sync: 0,
     };
     let mut b = TableBuilder::new(LocalFs.create(&p).expect("create"), opts);
     b.set_index(kind);

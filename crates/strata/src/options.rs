@@ -104,6 +104,12 @@ pub struct Options {
     pub level_compaction_dynamic_level_bytes: bool,
     /// Target size of a table written by compaction. Default 64 MiB.
     pub target_file_size_base: u64,
+    /// Bytes a table file is written between requests to the OS to start writing it back
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`, RocksDB's `bytes_per_sync`): the device
+    /// writes go on while the table is built, and the sync that ends the table waits for the
+    /// last stretch only, instead of the whole file at once. Local files only; 0 turns it
+    /// off. Default 1 MiB.
+    pub bytes_per_sync: u64,
     /// Uncompressed size of a data block. Default 4 KiB.
     pub block_size: usize,
     /// Keys between restart points in a data block. Default 16.
@@ -256,6 +262,7 @@ impl Default for Options {
             level_compaction_dynamic_level_bytes: true,
             target_file_size_base: 64 << 20,
             block_size: 4096,
+            bytes_per_sync: 1 << 20,
             block_restart_interval: 16,
             bloom_bits_per_key: 10.0,
             data_block_hash_ratio: 0.75,
@@ -314,6 +321,7 @@ impl std::fmt::Debug for Options {
             .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
             .field("target_file_size_base", &self.target_file_size_base)
             .field("block_size", &self.block_size)
+            .field("bytes_per_sync", &self.bytes_per_sync)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("data_block_hash_ratio", &self.data_block_hash_ratio)
             .field("capacity_index", &self.capacity_index)

@@ -144,6 +144,7 @@ fn table_bytes(compression: Compression) -> Vec<u8> {
         bloom_bits_per_key: 10.0,
         compression,
         capacity_index: strata::sst::index::IndexKind::Block,
+        bytes_per_sync: 0,
     };
     let mut tb = TableBuilder::new(LocalFs.create(&p).unwrap(), opts);
     for i in 0..300u32 {

@@ -163,6 +163,9 @@ pub struct EngineConfig {
     /// `kDataBlockBinaryAndHash` with this `data_block_hash_table_util_ratio`.
     pub data_block_hash_ratio: f64,
     pub block_size: u64,
+    /// Bytes a table file is written between writeback requests (Strata's and RocksDB's
+    /// `bytes_per_sync`); 0 asks only at the final sync.
+    pub bytes_per_sync: u64,
     pub compression: CompressionKind,
     pub min_level_to_compress: usize,
     pub max_background_compactions: usize,

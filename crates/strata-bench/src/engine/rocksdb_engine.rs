@@ -88,6 +88,8 @@ impl RocksDbEngine {
         let jobs = cfg.max_background_compactions + 1;
         o.set_max_background_jobs(jobs as i32);
         set("max_background_jobs", jobs.to_string());
+        o.set_bytes_per_sync(cfg.bytes_per_sync);
+        set("bytes_per_sync", cfg.bytes_per_sync.to_string());
         let open_files = i32::try_from(cfg.max_open_files).unwrap_or(i32::MAX);
         o.set_max_open_files(open_files);
         set("max_open_files", open_files.to_string());

@@ -27,6 +27,7 @@ pub fn options(cfg: &EngineConfig) -> Options {
         bloom_bits_per_key: cfg.bloom_bits,
         data_block_hash_ratio: cfg.data_block_hash_ratio,
         block_size: cfg.block_size as usize,
+        bytes_per_sync: cfg.bytes_per_sync,
         max_background_compactions: cfg.max_background_compactions,
         compression_per_level: compression_per_level(cfg.compression, cfg.min_level_to_compress),
         capacity_levels: cfg.capacity_levels,
@@ -346,6 +347,7 @@ impl KvEngine for StrataEngine {
                 o.row_cache_capacity.to_string(),
             ),
             ("block_size".into(), o.block_size.to_string()),
+            ("bytes_per_sync".into(), o.bytes_per_sync.to_string()),
             (
                 "memtable_bloom_ratio".into(),
                 o.memtable_bloom_ratio.to_string(),

@@ -120,6 +120,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
             bloom_bits_per_key: 10.0,
             compression: Compression::Zstd(3),
             capacity_index: strata::sst::index::IndexKind::MashMeta,
+            bytes_per_sync: 0,
         },
         score: 1.5,
         filter: Some(strata::compaction::FilterSpec {

@@ -164,6 +164,9 @@ impl WritableFile for RateLimitedFile {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+    fn start_writeback(&mut self) -> Result<()> {
+        self.inner.start_writeback()
+    }
 }
 
 struct Outputs<'a, 'b> {

@@ -126,6 +126,7 @@ pub(crate) fn table_options(o: &crate::Options, level: usize) -> TableBuilderOpt
         data_block_hash_ratio: o.data_block_hash_ratio,
         compression: o.compression_for_level(level),
         capacity_index: o.capacity_index,
+        bytes_per_sync: o.bytes_per_sync,
     }
 }
 

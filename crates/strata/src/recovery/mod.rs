@@ -178,7 +178,14 @@ pub fn rebuild(
         .max(2);
     let prepare_secs = start.elapsed().as_secs_f64();
     let t = Instant::now();
-    let scan = wal_scan::scan(log_dir, log_storage.as_ref(), threads, versions.wal_bound())?;
+    let lost_ids: std::collections::HashSet<u64> = lost.iter().map(|(_, _, f)| f.id).collect();
+    let scan = wal_scan::scan(
+        log_dir,
+        log_storage.as_ref(),
+        threads,
+        versions.wal_bound(),
+        &|t| lost_ids.contains(&t),
+    )?;
     let read_secs = t.elapsed().as_secs_f64();
     // Every number in the log location is used, including logs below the bound and manifests
     // a crash left unnamed.

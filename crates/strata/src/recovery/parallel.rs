@@ -7,14 +7,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::wal_scan::WalScan;
+use super::wal_scan::{Op, WalScan};
 use super::RecoveryReport;
 use crate::error::{Error, Result};
+use crate::memtable::prefetch::prefetch_range;
 use crate::options::Options;
 use crate::sst::builder::TableBuilder;
 use crate::storage::Storage;
 use crate::tier::{TableStore, TablesConfig, Tier};
-use crate::types::{append_internal_key, compare_internal};
+use crate::types::{append_internal_key, compare_internal, SeqNo};
 use crate::version::{FileMeta, VersionSet};
 use crate::wal::keylist::{ContentCrc, KeyList, KeyListEntry};
 
@@ -48,39 +49,46 @@ pub(super) fn lists_of<'a>(
 }
 
 /// Calls `f(internal key, value)` for each point entry of `list` in table order, resolving
-/// references through `scan`, checking order and finally the content CRC (tombstones included).
-pub(super) fn for_each_entry(
+/// references through `resolve` (the WAL index), checking order and finally
+/// the content CRC (tombstones included).
+pub(super) fn for_each_entry<'a>(
     list: &KeyList,
-    scan: &WalScan,
+    resolve: impl Fn(SeqNo) -> Option<Op<'a>>,
     mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
     let id = list.table;
     let mut crc = ContentCrc::default();
     let mut prev: Vec<u8> = Vec::new();
     let mut cur: Vec<u8> = Vec::new();
-    // How far ahead a worker hints index slots and then the bytes they point at.
-    const SLOTS_AHEAD: usize = 16;
-    const BYTES_AHEAD: usize = 8;
-    let seq_at = |i: usize| match list.entries.get(i) {
-        Some(KeyListEntry::Ref(seq)) => Some(*seq),
-        _ => None,
+    // Every reference is resolved first: each is a cache miss on the index (table order is
+    // random order in the log), and in a loop that does nothing else those loads are
+    // independent, so the processor overlaps them; interleaved with building, each miss
+    // stalled the work behind it.
+    let ops: Vec<Option<Op<'a>>> = list
+        .entries
+        .iter()
+        .map(|e| match e {
+            KeyListEntry::Ref(seq) => resolve(*seq),
+            KeyListEntry::Inline(_) => None,
+        })
+        .collect();
+    // Then the entries' bytes are hinted this many entries ahead.
+    const AHEAD: usize = 8;
+    let hint = |op: &Option<Op<'_>>| {
+        if let Some(op) = op {
+            prefetch_range(op.key.as_ptr(), op.key.len().min(256));
+            prefetch_range(op.value.as_ptr(), op.value.len().min(512));
+        }
     };
-    for i in 0..SLOTS_AHEAD {
-        if let Some(s) = seq_at(i) {
-            scan.prefetch_slot(s);
-        }
-    }
+    ops.iter().take(AHEAD).for_each(hint);
     for (i, e) in list.entries.iter().enumerate() {
-        if let Some(s) = seq_at(i + SLOTS_AHEAD) {
-            scan.prefetch_slot(s);
-        }
-        if let Some(s) = seq_at(i + BYTES_AHEAD) {
-            scan.prefetch_bytes(s);
+        if let Some(op) = ops.get(i + AHEAD) {
+            hint(op);
         }
         cur.clear();
         let value: &[u8] = match e {
             KeyListEntry::Ref(seq) => {
-                let op = scan.op(*seq).ok_or_else(|| {
+                let op = ops[i].as_ref().ok_or_else(|| {
                     Error::corruption(format!(
                         "table {id}: the WAL operation with sequence number {seq} is missing \
                          from the log location"
@@ -124,7 +132,7 @@ fn build_one(
 ) -> Result<FileMeta> {
     let file = store.create(old.id, Tier::Fast)?;
     let mut b = TableBuilder::new(file, crate::db::table_options(opts, level));
-    for_each_entry(list, scan, |k, v| b.add(k, v))?;
+    for_each_entry(list, |seq| scan.op(seq), |k, v| b.add(k, v))?;
     for t in &list.tombstones {
         b.add_range_tombstone(t.clone());
     }

@@ -90,7 +90,12 @@ fn parse_log_number(name: &str) -> Option<u64> {
 }
 
 /// Indexes the WAL file `data` read from `path`.
-fn scan_file(data: WholeFile, path: &Path, tolerate_torn: bool) -> Result<FileScan> {
+fn scan_file(
+    data: WholeFile,
+    path: &Path,
+    tolerate_torn: bool,
+    keep: &(dyn Fn(u64) -> bool + Sync),
+) -> Result<FileScan> {
     let name = path.display().to_string();
     let too_big = || Error::corruption(format!("{name}: WAL file too large to index"));
     // Offsets are u32 (a spilled batch's too: `off` checks those).
@@ -104,7 +109,7 @@ fn scan_file(data: WholeFile, path: &Path, tolerate_torn: bool) -> Result<FileSc
     let mut reader = LogReader::new(&data, name.clone(), tolerate_torn);
     while let Some(rec) = reader.next_record()? {
         if keylist::is_key_list(&rec) {
-            lists.extend(keylist::decode(&rec)?);
+            lists.extend(keylist::decode_tables(&rec, keep)?);
             continue;
         }
         // Where the batch's bytes will stay: in the file's buffer, or copied to the spill.
@@ -176,12 +181,13 @@ fn scan_file(data: WholeFile, path: &Path, tolerate_torn: bool) -> Result<FileSc
 
 /// Reads and indexes every `*.log` numbered `from` or above in `log_dir`, with `threads`
 /// fetching files and `threads` indexing them (files below `from` hold nothing needed, and may
-/// be partly deleted).
+/// be partly deleted). Collects the key lists of the tables `keep` accepts.
 pub(super) fn scan(
     log_dir: &Path,
     storage: &dyn Storage,
     threads: usize,
     from: u64,
+    keep: &(dyn Fn(u64) -> bool + Sync),
 ) -> Result<WalScan> {
     let mut numbers: Vec<u64> = storage
         .list(log_dir)?
@@ -224,7 +230,7 @@ pub(super) fn scan(
                     break;
                 };
                 let p = path_ref(numbers_ref[i]);
-                *slots_ref[i].lock() = Some(data.and_then(|d| scan_file(d, &p, true)));
+                *slots_ref[i].lock() = Some(data.and_then(|d| scan_file(d, &p, true, keep)));
             });
         }
         drop(rx);
@@ -261,31 +267,6 @@ impl WalScan {
             .partition_point(|f| f.first.is_some_and(|s| s <= seq));
         let f = self.files.get(i.checked_sub(1)?)?;
         Some((f, f.ops.get((seq - f.first?) as usize)?))
-    }
-
-    /// Starts loading the index slot of `seq` (a rebuild looks operations up in table order,
-    /// which is random order in the WAL: every lookup is two cache misses, the slot and the
-    /// bytes, and a worker overlaps them by hinting entries ahead; see `parallel`).
-    pub fn prefetch_slot(&self, seq: SeqNo) {
-        if let Some((_, loc)) = self.loc(seq) {
-            crate::memtable::prefetch::prefetch(loc);
-        }
-    }
-
-    /// Starts loading the key and the value of `seq` (reads its slot: hint the slot first):
-    /// the cache lines of the key's first 256 bytes and of the value's first 512.
-    pub fn prefetch_bytes(&self, seq: SeqNo) {
-        let lines = |b: &[u8], max: usize| {
-            crate::memtable::prefetch::prefetch_range(b.as_ptr(), b.len().min(max));
-        };
-        if let Some((f, loc)) = self.loc(seq) {
-            if let Some(k) = f.bytes_at(loc.key, loc.key_len) {
-                lines(k, 256);
-            }
-            if let Some(v) = f.bytes_at(loc.value, loc.value_len) {
-                lines(v, 512);
-            }
-        }
     }
 
     /// The put or delete with sequence number `seq`, if a WAL file holds one.
@@ -368,7 +349,7 @@ mod tests {
             }
             w.sync().unwrap();
         }
-        let scan = scan(dir.path(), &LocalFs, 2, 0).unwrap();
+        let scan = scan(dir.path(), &LocalFs, 2, 0, &|_| true).unwrap();
         assert_eq!(scan.numbers, vec![7, 8]);
         assert_eq!(scan.lists.len(), 16);
         assert!(
@@ -419,7 +400,7 @@ mod tests {
                 fail_reads: true,
                 ..Default::default()
             });
-            let e = scan(dir.path(), &fs, threads, 0)
+            let e = scan(dir.path(), &fs, threads, 0, &|_| true)
                 .err()
                 .expect("file 5 fails");
             assert!(
@@ -427,7 +408,7 @@ mod tests {
                 "{threads} threads: {e}"
             );
             fs.heal();
-            let ok = scan(dir.path(), &fs, threads, 0).unwrap();
+            let ok = scan(dir.path(), &fs, threads, 0, &|_| true).unwrap();
             assert_eq!(ok.numbers, (1..=9).collect::<Vec<u64>>());
             assert!((1..seq).all(|s| ok.op(s).is_some()), "{threads} threads");
         }

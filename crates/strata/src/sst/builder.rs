@@ -34,6 +34,10 @@ pub struct TableBuilderOptions {
     /// existed wrote block indexes, so that is what it reads as (`Options` defaults to `Auto`).
     #[serde(default = "block_index")]
     pub capacity_index: IndexKind,
+    /// Bytes between writeback requests ([`WritableFile::start_writeback`]); 0 never asks.
+    /// Not serialized: a remote worker writes to its own storage with its own setting.
+    #[serde(skip)]
+    pub bytes_per_sync: u64,
 }
 
 fn block_index() -> IndexKind {
@@ -73,6 +77,9 @@ impl WritableFile for Tee {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+    fn start_writeback(&mut self) -> Result<()> {
+        self.inner.start_writeback()
+    }
 }
 
 /// Stands in for a moved-out file for an instant.
@@ -110,6 +117,8 @@ pub struct TableBuilder {
     first_key: Option<Vec<u8>>,
     last_key: Vec<u8>,
     capture_tail: bool,
+    /// File length at the last writeback request.
+    written_back: u64,
 }
 
 impl TableBuilder {
@@ -161,6 +170,7 @@ impl TableBuilder {
             first_key: None,
             last_key: Vec::new(),
             capture_tail: false,
+            written_back: 0,
         }
     }
 
@@ -217,6 +227,11 @@ impl TableBuilder {
         let last = self.data.last_key().to_vec();
         let raw = self.data.finish();
         let (h, _) = write_block(self.file.as_mut(), &raw, self.opts.compression)?;
+        let written = self.file.len();
+        if self.opts.bytes_per_sync > 0 && written - self.written_back >= self.opts.bytes_per_sync {
+            self.file.start_writeback()?;
+            self.written_back = written;
+        }
         self.props.num_data_blocks += 1;
         self.props.data_size += h.size;
         if let Some(t) = self.trie.as_mut() {
@@ -331,5 +346,80 @@ impl TableBuilder {
             largest_point: (!self.last_key.is_empty()).then_some(self.last_key),
             meta_tail: captured.map(|c| (meta_start, std::mem::take(&mut *c.lock()))),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// Records the file length at each writeback request.
+    struct Requests {
+        len: u64,
+        at: Arc<parking_lot::Mutex<Vec<u64>>>,
+    }
+
+    impl WritableFile for Requests {
+        fn append(&mut self, data: &[u8]) -> Result<()> {
+            self.len += data.len() as u64;
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            self.len
+        }
+        fn start_writeback(&mut self) -> Result<()> {
+            self.at.lock().push(self.len);
+            Ok(())
+        }
+    }
+
+    fn requests(bytes_per_sync: u64) -> (Vec<u64>, u64) {
+        let at = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let opts = TableBuilderOptions {
+            bytes_per_sync,
+            compression: Compression::None,
+            ..crate::db::table_options(&crate::Options::default(), 1)
+        };
+        let file = Requests {
+            len: 0,
+            at: at.clone(),
+        };
+        let mut b = TableBuilder::new(Box::new(file), opts);
+        for i in 0..2000u32 {
+            let k = types::internal_key(format!("key{i:06}").as_bytes(), 1, ValueKind::Put as u8);
+            b.add(&k, &[7u8; 100]).unwrap();
+        }
+        let size = b.finish().unwrap().file_size;
+        let at = at.lock().clone();
+        (at, size)
+    }
+
+    /// A writeback is asked for once at least `bytes_per_sync` bytes were written since the
+    /// last request (after the data block that crosses it), and never with 0.
+    #[test]
+    fn writeback_is_requested_every_bytes_per_sync() {
+        let (none, size) = requests(0);
+        assert!(none.is_empty());
+        let every = 16 << 10;
+        let (at, size2) = requests(every);
+        assert_eq!(size, size2, "requests change no byte");
+        assert!(
+            at.len() as u64 >= size / every - 1,
+            "{at:?} for {size} bytes"
+        );
+        let mut prev = 0;
+        for &a in &at {
+            assert!(a - prev >= every, "{prev} then {a}");
+            // One 4 KiB block (plus its trailer) past the threshold at most.
+            assert!(a - prev < every + 8192, "{prev} then {a}");
+            prev = a;
+        }
     }
 }

@@ -116,6 +116,10 @@ impl WritableFile for FaultWritable {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+    fn start_writeback(&mut self) -> Result<()> {
+        self.fs.check(&self.path, |p| p.fail_writes, "write")?;
+        self.inner.start_writeback()
+    }
     fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
         Some(Arc::new(FaultSync {
             path: self.path.clone(),

@@ -40,6 +40,15 @@ pub trait WritableFile: Send {
     fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
         None
     }
+    /// Hands buffered bytes to the operating system and asks it to start writing every byte
+    /// handed over so far to the device, without waiting (`sync_file_range` with
+    /// `SYNC_FILE_RANGE_WRITE`; RocksDB's `bytes_per_sync`). Not a durability point: it only
+    /// spreads the device writes over the file's life, so the final [`WritableFile::sync`]
+    /// waits for the last stretch instead of the whole file. A no-op where there is no page
+    /// cache to write back (object-store files upload on sync).
+    fn start_writeback(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// See [`WritableFile::sync_handle`].

@@ -298,6 +298,9 @@ impl WritableFile for FastWriter {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+    fn start_writeback(&mut self) -> Result<()> {
+        self.inner.start_writeback()
+    }
 }
 
 /// A capacity-tier table: metadata from the local sidecar, data through the persistent cache.

@@ -139,6 +139,13 @@ pub fn encode(lists: &[KeyList]) -> Vec<u8> {
 
 /// Decodes a key-list record (see [`is_key_list`]).
 pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
+    decode_tables(rec, |_| true)
+}
+
+/// [`decode`], keeping only the lists of the tables `keep` accepts: the others are parsed and
+/// checked alike, but their entries are not collected (a log holds the lists of every table
+/// ever installed, most of them deleted since, and a recovery needs those of the live ones).
+pub fn decode_tables(rec: &[u8], keep: impl Fn(u64) -> bool) -> Result<Vec<KeyList>> {
     let bad = |what: &str| Error::corruption(format!("key-list record: {what}"));
     let mut d = Decoder::new(rec);
     if d.fixed64() != Some(KEY_LIST_MARKER) {
@@ -159,8 +166,13 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
         if count > rec.len() as u64 {
             return Err(bad("entry count exceeds the record"));
         }
+        let kept = keep(table);
         // Reserve what the bytes can hold at most (two per entry), not what the count claims.
-        let mut entries = Vec::with_capacity((count as usize).min(d.buf.len() / 2));
+        let mut entries = Vec::with_capacity(if kept {
+            (count as usize).min(d.buf.len() / 2)
+        } else {
+            0
+        });
         let mut prev = 0i64;
         for _ in 0..count {
             match d.u8().ok_or_else(|| bad("truncated entry"))? {
@@ -173,7 +185,9 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
                         return Err(bad(&format!("reference to sequence number {seq}")));
                     }
                     prev = seq;
-                    entries.push(KeyListEntry::Ref(seq as u64));
+                    if kept {
+                        entries.push(KeyListEntry::Ref(seq as u64));
+                    }
                 }
                 1 => {
                     let ikey = d.length_prefixed().ok_or_else(|| bad("truncated key"))?;
@@ -181,7 +195,9 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
                         return Err(bad("internal key shorter than its trailer"));
                     }
                     let value = d.length_prefixed().ok_or_else(|| bad("truncated value"))?;
-                    entries.push(KeyListEntry::inline(ikey.to_vec(), value.to_vec()));
+                    if kept {
+                        entries.push(KeyListEntry::inline(ikey.to_vec(), value.to_vec()));
+                    }
                 }
                 t => return Err(bad(&format!("unknown entry tag {t}"))),
             }
@@ -207,6 +223,9 @@ pub fn decode(rec: &[u8]) -> Result<Vec<KeyList>> {
             tombstones.push(RangeTombstone::new(start, end, seq));
         }
         let checksum = d.fixed32().ok_or_else(|| bad("truncated checksum"))?;
+        if !kept {
+            continue;
+        }
         out.push(KeyList {
             table,
             entries,
@@ -273,6 +292,27 @@ mod tests {
         let rec = encode(&lists);
         assert!(is_key_list(&rec));
         assert_eq!(decode(&rec).unwrap(), lists);
+    }
+
+    /// Tables left out are still parsed and checked (where the next list starts depends on
+    /// them), just not collected.
+    #[test]
+    fn decoding_some_tables_keeps_exactly_those() {
+        let lists = sample();
+        let rec = encode(&lists);
+        for keep in [vec![], vec![7], vec![8], vec![7, 8], vec![9]] {
+            let got = decode_tables(&rec, |t| keep.contains(&t)).unwrap();
+            let want: Vec<KeyList> = lists
+                .iter()
+                .filter(|l| keep.contains(&l.table))
+                .cloned()
+                .collect();
+            assert_eq!(got, want, "keep {keep:?}");
+        }
+        for n in 0..rec.len() {
+            let e = decode_tables(&rec[..n], |_| false).unwrap_err();
+            assert!(e.is_corruption(), "{n}: {e}");
+        }
     }
 
     #[test]

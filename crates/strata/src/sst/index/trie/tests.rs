@@ -288,6 +288,7 @@ fn tables_read_the_same_with_either_index() {
             bloom_bits_per_key: 10.0,
             compression: Compression::None,
             capacity_index: kind,
+            bytes_per_sync: 0,
         };
         let mut b = TableBuilder::new(LocalFs.create(&p).unwrap(), opts);
         b.set_index(kind);
@@ -400,6 +401,7 @@ fn auto_picks_the_smaller_index() {
             bloom_bits_per_key: 10.0,
             compression: Compression::None,
             capacity_index: IndexKind::Auto,
+            bytes_per_sync: 0,
         };
         let mut b = TableBuilder::new(LocalFs.create(&p).unwrap(), opts);
         b.set_index(IndexKind::Auto);
@@ -479,6 +481,7 @@ fn verify_catches_a_trie_that_disagrees_with_the_data() {
         bloom_bits_per_key: 10.0,
         compression: Compression::None,
         capacity_index: IndexKind::MashMeta,
+        bytes_per_sync: 0,
     };
     let mut b = TableBuilder::new(LocalFs.create(&p).unwrap(), opts);
     b.set_index(IndexKind::MashMeta);
