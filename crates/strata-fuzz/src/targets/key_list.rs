@@ -2,20 +2,28 @@
 //!
 //! Properties: decoding untrusted bytes returns lists or `Corruption`, never panics or
 //! allocates past the input; a decoded record encodes to bytes that decode to the same lists,
-//! and that encoding is a fixed point.
+//! and that encoding is a fixed point; `decode_tables` (recovery keeps only the lost tables'
+//! lists) accepts exactly what `decode` accepts and returns its lists filtered.
 
 use strata::range_del::RangeTombstone;
-use strata::wal::keylist::{decode, encode, KeyList, KeyListEntry};
+use strata::wal::keylist::{decode, decode_tables, encode, KeyList, KeyListEntry};
 
 pub fn run(data: &[u8]) {
+    let some = decode_tables(data, |t| t % 2 == 0);
     match decode(data) {
         Ok(lists) => {
+            let kept: Vec<KeyList> = lists.iter().filter(|l| l.table % 2 == 0).cloned().collect();
+            assert_eq!(some.expect("decode_tables accepts what decode accepts"), kept);
             let enc = encode(&lists);
             let back = decode(&enc).expect("an encoded key list decodes");
             assert_eq!(back, lists, "key-list round trip");
             assert_eq!(encode(&back), enc, "encoding is not a fixed point");
         }
-        Err(e) => assert!(e.is_corruption(), "key-list damage must be corruption: {e}"),
+        Err(e) => {
+            assert!(e.is_corruption(), "key-list damage must be corruption: {e}");
+            let e = some.expect_err("decode_tables rejects what decode rejects");
+            assert!(e.is_corruption(), "key-list damage must be corruption: {e}");
+        }
     }
 }
 

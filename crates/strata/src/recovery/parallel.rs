@@ -15,7 +15,7 @@ use crate::options::Options;
 use crate::sst::builder::TableBuilder;
 use crate::storage::Storage;
 use crate::tier::{TableStore, TablesConfig, Tier};
-use crate::types::{append_internal_key, compare_internal, SeqNo};
+use crate::types::{append_internal_key, compare_internal};
 use crate::version::{FileMeta, VersionSet};
 use crate::wal::keylist::{ContentCrc, KeyList, KeyListEntry};
 
@@ -49,30 +49,22 @@ pub(super) fn lists_of<'a>(
 }
 
 /// Calls `f(internal key, value)` for each point entry of `list` in table order, resolving
-/// references through `resolve` (the WAL index), checking order and finally
-/// the content CRC (tombstones included).
-pub(super) fn for_each_entry<'a>(
+/// references through `scan`, checking order and finally the content CRC (tombstones included).
+pub(super) fn for_each_entry(
     list: &KeyList,
-    resolve: impl Fn(SeqNo) -> Option<Op<'a>>,
+    scan: &WalScan,
     mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
     let id = list.table;
     let mut crc = ContentCrc::default();
     let mut prev: Vec<u8> = Vec::new();
     let mut cur: Vec<u8> = Vec::new();
-    // Every reference is resolved first: each is a cache miss on the index (table order is
-    // random order in the log), and in a loop that does nothing else those loads are
-    // independent, so the processor overlaps them; interleaved with building, each miss
-    // stalled the work behind it.
-    let ops: Vec<Option<Op<'a>>> = list
-        .entries
-        .iter()
-        .map(|e| match e {
-            KeyListEntry::Ref(seq) => resolve(*seq),
-            KeyListEntry::Inline(_) => None,
-        })
-        .collect();
-    // Then the entries' bytes are hinted this many entries ahead.
+    // References are resolved a window at a time, before the window's entries are used: each
+    // is a cache miss on the index (table order is random order in the log), and in a loop
+    // that does nothing else those loads are independent, so the processor overlaps them;
+    // interleaved with building, each miss stalled the work behind it. Then the entries'
+    // bytes are hinted `AHEAD` entries ahead.
+    const WINDOW: usize = 4096;
     const AHEAD: usize = 8;
     let hint = |op: &Option<Op<'_>>| {
         if let Some(op) = op {
@@ -80,36 +72,45 @@ pub(super) fn for_each_entry<'a>(
             prefetch_range(op.value.as_ptr(), op.value.len().min(512));
         }
     };
-    ops.iter().take(AHEAD).for_each(hint);
-    for (i, e) in list.entries.iter().enumerate() {
-        if let Some(op) = ops.get(i + AHEAD) {
-            hint(op);
-        }
-        cur.clear();
-        let value: &[u8] = match e {
-            KeyListEntry::Ref(seq) => {
-                let op = ops[i].as_ref().ok_or_else(|| {
-                    Error::corruption(format!(
-                        "table {id}: the WAL operation with sequence number {seq} is missing \
-                         from the log location"
-                    ))
-                })?;
-                append_internal_key(&mut cur, op.key, *seq, op.kind as u8);
-                op.value
+    let mut ops: Vec<Option<Op<'_>>> = Vec::with_capacity(WINDOW.min(list.entries.len()));
+    for (w, window) in list.entries.chunks(WINDOW).enumerate() {
+        ops.clear();
+        ops.extend(window.iter().map(|e| match e {
+            KeyListEntry::Ref(seq) => scan.op(*seq),
+            KeyListEntry::Inline(_) => None,
+        }));
+        ops.iter().take(AHEAD).for_each(hint);
+        for (j, e) in window.iter().enumerate() {
+            let i = w * WINDOW + j;
+            if let Some(op) = ops.get(j + AHEAD) {
+                hint(op);
             }
-            KeyListEntry::Inline(e) => {
-                cur.extend_from_slice(&e.ikey);
-                &e.value
+            cur.clear();
+            let value: &[u8] = match e {
+                KeyListEntry::Ref(seq) => {
+                    let op = ops[j].as_ref().ok_or_else(|| {
+                        Error::corruption(format!(
+                            "table {id}: the WAL operation with sequence number {seq} is \
+                             missing from the log location"
+                        ))
+                    })?;
+                    append_internal_key(&mut cur, op.key, *seq, op.kind as u8);
+                    op.value
+                }
+                KeyListEntry::Inline(e) => {
+                    cur.extend_from_slice(&e.ikey);
+                    &e.value
+                }
+            };
+            if i > 0 && compare_internal(&prev, &cur) != std::cmp::Ordering::Less {
+                return Err(Error::corruption(format!(
+                    "table {id}: key list entries out of order at entry {i}"
+                )));
             }
-        };
-        if i > 0 && compare_internal(&prev, &cur) != std::cmp::Ordering::Less {
-            return Err(Error::corruption(format!(
-                "table {id}: key list entries out of order at entry {i}"
-            )));
+            crc.add_point(&cur, value);
+            f(&cur, value)?;
+            std::mem::swap(&mut prev, &mut cur);
         }
-        crc.add_point(&cur, value);
-        f(&cur, value)?;
-        std::mem::swap(&mut prev, &mut cur);
     }
     for t in &list.tombstones {
         crc.add_tombstone(t);
@@ -132,7 +133,7 @@ fn build_one(
 ) -> Result<FileMeta> {
     let file = store.create(old.id, Tier::Fast)?;
     let mut b = TableBuilder::new(file, crate::db::table_options(opts, level));
-    for_each_entry(list, |seq| scan.op(seq), |k, v| b.add(k, v))?;
+    for_each_entry(list, scan, |k, v| b.add(k, v))?;
     for t in &list.tombstones {
         b.add_range_tombstone(t.clone());
     }

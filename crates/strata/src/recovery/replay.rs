@@ -60,18 +60,14 @@ pub(super) fn run(
     let lists = lists_of(scan, lost)?;
     let mut recs: Vec<(SeqNo, Rec)> = Vec::new();
     for list in &lists {
-        for_each_entry(
-            list,
-            |seq| scan.op(seq),
-            |ik, value| {
-                let p = parse_internal_key(ik)?;
-                recs.push((
-                    p.seq,
-                    Rec::Point(p.kind, p.user_key.to_vec(), value.to_vec()),
-                ));
-                Ok(())
-            },
-        )?;
+        for_each_entry(list, scan, |ik, value| {
+            let p = parse_internal_key(ik)?;
+            recs.push((
+                p.seq,
+                Rec::Point(p.kind, p.user_key.to_vec(), value.to_vec()),
+            ));
+            Ok(())
+        })?;
         for t in &list.tombstones {
             recs.push((t.seq, Rec::Range(t.start.clone(), t.end.clone())));
         }

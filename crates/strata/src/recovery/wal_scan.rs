@@ -3,8 +3,9 @@
 //! whole (the batches are indexed where they lie, never copied, except the few that span log
 //! blocks); its operations are indexed densely by sequence number (a file's batches hold
 //! consecutive sequence numbers, so the index is a vector, not a hash map), and the key lists
-//! logged beside them are collected (their bytes stay in the buffer too, beside their decoded
-//! form).
+//! logged beside them are checked and those of the tables the caller needs (the lost ones)
+//! decoded: a log holds the lists of every table ever installed, most of them compacted away
+//! since.
 //!
 //! Any file may end in a torn write: the extended WAL keeps files whose torn tail an earlier
 //! open dropped, and whatever a dropped tail held that a table needs is caught later (a
@@ -368,6 +369,49 @@ mod tests {
         for s in gaps {
             assert!(scan.op(s).is_none(), "sequence {s} was never written");
         }
+    }
+
+    /// Only the lists `keep` accepts are collected, and of a table listed in two files the
+    /// later one.
+    #[test]
+    fn only_kept_tables_lists_are_collected_the_last_one_of_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = |table: u64, seq: SeqNo| KeyList {
+            table,
+            entries: vec![KeyListEntry::Ref(seq)],
+            tombstones: vec![crate::range_del::RangeTombstone::new("a", "b", seq)],
+            checksum: table as u32,
+        };
+        for (n, lists) in [
+            (1u64, vec![list(5, 1), list(6, 1)]),
+            (2, vec![list(5, 2), list(7, 2)]),
+        ] {
+            let mut w = LogWriter::new(
+                LocalFs
+                    .create(&dir.path().join(format!("{n:06}.log")))
+                    .unwrap(),
+                n,
+            );
+            let mut b = WriteBatch::new();
+            b.put(b"k", b"v");
+            w.add_record(b.encode_with_seq(n)).unwrap();
+            w.add_record(&keylist::encode(&lists)).unwrap();
+            w.sync().unwrap();
+        }
+        let keep = [5u64, 7];
+        let scan = scan(dir.path(), &LocalFs, 2, 0, &|t| keep.contains(&t)).unwrap();
+        let mut tables: Vec<u64> = scan.lists.keys().copied().collect();
+        tables.sort_unstable();
+        assert_eq!(tables, keep);
+        assert_eq!(scan.lists[&5], list(5, 2));
+        assert_eq!(scan.lists[&7], list(7, 2));
+        let all = scan_all(dir.path());
+        assert_eq!(all.lists.len(), 3);
+        assert_eq!(all.lists[&6], list(6, 1));
+    }
+
+    fn scan_all(dir: &Path) -> WalScan {
+        scan(dir, &LocalFs, 1, 0, &|_| true).unwrap()
     }
 
     /// More files than readers, one of them unreadable: the scan reports that file's error

@@ -22,6 +22,8 @@ struct LocalWritable {
     len: u64,
     /// The file opened a second time, for [`WritableFile::sync_handle`] (opened on first use).
     sync: OnceLock<Arc<LocalSync>>,
+    /// Bytes writeback was requested for; `u64::MAX` once the system said it cannot.
+    written_back: u64,
 }
 
 impl WritableFile for LocalWritable {
@@ -49,7 +51,21 @@ impl WritableFile for LocalWritable {
     }
     fn start_writeback(&mut self) -> Result<()> {
         self.flush()?;
-        start_writeback(self.w.get_ref()).map_err(|e| Error::io(self.path.display(), e))
+        // Whole pages only: the partly written last one would be written back now and again
+        // once the next append dirties it (and, on devices with stable pages, that append
+        // would wait for the first writeback).
+        let end = self.len & !(PAGE - 1);
+        if self.written_back == u64::MAX || end <= self.written_back {
+            return Ok(());
+        }
+        match start_writeback(self.w.get_ref(), self.written_back, end - self.written_back) {
+            Ok(()) => self.written_back = end,
+            // A hint the system does not offer (seccomp, another file system): the final sync
+            // writes everything, as without the hint.
+            Err(e) if unsupported(&e) => self.written_back = u64::MAX,
+            Err(e) => return Err(Error::io(self.path.display(), e)),
+        }
+        Ok(())
     }
     fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
         // Only bytes already handed to the OS are covered.
@@ -80,14 +96,20 @@ impl WritableFile for LocalWritable {
     }
 }
 
-/// `sync_file_range(SYNC_FILE_RANGE_WRITE)` over the whole file: starts writeback of its
-/// dirty pages and returns without waiting for the device (pages already under writeback are
-/// not waited for either).
+const PAGE: u64 = 4096;
+
+/// `sync_file_range(SYNC_FILE_RANGE_WRITE)` over `len` bytes at `offset`: starts writeback of
+/// their dirty pages and returns without waiting for the device (pages already under
+/// writeback are not waited for either).
 #[cfg(target_os = "linux")]
-fn start_writeback(f: &File) -> std::io::Result<()> {
+fn start_writeback(f: &File, offset: u64, len: u64) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Ok(());
+    };
     // SAFETY: the descriptor is open for as long as `f` is borrowed; the call reads no memory.
-    let r = unsafe { libc::sync_file_range(f.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+    let r =
+        unsafe { libc::sync_file_range(f.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE) };
     if r == 0 {
         Ok(())
     } else {
@@ -97,8 +119,23 @@ fn start_writeback(f: &File) -> std::io::Result<()> {
 
 /// Elsewhere the final sync writes everything.
 #[cfg(not(target_os = "linux"))]
-fn start_writeback(_: &File) -> std::io::Result<()> {
+fn start_writeback(_: &File, _: u64, _: u64) -> std::io::Result<()> {
     Ok(())
+}
+
+/// Errors meaning "this system or file cannot start writeback" (no such call, a file system
+/// or file kind without it), not "the write failed".
+#[cfg(target_os = "linux")]
+fn unsupported(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSYS | libc::EOPNOTSUPP | libc::EINVAL | libc::ESPIPE)
+    )
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unsupported(_: &std::io::Error) -> bool {
+    true
 }
 
 struct LocalSync {
@@ -167,6 +204,7 @@ impl Storage for LocalFs {
             w: BufWriter::with_capacity(64 << 10, f),
             len: 0,
             sync: OnceLock::new(),
+            written_back: 0,
         }))
     }
 
@@ -334,9 +372,12 @@ mod tests {
             want.extend_from_slice(&chunk);
             if i % 3 == 0 {
                 f.start_writeback().unwrap();
+                // It hands the buffered bytes to the OS first, like `flush`.
+                assert_eq!(std::fs::read(&p).unwrap(), want);
             }
         }
         f.start_writeback().unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), want);
         f.sync().unwrap();
         drop(f);
         assert_eq!(LocalFs.read_all(&p).unwrap(), want);

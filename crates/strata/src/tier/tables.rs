@@ -299,7 +299,10 @@ impl WritableFile for FastWriter {
         self.inner.len()
     }
     fn start_writeback(&mut self) -> Result<()> {
-        self.inner.start_writeback()
+        let start = std::time::Instant::now();
+        let r = self.inner.start_writeback();
+        self.stats.fast_write_latency.record(start.elapsed());
+        r
     }
 }
 

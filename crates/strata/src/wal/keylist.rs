@@ -208,7 +208,11 @@ pub fn decode_tables(rec: &[u8], keep: impl Fn(u64) -> bool) -> Result<Vec<KeyLi
         if nt > rec.len() as u64 {
             return Err(bad("tombstone count exceeds the record"));
         }
-        let mut tombstones = Vec::with_capacity((nt as usize).min(d.buf.len() / 3));
+        let mut tombstones = Vec::with_capacity(if kept {
+            (nt as usize).min(d.buf.len() / 3)
+        } else {
+            0
+        });
         for _ in 0..nt {
             let start = d
                 .length_prefixed()
@@ -220,7 +224,9 @@ pub fn decode_tables(rec: &[u8], keep: impl Fn(u64) -> bool) -> Result<Vec<KeyLi
             if seq == 0 || seq > MAX_SEQ {
                 return Err(bad(&format!("tombstone with sequence number {seq}")));
             }
-            tombstones.push(RangeTombstone::new(start, end, seq));
+            if kept {
+                tombstones.push(RangeTombstone::new(start, end, seq));
+            }
         }
         let checksum = d.fixed32().ok_or_else(|| bad("truncated checksum"))?;
         if !kept {
