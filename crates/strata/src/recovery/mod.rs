@@ -4,7 +4,8 @@
 //! place.
 //!
 //! [`rebuild`] reads the mirrored manifest (the tree's last consistent state: key lists of
-//! tables it does not name are checked but not decoded) and every WAL file (in parallel), then either
+//! tables it does not name are checked but not decoded) and every WAL file (in parallel),
+//! then either
 //! - **parallel** (the default): rebuilds each lost fast-tier table directly from its key
 //!   list, one worker per table on a pool, references resolved through one index of the WAL's
 //!   operations by sequence number; or

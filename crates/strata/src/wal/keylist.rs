@@ -167,12 +167,13 @@ pub fn decode_tables(rec: &[u8], keep: impl Fn(u64) -> bool) -> Result<Vec<KeyLi
             return Err(bad("entry count exceeds the record"));
         }
         let kept = keep(table);
-        // Reserve what the bytes can hold at most (two per entry), not what the count claims.
-        let mut entries = Vec::with_capacity(if kept {
-            (count as usize).min(d.buf.len() / 2)
-        } else {
-            0
-        });
+        // Reserve what the bytes can hold at most, not what a count claims (nothing for a
+        // list not kept).
+        let reserve = |n: u64, min_bytes: usize| match kept {
+            true => (n as usize).min(d.buf.len() / min_bytes),
+            false => 0,
+        };
+        let mut entries = Vec::with_capacity(reserve(count, 2));
         let mut prev = 0i64;
         for _ in 0..count {
             match d.u8().ok_or_else(|| bad("truncated entry"))? {
@@ -208,11 +209,7 @@ pub fn decode_tables(rec: &[u8], keep: impl Fn(u64) -> bool) -> Result<Vec<KeyLi
         if nt > rec.len() as u64 {
             return Err(bad("tombstone count exceeds the record"));
         }
-        let mut tombstones = Vec::with_capacity(if kept {
-            (nt as usize).min(d.buf.len() / 3)
-        } else {
-            0
-        });
+        let mut tombstones = Vec::with_capacity(reserve(nt, 3));
         for _ in 0..nt {
             let start = d
                 .length_prefixed()
