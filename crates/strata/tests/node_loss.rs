@@ -273,8 +273,11 @@ fn damaged_log_location_is_corruption() {
 
             // The oldest WAL file holds records the tables reference: without it, corruption.
             std::fs::remove_file(&wals[0]).unwrap();
-            let e = recover(&dbdir, opts.clone(), RecoveryMode::Parallel).unwrap_err();
-            assert!(e.is_corruption(), "missing WAL: {e}");
+            for mode in [RecoveryMode::Parallel, RecoveryMode::Replay] {
+                let _ = std::fs::remove_dir_all(&dbdir);
+                let e = recover(&dbdir, opts.clone(), mode).unwrap_err();
+                assert!(e.is_corruption(), "{mode:?}, missing WAL: {e}");
+            }
 
             // A flipped byte inside a key-list record (found by its marker) that other records
             // follow is caught by the fragment checksum or the list's own checks. (A damaged
@@ -304,8 +307,11 @@ fn damaged_log_location_is_corruption() {
             let (p, mut data, i) = hit.expect("a key-list record followed by others");
             data[i + 12] ^= 0x5a;
             std::fs::write(&p, &data).unwrap();
-            let e = recover(&dbdir, opts.clone(), RecoveryMode::Parallel).unwrap_err();
-            assert!(e.is_corruption(), "damaged key list: {e}");
+            for mode in [RecoveryMode::Parallel, RecoveryMode::Replay] {
+                let _ = std::fs::remove_dir_all(&dbdir);
+                let e = recover(&dbdir, opts.clone(), mode).unwrap_err();
+                assert!(e.is_corruption(), "{mode:?}, damaged key list: {e}");
+            }
         });
     }
 }

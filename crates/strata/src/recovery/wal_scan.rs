@@ -263,21 +263,53 @@ pub(super) fn scan(
 
 impl WalScan {
     fn loc(&self, seq: SeqNo) -> Option<(&FileScan, &Loc)> {
-        let i = self
-            .files
-            .partition_point(|f| f.first.is_some_and(|s| s <= seq));
-        let f = self.files.get(i.checked_sub(1)?)?;
-        Some((f, f.ops.get((seq - f.first?) as usize)?))
+        let (file, at) = self.position(seq)?;
+        let f = &self.files[file];
+        Some((f, &f.ops[at]))
     }
 
     /// The put or delete with sequence number `seq`, if a WAL file holds one.
     pub fn op(&self, seq: SeqNo) -> Option<Op<'_>> {
         let (f, loc) = self.loc(seq)?;
+        f.op(loc)
+    }
+
+    /// How many files hold batches, by ascending first sequence number.
+    pub fn files(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Where [`WalScan::op`] looks for sequence number `seq`: (file, index in the file), if a
+    /// file's range covers it (a gap or a range deletion still has no operation there).
+    pub fn position(&self, seq: SeqNo) -> Option<(usize, usize)> {
+        let i = self
+            .files
+            .partition_point(|f| f.first.is_some_and(|s| s <= seq));
+        let file = i.checked_sub(1)?;
+        let at = (seq - self.files[file].first?) as usize;
+        (at < self.files[file].ops.len()).then_some((file, at))
+    }
+
+    /// The first sequence number of file `file` and how many it covers.
+    pub fn file_span(&self, file: usize) -> (SeqNo, usize) {
+        let f = &self.files[file];
+        (f.first.unwrap_or(0), f.ops.len())
+    }
+
+    /// Operation `at` of file `file`, if it is a put or delete.
+    pub fn op_at(&self, file: usize, at: usize) -> Option<Op<'_>> {
+        let f = self.files.get(file)?;
+        f.op(f.ops.get(at)?)
+    }
+}
+
+impl FileScan {
+    fn op(&self, loc: &Loc) -> Option<Op<'_>> {
         let kind = ValueKind::from_u8(loc.kind)?;
         Some(Op {
             kind,
-            key: f.bytes_at(loc.key, loc.key_len)?,
-            value: f.bytes_at(loc.value, loc.value_len)?,
+            key: self.bytes_at(loc.key, loc.key_len)?,
+            value: self.bytes_at(loc.value, loc.value_len)?,
         })
     }
 }
