@@ -30,6 +30,29 @@ pub enum CapacityKind {
     File,
 }
 
+/// How a round that ends in a node loss rebuilds the fast tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeLossRecovery {
+    /// Opening the database (a parallel rebuild).
+    #[default]
+    Open,
+    /// `recovery::recover` in parallel mode, then the open.
+    Parallel,
+    /// `recovery::recover` with the chronological replay (the baseline), then the open.
+    Replay,
+}
+
+impl NodeLossRecovery {
+    /// The mode `recovery::recover` runs in, if it runs before the open.
+    pub fn mode(self) -> Option<strata::recovery::RecoveryMode> {
+        match self {
+            NodeLossRecovery::Open => None,
+            NodeLossRecovery::Parallel => Some(strata::recovery::RecoveryMode::Parallel),
+            NodeLossRecovery::Replay => Some(strata::recovery::RecoveryMode::Replay),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CacheKind {
     None,
@@ -124,6 +147,9 @@ pub struct StressConfig {
     pub extended_wal: bool,
     #[serde(default)]
     pub node_loss: bool,
+    /// How the node loss is recovered. Configurations saved before it existed open.
+    #[serde(default)]
+    pub node_loss_recovery: NodeLossRecovery,
     /// Open keeps the replayed WAL tail in memtables (else writes it to L0). Configurations
     /// saved before it existed replay with the engine's default.
     #[serde(default = "default_avoid_flush_during_recovery")]
@@ -253,6 +279,14 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         ),
         extended_wal: rng.chance(25),
         node_loss: rng.chance(30),
+        node_loss_recovery: pick(
+            rng,
+            &[
+                NodeLossRecovery::Open,
+                NodeLossRecovery::Parallel,
+                NodeLossRecovery::Replay,
+            ],
+        ),
         avoid_flush_during_recovery: rng.chance(75),
         bytes_per_sync: pick(rng, &[0, 4 << 10, 64 << 10, 1 << 20]),
     }

@@ -56,9 +56,11 @@ pub struct Summary {
     pub injected_timeouts: u64,
     /// Capacity-tier tables found live at the reopens (summed over rounds).
     pub capacity_tables: u64,
-    /// Rounds ended by deleting the database directory (extended WAL): the reopen rebuilt
-    /// the fast tier from the log location.
+    /// Rounds ended by deleting the database directory (extended WAL): the fast tier was
+    /// rebuilt from the log location, by the reopen or first by `recover` — of those, how
+    /// many with the chronological replay.
     pub node_losses: u64,
+    pub node_loss_replays: u64,
 }
 
 impl Summary {
@@ -76,7 +78,7 @@ impl Summary {
 
     pub fn details(&self) -> String {
         format!(
-            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
+            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered ({} by the replay baseline); {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
             self.seed,
             self.databases,
             self.acked_batches,
@@ -84,6 +86,7 @@ impl Summary {
             self.in_flight_dropped,
             self.capacity_tables,
             self.node_losses,
+            self.node_loss_replays,
             self.injected_errors,
             self.injected_timeouts,
             self.write_errors,
@@ -265,6 +268,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
             // The node is lost: only the log location and the capacity tier remain.
             remove(&dir.join("db"))?;
             sum.node_losses += 1;
+            if cfg.node_loss_recovery == crate::config::NodeLossRecovery::Replay {
+                sum.node_loss_replays += 1;
+            }
+            if let Some(mode) = cfg.node_loss_recovery.mode() {
+                if let Err(e) =
+                    strata::recovery::recover(&dir.join("db"), cfg.to_options(dir, false), mode)
+                {
+                    problems.push(format!("{mode:?} recovery after the node loss failed: {e}"));
+                }
+            }
         }
         match Db::open(dir.join("db"), cfg.to_options(dir, false)) {
             Ok(db) => {
