@@ -279,6 +279,9 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         ),
         extended_wal: rng.chance(25),
         node_loss: rng.chance(30),
+        avoid_flush_during_recovery: rng.chance(75),
+        bytes_per_sync: pick(rng, &[0, 4 << 10, 64 << 10, 1 << 20]),
+        // Drawn last: a seed draws the same options before it as it did before this existed.
         node_loss_recovery: pick(
             rng,
             &[
@@ -287,8 +290,6 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
                 NodeLossRecovery::Replay,
             ],
         ),
-        avoid_flush_during_recovery: rng.chance(75),
-        bytes_per_sync: pick(rng, &[0, 4 << 10, 64 << 10, 1 << 20]),
     }
 }
 

@@ -57,10 +57,13 @@ pub struct Summary {
     /// Capacity-tier tables found live at the reopens (summed over rounds).
     pub capacity_tables: u64,
     /// Rounds ended by deleting the database directory (extended WAL): the fast tier was
-    /// rebuilt from the log location, by the reopen or first by `recover` — of those, how
-    /// many with the chronological replay.
+    /// rebuilt from the log location, by the reopen or first by `recover`.
     pub node_losses: u64,
+    /// Node losses `recover` rebuilt with the chronological replay.
     pub node_loss_replays: u64,
+    /// Node losses drawn for the replay that it refused (capacity-tier tables above a lost
+    /// level), which the reopen rebuilt instead.
+    pub node_loss_replays_refused: u64,
 }
 
 impl Summary {
@@ -78,7 +81,7 @@ impl Summary {
 
     pub fn details(&self) -> String {
         format!(
-            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered ({} by the replay baseline); {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
+            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered ({} by the replay baseline, {} refused by it); {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
             self.seed,
             self.databases,
             self.acked_batches,
@@ -87,6 +90,7 @@ impl Summary {
             self.capacity_tables,
             self.node_losses,
             self.node_loss_replays,
+            self.node_loss_replays_refused,
             self.injected_errors,
             self.injected_timeouts,
             self.write_errors,
@@ -268,14 +272,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
             // The node is lost: only the log location and the capacity tier remain.
             remove(&dir.join("db"))?;
             sum.node_losses += 1;
-            if cfg.node_loss_recovery == crate::config::NodeLossRecovery::Replay {
-                sum.node_loss_replays += 1;
-            }
             if let Some(mode) = cfg.node_loss_recovery.mode() {
-                if let Err(e) =
-                    strata::recovery::recover(&dir.join("db"), cfg.to_options(dir, false), mode)
-                {
-                    problems.push(format!("{mode:?} recovery after the node loss failed: {e}"));
+                let replay = mode == strata::recovery::RecoveryMode::Replay;
+                match strata::recovery::recover(&dir.join("db"), cfg.to_options(dir, false), mode) {
+                    Ok(_) if replay => sum.node_loss_replays += 1,
+                    Ok(_) => {}
+                    // The replay moves every lost table to L0, which it refuses (before writing
+                    // anything) while a capacity-tier table sits at or above a lost level: the
+                    // open below rebuilds instead.
+                    Err(e) if replay && e.kind() == strata::ErrorKind::InvalidArgument => {
+                        sum.node_loss_replays_refused += 1
+                    }
+                    Err(e) => {
+                        problems.push(format!("{mode:?} recovery after the node loss failed: {e}"))
+                    }
                 }
             }
         }

@@ -8,8 +8,9 @@
 //! log is then walked in order, each marked operation added to the memtable from where it
 //! lies in the log (as a WAL replay at open does), with the lists' own records (inline
 //! entries, range tombstones) merged in by sequence number. An earlier version copied every
-//! record out and sorted them: that took ~3 s of a ~20 s replay here (8.5M writes), and the
-//! copies slowed the memtable phase by ~3 s more.
+//! record out and sorted them: collecting took 4.2–6.7 s of a 23.4–27.9 s replay of 8.5M
+//! writes, against 0.6–0.8 s now, and building from the copies 13.0–15.7 s against 8.7–11.7 s
+//! (`bench/results/recovery-9-replay-ab`).
 //!
 //! Moving every lost record to L0 is only correct while no capacity-tier table sits above a
 //! lost fast-tier one (static and HotRAP placement); under LogStore's placement this mode is
@@ -63,12 +64,13 @@ impl Rec {
 struct Held {
     /// Per WAL file, a bit per operation.
     marked: Vec<Vec<AtomicU64>>,
-    own: Vec<(SeqNo, Rec)>,
+    /// By sequence number, then by list (the order the lists were given in).
+    own: Vec<(SeqNo, usize, Rec)>,
 }
 
 impl Held {
-    /// Goes through every list in table order on `threads` workers, with the same checks as
-    /// the parallel rebuild (order, every reference found, the content CRC), marking what it
+    /// Checks every list (each in table order; the lists on `threads` workers) as the
+    /// parallel rebuild does (order, every reference found, the content CRC), marking what it
     /// references.
     fn find(lists: &[&KeyList], scan: &WalScan, threads: usize) -> Result<Held> {
         let marked: Vec<Vec<AtomicU64>> = (0..scan.files())
@@ -80,6 +82,29 @@ impl Held {
         let own = Mutex::new(Vec::new());
         let next = AtomicUsize::new(0);
         let failed: Mutex<Option<Error>> = Mutex::new(None);
+        // Marks the operation entry `e` references, given the internal key `for_each_entry`
+        // found for it (which calls back once per entry, in order: the sequence number the
+        // key carries is checked, not assumed); false for an inline entry.
+        let mark = |list: &KeyList, e: Option<&KeyListEntry>, ik: &[u8]| -> Result<bool> {
+            let p = parse_internal_key(ik)?;
+            match e {
+                Some(KeyListEntry::Ref(seq)) if *seq == p.seq => {
+                    let (f, at) = scan.position(*seq).ok_or_else(|| {
+                        Error::corruption(format!(
+                            "table {}: the WAL operation with sequence number {seq} is missing",
+                            list.table
+                        ))
+                    })?;
+                    marked[f][at / 64].fetch_or(1 << (at % 64), Ordering::Relaxed);
+                    Ok(true)
+                }
+                Some(KeyListEntry::Inline(_)) => Ok(false),
+                _ => Err(Error::corruption(format!(
+                    "table {}: an entry found does not match its key list",
+                    list.table
+                ))),
+            }
+        };
         std::thread::scope(|s| {
             for _ in 0..threads.min(lists.len()).max(1) {
                 s.spawn(|| loop {
@@ -88,23 +113,13 @@ impl Held {
                     if failed.lock().is_some() {
                         break;
                     }
-                    let mut mine: Vec<(SeqNo, Rec)> = Vec::new();
+                    let mut mine: Vec<(SeqNo, usize, Rec)> = Vec::new();
                     let mut entries = list.entries.iter();
                     let r = for_each_entry(list, scan, |ik, value| {
-                        match entries.next() {
-                            Some(KeyListEntry::Ref(seq)) => {
-                                // `for_each_entry` found it, so it has a position.
-                                if let Some((f, at)) = scan.position(*seq) {
-                                    marked[f][at / 64].fetch_or(1 << (at % 64), Ordering::Relaxed);
-                                }
-                            }
-                            _ => {
-                                let p = parse_internal_key(ik)?;
-                                mine.push((
-                                    p.seq,
-                                    Rec::Point(p.kind, p.user_key.to_vec(), value.to_vec()),
-                                ));
-                            }
+                        if !mark(list, entries.next(), ik)? {
+                            let p = parse_internal_key(ik)?;
+                            let rec = Rec::Point(p.kind, p.user_key.to_vec(), value.to_vec());
+                            mine.push((p.seq, i, rec));
                         }
                         Ok(())
                     });
@@ -113,7 +128,7 @@ impl Held {
                         break;
                     }
                     for t in &list.tombstones {
-                        mine.push((t.seq, Rec::Range(t.start.clone(), t.end.clone())));
+                        mine.push((t.seq, i, Rec::Range(t.start.clone(), t.end.clone())));
                     }
                     own.lock().extend(mine);
                 });
@@ -123,7 +138,7 @@ impl Held {
             return Err(e);
         }
         let mut own = own.into_inner();
-        own.sort_by_key(|(s, _)| *s);
+        own.sort_by_key(|(s, i, _)| (*s, *i));
         Ok(Held { marked, own })
     }
 
@@ -143,7 +158,7 @@ impl Held {
                     let at = w * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
                     let seq = first + at as u64;
-                    while let Some((s, r)) = own.next_if(|(s, _)| *s < seq) {
+                    while let Some((s, _, r)) = own.next_if(|(s, _, _)| *s < seq) {
                         f(*s, r.as_ref())?;
                     }
                     let op = scan.op_at(file, at).ok_or_else(|| {
@@ -155,7 +170,7 @@ impl Held {
                 }
             }
         }
-        for (s, r) in own {
+        for (s, _, r) in own {
             f(*s, r.as_ref())?;
         }
         Ok(())
@@ -271,35 +286,54 @@ mod tests {
     use super::*;
     use crate::batch::WriteBatch;
     use crate::range_del::RangeTombstone;
+    use crate::recovery::wal_scan;
     use crate::storage::{LocalFs, Storage};
     use crate::types::internal_key;
     use crate::wal::keylist::ContentCrc;
 
-    /// Two WAL files of puts `k{seq}` = `v{seq}`, sequence numbers 1..=80.
+    /// Sequence numbers whose operation is a delete (the rest are puts).
+    fn is_delete(s: u64) -> bool {
+        s.is_multiple_of(7)
+    }
+
+    /// Operation `s`: its kind, key `k{s}` and value (`v{s}`, none for a delete).
+    fn op(s: u64) -> (ValueKind, Vec<u8>, Vec<u8>) {
+        let key = format!("k{s:03}").into_bytes();
+        if is_delete(s) {
+            (ValueKind::Delete, key, Vec::new())
+        } else {
+            (ValueKind::Put, key, format!("v{s}").into_bytes())
+        }
+    }
+
+    /// Two WAL files, sequence numbers 1..=200 (more than three bitmap words) and 201..=260.
     fn log() -> (tempfile::TempDir, WalScan) {
         let dir = tempfile::tempdir().unwrap();
-        for (n, seqs) in [(1u64, 1..=40u64), (2, 41..=80)] {
+        for (n, seqs) in [(1u64, 1..=200u64), (2, 201..=260)] {
             let path = dir.path().join(format!("{n:06}.log"));
             let mut w = LogWriter::new(LocalFs.create(&path).unwrap(), n);
             for s in seqs {
                 let mut b = WriteBatch::new();
-                b.put(format!("k{s:03}").as_bytes(), format!("v{s}").as_bytes());
+                match op(s) {
+                    (ValueKind::Delete, k, _) => b.delete(&k),
+                    (_, k, v) => b.put(&k, &v),
+                }
                 w.add_record(b.encode_with_seq(s)).unwrap();
             }
             w.sync().unwrap();
         }
-        let scan = super::super::wal_scan::scan(dir.path(), &LocalFs, 2, 0, &|_| true).unwrap();
+        let scan = wal_scan::scan(dir.path(), &LocalFs, 2, 0, &|_| true).unwrap();
         (dir, scan)
     }
 
-    /// A table's key list: references to `refs`, then one inline entry, and tombstones, with
-    /// its content CRC.
+    /// A table's key list: references to `refs` (ascending), then one inline entry, and
+    /// tombstones, with its content CRC.
     fn list(table: u64, refs: &[u64], inline: Option<u64>, tombstones: &[u64]) -> KeyList {
         let mut crc = ContentCrc::default();
         let mut entries = Vec::new();
         for &s in refs {
-            let ik = internal_key(format!("k{s:03}").as_bytes(), s, ValueKind::Put as u8);
-            crc.add_point(&ik, format!("v{s}").as_bytes());
+            let (kind, k, v) = op(s);
+            crc.add_point(&internal_key(&k, s, kind as u8), &v);
             entries.push(KeyListEntry::Ref(s));
         }
         if let Some(s) = inline {
@@ -320,33 +354,49 @@ mod tests {
         }
     }
 
-    /// Held records come back in sequence order, the log's merged with the lists' own, and
-    /// an operation two lists reference once.
+    /// Held records come back in sequence order: the log's (puts and deletes, across bitmap
+    /// words and files) merged with the lists' own (inline entries, tombstones), and an
+    /// operation two lists reference once.
     #[test]
     fn held_records_replay_in_sequence_order() {
         let (_dir, scan) = log();
-        let a = list(7, &[3, 10, 45, 70], Some(100), &[60]);
-        let b = list(8, &[5, 10, 41, 79], Some(2), &[]);
+        let a = list(
+            7,
+            &[3, 10, 63, 64, 127, 128, 201, 245],
+            Some(300),
+            &[60, 245],
+        );
+        let b = list(8, &[5, 10, 129, 200, 260], Some(2), &[]);
         for threads in [1, 2, 3] {
             let held = Held::find(&[&a, &b], &scan, threads).unwrap();
             let mut got = Vec::new();
             held.replay(&scan, |seq, r| {
                 got.push(match r {
-                    RecRef::Point(_, k, v) => (seq, k.to_vec(), v.to_vec()),
-                    RecRef::Range(s, e) => (seq, s.to_vec(), e.to_vec()),
+                    RecRef::Point(kind, k, v) => (seq, kind, k.to_vec(), v.to_vec()),
+                    RecRef::Range(s, e) => (seq, ValueKind::RangeDelete, s.to_vec(), e.to_vec()),
                 });
                 Ok(())
             })
             .unwrap();
-            let want: Vec<(u64, Vec<u8>, Vec<u8>)> = [2, 3, 5, 10, 41, 45, 60, 70, 79, 100]
-                .iter()
-                .map(|&s| match s {
-                    2 | 100 => (s, format!("z{s:03}").into(), b"inline".to_vec()),
-                    60 => (s, b"a".to_vec(), b"b".to_vec()),
-                    _ => (s, format!("k{s:03}").into(), format!("v{s}").into()),
-                })
-                .collect();
+            let range = |s: u64| (s, ValueKind::RangeDelete, b"a".to_vec(), b"b".to_vec());
+            let inline = |s: u64| {
+                let k = format!("z{s:03}").into_bytes();
+                (s, ValueKind::Put, k, b"inline".to_vec())
+            };
+            let logged = |s: u64| {
+                let (kind, k, v) = op(s);
+                (s, kind, k, v)
+            };
+            let mut want = vec![inline(2)];
+            want.extend([3, 5, 10].map(logged));
+            want.push(range(60));
+            want.extend([63, 64, 127, 128, 129, 200, 201, 245].map(logged));
+            // The operation first, then the tombstone with the same sequence number.
+            want.push(range(245));
+            want.push(logged(260));
+            want.push(inline(300));
             assert_eq!(got, want, "{threads} threads");
+            assert!(got.iter().any(|g| g.1 == ValueKind::Delete));
         }
     }
 
@@ -355,12 +405,41 @@ mod tests {
     #[test]
     fn a_missing_operation_or_a_wrong_checksum_is_corruption() {
         let (_dir, scan) = log();
-        let gone = list(7, &[3, 81], None, &[]);
+        let gone = list(7, &[3, 261], None, &[]);
         let e = Held::find(&[&gone], &scan, 2).err().expect("missing");
-        assert!(e.is_corruption() && e.to_string().contains("81"), "{e}");
+        assert!(e.is_corruption() && e.to_string().contains("261"), "{e}");
         let mut wrong = list(7, &[3, 4], None, &[]);
         wrong.checksum ^= 1;
-        let e = Held::find(&[&wrong], &scan, 2).err().expect("checksum");
-        assert!(e.is_corruption(), "{e}");
+        for threads in [1, 2] {
+            let e = Held::find(&[&list(8, &[5], None, &[]), &wrong], &scan, threads)
+                .err()
+                .expect("checksum");
+            assert!(e.is_corruption(), "{e}");
+        }
+    }
+
+    /// Where the scan looks for a sequence number: below the first file, inside each, and past
+    /// the last one, nothing.
+    #[test]
+    fn positions_of_sequence_numbers() {
+        let (_dir, scan) = log();
+        assert_eq!(scan.files(), 2);
+        assert_eq!(scan.file_span(0), (1, 200));
+        assert_eq!(scan.file_span(1), (201, 60));
+        assert_eq!(scan.position(0), None);
+        assert_eq!(scan.position(1), Some((0, 0)));
+        assert_eq!(scan.position(200), Some((0, 199)));
+        assert_eq!(scan.position(201), Some((1, 0)));
+        assert_eq!(scan.position(260), Some((1, 59)));
+        assert_eq!(scan.position(261), None);
+        let o = scan.op_at(1, 45).unwrap();
+        assert_eq!(
+            (o.kind, o.key, o.value),
+            (ValueKind::Put, &b"k246"[..], &b"v246"[..])
+        );
+        assert!(scan
+            .op_at(0, 6)
+            .is_some_and(|o| o.kind == ValueKind::Delete));
+        assert!(scan.op_at(1, 60).is_none() && scan.op_at(2, 0).is_none());
     }
 }

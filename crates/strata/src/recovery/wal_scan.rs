@@ -274,7 +274,7 @@ impl WalScan {
         f.op(loc)
     }
 
-    /// How many files hold batches, by ascending first sequence number.
+    /// How many files hold batches (numbered `0..files()` by ascending first sequence number).
     pub fn files(&self) -> usize {
         self.files.len()
     }
@@ -290,7 +290,8 @@ impl WalScan {
         (at < self.files[file].ops.len()).then_some((file, at))
     }
 
-    /// The first sequence number of file `file` and how many it covers.
+    /// The first sequence number of file `file` (below [`WalScan::files`]) and how many it
+    /// covers.
     pub fn file_span(&self, file: usize) -> (SeqNo, usize) {
         let f = &self.files[file];
         (f.first.unwrap_or(0), f.ops.len())
