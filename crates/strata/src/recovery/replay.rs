@@ -82,29 +82,6 @@ impl Held {
         let own = Mutex::new(Vec::new());
         let next = AtomicUsize::new(0);
         let failed: Mutex<Option<Error>> = Mutex::new(None);
-        // Marks the operation entry `e` references, given the internal key `for_each_entry`
-        // found for it (which calls back once per entry, in order: the sequence number the
-        // key carries is checked, not assumed); false for an inline entry.
-        let mark = |list: &KeyList, e: Option<&KeyListEntry>, ik: &[u8]| -> Result<bool> {
-            let p = parse_internal_key(ik)?;
-            match e {
-                Some(KeyListEntry::Ref(seq)) if *seq == p.seq => {
-                    let (f, at) = scan.position(*seq).ok_or_else(|| {
-                        Error::corruption(format!(
-                            "table {}: the WAL operation with sequence number {seq} is missing",
-                            list.table
-                        ))
-                    })?;
-                    marked[f][at / 64].fetch_or(1 << (at % 64), Ordering::Relaxed);
-                    Ok(true)
-                }
-                Some(KeyListEntry::Inline(_)) => Ok(false),
-                _ => Err(Error::corruption(format!(
-                    "table {}: an entry found does not match its key list",
-                    list.table
-                ))),
-            }
-        };
         std::thread::scope(|s| {
             for _ in 0..threads.min(lists.len()).max(1) {
                 s.spawn(|| loop {
@@ -113,24 +90,13 @@ impl Held {
                     if failed.lock().is_some() {
                         break;
                     }
-                    let mut mine: Vec<(SeqNo, usize, Rec)> = Vec::new();
-                    let mut entries = list.entries.iter();
-                    let r = for_each_entry(list, scan, |ik, value| {
-                        if !mark(list, entries.next(), ik)? {
-                            let p = parse_internal_key(ik)?;
-                            let rec = Rec::Point(p.kind, p.user_key.to_vec(), value.to_vec());
-                            mine.push((p.seq, i, rec));
+                    match mark_list(list, i, scan, &marked) {
+                        Ok(mine) => own.lock().extend(mine),
+                        Err(e) => {
+                            failed.lock().get_or_insert(e);
+                            break;
                         }
-                        Ok(())
-                    });
-                    if let Err(e) = r {
-                        failed.lock().get_or_insert(e);
-                        break;
                     }
-                    for t in &list.tombstones {
-                        mine.push((t.seq, i, Rec::Range(t.start.clone(), t.end.clone())));
-                    }
-                    own.lock().extend(mine);
                 });
             }
         });
@@ -175,6 +141,48 @@ impl Held {
         }
         Ok(())
     }
+}
+
+/// Checks list `i` (`list`) in table order as the parallel rebuild does, marks in `marked` the
+/// operations it references, and returns its own records (inline entries and tombstones).
+fn mark_list(
+    list: &KeyList,
+    i: usize,
+    scan: &WalScan,
+    marked: &[Vec<AtomicU64>],
+) -> Result<Vec<(SeqNo, usize, Rec)>> {
+    let mut own = Vec::new();
+    let mut entries = list.entries.iter();
+    // `for_each_entry` calls back once per entry, in order; the sequence number a reference's
+    // internal key carries is checked, not assumed.
+    for_each_entry(list, scan, |ik, value| {
+        let p = parse_internal_key(ik)?;
+        match entries.next() {
+            Some(KeyListEntry::Ref(seq)) if *seq == p.seq => {
+                let (f, at) = scan.position(p.seq).ok_or_else(|| {
+                    Error::corruption(format!(
+                        "table {}: the WAL operation with sequence number {} is missing",
+                        list.table, p.seq
+                    ))
+                })?;
+                marked[f][at / 64].fetch_or(1 << (at % 64), Ordering::Relaxed);
+                Ok(())
+            }
+            Some(KeyListEntry::Inline(_)) => {
+                let rec = Rec::Point(p.kind, p.user_key.to_vec(), value.to_vec());
+                own.push((p.seq, i, rec));
+                Ok(())
+            }
+            _ => Err(Error::corruption(format!(
+                "table {}: an entry found does not match its key list",
+                list.table
+            ))),
+        }
+    })?;
+    for t in &list.tombstones {
+        own.push((t.seq, i, Rec::Range(t.start.clone(), t.end.clone())));
+    }
+    Ok(own)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -8,7 +8,8 @@
 //! resources → local (the runner's fallback); the local estimate shorter → local. A side
 //! never measured is tried first (local on a job of at most [`FIRST_LOCAL_MAX_BYTES`]; a
 //! failed remote job measures it too, by running locally), and every [`EXPLORE_EVERY`]th
-//! decision the estimates send local goes remote instead, so a stale remote estimate cannot lock local execution in.
+//! decision the estimates send local goes remote instead, so a stale remote estimate cannot
+//! lock local execution in.
 //! Exploration only goes that way: a remote job costs the database little, while a local
 //! job explored against the estimates can hold its one core and its link for minutes.
 //!
@@ -21,7 +22,8 @@
 //!   decision if no small job comes.
 //! - Rule 2 applies only to jobs sent remote to explore or before remote is measured. A job
 //!   sent remote by rule 1, by rule 3, for want of a small job to measure local on, or by
-//!   remote mode waits in the control plane's queue while the workers are busy ([`Decision::wait_for_worker`]): a one-core worker
+//!   remote mode waits in the control plane's queue while the workers are busy
+//!   ([`Decision::wait_for_worker`]): a one-core worker
 //!   running one job reports ~100% CPU, so under rule 2 every job arriving meanwhile runs
 //!   locally — a capacity-tier job across the database's slow link, at many times the remote
 //!   time. Eq. 1's remote time includes that queueing, so a worker that stays busy makes
