@@ -58,13 +58,24 @@ echo "== python binding: pip install ./bindings/python, then pytest"
 "$VENV/bin/python" -m pip install -q --upgrade pip "maturin>=1.5,<2" pytest
 "$VENV/bin/python" -m pip install -q ./bindings/python
 (cd bindings/python && "$VENV/bin/python" -m pytest -q tests)
+EX_DIR="$(mktemp -d)"
+"$VENV/bin/python" bindings/python/examples/tiered.py "$EX_DIR/python-tiered" 20000
+rm -rf "$EX_DIR"
 
 # The README's main job, smaller and in the test build: most data on the capacity tier,
-# skewed reads, every value found (the example asserts both).
-echo "== quickstart (300k keys)"
-QS_DIR="$(mktemp -d)"
-cargo run -p strata --features strata/invariants --example quickstart -- "$QS_DIR/quickstart" 300000
-rm -rf "$QS_DIR"
+# skewed reads, every value found (the example asserts both). Then one example per major
+# feature, each on a small size; each asserts what it shows.
+EX_DIR="$(mktemp -d)"
+echo "== examples: quickstart (300k keys), split_forest, node_loss, remote_compaction"
+cargo run -q -p strata --features strata/invariants --example quickstart -- "$EX_DIR/quickstart" 300000
+cargo run -q -p strata --features strata/invariants --example split_forest -- "$EX_DIR/split_forest" 200000
+cargo run -q -p strata --features strata/invariants --example node_loss -- "$EX_DIR/node_loss" 100000
+cargo run -q -p strata-compaction --features strata/invariants --example remote_compaction -- "$EX_DIR/remote_compaction" 50000
+rm -rf "$EX_DIR"
+
+# The user's guide (docs/): built with mdBook, links and anchors checked, generated pages up to
+# date. Its Rust code ran above as doctests of the strata crate.
+bash scripts/book.sh
 
 # redis-py's own test_commands.py against `strata serve` (needs python3 with venv and pip).
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
@@ -76,3 +87,5 @@ fi
 # The binary the workspace tests just built (same features, so no rebuild).
 cargo build -q -p strata-cli --features strata/invariants
 bash scripts/redis-py-tests.sh "${CARGO_TARGET_DIR:-target}/debug/strata"
+# The README's `strata serve` example, run as written (with this binary and a free port).
+bash scripts/readme-serve.sh "${CARGO_TARGET_DIR:-target}/debug/strata"

@@ -44,3 +44,33 @@ pub use version::CompactionStyle;
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The user's guide (`docs/`, an mdBook): every page with Rust code, compiled and run as
+/// doctests, so the guide's examples keep compiling (scripts/check-book.py checks the list).
+#[cfg(doctest)]
+mod book {
+    #[doc = include_str!("../../../docs/getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../../../docs/library.md")]
+    pub struct Library;
+    #[doc = include_str!("../../../docs/mechanisms/hotrap.md")]
+    pub struct Hotrap;
+    #[doc = include_str!("../../../docs/mechanisms/lap-cache.md")]
+    pub struct LapCache;
+    #[doc = include_str!("../../../docs/mechanisms/logstore.md")]
+    pub struct Logstore;
+    #[doc = include_str!("../../../docs/mechanisms/mashmeta.md")]
+    pub struct Mashmeta;
+    #[doc = include_str!("../../../docs/mechanisms/node-loss-recovery.md")]
+    pub struct NodeLossRecovery;
+    #[doc = include_str!("../../../docs/mechanisms/remote-compaction.md")]
+    pub struct RemoteCompaction;
+    #[doc = include_str!("../../../docs/mechanisms/split-forest.md")]
+    pub struct SplitForest;
+    #[doc = include_str!("../../../docs/operating/configuration.md")]
+    pub struct Configuration;
+    #[doc = include_str!("../../../docs/operating/failures.md")]
+    pub struct Failures;
+    #[doc = include_str!("../../../docs/operating/metrics.md")]
+    pub struct Metrics;
+}
