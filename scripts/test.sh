@@ -76,6 +76,9 @@ rm -rf "$EX_DIR"
 # The user's guide (docs/): built with mdBook, links and anchors checked, generated pages up to
 # date. Its Rust code ran above as doctests of the strata crate.
 bash scripts/book.sh
+# The engine's API documentation: every public item documented (the crate also warns on
+# missing docs, which clippy -D warnings turns into an error).
+RUSTDOCFLAGS="-D missing-docs" cargo doc -q -p strata --no-deps
 
 # redis-py's own test_commands.py against `strata serve` (needs python3 with venv and pip).
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then

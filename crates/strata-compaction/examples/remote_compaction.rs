@@ -101,7 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
         let mut batch = WriteBatch::new();
         for &i in chunk {
-            batch.put(key(i).as_bytes(), &value);
+            batch.put(key(i).as_bytes(), value);
         }
         db.write(batch)?;
     }

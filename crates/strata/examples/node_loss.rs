@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
         let mut batch = WriteBatch::new();
         for &i in chunk {
-            batch.put(key(i).as_bytes(), &value(i));
+            batch.put(key(i).as_bytes(), value(i));
         }
         db.write(batch)?;
     }
@@ -81,7 +81,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..Default::default()
         };
         let mut batch = WriteBatch::new();
-        batch.put(key(i).as_bytes(), &value(i));
+        batch.put(key(i).as_bytes(), value(i));
         db.write_opt(batch, &sync)?;
     }
     let s = db.stats();

@@ -39,12 +39,16 @@ impl std::fmt::Debug for WriteBatch {
 /// One operation of a decoded batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BatchOp<'a> {
+    /// Sets the key (first) to the value (second).
     Put(&'a [u8], &'a [u8]),
+    /// Removes the key.
     Delete(&'a [u8]),
+    /// Removes every key in `[start, end)` (start first, exclusive end second).
     DeleteRange(&'a [u8], &'a [u8]),
 }
 
 impl WriteBatch {
+    /// An empty batch.
     pub fn new() -> Self {
         WriteBatch {
             rep: vec![0; HEADER],
@@ -101,6 +105,7 @@ impl WriteBatch {
         self.count as usize
     }
 
+    /// Whether the batch holds no operations.
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
@@ -115,6 +120,7 @@ impl WriteBatch {
         self.rep.len()
     }
 
+    /// Removes every operation, leaving an empty batch that can be reused.
     pub fn clear(&mut self) {
         self.rep.truncate(HEADER);
         self.rep[..HEADER].fill(0);

@@ -24,7 +24,8 @@ pub enum ErrorKind {
     NotADatabase,
     /// The database was asked to create or open something in a state that forbids it.
     AlreadyExists,
-    /// The database was closed, or a background failure put it into read-only mode.
+    /// The database was closed or is shutting down. (A write refused because a background
+    /// failure put the database into read-only mode reports that failure's own kind.)
     Closed,
     /// The operation could not complete without waiting, and the caller asked it not to wait:
     /// a `ReadOptions::cache_only` lookup that needs a file read, or a
@@ -37,26 +38,42 @@ pub enum ErrorKind {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorRepr {
+    /// An I/O failure ([`ErrorKind::Io`]).
     #[error("I/O error on {path}: {source}")]
     Io {
+        /// The file or object the operation was on (or what failed, for external errors).
         path: String,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// A checksum or decode failure ([`ErrorKind::Corruption`]), with what mismatched.
     #[error("corruption: {0}")]
     Corruption(String),
+    /// A rejected argument ([`ErrorKind::InvalidArgument`]), with why.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A lock or lease on the database is held by another owner or was released
+    /// ([`ErrorKind::Locked`]); the text names what.
     #[error("database directory is locked by another user: {0}")]
     Locked(String),
+    /// The directory or a table is not a Strata database or has an unknown format version
+    /// ([`ErrorKind::NotADatabase`]).
     #[error("not a strata database: {0}")]
     NotADatabase(String),
+    /// The target already holds a database ([`ErrorKind::AlreadyExists`]): an open with
+    /// `error_if_exists`, or a recovery into a non-empty directory.
     #[error("already exists: {0}")]
     AlreadyExists(String),
+    /// The database is closed or shutting down ([`ErrorKind::Closed`]).
     #[error("database is closed")]
     Closed,
+    /// The operation would have to wait or read a file, and the caller asked it not to
+    /// ([`ErrorKind::Incomplete`]); the text says why.
     #[error("incomplete: {0}")]
     Incomplete(&'static str),
+    /// An earlier failure (flush, compaction, WAL write or sync) that put the database into
+    /// read-only mode; its kind is the wrapped error's kind.
     #[error("background error put the database into read-only mode: {0}")]
     Background(Error),
 }

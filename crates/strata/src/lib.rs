@@ -10,6 +10,8 @@
 //! job description, executor), `iter` (merging and user iterators), `storage` (all file I/O,
 //! fault injection), `db` (the handle, write and read paths, background work).
 
+#![warn(missing_docs)]
+
 pub mod batch;
 pub mod cache;
 mod coding;
@@ -73,4 +75,6 @@ mod book {
     pub struct Failures;
     #[doc = include_str!("../../../docs/operating/metrics.md")]
     pub struct Metrics;
+    #[doc = include_str!("../../../docs/operating/tuning.md")]
+    pub struct Tuning;
 }

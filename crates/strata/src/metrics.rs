@@ -58,6 +58,7 @@ impl LatencyHistogram {
         s.sum_nanos.fetch_add(d.as_nanos() as u64, Relaxed);
     }
 
+    /// The current counts and sum, summed over the stripes.
     pub fn snapshot(&self) -> HistogramSnapshot {
         let mut cumulative = 0u64;
         let buckets = (0..BUCKETS)
@@ -83,8 +84,11 @@ impl LatencyHistogram {
 /// cumulative and ascending; the last bound is finite (add `+Inf` = `count` when exporting).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HistogramSnapshot {
+    /// Observations recorded since the histogram was created (the last bucket's count).
     pub count: u64,
+    /// Sum of the recorded durations, in seconds.
     pub sum_seconds: f64,
+    /// `(upper bound in seconds, observations <= it)` per bucket, cumulative and ascending.
     pub buckets: Vec<(f64, u64)>,
 }
 

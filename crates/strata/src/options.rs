@@ -20,7 +20,9 @@ pub const MAX_BATCH_SIZE: usize = 512 * 1024 * 1024;
 /// Block compression. Chosen per level by [`Options::compression_per_level`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Compression {
+    /// Blocks are stored uncompressed.
     None,
+    /// LZ4 (`lz4_flex`, the uncompressed size prepended).
     Lz4,
     /// Zstandard at the given level (1..=22; 3 is a good default).
     Zstd(i32),
@@ -36,6 +38,7 @@ impl Compression {
         }
     }
 
+    /// The algorithm's name, without a level: `"none"`, `"lz4"` or `"zstd"`.
     pub fn name(self) -> &'static str {
         match self {
             Compression::None => "none",

@@ -11,12 +11,16 @@ use crate::types::SeqNo;
 /// Deletes user keys in `[start, end)` written before `seq`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RangeTombstone {
+    /// First user key deleted (inclusive).
     pub start: Vec<u8>,
+    /// End of the deleted range (exclusive).
     pub end: Vec<u8>,
+    /// The tombstone's sequence number: it deletes versions with a smaller one.
     pub seq: SeqNo,
 }
 
 impl RangeTombstone {
+    /// A tombstone deleting `[start, end)` at sequence number `seq`.
     pub fn new(start: impl Into<Vec<u8>>, end: impl Into<Vec<u8>>, seq: SeqNo) -> Self {
         RangeTombstone {
             start: start.into(),
@@ -24,9 +28,11 @@ impl RangeTombstone {
             seq,
         }
     }
+    /// Whether the range is empty (`start >= end`), deleting nothing.
     pub fn is_empty(&self) -> bool {
         self.start >= self.end
     }
+    /// Whether `key` lies in `[start, end)` (regardless of sequence numbers).
     pub fn covers(&self, key: &[u8]) -> bool {
         self.start.as_slice() <= key && key < self.end.as_slice()
     }
@@ -47,6 +53,7 @@ pub struct Fragments {
 }
 
 impl Fragments {
+    /// Fragments `tombstones` (in any order, possibly overlapping; empty ones are ignored).
     pub fn new(tombstones: &[RangeTombstone]) -> Self {
         let mut bounds: Vec<&[u8]> = Vec::with_capacity(tombstones.len() * 2);
         for t in tombstones.iter().filter(|t| !t.is_empty()) {
@@ -95,6 +102,7 @@ impl Fragments {
         Fragments { frags }
     }
 
+    /// Whether there are no fragments (no non-empty tombstone).
     pub fn is_empty(&self) -> bool {
         self.frags.is_empty()
     }

@@ -24,11 +24,13 @@ pub struct Counter {
 }
 
 impl Counter {
+    /// Adds `v` to the calling thread's stripe (`_order` is ignored: the add is `Relaxed`).
     #[inline]
     pub fn fetch_add(&self, v: u64, _order: Ordering) {
         self.stripes[stripe()].0.fetch_add(v, Relaxed);
     }
 
+    /// The sum of the stripes (`_order` is ignored: the loads are `Relaxed`).
     pub fn load(&self, _order: Ordering) -> u64 {
         self.stripes
             .iter()
@@ -39,48 +41,79 @@ impl Counter {
 /// Levels tracked by per-level counters.
 pub const MAX_LEVELS: usize = 16;
 
+/// Live compaction counters of one level, counted against the output level.
 #[derive(Default)]
 pub struct LevelCounters {
+    /// Compactions installed whose output is this level.
     pub compactions: AtomicU64,
     /// Bytes read (from both input levels) by compactions whose output is this level.
     pub read_bytes: AtomicU64,
     /// Bytes written into this level (by flush for L0, by compaction otherwise).
     pub write_bytes: AtomicU64,
+    /// Tables moved into this level by metadata alone: one per leveled trivial move, and every
+    /// table a split-forest merge moved.
     pub trivial_moves: AtomicU64,
+    /// Time spent by the compactions into this level (by flushes for L0), from start to install,
+    /// in microseconds.
     pub micros: AtomicU64,
 }
 
 /// Live counters shared by the engine's components.
 #[derive(Default)]
 pub struct EngineStats {
+    /// Per-level counters, indexed by level.
     pub levels: [LevelCounters; MAX_LEVELS],
+    /// Encoded bytes of the write batches committed (one batch header per write group).
     pub user_bytes_written: Counter,
+    /// Operations committed: puts, deletes and range deletes.
     pub keys_written: Counter,
+    /// Write groups committed (group commit: one WAL record each).
     pub write_groups: Counter,
+    /// Bytes appended to the WAL by write groups, record framing included.
     pub wal_bytes: Counter,
+    /// WAL fsyncs that succeeded: synced write groups, `Db::sync_wal` and the periodic sync.
     pub wal_syncs: Counter,
+    /// Point lookups: `Db::get` and `Db::get_opt` calls, and the keys of `Db::multi_get` calls.
     pub gets: Counter,
+    /// Point lookups that found a value.
     pub get_found: Counter,
+    /// Memtable flushes installed.
     pub flushes: Counter,
+    /// Bytes of the L0 tables written by flushes.
     pub flush_bytes: Counter,
+    /// Table lookups that consulted a bloom filter.
     pub bloom_checked: Counter,
+    /// Table lookups the bloom filter answered "absent" (no block read).
     pub bloom_useful: Counter,
+    /// Table lookups the bloom filter passed that found no entry for the key.
     pub bloom_false_positive: Counter,
     /// Lookups in capacity tables through their MashMeta trie, and those it answered "absent"
     /// without reading a block.
     pub trie_checked: Counter,
+    /// Trie lookups that answered "absent" without reading a block (see `trie_checked`).
     pub trie_rejected: Counter,
+    /// Data-block lookups the block cache answered.
     pub block_cache_hits: Counter,
+    /// Data-block lookups the block cache missed, which then read the table file.
     pub block_cache_misses: Counter,
     /// Table probes the row cache answered, and those it did not (reads at an older snapshot
     /// do not count).
     pub row_cache_hits: Counter,
+    /// Table probes the row cache did not answer (see `row_cache_hits`).
     pub row_cache_misses: Counter,
+    /// Data blocks read from table files (block-cache misses, or every read without a cache).
     pub block_reads: Counter,
+    /// Bytes of those data-block reads, each block's 5-byte trailer included.
     pub block_read_bytes: Counter,
+    /// Time writers spent stalled (slowdown sleeps and stop waits), in microseconds.
     pub stall_micros: Counter,
+    /// Write groups delayed by one `slowdown_delay` sleep (L0 at the slowdown trigger).
     pub slowdowns: Counter,
+    /// Write stalls that stopped a write group until a flush or compaction made room (too many
+    /// memtables, or L0 at the stop trigger); one per stall, however long.
     pub stops: Counter,
+    /// Background failures: every failed compaction, and the error that made the database
+    /// read-only.
     pub background_errors: Counter,
     /// Tables probed by point lookups (split forest: trees probed per lookup = this / gets).
     pub table_probes: Counter,
@@ -88,16 +121,20 @@ pub struct EngineStats {
     /// operational space it held beyond the live data: all its outputs under leveled
     /// compaction, which deletes inputs at the end; bounded by early cleaning in a forest).
     pub compaction_peak_extra_bytes: AtomicU64,
+    /// Split-forest compaction counters.
     pub forest: ForestCounters,
+    /// Counters of the tiers and their caches, shared with the table store and the capacity tier.
     pub tier: std::sync::Arc<TierStats>,
 }
 
 /// Split-forest compaction counters (SifrDB).
 #[derive(Default)]
 pub struct ForestCounters {
+    /// Split-forest merges installed.
     pub merges: AtomicU64,
     /// Tables moved into a merge's output tree by metadata alone, and their bytes.
     pub moved_tables: AtomicU64,
+    /// Bytes of the tables counted in `moved_tables`.
     pub moved_bytes: AtomicU64,
     /// Checkpoints installed (compaction journal records).
     pub checkpoints: AtomicU64,
@@ -114,32 +151,50 @@ pub struct ForestCounters {
 /// A snapshot of [`ForestCounters`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ForestStats {
+    /// Split-forest merges installed since open.
     pub merges: u64,
+    /// Tables moved into a merge's output tree by metadata alone, since open.
     pub moved_tables: u64,
+    /// Bytes of the tables counted in `moved_tables`.
     pub moved_bytes: u64,
+    /// Checkpoints installed (compaction journal records) since open.
     pub checkpoints: u64,
+    /// Input bytes deleted by early cleaning while their merge ran, since open.
     pub early_cleaned_bytes: u64,
+    /// Merges resumed from the journal after a restart.
     pub resumes: u64,
+    /// Point lookups that probed candidate tables in parallel, since open.
     pub parallel_searches: u64,
+    /// Iterator seeks that prefetched the capacity-tier trees' blocks in parallel, since open.
     pub scan_prefetches: u64,
 }
 
 /// Figures for one level in a [`DbStats`] snapshot.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LevelStats {
+    /// The level number (0 for L0).
     pub level: usize,
+    /// Tables in the level now.
     pub files: usize,
+    /// Non-empty sorted runs in the level now.
     pub sorted_runs: usize,
+    /// Bytes of the level's tables now.
     pub bytes: u64,
     /// Target size under the current level sizing (0 when the level is unused).
     pub target_bytes: u64,
+    /// Compactions installed into this level since open.
     pub compactions: u64,
+    /// Tables moved into this level by metadata alone since open (see
+    /// [`LevelCounters::trivial_moves`]).
     pub trivial_moves: u64,
+    /// Bytes read (from both input levels) by compactions into this level since open.
     pub read_bytes: u64,
+    /// Bytes written into this level since open (by flushes for L0, by compactions otherwise).
     pub write_bytes: u64,
     /// Bytes written into this level per byte read by the compactions into it (from both input
     /// levels), RocksDB's per-level `W-Amp`.
     pub write_amp: f64,
+    /// Time spent by compactions into this level (by flushes for L0) since open, in seconds.
     pub compaction_secs: f64,
     /// Tables by temperature (decayed reads answered): `[<1, 1–9, 10–99, 100–999, 1k–9.9k,
     /// ≥10k]` (LogStore's per-level histogram; counted only with `placement_policy =
@@ -152,45 +207,82 @@ pub struct LevelStats {
 /// A snapshot of the engine's statistics.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DbStats {
+    /// Per-level figures, one per configured level.
     pub levels: Vec<LevelStats>,
+    /// Encoded bytes of the write batches committed since open (one batch header per group).
     pub user_bytes_written: u64,
+    /// Operations committed since open: puts, deletes and range deletes.
     pub keys_written: u64,
+    /// Write groups committed since open (one WAL record each).
     pub write_groups: u64,
+    /// Bytes appended to the WAL since open, record framing included.
     pub wal_bytes: u64,
+    /// WAL fsyncs that succeeded since open.
     pub wal_syncs: u64,
+    /// Point lookups since open (`get` calls and `multi_get` keys).
     pub gets: u64,
+    /// Point lookups that found a value, since open.
     pub get_found: u64,
+    /// Memtable flushes installed since open.
     pub flushes: u64,
+    /// Bytes of the L0 tables written by flushes since open.
     pub flush_bytes: u64,
+    /// Bytes read by compactions into L1 and below since open (their levels' `read_bytes`).
     pub compaction_read_bytes: u64,
+    /// Bytes written by compactions into L1 and below since open (their levels' `write_bytes`).
     pub compaction_write_bytes: u64,
     /// (flush + compaction bytes written) / user bytes written.
     pub write_amp: f64,
+    /// Table lookups that consulted a bloom filter, since open.
     pub bloom_checked: u64,
+    /// Table lookups the bloom filter answered "absent" (no block read), since open.
     pub bloom_useful: u64,
+    /// Table lookups the bloom filter passed that found no entry for the key, since open.
     pub bloom_false_positive: u64,
+    /// Capacity-table lookups through a MashMeta trie, since open.
     pub trie_checked: u64,
+    /// Trie lookups answered "absent" without reading a block, since open.
     pub trie_rejected: u64,
+    /// Data-block lookups the block cache answered, since open.
     pub block_cache_hits: u64,
+    /// Data-block lookups the block cache missed, since open.
     pub block_cache_misses: u64,
+    /// Bytes held by the block cache now (0 without one).
     pub block_cache_usage: u64,
+    /// The block cache's capacity in bytes (0 without one).
     pub block_cache_capacity: u64,
+    /// Table probes the row cache answered, since open.
     pub row_cache_hits: u64,
+    /// Table probes the row cache did not answer, since open.
     pub row_cache_misses: u64,
+    /// Bytes held by the row cache now (0 without one).
     pub row_cache_usage: u64,
+    /// The row cache's capacity in bytes (0 without one).
     pub row_cache_capacity: u64,
+    /// Data blocks read from table files since open.
     pub block_reads: u64,
+    /// Bytes of those data-block reads, each block's 5-byte trailer included.
     pub block_read_bytes: u64,
+    /// Time writers spent stalled since open, in microseconds.
     pub stall_micros: u64,
+    /// Write groups delayed by a `slowdown_delay` sleep since open.
     pub slowdowns: u64,
+    /// Write stalls that stopped writes until there was room, since open.
     pub stops: u64,
+    /// Background failures since open (failed compactions, and the error that made the database
+    /// read-only).
     pub background_errors: u64,
+    /// Approximate bytes of the active and immutable memtables now.
     pub memtable_bytes: u64,
     /// Memtables' point indexes (beside `memtable_bytes`, not counted in it).
     pub memtable_index_bytes: u64,
+    /// Immutable memtables waiting to be flushed now.
     pub immutable_memtables: usize,
+    /// Snapshots held open now.
     pub live_snapshots: usize,
+    /// Bytes of every live table now, on both tiers.
     pub total_sst_bytes: u64,
+    /// Figures of the tiers and their caches.
     pub tier: TierSnapshot,
     /// Tables probed by point lookups (per lookup: `table_probes / gets`).
     pub table_probes: u64,
@@ -213,9 +305,11 @@ pub struct DbStats {
 pub struct ExtendedWalStats {
     /// WAL files kept in the log location, and the bytes they hold.
     pub live_wal_files: usize,
+    /// Bytes of those WAL files.
     pub live_wal_bytes: u64,
     /// Key-list records logged (one per install) and their bytes.
     pub key_lists: u64,
+    /// Bytes of those key-list records.
     pub key_list_bytes: u64,
     /// Entries logged inline (records the live WAL no longer held).
     pub inlined_entries: u64,
@@ -230,21 +324,28 @@ pub struct LogStoreStats {
     pub informed_compactions: u64,
     /// Hot capacity-tier tables merged up into the fast tier, and their input bytes.
     pub reverse_compactions: u64,
+    /// Input bytes of the reverse compactions.
     pub reverse_bytes: u64,
     /// Hot overlapping L0 tables merged on the fast tier, and their input bytes.
     pub staging_compactions: u64,
+    /// Input bytes of the staging compactions.
     pub staging_bytes: u64,
     /// Compaction is deferred now (reads are rare), and the ticks it was deferred so far.
     pub deferring: bool,
+    /// Ticks at which compaction was deferred, since open.
     pub deferred_ticks: u64,
+    /// LogStore ticks since open (each decays temperatures and samples the read rate).
     pub ticks: u64,
     /// Writes of the `TEMPERATURE` side file that failed (temperatures are then lost at a
     /// crash, never data).
     pub side_file_errors: u64,
     /// The cost model's measured inputs: seek (µs) and bandwidth (MB/s) of each tier.
     pub fast_seek_us: f64,
+    /// Capacity-tier seek time: the mean capacity-tier GET latency, in microseconds.
     pub capacity_seek_us: f64,
+    /// Fast-tier write bandwidth, in MB/s (10^6 bytes per second).
     pub fast_mb_per_s: f64,
+    /// Capacity-tier write bandwidth (PUTs and upload parts), in MB/s (10^6 bytes per second).
     pub capacity_mb_per_s: f64,
 }
 
@@ -506,31 +607,48 @@ impl fmt::Display for DbStats {
 pub struct TierStats {
     /// Capacity-tier requests and bytes.
     pub gets: AtomicU64,
+    /// Bytes returned by capacity-tier GETs.
     pub get_bytes: AtomicU64,
+    /// Capacity-tier PUTs, multipart upload parts and multipart completions.
     pub puts: AtomicU64,
+    /// Bytes sent by capacity-tier PUTs and upload parts.
     pub put_bytes: AtomicU64,
+    /// Capacity-tier DELETE requests, whether or not they succeeded.
     pub deletes: AtomicU64,
+    /// Capacity-tier LIST requests, whether or not they succeeded.
     pub lists: AtomicU64,
+    /// Capacity-tier attempts retried after a transient failure or a timeout.
     pub retries: AtomicU64,
+    /// Capacity-tier requests that failed for good (a permanent error, attempts exhausted, or the
+    /// lease they needed expired).
     pub errors: AtomicU64,
     /// Capacity-tier read latency: bucket `i` counts reads taking `[2^i, 2^(i+1))` µs.
     pub get_latency: [AtomicU64; 32],
     /// Fast-tier table block reads and bytes.
     pub fast_reads: Counter,
+    /// Bytes of those fast-tier reads.
     pub fast_read_bytes: Counter,
     /// Bytes appended to fast-tier table files (with `fast_write_latency`: the write bandwidth).
     pub fast_write_bytes: AtomicU64,
     /// MetaCache: capacity-table metadata served from the fast tier, and sidecars written.
     pub meta_local_reads: AtomicU64,
+    /// MetaCache sidecars written (a capacity table's metadata copied to the fast tier).
     pub meta_builds: AtomicU64,
     /// DataCache (persistent cache of capacity-tier blocks).
     pub pcache_hits: Counter,
+    /// DataCache lookups that missed (the block then comes from the capacity tier).
     pub pcache_misses: Counter,
+    /// Blocks written into the DataCache.
     pub pcache_inserts: AtomicU64,
+    /// Blocks the DataCache refused (larger than a LAP bucket or a naive-cache file).
     pub pcache_rejected: AtomicU64,
+    /// DataCache entries evicted to make room.
     pub pcache_evictions: AtomicU64,
+    /// DataCache entries dropped because their table was deleted (LAP only).
     pub pcache_invalidations: AtomicU64,
+    /// Bytes served from the DataCache.
     pub pcache_read_bytes: AtomicU64,
+    /// Bytes written into the DataCache.
     pub pcache_write_bytes: AtomicU64,
     /// Latency of table block reads from the fast tier's files.
     pub fast_read_latency: crate::metrics::LatencyHistogram,
@@ -543,6 +661,8 @@ pub struct TierStats {
 }
 
 impl TierStats {
+    /// Counts one capacity-tier GET that returned `bytes` and took `took` (count, bytes and both
+    /// latency histograms).
     pub fn record_get(&self, bytes: u64, took: std::time::Duration) {
         self.gets.fetch_add(1, Relaxed);
         self.get_bytes.fetch_add(bytes, Relaxed);
@@ -552,11 +672,14 @@ impl TierStats {
         self.capacity_read_latency.record(took);
     }
 
+    /// Counts one capacity-tier PUT or upload part of `bytes`.
     pub fn record_put(&self, bytes: u64) {
         self.puts.fetch_add(1, Relaxed);
         self.put_bytes.fetch_add(bytes, Relaxed);
     }
 
+    /// Copies the counters into a [`TierSnapshot`]; table, metadata and cache sizes are filled in
+    /// by the caller.
     pub fn snapshot(&self) -> TierSnapshot {
         let g = |c: &AtomicU64| c.load(Relaxed);
         let hist: Vec<u64> = self.get_latency.iter().map(g).collect();
@@ -628,57 +751,93 @@ impl TierStats {
 /// Per-tier figures in a [`DbStats`] snapshot.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TierSnapshot {
+    /// Capacity-tier GETs since open.
     pub capacity_gets: u64,
+    /// Bytes returned by capacity-tier GETs since open.
     pub capacity_get_bytes: u64,
+    /// Capacity-tier PUTs, upload parts and multipart completions since open.
     pub capacity_puts: u64,
+    /// Bytes sent by capacity-tier PUTs and upload parts since open.
     pub capacity_put_bytes: u64,
+    /// Capacity-tier DELETE requests since open.
     pub capacity_deletes: u64,
+    /// Capacity-tier LIST requests since open.
     pub capacity_lists: u64,
+    /// Capacity-tier attempts retried after a transient failure or a timeout, since open.
     pub capacity_retries: u64,
+    /// Capacity-tier requests that failed for good, since open.
     pub capacity_errors: u64,
     /// Upper bucket edges of the capacity read latency percentiles, in milliseconds.
     pub capacity_get_p50_ms: f64,
+    /// Upper bucket edge of the 99th-percentile capacity GET latency, in milliseconds (0 before
+    /// any GET).
     pub capacity_get_p99_ms: f64,
     /// Bucket `i`: capacity reads that took `[2^i, 2^(i+1))` microseconds.
     pub capacity_get_latency_hist: Vec<u64>,
+    /// Fast-tier table file reads since open.
     pub fast_reads: u64,
+    /// Bytes of those fast-tier reads.
     pub fast_read_bytes: u64,
     /// Share of table reads (below the memory block cache) served by the fast tier: fast-tier
     /// table reads plus persistent-cache hits, over those plus capacity-tier GETs.
     pub fast_hit_rate: f64,
+    /// Capacity tables opened from a MetaCache sidecar (one local read, no capacity-tier request).
     pub meta_local_reads: u64,
+    /// MetaCache sidecars written since open.
     pub meta_builds: u64,
     /// Capacity tables' metadata kept on the fast tier (MetaCache sidecars): tables and bytes,
     /// and of the tables whose make-up is known, block-index, bloom-filter and trie bytes.
     pub capacity_meta_tables: u64,
+    /// Bytes of the MetaCache sidecars on the fast tier, headers included.
     pub capacity_meta_bytes: u64,
+    /// Capacity tables whose metadata make-up is known (written or opened since open).
     pub capacity_meta_known_tables: u64,
+    /// Block-index bytes of the known capacity tables.
     pub capacity_index_bytes: u64,
+    /// Bloom-filter bytes of the known capacity tables.
     pub capacity_filter_bytes: u64,
+    /// MashMeta trie bytes of the known capacity tables.
     pub capacity_trie_bytes: u64,
     /// Of the fast-tier tables opened since the database opened: how many, and their
     /// block-index and bloom-filter bytes (they never have a trie).
     pub fast_meta_known_tables: u64,
+    /// Block-index bytes of the fast-tier tables opened since open.
     pub fast_index_bytes: u64,
+    /// Bloom-filter bytes of the fast-tier tables opened since open.
     pub fast_filter_bytes: u64,
+    /// DataCache lookups that hit, since open.
     pub pcache_hits: u64,
+    /// DataCache lookups that missed, since open.
     pub pcache_misses: u64,
+    /// `pcache_hits / (pcache_hits + pcache_misses)`, 0 before any lookup.
     pub pcache_hit_rate: f64,
+    /// Blocks written into the DataCache since open.
     pub pcache_inserts: u64,
+    /// Blocks the DataCache refused as too large, since open.
     pub pcache_rejected: u64,
+    /// DataCache entries evicted to make room, since open.
     pub pcache_evictions: u64,
+    /// DataCache entries dropped because their table was deleted, since open.
     pub pcache_invalidations: u64,
+    /// Bytes served from the DataCache since open.
     pub pcache_read_bytes: u64,
+    /// Bytes written into the DataCache since open.
     pub pcache_write_bytes: u64,
     /// Bytes of tables on each tier.
     pub fast_table_bytes: u64,
+    /// Bytes of the live tables on the capacity tier.
     pub capacity_table_bytes: u64,
+    /// Bytes of valid blocks in the DataCache now (0 without one).
     pub pcache_usage: u64,
+    /// Fast-tier bytes the DataCache may fill (0 without one).
     pub pcache_capacity: u64,
     /// Latency histograms per tier (see `TierStats`).
     pub fast_read_latency: crate::metrics::HistogramSnapshot,
+    /// Latency of capacity-tier GETs.
     pub capacity_read_latency: crate::metrics::HistogramSnapshot,
+    /// Latency of flushing and syncing fast-tier table files.
     pub fast_write_latency: crate::metrics::HistogramSnapshot,
+    /// Latency of capacity-tier write requests (PUT, upload part, upload completion).
     pub capacity_write_latency: crate::metrics::HistogramSnapshot,
 }
 

@@ -19,7 +19,9 @@ pub const MAX_SEQ: SeqNo = (1 << 56) - 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum ValueKind {
+    /// A point deletion (tombstone) of the key.
     Delete = 0,
+    /// A value for the key.
     Put = 1,
     /// A range tombstone `[key, value)`; lives in the range-deletion block, never among points.
     RangeDelete = 2,
@@ -29,6 +31,7 @@ pub enum ValueKind {
 pub const KIND_FOR_SEEK: u8 = 0xff;
 
 impl ValueKind {
+    /// The kind stored as `b`; `None` for an unknown byte.
     pub fn from_u8(b: u8) -> Option<ValueKind> {
         match b {
             0 => Some(ValueKind::Delete),
@@ -39,6 +42,7 @@ impl ValueKind {
     }
 }
 
+/// The 64-bit internal-key trailer: `seq << 8 | kind`.
 #[inline]
 pub fn pack_trailer(seq: SeqNo, kind: u8) -> u64 {
     debug_assert!(seq <= MAX_SEQ);
@@ -52,6 +56,8 @@ pub fn append_internal_key(buf: &mut Vec<u8>, user_key: &[u8], seq: SeqNo, kind:
     buf.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
 }
 
+/// The internal key for `(user_key, seq, kind)`: `user_key` followed by the little-endian
+/// trailer.
 pub fn internal_key(user_key: &[u8], seq: SeqNo, kind: u8) -> Vec<u8> {
     let mut v = Vec::with_capacity(user_key.len() + 8);
     append_internal_key(&mut v, user_key, seq, kind);
@@ -81,6 +87,7 @@ pub fn user_key(ikey: &[u8]) -> &[u8] {
     &ikey[..ikey.len().saturating_sub(8)]
 }
 
+/// The 64-bit trailer of an internal key (`seq << 8 | kind`); 0 if it is shorter than 8 bytes.
 #[inline]
 pub fn trailer(ikey: &[u8]) -> u64 {
     let n = ikey.len();
@@ -93,8 +100,11 @@ pub fn trailer(ikey: &[u8]) -> u64 {
 /// A decoded internal key borrowing from its encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParsedKey<'a> {
+    /// The user-key part.
     pub user_key: &'a [u8],
+    /// The sequence number of the write.
     pub seq: SeqNo,
+    /// The record's kind.
     pub kind: ValueKind,
 }
 

@@ -23,6 +23,7 @@ pub struct BlockCache {
 }
 
 impl BlockCache {
+    /// A cache charging at most `capacity_bytes` (block bytes plus 64 bytes of bookkeeping each).
     pub fn new(capacity_bytes: usize) -> Self {
         let est_items = (capacity_bytes / 4096).max(16);
         BlockCache {
@@ -31,10 +32,12 @@ impl BlockCache {
         }
     }
 
+    /// The cached block at `offset` in table `table`, if present.
     pub fn get(&self, table: u64, offset: u64) -> Option<Block> {
         self.cache.get(&(table, offset))
     }
 
+    /// Caches `block` as the block at `offset` in table `table`, evicting others if over capacity.
     pub fn insert(&self, table: u64, offset: u64, block: Block) {
         self.cache.insert((table, offset), block);
     }
@@ -44,6 +47,7 @@ impl BlockCache {
         self.cache.weight()
     }
 
+    /// The capacity in bytes, as given to [`BlockCache::new`].
     pub fn capacity(&self) -> u64 {
         self.capacity
     }

@@ -72,6 +72,7 @@ pub struct RowCache {
 }
 
 impl RowCache {
+    /// A cache charging at most `capacity_bytes` (key and value bytes plus 96 bytes per entry).
     pub fn new(capacity_bytes: usize) -> Self {
         let est_items = (capacity_bytes / 128).max(16);
         RowCache {
@@ -105,6 +106,7 @@ impl RowCache {
         self.cache.weight()
     }
 
+    /// The capacity in bytes, as given to [`RowCache::new`].
     pub fn capacity(&self) -> u64 {
         self.capacity
     }

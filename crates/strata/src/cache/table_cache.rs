@@ -28,6 +28,8 @@ pub struct TableCache {
 }
 
 impl TableCache {
+    /// A cache of at most `capacity` open tables (at least 16), reading blocks through
+    /// `block_cache` if given, without a row cache (see [`TableCache::with_row_cache`]).
     pub fn new(
         store: Arc<TableStore>,
         capacity: usize,

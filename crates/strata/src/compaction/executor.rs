@@ -36,9 +36,11 @@ pub trait IdReserver: Sync {
 
 /// The handles a job needs to run.
 pub struct CompactionEnv<'a> {
+    /// Opens input tables and creates, on `output_tier`, the output tables.
     pub tables: Arc<TableCache>,
     /// The tier new tables are written to.
     pub output_tier: Tier,
+    /// The database's table-number counter; each output table takes the next number.
     pub file_numbers: Arc<AtomicU64>,
     /// Table numbers from `file_numbers` must stay below this (a remote job's reserved
     /// range); reaching it fails the job.
@@ -46,6 +48,7 @@ pub struct CompactionEnv<'a> {
     /// Durable reservations of table numbers for remote jobs; `None`: plain `fetch_add` on
     /// `file_numbers` (no remote jobs, or a database that is not running yet).
     pub reserve_ids: Option<&'a dyn IdReserver>,
+    /// Throttles output-table writes (RocksDB's `rate_limiter`); `None`: unthrottled.
     pub rate_limiter: Option<Arc<RateLimiter>>,
     /// Set when the database shuts down; the job stops early with an error.
     pub cancel: &'a AtomicBool,
@@ -67,14 +70,21 @@ pub struct CompactionResult {
     pub fast_outputs: Vec<FileMeta>,
     /// Bytes of records routed to `fast_outputs`, and how many came from promoted records.
     pub routed_bytes: u64,
+    /// Records routed to `fast_outputs`.
     pub routed_records: u64,
+    /// Bytes of the input tables read (for a split-forest merge, only the merged ones).
     pub read_bytes: u64,
+    /// Bytes of the output tables written (moved tables not included).
     pub write_bytes: u64,
+    /// Input records read, promoted records included.
     pub records_in: u64,
+    /// Input records not written: shadowed by a newer version no snapshot separates them from,
+    /// covered by a range tombstone, or deletions and filter removals at the bottommost level.
     pub records_dropped: u64,
     /// Split forest: tables moved into the output tree by metadata alone (among `outputs`).
     #[serde(default)]
     pub moved_tables: u64,
+    /// Split forest: bytes of the moved tables.
     #[serde(default)]
     pub moved_bytes: u64,
     /// Split forest: checkpoints handed to the engine (their outputs are not in `outputs`).

@@ -16,8 +16,11 @@
 /// What to do with a record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FilterDecision {
+    /// Keeps the record unchanged.
     Keep,
+    /// Turns the record into a deletion (dropped outright at the bottommost level).
     Remove,
+    /// Replaces the record's value with this one, keeping its sequence number.
     ChangeValue(Vec<u8>),
 }
 
@@ -37,7 +40,9 @@ pub trait CompactionFilter: Send + Sync {
 /// A compaction filter described by name and parameters (shipped with remote jobs).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FilterSpec {
+    /// The filter's name (e.g. [`TtlFilter::NAME`]), by which a worker rebuilds it.
     pub name: String,
+    /// The filter's parameters, by name, as strings.
     pub params: std::collections::BTreeMap<String, String>,
 }
 
@@ -75,8 +80,10 @@ pub struct TtlFilter {
 }
 
 impl TtlFilter {
+    /// The name of the TTL filter in a [`FilterSpec`].
     pub const NAME: &'static str = "strata.ttl";
 
+    /// A filter removing values written `ttl` or longer ago (in whole seconds), by the clock.
     pub fn new(ttl: std::time::Duration) -> Self {
         TtlFilter {
             ttl_secs: ttl.as_secs(),

@@ -34,8 +34,11 @@ pub enum CompactionReason {
 /// remote runner routes exactly as a local one.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HotRoute {
+    /// The level whose fast-tier tables receive the hot keys.
     pub level: usize,
+    /// The smallest user key of the range.
     pub lo: Vec<u8>,
+    /// The largest user key of the range (excluded when `hi_exclusive`).
     pub hi: Vec<u8>,
     /// `hi` itself is outside the range (the inputs end with a range tombstone's exclusive
     /// end, and the next table of `level` may start at `hi`).
@@ -61,8 +64,11 @@ impl HotRoute {
 /// a copy of the newest version of `key` read from the capacity tier.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PromotedRecord {
+    /// The user key.
     pub key: Vec<u8>,
+    /// The sequence number of the capacity-tier version copied.
     pub seq: SeqNo,
+    /// The value.
     pub value: Vec<u8>,
 }
 
@@ -70,7 +76,9 @@ pub struct PromotedRecord {
 /// for deeper levels the tables form one sorted run.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CompactionInput {
+    /// The level the files are in.
     pub level: usize,
+    /// The input tables (for L0: newest first).
     pub files: Vec<FileMeta>,
     /// The sorted run (split-forest tree) the files belong to; 0 for L0 and leveled runs.
     #[serde(default)]
@@ -92,10 +100,13 @@ pub struct ForestMerge {
 /// A self-contained compaction job.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CompactionJob {
+    /// The job's number: the database counts jobs from 1 each time it opens.
     pub id: u64,
+    /// Why the job runs.
     pub reason: CompactionReason,
     /// Newest level first.
     pub inputs: Vec<CompactionInput>,
+    /// The level the outputs go to.
     pub output_level: usize,
     /// The tier of the output level's tables.
     pub output_tier: Tier,
@@ -112,7 +123,9 @@ pub struct CompactionJob {
     pub snapshots: Vec<SeqNo>,
     /// No level below the output level holds keys in the job's range.
     pub bottommost: bool,
+    /// Output tables are cut, at a user-key boundary, once they reach this many bytes.
     pub target_file_size: u64,
+    /// How output tables are built (block size, filter, compression, ...).
     pub table: TableBuilderOptions,
     /// The picker's score (scheduling priority of a remote job).
     #[serde(default)]
@@ -129,6 +142,7 @@ pub struct CompactionJob {
 }
 
 impl CompactionJob {
+    /// Total bytes of the input tables.
     pub fn input_bytes(&self) -> u64 {
         self.inputs
             .iter()
@@ -137,6 +151,7 @@ impl CompactionJob {
             .sum()
     }
 
+    /// The ids of the input tables, newest level first.
     pub fn input_ids(&self) -> impl Iterator<Item = u64> + '_ {
         self.inputs
             .iter()

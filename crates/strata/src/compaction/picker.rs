@@ -19,9 +19,14 @@ use super::policy::PickerInput;
 /// The options the picker reads.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PickerOptions {
+    /// L0 tables that make L0 due for compaction (`level0_file_num_compaction_trigger`).
     pub l0_trigger: usize,
+    /// Target bytes of the base level (`max_bytes_for_level_base`).
     pub base_bytes: u64,
+    /// Ratio of a level's target to the one above (`max_bytes_for_level_multiplier`).
     pub multiplier: f64,
+    /// Derive level targets from the largest level's size (`level_compaction_dynamic_level_bytes`);
+    /// otherwise L1's target is `base_bytes`, multiplied by `multiplier` per level down.
     pub dynamic: bool,
     /// The deepest level L0 may compact into (placement keeps the base level on the fast
     /// tier; see [`crate::tier::Placement::max_base_level`]).
@@ -35,7 +40,9 @@ pub struct PickerOptions {
 /// Level sizing: which level L0 compacts into and each level's target size (0: unused).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LevelTargets {
+    /// The level L0 compacts into.
     pub base_level: usize,
+    /// Each level's target size in bytes, indexed by level (0 for L0 and for levels to drain).
     pub targets: Vec<u64>,
 }
 
@@ -92,15 +99,21 @@ pub fn level_targets(sizes: &[u64], o: &PickerOptions) -> LevelTargets {
 /// A compaction chosen by the picker.
 #[derive(Clone)]
 pub struct Pick {
+    /// Why the compaction runs.
     pub reason: CompactionReason,
+    /// Urgency, 1 or more when due: a level's bytes over its target, or L0's tables (a split
+    /// forest level's trees) over the trigger; LogStore's picks: read cost over merge cost.
+    /// `f64::MAX` for a level to drain or a resumed merge; 0 for a tier change.
     pub score: f64,
     /// `(level, files)`, newest level first; L0 files newest first.
     pub inputs: Vec<(usize, Vec<Arc<TableFile>>)>,
+    /// The level the outputs go to (the input level itself for a rewrite in place).
     pub output_level: usize,
     /// Where the outputs go (placement's decision when the pick was made).
     pub output_tier: Tier,
     /// One input table that overlaps nothing in the output level: move it, do not rewrite it.
     pub trivial_move: bool,
+    /// No level below the output level holds keys in the inputs' range.
     pub bottommost: bool,
     /// The sorted run of the output level the outputs join (0: L0 or a leveled level; a
     /// split-forest tree's id when a table is rewritten in place).
@@ -186,8 +199,11 @@ pub fn is_bottommost(v: &Version, output: usize, lo: &[u8], hi: &[u8]) -> bool {
 /// compactions write into a level from elsewhere, so every pick checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Writing {
+    /// The level written into.
     pub level: usize,
+    /// The smallest user key of the range.
     pub lo: Vec<u8>,
+    /// The largest user key of the range (included).
     pub hi: Vec<u8>,
 }
 

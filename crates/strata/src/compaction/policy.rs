@@ -23,10 +23,13 @@ use crate::version::Version;
 
 /// Everything a picker may read. Built under the database lock, read without it.
 pub struct PickerInput<'a> {
+    /// The current version: each level's sorted runs of tables.
     pub version: &'a Version,
     /// Ids of tables in running compactions.
     pub busy: &'a HashSet<u64>,
+    /// Level sizing and the L0 trigger.
     pub options: &'a PickerOptions,
+    /// Which levels go on which tier, and the fast-tier budget.
     pub placement: &'a Placement,
     /// Input bytes of running jobs whose outputs go to the fast tier (counted against the
     /// fast-tier budget before they land).
@@ -75,6 +78,7 @@ impl PickerInput<'_> {
 pub trait CompactionPolicy: Send + Sync {
     /// The most urgent compaction, or `None` when the tree is in shape.
     fn pick(&self, input: &PickerInput<'_>) -> Option<Pick>;
+    /// The policy's name: `"leveled"`, `"split-forest"` or `"logstore"`.
     fn name(&self) -> &'static str;
 }
 

@@ -5,12 +5,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+/// A token bucket holding up to 10 ms of writes, refilled at a fixed rate; see the module docs.
 pub struct RateLimiter {
     bytes_per_sec: u64,
     state: Mutex<(f64, Instant)>,
 }
 
 impl RateLimiter {
+    /// A limiter admitting `bytes_per_sec` bytes per second.
     pub fn new(bytes_per_sec: u64) -> Self {
         RateLimiter {
             bytes_per_sec,

@@ -10,7 +10,10 @@ use crate::error::Result;
 
 /// Executes compaction jobs.
 pub trait CompactionRunner: Send + Sync {
+    /// Runs `job` with the handles in `env`: its outputs are written and synced, not installed.
+    /// Fails when the job does or is cancelled.
     fn run(&self, job: &CompactionJob, env: &CompactionEnv<'_>) -> Result<CompactionResult>;
+    /// The runner's name: `"local"` or `"service"` (a remote runner).
     fn name(&self) -> &'static str;
 }
 

@@ -46,6 +46,7 @@ pub(crate) fn log_key_lists<'a>(
 /// One sorted run, as [`Db::sorted_runs`] reports it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunInfo {
+    /// The level the run is in.
     pub level: usize,
     /// 0 for L0 and leveled runs; the tree's id in a split forest.
     pub id: u64,
@@ -53,6 +54,7 @@ pub struct RunInfo {
     pub cut: Option<Vec<u8>>,
     /// With a cut: the run the interrupted or running merge writes into.
     pub cut_into: u64,
+    /// The run's tables, in key order (for L0, the one table).
     pub tables: Vec<crate::version::FileMeta>,
 }
 

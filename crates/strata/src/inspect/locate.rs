@@ -15,12 +15,21 @@ use crate::types::{SeqNo, ValueKind};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyVersionSource {
     /// Record `record` of WAL file `file` (not yet flushed, or flushed but not yet deleted).
-    Wal { file: String, record: usize },
+    Wal {
+        /// The WAL's file name (e.g. `000012.log`).
+        file: String,
+        /// The record's position in the WAL, from 0.
+        record: usize,
+    },
     /// A table the manifest lists.
     Table {
+        /// The level the table is in.
         level: usize,
+        /// The sorted run's position in the level, 0 the newest.
         run: usize,
+        /// The table's file number.
         id: u64,
+        /// The tier the table is on.
         tier: Tier,
     },
 }
@@ -28,7 +37,9 @@ pub enum KeyVersionSource {
 /// One version of the key.
 #[derive(Clone, Debug)]
 pub struct KeyVersion {
+    /// Where the version was found.
     pub source: KeyVersionSource,
+    /// The version's sequence number (a range tombstone's own, for a covering tombstone).
     pub seq: SeqNo,
     /// `Put`, `Delete`, or `RangeDelete` (a tombstone `[start, end)` covering the key).
     pub kind: ValueKind,

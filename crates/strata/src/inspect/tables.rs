@@ -22,16 +22,22 @@ pub struct TableOpener {
 
 /// One point entry of a table.
 pub struct TableEntry {
+    /// The user key.
     pub user_key: Vec<u8>,
+    /// The entry's sequence number.
     pub seq: SeqNo,
+    /// What the entry is (`Put`, `Delete`, ...).
     pub kind: ValueKind,
+    /// The entry's value (empty for a deletion).
     pub value: Vec<u8>,
 }
 
 /// What walking every entry of a table found.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TableDump {
+    /// Point entries walked (fewer than the table holds if the walk was stopped or started late).
     pub entries: u64,
+    /// Data blocks of the table, by its index.
     pub data_blocks: u64,
 }
 
@@ -62,6 +68,7 @@ impl TableOpener {
         })
     }
 
+    /// Whether a capacity tier was given, so capacity-tier tables can be opened.
     pub fn has_capacity(&self) -> bool {
         self.capacity.is_some()
     }

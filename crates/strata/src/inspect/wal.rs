@@ -12,12 +12,15 @@ use crate::wal::{LogReader, ReadOutcome};
 pub struct WalRecord {
     /// The sequence number of the batch's first operation.
     pub seq: SeqNo,
+    /// The batch's operations.
     pub batch: WriteBatch,
 }
 
 /// A WAL's decoded contents.
 pub struct WalDump {
+    /// The WAL's file name (e.g. `000012.log`).
     pub name: String,
+    /// The write batches logged, in log order (key-list records not included).
     pub records: Vec<WalRecord>,
     /// `(offset, bytes dropped)` when the log ended in a torn tail (only tolerated when asked).
     pub torn_tail: Option<(u64, u64)>,

@@ -6,6 +6,7 @@ use super::InternalIterator;
 use crate::error::Result;
 use crate::types;
 
+/// An iterator that hides the entries of `I` whose user key is below a bound.
 pub struct LowerClamped<I> {
     inner: I,
     /// The smallest internal key shown: `(bound, MAX_SEQ)` sorts before every entry of `bound`.
@@ -14,6 +15,7 @@ pub struct LowerClamped<I> {
 }
 
 impl<I: InternalIterator> LowerClamped<I> {
+    /// Wraps `inner`, hiding every entry whose user key is below `bound`.
     pub fn new(inner: I, bound: Vec<u8>) -> Self {
         LowerClamped {
             inner,

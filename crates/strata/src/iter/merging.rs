@@ -15,6 +15,7 @@ use crate::types::compare_internal;
 /// Called with a seek's target before the children seek (e.g. to fetch their blocks at once).
 pub type Prefetch = Box<dyn Fn(&[u8]) + Send>;
 
+/// Merges child iterators into one stream in internal-key order, in both directions.
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     prefetch: Option<Prefetch>,
@@ -25,6 +26,8 @@ pub struct MergingIterator {
 }
 
 impl MergingIterator {
+    /// Merges `children`; on equal internal keys the child listed first comes first, so newer
+    /// sources are listed first.
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
         MergingIterator {
             heap: Vec::with_capacity(children.len()),

@@ -22,8 +22,11 @@ use crate::error::Result;
 /// Errors are sticky: once an operation fails the iterator becomes invalid and `status` returns
 /// the error.
 pub trait InternalIterator: Send {
+    /// Whether the iterator is positioned at an entry (false when exhausted or after an error).
     fn valid(&self) -> bool;
+    /// Positions at the first key.
     fn seek_to_first(&mut self);
+    /// Positions at the last key.
     fn seek_to_last(&mut self);
     /// Positions at the first key `>= target`.
     fn seek(&mut self, target: &[u8]);
@@ -38,12 +41,15 @@ pub trait InternalIterator: Send {
             self.prev();
         }
     }
+    /// Moves to the next key. Only valid while `valid()`.
     fn next(&mut self);
+    /// Moves to the previous key. Only valid while `valid()`.
     fn prev(&mut self);
     /// The current internal key. Only valid while `valid()`.
     fn key(&self) -> &[u8];
     /// The current value. Only valid while `valid()`.
     fn value(&self) -> &[u8];
+    /// The first error the iterator met, or `Ok` if none.
     fn status(&self) -> Result<()>;
 }
 

@@ -9,6 +9,8 @@ use crate::sst::TableIter;
 use crate::types::user_key;
 use crate::version::TableFile;
 
+/// Iterates a sorted run (tables in key order, not overlapping) as one stream, opening each table
+/// through the table cache only when reached.
 pub struct RunIterator {
     files: Vec<Arc<TableFile>>,
     tables: Arc<TableCache>,
@@ -19,6 +21,8 @@ pub struct RunIterator {
 }
 
 impl RunIterator {
+    /// Iterates `files`, sorted by key, opened through `tables`; with `fill_cache` the data blocks
+    /// read are inserted into the block cache.
     pub fn new(files: Vec<Arc<TableFile>>, tables: Arc<TableCache>, fill_cache: bool) -> Self {
         RunIterator {
             index: files.len(),

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const WORDS_PER_BLOCK: usize = 8;
 const PROBES: u32 = 6;
 
+/// A whole-key Bloom filter over a memtable's user keys; see the module docs.
 pub struct MemBloom {
     words: Box<[AtomicU64]>,
     blocks: u64,

@@ -54,6 +54,7 @@ pub struct MemTable {
 }
 
 impl MemTable {
+    /// A memtable for the writes of WAL `wal_number`, without Bloom filter or point index.
     pub fn new(wal_number: u64) -> Self {
         Self::with_bloom(wal_number, 0)
     }
@@ -248,14 +249,17 @@ impl MemTable {
         self.map.index_bytes()
     }
 
+    /// Point entries inserted (puts and deletes; range tombstones not counted).
     pub fn num_entries(&self) -> u64 {
         self.entries.load(AtOrd::Relaxed)
     }
 
+    /// Point deletions inserted.
     pub fn num_deletes(&self) -> u64 {
         self.deletes.load(AtOrd::Relaxed)
     }
 
+    /// The largest sequence number written, range tombstones included (0 while empty).
     pub fn largest_seq(&self) -> SeqNo {
         self.largest_seq.load(AtOrd::Relaxed)
     }

@@ -63,24 +63,35 @@ impl std::str::FromStr for RecoveryMode {
 /// What a rebuild did, phase by phase (RocksMash Fig. 23's "Read", "Find" and "B&W SSTs").
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct RecoveryReport {
+    /// How tables were rebuilt: `"parallel"` or `"replay"`.
     pub mode: String,
     /// Fast-tier tables the manifest names (lost with the fast tier).
     pub lost_tables: usize,
     /// Tables written: the rebuilt ones (parallel) or the replay's L0 tables.
     pub tables_written: usize,
+    /// Point entries in the tables written.
     pub entries: u64,
+    /// Bytes of the tables written.
     pub bytes_written: u64,
+    /// WAL files read from the log location.
     pub wal_files: usize,
+    /// Bytes of the WAL files read.
     pub wal_bytes: u64,
+    /// Threads reading the WAL (and, parallel, rebuilding tables): the available parallelism,
+    /// at least 2.
     pub threads: usize,
     /// Reading the mirrored manifest and listing the log location, before the WAL is read.
     pub prepare_secs: f64,
+    /// Seconds reading every WAL file and indexing its operations ("Read"; parallel's "Find").
     pub read_secs: f64,
+    /// Replay: seconds finding the records the lost tables held ("Find"; 0 for parallel).
     pub index_secs: f64,
+    /// Seconds writing the tables and installing them in the manifest ("B&W SSTs").
     pub build_secs: f64,
     /// Opening the rebuilt database (replaying the WAL tail; the replay baseline also waits
     /// for its compactions) and closing it (`strata recover`; 0 for a rebuild by open).
     pub open_secs: f64,
+    /// Seconds from the start of the rebuild to its end, `open_secs` included.
     pub total_secs: f64,
 }
 
@@ -120,6 +131,11 @@ fn materialize_unsynced_live_log(
     f.sync()
 }
 
+/// Rebuilds the lost fast tier of the database whose log location is `log_dir` (on
+/// `log_storage`) into `dir` (on `storage`; empty or absent) as `mode` says, so that opening
+/// `dir` with the same options finds every acknowledged write; see the module docs. Fails if
+/// `dir` already holds a database, `log_dir` holds no mirrored manifest, a lost table has no
+/// extended-WAL key list, or a table cannot be rebuilt exactly.
 pub fn rebuild(
     dir: &Path,
     storage: &Arc<dyn Storage>,

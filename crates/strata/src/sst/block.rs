@@ -32,6 +32,7 @@ pub struct BlockBuilder {
 }
 
 impl BlockBuilder {
+    /// A builder with a restart point every `restart_interval` entries (at least 1), no hash index.
     pub fn new(restart_interval: usize) -> Self {
         BlockBuilder {
             buf: Vec::new(),
@@ -98,10 +99,12 @@ impl BlockBuilder {
         self.buf.len() + 4 * self.restarts.len() + 4 + hash
     }
 
+    /// Whether no entry was added since the builder was created or last finished.
     pub fn is_empty(&self) -> bool {
         self.entries == 0
     }
 
+    /// The last key added (empty when [`BlockBuilder::is_empty`]).
     pub fn last_key(&self) -> &[u8] {
         &self.last_key
     }
@@ -211,6 +214,7 @@ impl Block {
         self.data.len()
     }
 
+    /// An unpositioned iterator over the block's entries, whose keys are ordered by `cmp`.
     pub fn iter(&self, cmp: fn(&[u8], &[u8]) -> Ordering) -> BlockIter {
         BlockIter {
             block: self.clone(),
@@ -229,6 +233,7 @@ impl Block {
         self.restarts == 0
     }
 
+    /// The number of restart points (at least 1; an empty block has one placeholder).
     pub fn num_restarts(&self) -> usize {
         self.num_restarts
     }

@@ -15,19 +15,25 @@ use crate::types::{self, ValueKind};
 
 /// Meta-index names of the optional blocks.
 pub const META_FILTER: &str = "strata.filter.bloom";
+/// Meta-index name of the properties block.
 pub const META_PROPERTIES: &str = "strata.properties";
+/// Meta-index name of the range-tombstone block.
 pub const META_RANGE_DEL: &str = "strata.range_del";
 
 /// Knobs for one table.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TableBuilderOptions {
+    /// Target size of a data block in bytes: a block is cut once its estimate reaches it.
     pub block_size: usize,
+    /// Entries between restart points in data blocks.
     pub restart_interval: usize,
+    /// Bloom filter bits per key; 0 writes no filter (nor does a table with a MashMeta index).
     pub bloom_bits_per_key: f64,
     /// Keys per bucket of the data blocks' hash indexes (`Options::data_block_hash_ratio`); 0
     /// writes none, as jobs serialized before this field existed did.
     #[serde(default)]
     pub data_block_hash_ratio: f64,
+    /// How data blocks are compressed (a block compressing by under 12.5% is stored raw).
     pub compression: Compression,
     /// The index of tables written to the capacity tier ([`TableBuilder::set_index`]); fast-tier
     /// tables always get a block index and bloom filter. A job serialized before this field
@@ -48,10 +54,13 @@ fn block_index() -> IndexKind {
 /// What a finished table holds, for its `FileMeta`.
 #[derive(Clone, Debug)]
 pub struct TableSummary {
+    /// The table file's size in bytes.
     pub file_size: u64,
+    /// The table's properties, as written.
     pub props: TableProperties,
     /// Smallest and largest point internal keys, if any point entry was added.
     pub smallest_point: Option<Vec<u8>>,
+    /// The largest point internal key; `None` if no point entry was added.
     pub largest_point: Option<Vec<u8>>,
     /// With [`TableBuilder::capture_meta_tail`]: the offset where metadata starts and every byte
     /// from there to the end of the file (for the MetaCache).
@@ -147,6 +156,8 @@ impl TableBuilder {
         }
     }
 
+    /// A builder writing to `file` (freshly created), with a block index and, if
+    /// `opts.bloom_bits_per_key` is positive, a bloom filter; see [`TableBuilder::set_index`].
     pub fn new(file: Box<dyn WritableFile>, opts: TableBuilderOptions) -> Self {
         let filter =
             (opts.bloom_bits_per_key > 0.0).then(|| FilterBuilder::new(opts.bloom_bits_per_key));
@@ -251,6 +262,7 @@ impl TableBuilder {
         self.file.len() + self.data.estimated_size() as u64
     }
 
+    /// Point entries added so far.
     pub fn num_entries(&self) -> u64 {
         self.props.num_entries
     }

@@ -43,6 +43,7 @@ pub struct FilterBuilder {
 }
 
 impl FilterBuilder {
+    /// A builder of a filter with `bits_per_key` bits per distinct key.
     pub fn new(bits_per_key: f64) -> Self {
         FilterBuilder {
             bits_per_key,
@@ -62,6 +63,7 @@ impl FilterBuilder {
         }
     }
 
+    /// The number of key hashes added so far (consecutive duplicates once).
     pub fn num_keys(&self) -> usize {
         self.hashes.len()
     }
@@ -156,6 +158,7 @@ impl BloomFilter {
         true
     }
 
+    /// False means `user_key` is certainly absent.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         self.may_contain_hash(key_hash(user_key))
     }
@@ -170,6 +173,7 @@ impl BloomFilter {
         }
     }
 
+    /// The filter's size in bytes.
     pub fn size(&self) -> usize {
         self.data.len()
     }

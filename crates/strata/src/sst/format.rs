@@ -39,21 +39,27 @@ pub fn version_for(mashmeta: bool, block_hash: bool) -> u32 {
 pub fn version_has_mashmeta(version: u32) -> bool {
     version == FORMAT_VERSION_MASHMETA || version == FORMAT_VERSION_MASHMETA_BLOCK_HASH
 }
+/// Bytes of the footer at the end of every table.
 pub const FOOTER_SIZE: usize = 48;
+/// Bytes after every block: the compression type (1) and the masked CRC32C (4).
 pub const BLOCK_TRAILER_SIZE: usize = 5;
 
 /// Where a block lives in a table file (size excludes the trailer).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockHandle {
+    /// Offset of the block's first byte in the file.
     pub offset: u64,
+    /// Bytes of the block as stored (compressed, if it was), trailer excluded.
     pub size: u64,
 }
 
 impl BlockHandle {
+    /// Appends the handle to `buf`: offset and size as varint64s.
     pub fn encode_to(&self, buf: &mut Vec<u8>) {
         put_varint64(buf, self.offset);
         put_varint64(buf, self.size);
     }
+    /// Decodes a handle from the start of `b`; fails (corruption) if it is malformed.
     pub fn decode(b: &[u8]) -> Result<BlockHandle> {
         let mut d = Decoder::new(b);
         match (d.varint64(), d.varint64()) {
@@ -66,12 +72,17 @@ impl BlockHandle {
 /// The fixed-size end of a table file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footer {
+    /// Where the meta-index block is.
     pub metaindex: BlockHandle,
+    /// Where the index block is (the MashMeta block in versions 2 and 4).
     pub index: BlockHandle,
+    /// The table format version ([`FORMAT_VERSION`] to [`FORMAT_VERSION_MASHMETA_BLOCK_HASH`]).
     pub version: u32,
 }
 
 impl Footer {
+    /// The [`FOOTER_SIZE`] bytes: both handles as fixed64s, the version, a masked CRC32C of what
+    /// precedes it, and [`TABLE_MAGIC`].
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(FOOTER_SIZE);
         put_fixed64(&mut b, self.metaindex.offset);
@@ -85,6 +96,8 @@ impl Footer {
         b
     }
 
+    /// Decodes the footer of a table of `file_size` bytes. Fails on a wrong size, magic number or
+    /// checksum, on a handle past the data (corruption), or on an unknown version (`NotADatabase`).
     pub fn decode(b: &[u8], file_size: u64) -> Result<Footer> {
         if b.len() != FOOTER_SIZE {
             return Err(Error::corruption("table footer has the wrong size"));

@@ -13,20 +13,31 @@ use crate::types::{compare_bytewise, SeqNo};
 /// What a table holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableProperties {
+    /// Point entries (puts and deletions).
     pub num_entries: u64,
+    /// Point deletions.
     pub num_deletions: u64,
+    /// Range tombstones.
     pub num_range_deletions: u64,
+    /// Data blocks.
     pub num_data_blocks: u64,
+    /// Bytes of the point entries' internal keys, before prefix compression.
     pub raw_key_size: u64,
+    /// Bytes of the point entries' values, before compression.
     pub raw_value_size: u64,
+    /// Bytes of the data blocks as stored (compressed), trailers excluded.
     pub data_size: u64,
+    /// Bytes of the index block or MashMeta block, trailer excluded.
     pub index_size: u64,
+    /// Bytes of the bloom filter, trailer excluded (0: none).
     pub filter_size: u64,
     /// 0: a block index (and maybe a bloom filter); 1: a MashMeta trie (`index_size` bytes).
     pub index_type: u64,
     /// 0 none, 1 lz4, 2 zstd: the compression requested for data blocks.
     pub compression: u64,
+    /// The smallest sequence number of any entry or range tombstone (0 for an empty table).
     pub smallest_seq: SeqNo,
+    /// The largest sequence number of any entry or range tombstone (0 for an empty table).
     pub largest_seq: SeqNo,
 }
 
@@ -51,6 +62,7 @@ macro_rules! props {
 }
 
 impl TableProperties {
+    /// The properties block: a `name -> varint` entry per property, in name order.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = BlockBuilder::new(1);
         let mut v = Vec::new();
@@ -63,6 +75,8 @@ impl TableProperties {
         b.finish()
     }
 
+    /// Decodes a properties block; unknown names are ignored and missing ones read as 0. Fails
+    /// (corruption) if the block or a value is malformed.
     pub fn decode(block: Bytes) -> Result<Self> {
         let block = Block::new(block)?;
         let mut it = block.iter(compare_bytewise);

@@ -36,6 +36,10 @@ pub struct Table {
 }
 
 impl Table {
+    /// Opens table `id` from `file`: reads and checks its footer, index, meta-index, filter,
+    /// range tombstones and properties; data blocks are read on demand, through `cache` if given.
+    /// Fails on a read error, on damage or a missing properties block (corruption), or on an
+    /// unknown format version (`NotADatabase`).
     pub fn open(
         id: u64,
         file: Arc<dyn RandomAccessFile>,
@@ -140,10 +144,12 @@ impl Table {
         })
     }
 
+    /// The table's file number.
     pub fn id(&self) -> u64 {
         self.id
     }
 
+    /// The table's properties.
     pub fn properties(&self) -> &TableProperties {
         &self.props
     }
@@ -175,6 +181,7 @@ impl Table {
         &self.index
     }
 
+    /// The table's range tombstones, by start key.
     pub fn range_tombstones(&self) -> &[RangeTombstone] {
         &self.range_dels
     }

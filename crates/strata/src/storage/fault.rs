@@ -18,9 +18,13 @@ use crate::error::{Error, Result};
 pub struct FaultPlan {
     /// Only paths whose string contains this are affected (`None`: all paths).
     pub path_filter: Option<String>,
+    /// Fail appends, flushes, writeback requests, positional writes and renames.
     pub fail_writes: bool,
+    /// Fail file and directory syncs.
     pub fail_syncs: bool,
+    /// Fail opens for reading and every read.
     pub fail_reads: bool,
+    /// Fail creating files (`create`, `open_rw`).
     pub fail_creates: bool,
     /// Flip one bit in every positional read.
     pub corrupt_reads: bool,
@@ -58,6 +62,7 @@ fn injected(what: &str, path: &Path) -> Error {
 }
 
 impl FaultFs {
+    /// A wrapper over `inner` that injects nothing until [`FaultFs::set_plan`].
     pub fn new(inner: Arc<dyn Storage>) -> Self {
         FaultFs {
             inner,

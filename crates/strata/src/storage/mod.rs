@@ -29,6 +29,7 @@ pub trait WritableFile: Send {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far.
     fn len(&self) -> u64;
+    /// Whether nothing was appended.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -67,13 +68,16 @@ pub trait RandomAccessFile: Send + Sync {
         let _ = fill_cache;
         self.read_at(offset, len)
     }
+    /// The file's size in bytes.
     fn size(&self) -> u64;
 }
 
 /// A whole file's bytes ([`Storage::read_whole`]): read into memory, or mapped (no copy, and no
 /// fresh pages for the kernel to zero — the bulk of reading a 2 GiB WAL into a buffer).
 pub enum WholeFile {
+    /// Read into memory.
     Read(Vec<u8>),
+    /// Memory-mapped.
     Mapped(memmap2::Mmap),
 }
 
@@ -99,7 +103,9 @@ impl std::ops::Deref for WholeFile {
 
 /// A fixed-size file read and written at arbitrary offsets (persistent cache files).
 pub trait RandomRwFile: RandomAccessFile {
+    /// Writes `data` at `offset`.
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()>;
+    /// Makes the bytes written durable (fdatasync).
     fn sync(&self) -> Result<()>;
 }
 
@@ -121,12 +127,15 @@ pub trait Storage: Send + Sync + 'static {
     fn read_whole(&self, path: &Path) -> Result<WholeFile> {
         self.read_all(path).map(WholeFile::Read)
     }
+    /// Whether `path` exists.
     fn exists(&self, path: &Path) -> Result<bool>;
     /// Atomically replaces `to` with `from`.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Deletes a file; a missing file is not an error.
     fn remove(&self, path: &Path) -> Result<()>;
     /// File names (not paths) in a directory.
     fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Creates `dir` and any missing parents; an existing directory is not an error.
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes renames and creations in `dir` durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;

@@ -29,12 +29,14 @@ pub enum Tier {
 }
 
 impl Tier {
+    /// The tier's byte in a version edit: 0 for fast, 1 for capacity.
     pub fn as_u8(self) -> u8 {
         match self {
             Tier::Fast => 0,
             Tier::Capacity => 1,
         }
     }
+    /// The tier of a version-edit byte; `None` for an unknown byte.
     pub fn from_u8(b: u8) -> Option<Tier> {
         match b {
             0 => Some(Tier::Fast),
@@ -42,6 +44,7 @@ impl Tier {
             _ => None,
         }
     }
+    /// The tier's name: `"fast"` or `"capacity"`.
     pub fn name(self) -> &'static str {
         match self {
             Tier::Fast => "fast",

@@ -23,11 +23,18 @@ use crate::storage::{RandomAccessFile, Storage, WritableFile};
 
 /// The parts a [`TableStore`] is built from.
 pub struct TablesConfig {
+    /// The database directory, where fast-tier tables live as `NNNNNN.sst`.
     pub dir: PathBuf,
+    /// The fast tier's storage.
     pub fast: Arc<dyn Storage>,
+    /// The capacity tier; `None` when none is configured (a capacity table then fails to open).
     pub capacity: Option<Arc<CapacityTier>>,
+    /// The MetaCache of capacity tables' metadata on the fast tier; `None`: a capacity table's
+    /// metadata is fetched from the capacity tier when it opens.
     pub meta: Option<Arc<MetaCache>>,
+    /// The persistent cache of capacity-tier data blocks; `None`: no such cache.
     pub data_cache: Option<Arc<dyn PersistentCache>>,
+    /// Counters of the tiers and their caches.
     pub stats: Arc<TierStats>,
 }
 
@@ -51,6 +58,7 @@ pub fn local_path(dir: &Path, id: u64) -> PathBuf {
 }
 
 impl TableStore {
+    /// A store over `c`'s parts; new fast-tier tables go to `c.dir`.
     pub fn new(c: TablesConfig) -> Self {
         TableStore { c, staging: None }
     }
@@ -61,18 +69,22 @@ impl TableStore {
         self
     }
 
+    /// The database directory, where fast-tier tables live.
     pub fn dir(&self) -> &Path {
         &self.c.dir
     }
 
+    /// The capacity tier, if one is configured.
     pub fn capacity(&self) -> Option<&Arc<CapacityTier>> {
         self.c.capacity.as_ref()
     }
 
+    /// The persistent cache of capacity-tier data blocks, if one is configured.
     pub fn data_cache(&self) -> Option<&Arc<dyn PersistentCache>> {
         self.c.data_cache.as_ref()
     }
 
+    /// Counters of the tiers and their caches.
     pub fn stats(&self) -> &Arc<TierStats> {
         &self.c.stats
     }

@@ -29,16 +29,21 @@ pub const MANIFEST_FORMAT_V2: &str = "strata.manifest.v2";
 /// A change to the tree's shape and counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
+    /// The manifest format ([`MANIFEST_FORMAT`] or [`MANIFEST_FORMAT_V2`]); every manifest's first
+    /// record has it.
     pub format: Option<String>,
     /// The number of levels the tree was created with (snapshot records only).
     pub num_levels: Option<u64>,
     /// WAL files with smaller numbers are no longer needed.
     pub log_number: Option<u64>,
+    /// The next file number to hand out (tables, WALs and manifests share the space).
     pub next_file_number: Option<u64>,
+    /// The last sequence number used.
     pub last_sequence: Option<u64>,
     /// The compaction style the database was created with (snapshot records only; absent in
     /// manifests written before split-forest compaction existed, which are leveled).
     pub style: Option<CompactionStyle>,
+    /// `(level, table)`: tables removed from a level.
     pub deleted: Vec<(u32, u64)>,
     /// Tables added to run 0 of a level: L0 (where every table is its own run) and the single
     /// run of a leveled level.
@@ -68,12 +73,14 @@ pub enum CompactionStyle {
 }
 
 impl CompactionStyle {
+    /// The style's code in the manifest: 0 leveled, 1 split forest.
     pub fn as_u64(self) -> u64 {
         match self {
             CompactionStyle::Leveled => 0,
             CompactionStyle::SplitForest => 1,
         }
     }
+    /// The style of manifest code `v`; `None` for an unknown code.
     pub fn from_u64(v: u64) -> Option<Self> {
         match v {
             0 => Some(CompactionStyle::Leveled),
@@ -143,6 +150,7 @@ fn get_file(d: &mut Decoder<'_>) -> Option<FileMeta> {
 }
 
 impl VersionEdit {
+    /// The edit as one manifest record: for each field that is set, its tag and value.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::new();
         if let Some(f) = &self.format {
@@ -192,6 +200,7 @@ impl VersionEdit {
         b
     }
 
+    /// Decodes one manifest record; fails (corruption) on a malformed field or an unknown tag.
     pub fn decode(rec: &[u8]) -> Result<VersionEdit> {
         let mut d = Decoder::new(rec);
         let mut e = VersionEdit::default();

@@ -12,15 +12,25 @@ use crate::types::SeqNo;
 /// when it comes from the end of a range tombstone rather than from a point key.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileMeta {
+    /// The table's file number.
     pub id: u64,
+    /// The table file's size in bytes.
     pub size: u64,
+    /// The smallest user key (of a point entry or a range tombstone's start).
     pub smallest: Vec<u8>,
+    /// The largest user key (of a point entry, or a range tombstone's end).
     pub largest: Vec<u8>,
+    /// `largest` is a range tombstone's exclusive end, not a key the table holds.
     pub largest_exclusive: bool,
+    /// The smallest sequence number of any entry or range tombstone.
     pub smallest_seq: SeqNo,
+    /// The largest sequence number of any entry or range tombstone.
     pub largest_seq: SeqNo,
+    /// Point entries (puts and deletions).
     pub num_entries: u64,
+    /// Point deletions.
     pub num_deletions: u64,
+    /// Range tombstones.
     pub num_range_deletions: u64,
     /// Where the table's bytes live.
     pub tier: crate::tier::Tier,
@@ -58,9 +68,11 @@ pub struct Reaper {
 }
 
 impl Reaper {
+    /// Queues table `id` on `tier` for deletion.
     pub fn push(&self, id: u64, tier: crate::tier::Tier) {
         self.ids.lock().push((id, tier));
     }
+    /// Takes every queued table, leaving the queue empty.
     pub fn take(&self) -> Vec<(u64, crate::tier::Tier)> {
         std::mem::take(&mut *self.ids.lock())
     }
@@ -69,6 +81,7 @@ impl Reaper {
 /// A table referenced by versions. When a version edit removes it, it is marked obsolete; when
 /// the last version referencing it is dropped, its id goes to the [`Reaper`].
 pub struct TableFile {
+    /// What the manifest records about the table.
     pub meta: FileMeta,
     obsolete: AtomicBool,
     /// Set while the table is an input of a compaction (HotRAP §3.3: a read that found a
@@ -81,6 +94,7 @@ pub struct TableFile {
 }
 
 impl TableFile {
+    /// A handle to table `meta`; once marked obsolete, its last drop queues it on `reaper`.
     pub fn new(meta: FileMeta, reaper: Arc<Reaper>) -> Arc<Self> {
         Arc::new(TableFile {
             meta,
@@ -90,6 +104,7 @@ impl TableFile {
             temperature: Default::default(),
         })
     }
+    /// Marks the table removed by a version edit: its file goes once the last handle drops.
     pub fn mark_obsolete(&self) {
         self.obsolete.store(true, Ordering::Release);
     }
@@ -97,6 +112,8 @@ impl TableFile {
     pub fn is_obsolete(&self) -> bool {
         self.obsolete.load(Ordering::Acquire)
     }
+    /// Marks the table as a compaction input (`true`), or releases it when the compaction
+    /// installed nothing (`false`).
     pub fn set_compacting(&self, on: bool) {
         self.compacting.store(on, Ordering::Release);
     }

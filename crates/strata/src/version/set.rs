@@ -23,10 +23,12 @@ use crate::error::{Error, ErrorRepr, Result};
 use crate::storage::Storage;
 use crate::wal::{LogReader, LogWriter, ReadOutcome};
 
+/// The path of manifest `n` in `dir`: `MANIFEST-<n>`, `n` zero-padded to six digits.
 pub fn manifest_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("MANIFEST-{n:06}"))
 }
 
+/// The path of `dir`'s `CURRENT` file, which names the live manifest.
 pub fn current_path(dir: &Path) -> PathBuf {
     dir.join("CURRENT")
 }
@@ -276,6 +278,7 @@ impl VersionSet {
         Ok(vs)
     }
 
+    /// The current version.
     pub fn current(&self) -> Arc<Version> {
         self.current.clone()
     }
@@ -285,6 +288,7 @@ impl VersionSet {
         self.style
     }
 
+    /// The queue of obsolete tables whose files may be deleted.
     pub fn reaper(&self) -> &Arc<Reaper> {
         &self.reaper
     }
@@ -305,6 +309,7 @@ impl VersionSet {
         self.next_file_number.clone()
     }
 
+    /// The number of the manifest edits are appended to (0 before a new database's first edit).
     pub fn manifest_number(&self) -> u64 {
         self.manifest_number
     }

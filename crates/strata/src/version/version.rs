@@ -15,8 +15,13 @@ use crate::error::{Error, Result};
 /// served by the merge's output run, not by this one (SifrDB's redirection map, §4.2).
 #[derive(Clone, Default)]
 pub struct SortedRun {
+    /// The run's id: 0 for L0's one-table runs and a leveled level's run; a file number for a
+    /// split-forest tree.
     pub id: u64,
+    /// The run's tables, in key order.
     pub files: Vec<Arc<TableFile>>,
+    /// Keys below this are served by the cutting merge's output run, not by this one; `None`: no
+    /// cut.
     pub cut: Option<Vec<u8>>,
     /// With a cut: the run (of the next level, or of this one at the last level) the merge
     /// writes into — the merge this run belongs to.
@@ -58,6 +63,7 @@ impl SortedRun {
         }
     }
 
+    /// Total bytes of the run's tables.
     pub fn bytes(&self) -> u64 {
         self.files.iter().map(|f| f.size).sum()
     }
@@ -66,19 +72,24 @@ impl SortedRun {
 /// One level: its sorted runs, newest first.
 #[derive(Clone, Default)]
 pub struct Level {
+    /// The level's sorted runs, newest first.
     pub runs: Vec<SortedRun>,
 }
 
 impl Level {
+    /// Every table of the level, run by run.
     pub fn files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
         self.runs.iter().flat_map(|r| r.files.iter())
     }
+    /// The number of tables in the level.
     pub fn num_files(&self) -> usize {
         self.runs.iter().map(|r| r.files.len()).sum()
     }
+    /// Total bytes of the level's tables.
     pub fn bytes(&self) -> u64 {
         self.runs.iter().map(|r| r.bytes()).sum()
     }
+    /// Whether the level holds no table.
     pub fn is_empty(&self) -> bool {
         self.runs.iter().all(|r| r.files.is_empty())
     }
@@ -87,6 +98,7 @@ impl Level {
 /// The tables of the tree at one moment.
 #[derive(Clone)]
 pub struct Version {
+    /// The levels, L0 first.
     pub levels: Vec<Level>,
     /// Bytes of this version's tables on the fast tier (kept as the version is built, so the
     /// placement budget check does not sum every table per job).
@@ -94,6 +106,7 @@ pub struct Version {
 }
 
 impl Version {
+    /// An empty version of `num_levels` levels.
     pub fn new(num_levels: usize) -> Self {
         Version {
             levels: vec![Level::default(); num_levels],
@@ -101,6 +114,7 @@ impl Version {
         }
     }
 
+    /// The number of levels.
     pub fn num_levels(&self) -> usize {
         self.levels.len()
     }
@@ -118,6 +132,7 @@ impl Version {
             .unwrap_or(0)
     }
 
+    /// Every table of the version, level by level from L0.
     pub fn all_files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
         self.levels.iter().flat_map(|l| l.files())
     }

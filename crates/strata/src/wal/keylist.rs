@@ -46,11 +46,14 @@ pub enum KeyListEntry {
 /// A key-list entry logged with its record: its internal key and value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InlineEntry {
+    /// The entry's internal key.
     pub ikey: Vec<u8>,
+    /// The entry's value.
     pub value: Vec<u8>,
 }
 
 impl KeyListEntry {
+    /// An inline entry of internal key `ikey` and value `value`.
     pub fn inline(ikey: Vec<u8>, value: Vec<u8>) -> Self {
         KeyListEntry::Inline(Box::new(InlineEntry { ikey, value }))
     }
@@ -59,8 +62,11 @@ impl KeyListEntry {
 /// The key list of one table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyList {
+    /// The table's file number.
     pub table: u64,
+    /// The table's point entries, in table order.
     pub entries: Vec<KeyListEntry>,
+    /// The table's range tombstones, in table order.
     pub tombstones: Vec<RangeTombstone>,
     /// [`ContentCrc`] of the table's point entries and tombstones.
     pub checksum: u32,
@@ -81,15 +87,18 @@ impl ContentCrc {
         self.crc = crc32c::crc32c_append(self.crc, &len[..n]);
         self.crc = crc32c::crc32c_append(self.crc, bytes);
     }
+    /// Adds a point entry: its internal key and value.
     pub fn add_point(&mut self, ikey: &[u8], value: &[u8]) {
         self.add_prefixed(ikey);
         self.add_prefixed(value);
     }
+    /// Adds a range tombstone: its start, end and sequence number.
     pub fn add_tombstone(&mut self, t: &RangeTombstone) {
         self.add_prefixed(&t.start);
         self.add_prefixed(&t.end);
         self.crc = crc32c::crc32c_append(self.crc, &t.seq.to_le_bytes());
     }
+    /// The CRC32C (unmasked) of everything added so far.
     pub fn value(&self) -> u32 {
         self.crc
     }

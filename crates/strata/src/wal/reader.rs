@@ -13,7 +13,12 @@ pub enum ReadOutcome {
     /// Every byte was a valid record.
     Clean,
     /// A damaged suffix starting at `offset` was dropped as a torn tail.
-    TornTail { offset: u64, dropped: u64 },
+    TornTail {
+        /// Byte offset in the log where the damaged suffix starts.
+        offset: u64,
+        /// Bytes dropped: from `offset` to the end of the log.
+        dropped: u64,
+    },
 }
 
 /// Reads records from the bytes of one log file.
@@ -44,6 +49,7 @@ impl<'a> LogReader<'a> {
         }
     }
 
+    /// How the replay ended so far: [`ReadOutcome::Clean`] until a torn tail is dropped.
     pub fn outcome(&self) -> &ReadOutcome {
         &self.outcome
     }

@@ -19,6 +19,7 @@ use super::LogWriter;
 use crate::error::Result;
 use crate::storage::{FileSync, Storage};
 
+/// The live logs: the current one and the sealed ones not fsynced since; see the module docs.
 pub struct LogSet {
     current: LogWriter,
     /// Sealed logs written since their last fsync, oldest first.

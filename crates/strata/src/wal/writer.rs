@@ -26,6 +26,7 @@ impl LogWriter {
         }
     }
 
+    /// The log's file number.
     pub fn number(&self) -> u64 {
         self.number
     }
@@ -35,6 +36,7 @@ impl LogWriter {
         self.file.len() + self.buf.len() as u64
     }
 
+    /// Whether nothing has been written to the log.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

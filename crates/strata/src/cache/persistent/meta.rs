@@ -44,8 +44,11 @@ struct Sidecar {
 /// The index, filter and trie bytes of one capacity table's metadata.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MetaKinds {
+    /// Block-index bytes (0 when the table has a MashMeta trie index instead).
     pub index: u64,
+    /// Bloom-filter bytes.
     pub filter: u64,
+    /// MashMeta trie-index bytes (0 when the table has a block index).
     pub trie: u64,
 }
 
@@ -69,12 +72,16 @@ impl MetaKinds {
 pub struct MetaTotals {
     /// Sidecars, and their bytes on the fast tier (headers included).
     pub tables: u64,
+    /// Bytes of the sidecars on the fast tier, headers included.
     pub bytes: u64,
     /// Of the tables whose make-up is known (written or opened since the database opened):
     /// how many, and their block-index, bloom-filter and MashMeta-trie bytes.
     pub known_tables: u64,
+    /// Block-index bytes of the known tables.
     pub index_bytes: u64,
+    /// Bloom-filter bytes of the known tables.
     pub filter_bytes: u64,
+    /// MashMeta trie-index bytes of the known tables.
     pub trie_bytes: u64,
 }
 
@@ -219,10 +226,12 @@ impl MetaCache {
         let _ = self.storage.remove(&self.path(id));
     }
 
+    /// The number of sidecars present.
     pub fn len(&self) -> usize {
         self.present.lock().len()
     }
 
+    /// Whether no sidecar is present.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -36,7 +36,9 @@ pub trait PersistentCache: Send + Sync {
     fn invalidate_table(&self, table: u64);
     /// Bytes of valid cached blocks.
     fn usage(&self) -> u64;
+    /// Bytes of fast-tier space the cache may fill (the configured capacity, as rounded).
     fn capacity(&self) -> u64;
+    /// The cache's short name: `"lap"`, `"naive"` or `"foyer"`.
     fn name(&self) -> &'static str;
 }
 
@@ -58,6 +60,7 @@ pub enum PersistentCacheKind {
 /// Persistent data cache options.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PersistentCacheOptions {
+    /// Which data cache to run ([`PersistentCacheKind::None`] by default: none).
     pub kind: PersistentCacheKind,
     /// Bytes of fast-tier space for cached blocks.
     pub capacity: u64,

@@ -44,6 +44,8 @@ pub struct NaiveCache {
 }
 
 impl NaiveCache {
+    /// Opens an empty cache in `dir`, deleting whatever files are there; fails if `dir` cannot be
+    /// created, listed or cleared.
     pub fn open(
         dir: &Path,
         storage: Arc<dyn Storage>,

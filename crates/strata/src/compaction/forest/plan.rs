@@ -13,7 +13,9 @@ use crate::version::FileMeta;
 /// One input table and the input tree (index into the job's trees, newest first) it belongs to.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlannedTable {
+    /// Index of the table's input tree in the job's trees (0: the newest).
     pub tree: usize,
+    /// The table's metadata.
     pub meta: FileMeta,
 }
 
@@ -27,6 +29,7 @@ pub enum Segment {
 }
 
 impl Segment {
+    /// The segment's tables: the moved table, or the merged ones in key order.
     pub fn tables(&self) -> &[PlannedTable] {
         match self {
             Segment::Move(t) => std::slice::from_ref(t),

@@ -25,6 +25,7 @@ use crate::version::{SortedRun, TableFile, Version};
 /// Split-forest picking (SifrDB §4.1).
 #[derive(Clone, Copy, Debug)]
 pub struct SplitForestPolicy {
+    /// Idle trees a level collects before they are merged into the next level (at least 2).
     pub trees_per_level: usize,
 }
 

@@ -73,6 +73,7 @@ impl WorkerEnv {
         self
     }
 
+    /// The directory the worker stages its files under (one `job-*` subdirectory per job).
     pub fn scratch(&self) -> &Path {
         &self.scratch
     }

@@ -76,14 +76,18 @@ impl std::str::FromStr for CompactionMode {
 /// Where one job runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
+    /// On the database's own compaction pool.
     Local,
+    /// On the compaction service.
     Remote,
 }
 
 /// Eq. 1 for one side: seconds per input byte.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Rate {
+    /// Eq. 1's rate in seconds per input byte; `None` until the first sample.
     pub secs_per_byte: Option<f64>,
+    /// Executions folded in.
     pub samples: u64,
 }
 
@@ -107,11 +111,15 @@ impl Rate {
 /// What a decision is made from.
 #[derive(Clone, Copy, Debug)]
 pub struct DecisionInput {
+    /// The configured mode.
     pub mode: CompactionMode,
     /// Local pool utilization over the recent window, 0..=1.
     pub local_busy: f64,
+    /// The local rate, measured on jobs writing to this job's output tier.
     pub local: Rate,
+    /// The remote rate, measured on jobs writing to this job's output tier.
     pub remote: Rate,
+    /// The job's input bytes.
     pub bytes: u64,
     /// This decision explores the side the estimates do not pick.
     pub explore: bool,
@@ -120,6 +128,7 @@ pub struct DecisionInput {
 /// Where a job runs, and whether a remote job waits out busy workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decision {
+    /// Where the job runs.
     pub place: Place,
     /// Keep the job queued while the workers are above the control plane's CPU limit, rather
     /// than take rule 2's way back (see the module docs). Never set for [`Place::Local`].
@@ -158,6 +167,7 @@ pub struct Utilization {
 }
 
 impl Utilization {
+    /// Utilization of a pool of `threads` threads (at least 1) over the last `window`.
     pub fn new(threads: usize, window: Duration) -> Self {
         Utilization {
             threads: threads.max(1),
@@ -172,6 +182,7 @@ impl Utilization {
         now
     }
 
+    /// Marks the execution begun with handle `started` as ended at `now` (unknown: ignored).
     pub fn end(&mut self, started: Instant, now: Instant) {
         if let Some(s) = self
             .spans

@@ -46,12 +46,17 @@ pub const MAX_ATTEMPTS: u32 = 4;
 pub struct ControlMetadata {
     /// The database instance that submitted the job.
     pub instance: String,
+    /// Why the job runs.
     pub reason: CompactionReason,
     /// Input levels, newest first.
     pub input_levels: Vec<u32>,
+    /// The level the outputs go to.
     pub output_level: u32,
+    /// The picker's score (scheduling priority).
     pub score: f64,
+    /// Total bytes of the input tables.
     pub input_bytes: u64,
+    /// Number of input tables.
     pub input_files: u32,
     /// The job went remote because remote is the faster side (remote mode, hybrid rule 1 or
     /// 3, or local unmeasured and the job too large to measure it on; [`hybrid::Decision`]):
@@ -64,6 +69,7 @@ pub struct ControlMetadata {
 }
 
 impl ControlMetadata {
+    /// The metadata of `job`, submitted by `instance` (`wait_for_worker` unset).
     pub fn of(instance: &str, job: &CompactionJob) -> Self {
         ControlMetadata {
             instance: instance.to_string(),
@@ -97,11 +103,14 @@ pub struct JobStorage {
 pub struct RemoteJob {
     /// [`JOB_FORMAT`].
     pub format: String,
+    /// What the control plane schedules the job by.
     pub meta: ControlMetadata,
+    /// Where the job's tables live.
     pub storage: JobStorage,
     /// `job.output_ids` is the whole reserved range: [`MAX_ATTEMPTS`] slices of
     /// `ids_per_attempt` numbers.
     pub job: CompactionJob,
+    /// Table numbers each attempt may use ([`RemoteJob::ids_needed`]).
     pub ids_per_attempt: u64,
 }
 
@@ -161,6 +170,7 @@ impl RemoteJob {
         Ok(start..end)
     }
 
+    /// The job as JSON, as [`RemoteJob::decode`] reads it.
     pub fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a job always serializes")
     }
@@ -245,6 +255,8 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
+    /// The class of `e`: I/O errors and incomplete reads are retriable, a locked or closed
+    /// resource is solvable, anything else (corruption, a refused job) is fatal.
     pub fn of(e: &Error) -> FailureClass {
         match e.kind() {
             ErrorKind::Io | ErrorKind::Incomplete => FailureClass::Retriable,
@@ -256,6 +268,7 @@ impl FailureClass {
         }
     }
 
+    /// The class's name for logs: `"retriable"`, `"solvable"` or `"fatal"`.
     pub fn name(self) -> &'static str {
         match self {
             FailureClass::Retriable => "retriable",
@@ -277,8 +290,11 @@ pub enum Started {
 /// Failures the control plane absorbed before a job succeeded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Absorbed {
+    /// Attempts that failed with a retriable failure and were retried.
     pub retriable: u32,
+    /// Attempts that failed with a solvable failure and moved to another worker.
     pub solvable: u32,
+    /// Workers declared lost while running the job (it was rescheduled).
     pub workers_lost: u32,
 }
 
@@ -287,19 +303,26 @@ pub struct Absorbed {
 pub enum Outcome {
     /// Not finished yet.
     Pending,
+    /// Finished: the outputs are written under the attempt's table numbers, not yet verified.
     Done {
+        /// What the job produced.
         result: CompactionResult,
         /// The attempt whose table numbers the outputs use.
         attempt: u32,
+        /// The worker that ran the job: its id and, when known, its name.
         worker: String,
+        /// Time the job waited in the control plane's queue, over all its attempts.
         queue_wait: Duration,
+        /// Failures the control plane absorbed before the job succeeded.
         absorbed: Absorbed,
     },
     /// Run it locally (no worker could take it after all).
     UseLocal(String),
     /// A fatal job-level failure, or retries exhausted.
     Failed {
+        /// How bad the failure is (retries exhausted: [`FailureClass::Solvable`]).
         class: FailureClass,
+        /// What went wrong.
         message: String,
     },
 }
@@ -308,6 +331,7 @@ pub enum Outcome {
 /// Errors mean the service could not be reached (a service-level failure): the engine runs
 /// the job locally and tries the service again for later jobs.
 pub trait CompactionService: Send + Sync {
+    /// Submits `job`: queued under an id, or sent back to run locally.
     fn start(&self, job: &RemoteJob) -> Result<Started>;
     /// Waits up to `timeout` for `id`'s outcome.
     fn wait(&self, id: u64, timeout: Duration) -> Result<Outcome>;

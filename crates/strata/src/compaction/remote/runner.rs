@@ -40,10 +40,13 @@ pub enum VerifyLevel {
 /// How the runner reaches and uses the service.
 #[derive(Clone, Debug)]
 pub struct RemoteOptions {
+    /// Where jobs run: all locally, all on the service, or per job (hybrid).
     pub mode: CompactionMode,
     /// This database, as the control plane knows it.
     pub instance: String,
+    /// The database directory holding fast-tier tables, as workers reach it (a shared path).
     pub fast_dir: PathBuf,
+    /// The capacity tier's URL for workers; `None`: jobs touching the capacity tier run locally.
     pub capacity_url: Option<String>,
     /// The local pool's threads (`max_background_compactions`).
     pub local_threads: usize,
@@ -55,10 +58,13 @@ pub struct RemoteOptions {
     pub service_timeout: Duration,
     /// A job not done after this long runs locally.
     pub job_timeout: Duration,
+    /// How much of a remote result is read back before it is installed.
     pub verify: VerifyLevel,
 }
 
 impl RemoteOptions {
+    /// Options with defaults: no capacity URL, one local thread, a 5 s busy window,
+    /// 500 ms polls, a 3 s service timeout, a 600 s job timeout and metadata verification.
     pub fn new(mode: CompactionMode, instance: String, fast_dir: PathBuf) -> Self {
         RemoteOptions {
             mode,
@@ -78,56 +84,93 @@ impl RemoteOptions {
 /// Counters of remote compaction (`DbStats::remote_compaction`).
 #[derive(Default, Debug)]
 pub struct RemoteCounters {
+    /// Jobs run remotely whose results passed verification.
     pub remote_jobs: AtomicU64,
+    /// Jobs run locally, for whatever reason (fallbacks included).
     pub local_jobs: AtomicU64,
     /// Local because the job cannot leave the process.
     pub ineligible_jobs: AtomicU64,
     /// Local by the hybrid decision.
     pub local_by_estimate: AtomicU64,
+    /// Jobs the service sent back to run locally ("use local": lack of resources or draining).
     pub lack_of_resources: AtomicU64,
+    /// Jobs run locally because the service could not be reached.
     pub service_unreachable: AtomicU64,
+    /// Jobs run locally because they were not done after `job_timeout`.
     pub wait_timeouts: AtomicU64,
+    /// Remote results that failed verification (the jobs ran locally).
     pub verify_failures: AtomicU64,
+    /// Retriable job failures, absorbed by the control plane or reported.
     pub failures_retriable: AtomicU64,
+    /// Solvable job failures, absorbed by the control plane or reported.
     pub failures_solvable: AtomicU64,
+    /// Fatal job failures the service reported.
     pub failures_fatal: AtomicU64,
+    /// Workers lost while running jobs the service then finished.
     pub workers_lost: AtomicU64,
+    /// Microseconds verified remote jobs waited in the control plane's queue.
     pub queue_wait_micros: AtomicU64,
+    /// Wall time of verified remote jobs in microseconds, queueing and transfer included.
     pub remote_micros: AtomicU64,
+    /// Microseconds of local job runs.
     pub local_micros: AtomicU64,
     /// Input bytes workers read and output bytes they wrote for this database.
     pub transfer_read_bytes: AtomicU64,
+    /// Output bytes workers wrote for this database.
     pub transfer_write_bytes: AtomicU64,
 }
 
 /// A snapshot of [`RemoteCounters`] plus the current estimates.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct RemoteCompactionStats {
+    /// The compaction mode: `"local"`, `"remote"` or `"hybrid"`.
     pub mode: String,
+    /// The compaction service's name.
     pub service: String,
+    /// Jobs run remotely whose results passed verification.
     pub remote_jobs: u64,
+    /// Jobs run locally, for whatever reason (fallbacks included).
     pub local_jobs: u64,
+    /// Jobs run locally because they cannot leave the process.
     pub ineligible_jobs: u64,
+    /// Jobs run locally by the hybrid decision.
     pub local_by_estimate: u64,
+    /// Jobs the service sent back to run locally ("use local": lack of resources or draining).
     pub lack_of_resources: u64,
+    /// Jobs run locally because the service could not be reached.
     pub service_unreachable: u64,
+    /// Jobs run locally because they were not done after `job_timeout`.
     pub wait_timeouts: u64,
+    /// Remote results that failed verification (the jobs ran locally).
     pub verify_failures: u64,
+    /// Retriable job failures, absorbed by the control plane or reported.
     pub failures_retriable: u64,
+    /// Solvable job failures, absorbed by the control plane or reported.
     pub failures_solvable: u64,
+    /// Fatal job failures the service reported.
     pub failures_fatal: u64,
+    /// Workers lost while running jobs the service then finished.
     pub workers_lost: u64,
+    /// Microseconds verified remote jobs waited in the control plane's queue.
     pub queue_wait_micros: u64,
+    /// Wall time of verified remote jobs in microseconds, queueing and transfer included.
     pub remote_micros: u64,
+    /// Microseconds of local job runs.
     pub local_micros: u64,
+    /// Input bytes workers read for this database.
     pub transfer_read_bytes: u64,
+    /// Output bytes workers wrote for this database.
     pub transfer_write_bytes: u64,
     /// Eq. 1's rates, microseconds per input MiB (0: not measured yet), for jobs writing to
     /// the fast tier and to the capacity tier.
     pub local_us_per_mib_fast: u64,
+    /// Local rate of jobs writing to the capacity tier, µs per input MiB (0: not measured).
     pub local_us_per_mib_capacity: u64,
+    /// Remote rate of jobs writing to the fast tier, µs per input MiB (0: not measured).
     pub remote_us_per_mib_fast: u64,
+    /// Remote rate of jobs writing to the capacity tier, µs per input MiB (0: not measured).
     pub remote_us_per_mib_capacity: u64,
+    /// Utilization of the local compaction pool over the busy window, in percent.
     pub local_busy_percent: u64,
 }
 
@@ -162,6 +205,7 @@ pub struct ServiceRunner {
 }
 
 impl ServiceRunner {
+    /// A runner sending jobs to `service` as `opts` says, with no rate measured yet.
     pub fn new(service: Arc<dyn CompactionService>, opts: RemoteOptions) -> Self {
         let busy = Utilization::new(opts.local_threads, opts.busy_window);
         ServiceRunner {
@@ -176,10 +220,12 @@ impl ServiceRunner {
         }
     }
 
+    /// The counters behind [`ServiceRunner::stats`].
     pub fn counters(&self) -> &Arc<RemoteCounters> {
         &self.counters
     }
 
+    /// A snapshot of the counters, the current rates and the local pool's utilization.
     pub fn stats(&self) -> RemoteCompactionStats {
         let c = &self.counters;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);

@@ -38,6 +38,7 @@ pub enum IndexKind {
 }
 
 impl IndexKind {
+    /// The kind's name, as configuration spells it: `"block"`, `"mashmeta"` or `"auto"`.
     pub fn name(self) -> &'static str {
         match self {
             IndexKind::Block => "block",
@@ -46,6 +47,7 @@ impl IndexKind {
         }
     }
 
+    /// The kind named `s` (as [`IndexKind::name`] spells it); `None` for any other name.
     pub fn parse(s: &str) -> Option<IndexKind> {
         match s {
             "block" => Some(IndexKind::Block),
@@ -58,7 +60,9 @@ impl IndexKind {
 
 /// An open table's index.
 pub enum TableIndex {
+    /// A block index, with the table's bloom filter beside it (if any).
     Blocks(BlockIndex),
+    /// A MashMeta trie: index and exact filter in one.
     Trie(Arc<MashMeta>),
 }
 
@@ -172,6 +176,7 @@ impl BlockIndex {
         })
     }
 
+    /// The index block.
     pub fn block(&self) -> &Block {
         &self.block
     }
@@ -205,6 +210,7 @@ impl BlockIndex {
 }
 
 impl TableIndex {
+    /// A cursor over the table's data blocks, not positioned yet.
     pub fn cursor(&self) -> IndexCursor {
         match self {
             TableIndex::Blocks(b) => IndexCursor::Blocks(b.block.iter(compare_internal)),
@@ -215,6 +221,7 @@ impl TableIndex {
         }
     }
 
+    /// [`IndexKind::Block`] or [`IndexKind::MashMeta`] (never `Auto`).
     pub fn kind(&self) -> IndexKind {
         match self {
             TableIndex::Blocks(_) => IndexKind::Block,
@@ -225,14 +232,19 @@ impl TableIndex {
 
 /// A position among a table's data blocks.
 pub enum IndexCursor {
+    /// On a block index: an iterator over the index block.
     Blocks(BlockIter),
+    /// On a MashMeta trie: data blocks by number.
     Trie {
+        /// The trie.
         trie: Arc<MashMeta>,
+        /// The current block's number; `None`: not on a block.
         at: Option<usize>,
     },
 }
 
 impl IndexCursor {
+    /// Whether the cursor is on a block.
     pub fn valid(&self) -> bool {
         match self {
             IndexCursor::Blocks(it) => it.valid(),
@@ -240,6 +252,7 @@ impl IndexCursor {
         }
     }
 
+    /// Moves to the first block (invalid if the table has none).
     pub fn seek_to_first(&mut self) {
         match self {
             IndexCursor::Blocks(it) => it.seek_to_first(),
@@ -247,6 +260,7 @@ impl IndexCursor {
         }
     }
 
+    /// Moves to the last block (invalid if the table has none).
     pub fn seek_to_last(&mut self) {
         match self {
             IndexCursor::Blocks(it) => it.seek_to_last(),
@@ -262,6 +276,7 @@ impl IndexCursor {
         }
     }
 
+    /// Moves to the next block (invalid past the last).
     pub fn next(&mut self) {
         match self {
             IndexCursor::Blocks(it) => it.next(),
@@ -271,6 +286,7 @@ impl IndexCursor {
         }
     }
 
+    /// Moves to the previous block (invalid before the first).
     pub fn prev(&mut self) {
         match self {
             IndexCursor::Blocks(it) => it.prev(),
@@ -289,6 +305,7 @@ impl IndexCursor {
         }
     }
 
+    /// The error the cursor ran into, if any (a MashMeta cursor never fails).
     pub fn status(&self) -> Result<()> {
         match self {
             IndexCursor::Blocks(it) => it.status(),

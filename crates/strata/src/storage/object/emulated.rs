@@ -32,6 +32,7 @@ pub struct Emulation {
     pub error_rate: f64,
     /// Probability that a request times out (fails after `timeout_delay`).
     pub timeout_rate: f64,
+    /// How long a request chosen to time out waits before it fails.
     pub timeout_delay: Duration,
     /// Seed of the fault dice.
     pub seed: u64,
@@ -40,13 +41,21 @@ pub struct Emulation {
 /// Counters of an [`EmulatedStore`].
 #[derive(Debug, Default)]
 pub struct EmulationStats {
+    /// GET requests (whole, ranged, or several ranges in one).
     pub gets: AtomicU64,
+    /// PUT-like requests: puts, multipart parts and completions, copies and renames.
     pub puts: AtomicU64,
+    /// Objects deleted.
     pub deletes: AtomicU64,
+    /// LIST requests.
     pub lists: AtomicU64,
+    /// Bytes returned by GETs.
     pub bytes_read: AtomicU64,
+    /// Bytes uploaded by puts and multipart parts.
     pub bytes_written: AtomicU64,
+    /// Requests failed with an injected transient error.
     pub injected_errors: AtomicU64,
+    /// Requests failed with an injected timeout.
     pub injected_timeouts: AtomicU64,
 }
 
@@ -112,6 +121,7 @@ pub struct EmulatedStore {
 }
 
 impl EmulatedStore {
+    /// Wraps `inner`, emulating `cfg` (the fault dice seeded from `cfg.seed`).
     pub fn new(inner: Arc<dyn ObjectStore>, cfg: Emulation) -> Self {
         let seed = cfg.seed | 1;
         EmulatedStore {
@@ -130,10 +140,12 @@ impl EmulatedStore {
         *self.shared.cfg.lock() = cfg;
     }
 
+    /// The current emulation settings.
     pub fn config(&self) -> Emulation {
         self.shared.cfg.lock().clone()
     }
 
+    /// The store's counters.
     pub fn stats(&self) -> &EmulationStats {
         &self.shared.stats
     }

@@ -20,6 +20,7 @@ pub struct ObjectFile {
 }
 
 impl ObjectFile {
+    /// The object at `path` on `tier`, `size` bytes long (reads past it are refused).
     pub fn new(tier: Arc<CapacityTier>, path: ObjPath, size: u64) -> Self {
         ObjectFile { tier, path, size }
     }

@@ -55,6 +55,8 @@ pub struct CapacityOptions {
 }
 
 impl CapacityOptions {
+    /// Options for the store at `url`, with defaults: no emulation, 8 MiB parts, 6 attempts, a
+    /// 30 s request timeout and 4 MiB readahead.
     pub fn new(url: impl Into<String>) -> Self {
         CapacityOptions {
             url: url.into(),
@@ -257,6 +259,7 @@ impl CapacityTier {
         self.emulation.as_ref()
     }
 
+    /// The counters this tier records its requests and bytes in.
     pub fn stats(&self) -> &Arc<TierStats> {
         &self.stats
     }

@@ -110,38 +110,50 @@ impl std::fmt::Debug for HotRapOptions {
 /// Counters of HotRAP's pathways.
 #[derive(Default)]
 pub struct HotCounters {
+    /// Records read from the capacity tier and inserted into the promotion cache.
     pub cache_inserts: AtomicU64,
     /// Inserts aborted by the §3.3 check.
     pub cache_aborts: AtomicU64,
+    /// Point reads the promotion cache answered.
     pub cache_hits: AtomicU64,
     /// Records taken from the cache by compactions into the capacity tier, and how many of
     /// them were hot (written to the fast tier: promotion by compaction).
     pub compaction_taken: AtomicU64,
+    /// Taken records that were hot, written to the fast tier.
     pub promoted_by_compaction: AtomicU64,
     /// Records and bytes routed to fast-tier outputs by compactions into the capacity tier
     /// (retention plus promotion by compaction).
     pub retained_records: AtomicU64,
+    /// Bytes (internal key + value) of those routed records.
     pub retained_bytes: AtomicU64,
     /// Promotion by flush: tables and records written to L0, records folded back into the
     /// mutable cache, and records dropped (cold, newer version found, or taken meanwhile).
     pub flush_tables: AtomicU64,
+    /// Records written to L0 tables by promotion by flush.
     pub promoted_by_flush: AtomicU64,
+    /// Records the Checker folded back into the mutable cache (too few for a table).
     pub flush_reinserted: AtomicU64,
+    /// Records the Checker dropped: cold, shadowed by a newer version, or given up.
     pub flush_dropped: AtomicU64,
     /// Point reads answered by the memtables or the fast tier (promotion cache included), and
     /// by the capacity tier.
     pub reads_fast: AtomicU64,
+    /// Point reads the capacity tier decided (a value or a deletion found there).
     pub reads_capacity: AtomicU64,
 }
 
 /// HotRAP's state in an open database.
 pub struct HotRap {
+    /// The record-hotness tracker: RALT, unless `HotRapOptions::tracker` replaces it.
     pub tracker: Arc<dyn HotTracker>,
+    /// The promotion cache between the last fast level and the first capacity level.
     pub cache: PromotionCache,
+    /// Counters of every pathway.
     pub counters: HotCounters,
 }
 
 impl HotRap {
+    /// HotRAP's state with `tracker` and an empty promotion cache sealed at `cache_bytes` bytes.
     pub fn new(tracker: Arc<dyn HotTracker>, cache_bytes: usize) -> Self {
         HotRap {
             tracker,
@@ -185,21 +197,39 @@ impl HotRap {
 /// HotRAP's figures, in `DbStats::hotrap`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct HotRapStats {
+    /// The tracker's figures (RALT's sizes, limits and counters).
     pub tracker: TrackerStats,
+    /// Bytes in the mutable promotion cache now (key + value + 8 per record).
     pub promotion_cache_bytes: u64,
+    /// Bytes in the sealed promotion caches awaiting the Checker now.
     pub sealed_cache_bytes: u64,
+    /// Records inserted into the promotion cache since open.
     pub cache_inserts: u64,
+    /// Promotion-cache inserts aborted by the §3.3 check since open.
     pub cache_aborts: u64,
+    /// Point reads the promotion cache answered since open.
     pub cache_hits: u64,
+    /// Records taken from the promotion cache by compactions into the capacity tier, since open.
     pub compaction_taken: u64,
+    /// Taken records that were hot, written to the fast tier (promotion by compaction).
     pub promoted_by_compaction: u64,
+    /// Records routed to fast-tier outputs by compactions into the capacity tier (retention plus
+    /// promotion by compaction), since open.
     pub retained_records: u64,
+    /// Bytes (internal key + value) of those routed records.
     pub retained_bytes: u64,
+    /// L0 tables written by promotion by flush since open.
     pub flush_tables: u64,
+    /// Records written to those L0 tables.
     pub promoted_by_flush: u64,
+    /// Records the Checker folded back into the mutable cache since open.
     pub flush_reinserted: u64,
+    /// Records the Checker dropped (cold, shadowed by a newer version, or given up) since open.
     pub flush_dropped: u64,
+    /// Point reads decided by a fast-tier table or the promotion cache since open (reads the
+    /// memtables answer are not counted).
     pub reads_fast: u64,
+    /// Point reads the capacity tier decided, since open.
     pub reads_capacity: u64,
     /// Share of point reads that found their record without the capacity tier.
     pub fast_hit_rate: f64,

@@ -33,7 +33,9 @@ use crate::version::TableFile;
 /// A cached copy of a record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CachedRecord {
+    /// Sequence number of the copied version.
     pub seq: SeqNo,
+    /// The copied value.
     pub value: Bytes,
 }
 
@@ -102,6 +104,7 @@ impl SealedPromotion {
             .is_some_and(|r| r.seq == seq)
     }
 
+    /// Bytes of the entries still present (key + value + 8 per record).
     pub fn bytes(&self) -> usize {
         self.map.read().bytes
     }
@@ -110,6 +113,7 @@ impl SealedPromotion {
 /// Why an insert did not happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InsertOutcome {
+    /// The record went into the mutable map (a no-op if it held the same or a newer version).
     Inserted,
     /// A consulted table is being (or was) compacted, or a compaction was being set up.
     Aborted,
@@ -149,6 +153,7 @@ impl PromotionCache {
         }
     }
 
+    /// Size at which the mutable map is sealed, in bytes.
     pub fn target_bytes(&self) -> usize {
         self.target_bytes
     }
@@ -297,6 +302,7 @@ impl PromotionCache {
                 .sum::<usize>()
     }
 
+    /// Whether the mutable and sealed maps hold no entry.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -38,6 +38,7 @@ pub enum PlacementPolicy {
 }
 
 impl PlacementPolicy {
+    /// The policy's name, as [`PlacementPolicy::parse`] accepts it: `"static"` or `"logstore"`.
     pub fn name(self) -> &'static str {
         match self {
             PlacementPolicy::Static => "static",
@@ -45,6 +46,7 @@ impl PlacementPolicy {
         }
     }
 
+    /// The policy named `s` (`"static"` or `"logstore"`); `None` for any other name.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "static" => Some(PlacementPolicy::Static),
@@ -226,6 +228,7 @@ pub fn table_io() -> u64 {
 pub struct IoMark(Option<u64>);
 
 impl IoMark {
+    /// A mark of this thread's [`table_io`] now if `tracked`, else an untracked mark.
     #[inline]
     pub fn new(tracked: bool) -> Self {
         IoMark(tracked.then(table_io))

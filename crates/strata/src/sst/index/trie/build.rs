@@ -20,6 +20,7 @@ pub struct MashMetaBuilder {
 }
 
 impl MashMetaBuilder {
+    /// An empty builder.
     pub fn new() -> Self {
         Self::default()
     }
@@ -46,6 +47,7 @@ impl MashMetaBuilder {
         self.blocks.push(h);
     }
 
+    /// The number of distinct user keys added.
     pub fn num_keys(&self) -> usize {
         self.ends.len()
     }

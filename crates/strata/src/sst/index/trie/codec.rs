@@ -25,6 +25,7 @@ use crate::coding::{put_varint64, Decoder};
 use crate::error::{Error, Result};
 use crate::sst::format::{BlockHandle, BLOCK_TRAILER_SIZE};
 
+/// The MashMeta block format version (its first byte).
 pub const VERSION: u8 = 1;
 /// A node with more children than this keeps their labels as a 256-bit set (32 bytes) instead
 /// of a byte each: RocksMash's sparse encoding, with SuRF's dense one where it is smaller.
@@ -38,6 +39,7 @@ pub struct Bits {
 }
 
 impl Bits {
+    /// Appends one bit.
     pub fn push(&mut self, bit: bool) {
         if self.len.is_multiple_of(64) {
             self.words.push(0);
@@ -48,10 +50,12 @@ impl Bits {
         self.len += 1;
     }
 
+    /// The number of bits.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the string holds no bit.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -95,25 +99,38 @@ impl Bits {
 /// The parts of a MashMeta block, before query structures are built over them.
 #[derive(Default, Clone, Debug)]
 pub struct Encoded {
+    /// The number of distinct user keys.
     pub n_keys: u64,
+    /// The number of trie nodes.
     pub n_nodes: u64,
+    /// The bytes every key starts with, kept once.
     pub prefix: Vec<u8>,
     /// Non-zero: every key is this long and ends with `common_suffix`, which the trie omits.
     pub fixed_len: u64,
+    /// With `fixed_len`: the bytes every key ends with; empty otherwise.
     pub common_suffix: Vec<u8>,
+    /// The DFUDS tree: a leading `(`, then per node in depth-first order a `(` per child and a `)`.
     pub parens: Bits,
+    /// The child labels of the sparse nodes, a byte per child, in node order.
     pub labels: Vec<u8>,
     /// Ids of the dense nodes (increasing) and their label sets, 32 bytes each.
     pub dense: Vec<u64>,
+    /// The dense nodes' label sets, 32 bytes (256 bits) each, in `dense` order.
     pub bitmaps: Vec<u8>,
+    /// A bit per node, in node order: 1 where a key ends.
     pub terminal: Bits,
+    /// Each key's suffix length in unary (that many 1s, then a 0), in key order.
     pub suffix_map: Bits,
+    /// The keys' suffixes (the rest of a key below its leaf), concatenated in key order.
     pub suffix_bytes: Vec<u8>,
+    /// Per data block, a 1 for each key whose newest version it holds, then a 0.
     pub block_map: Bits,
+    /// The data blocks' handles, in file order.
     pub blocks: Vec<BlockHandle>,
 }
 
 impl Encoded {
+    /// The block's bytes in the layout above (what [`decode`] reads).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![VERSION];
         for v in [self.n_keys, self.n_nodes, self.blocks.len() as u64] {
@@ -389,17 +406,24 @@ const TREE_BLOCK: usize = 128;
 
 /// The query structures over a decoded block.
 pub struct Parts {
+    /// The min-max tree over the parentheses, for `findclose` and the like.
     pub tree: BpTree<TREE_BLOCK>,
     /// 1 at dense nodes; and for the `k`-th dense node, the children of dense nodes before it
     /// (their labels are not in the label array).
     pub dense: RsVec,
+    /// For the `k`-th dense node: the children of the dense nodes before it (entry `k`).
     pub dense_children_before: Vec<u32>,
+    /// Rank and select over [`Encoded::parens`].
     pub parens: RsVec,
+    /// Rank and select over [`Encoded::terminal`].
     pub terminal: RsVec,
+    /// Rank and select over [`Encoded::suffix_map`].
     pub suffix_map: RsVec,
+    /// Rank and select over [`Encoded::block_map`].
     pub block_map: RsVec,
 }
 
+/// Builds the query structures over `e`.
 pub fn parts(e: &Encoded) -> Parts {
     let mut dense = Bits::default();
     let mut ids = e.dense.iter().peekable();

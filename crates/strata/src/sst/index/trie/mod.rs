@@ -90,10 +90,12 @@ impl MashMeta {
         codec::decode(b)
     }
 
+    /// The number of distinct user keys.
     pub fn num_keys(&self) -> usize {
         self.n_keys
     }
 
+    /// The number of data blocks.
     pub fn num_blocks(&self) -> usize {
         self.blocks.len()
     }

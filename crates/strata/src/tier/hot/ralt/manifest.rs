@@ -19,25 +19,33 @@ const MAX_STATE_RUNS: u64 = 1 << 16;
 /// A live run as the state file names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunEntry {
+    /// The run's id (its file is `NNNNNN.ralt`).
     pub id: u64,
+    /// The run file's size in bytes.
     pub size: u64,
+    /// Access records in the run.
     pub records: u64,
 }
 
+/// The contents of RALT's `STATE` file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StateFile {
     /// Accessed HotRAP bytes so far (the score clock).
     pub clock: u64,
+    /// Id the next run gets (every live run's id is below it).
     pub next_run_id: u64,
     /// Tick at which `hot_threshold.score` is expressed.
     pub threshold_tick: u64,
+    /// The hot-set threshold, expressed at `threshold_tick`.
     pub hot_threshold: Threshold,
+    /// The hot-set and physical limits in force.
     pub limits: Limits,
     /// Newest first.
     pub runs: Vec<RunEntry>,
 }
 
 impl StateFile {
+    /// The file's bytes: magic, version, the fields, the runs, then a masked CRC32C of all that.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = STATE_MAGIC.to_vec();
         b.push(STATE_VERSION);
@@ -59,6 +67,7 @@ impl StateFile {
         b
     }
 
+    /// Decodes a state file; a bad magic, version, checksum, value or length is `Corruption`.
     pub fn decode(data: &[u8]) -> Result<StateFile> {
         let bad = |what: &str| Error::corruption(format!("RALT state: {what}"));
         if data.len() < 9 || &data[..4] != STATE_MAGIC {

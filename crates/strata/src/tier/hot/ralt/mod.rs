@@ -86,16 +86,27 @@ pub struct RaltStats {
     pub hot_set_bytes: u64,
     /// HotRAP bytes of candidates (what the hot-set limit is enforced on).
     pub candidate_bytes: u64,
+    /// Current limit on the HotRAP bytes of candidates (tuned after each eviction under
+    /// auto-tune).
     pub hot_set_limit: u64,
+    /// Current limit on the bytes of RALT's run files.
     pub physical_limit: u64,
+    /// Access records in the runs (a key counts once per run holding it).
     pub records: u64,
+    /// Live runs.
     pub runs: u64,
+    /// Access-buffer flushes into a new run since RALT opened.
     pub flushes: u64,
+    /// Run merges since RALT opened (full rewrites and evictions included).
     pub merges: u64,
+    /// Evictions since RALT opened: full rewrites that dropped records because a limit was
+    /// exceeded.
     pub evictions: u64,
+    /// Records dropped by evictions since RALT opened.
     pub evicted_records: u64,
     /// Accesses dropped because maintenance lagged (or a flush failed).
     pub dropped_accesses: u64,
+    /// Accesses recorded since RALT opened (dropped ones included).
     pub accesses: u64,
     /// Times `open` found damage and started empty.
     pub damaged_opens: u64,
@@ -624,6 +635,7 @@ impl Ralt {
         Ok(out)
     }
 
+    /// The current sizes and limits, and the counters since RALT opened.
     pub fn stats(&self) -> RaltStats {
         let s = self.current();
         let c = &self.counters;

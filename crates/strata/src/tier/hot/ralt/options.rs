@@ -20,7 +20,9 @@ pub struct RaltOptions {
     pub physical_limit: u64,
     /// Algorithm 1: tune both limits after each eviction, evict unstable records first.
     pub auto_tune: bool,
+    /// Lower bound of the auto-tuned hot-set limit (HotRAP bytes).
     pub min_hot_set_limit: u64,
+    /// Upper bound of the auto-tuned hot-set limit (HotRAP bytes).
     pub max_hot_set_limit: u64,
     /// D in Algorithm 1: HotRAP bytes of unstable records allowed beside the stable ones.
     pub max_unstable_bytes: u64,

@@ -37,11 +37,13 @@ pub const MAX_KEY_LEN: u64 = 1 << 20;
 /// One key's access history.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
+    /// The accessed user key.
     pub key: Vec<u8>,
     /// Size of the value in the data store at the last access (not the value itself).
     pub value_size: u32,
     /// Time slice `score` refers to.
     pub tick: u64,
+    /// Score as of `tick`: exponentially smoothed accesses (see the module docs).
     pub score: f64,
     /// Algorithm 1 counter as of `tick` (decays lazily by epochs).
     pub counter: u8,
@@ -107,6 +109,7 @@ impl Record {
         self.key.len() as u64 + self.value_size as u64
     }
 
+    /// Whether the stable tag of Algorithm 1 is set (regardless of the decayed counter).
     pub fn tagged_stable(&self) -> bool {
         self.flags & FLAG_STABLE != 0
     }

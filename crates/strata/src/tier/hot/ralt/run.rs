@@ -59,15 +59,19 @@ pub struct RunTotals {
 
 /// An immutable sorted run: an open file plus its in-memory index.
 pub struct Run {
+    /// The run's id (its file is `NNNNNN.ralt`).
     pub id: u64,
+    /// The run file's path.
     pub path: PathBuf,
     file: Arc<dyn RandomAccessFile>,
+    /// The run file's size in bytes.
     pub size: u64,
     blocks: Vec<BlockMeta>,
     /// `hot_prefix[i]` = hot HotRAP bytes in blocks `0..i` (length `blocks + 1`).
     hot_prefix: Vec<u64>,
     last_key: Vec<u8>,
     bloom: Option<BloomFilter>,
+    /// Totals by the flags the records were written with.
     pub totals: RunTotals,
 }
 
@@ -162,6 +166,8 @@ pub struct RunWriter {
 }
 
 impl RunWriter {
+    /// Creates the run file at `path` and writes its header; blocks hold about `block_bytes` of
+    /// payload (at least 64).
     pub fn create(storage: &dyn Storage, path: &Path, id: u64, block_bytes: usize) -> Result<Self> {
         let mut file = storage.create(path)?;
         let mut header = MAGIC.to_vec();
@@ -180,6 +186,8 @@ impl RunWriter {
         })
     }
 
+    /// Appends `r`, ending the block once its payload reaches `block_bytes`; a key not above the
+    /// previous one is `Corruption`.
     pub fn add(&mut self, r: &Record) -> Result<()> {
         self.index.add(r)?;
         if self.count == 0 {
@@ -310,6 +318,7 @@ impl Run {
         Ok(index.finish(id, path.to_path_buf(), file))
     }
 
+    /// Data blocks in the run (tests check block boundaries with it).
     #[cfg(test)]
     pub fn block_count(&self) -> usize {
         self.blocks.len()
@@ -408,6 +417,7 @@ pub struct RunIter {
 }
 
 impl RunIter {
+    /// Iterates `run` from its first record.
     pub fn new(run: Arc<Run>) -> RunIter {
         RunIter {
             run,
@@ -416,6 +426,7 @@ impl RunIter {
         }
     }
 
+    /// The next record in key order, `None` at the end; reads and checks one block at a time.
     pub fn next_record(&mut self) -> Result<Option<Record>> {
         loop {
             if let Some(r) = self.buf.next() {

@@ -16,6 +16,7 @@
 /// the kept share of ties.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Threshold {
+    /// Records scoring above this are kept (the score at the tick the threshold is expressed at).
     pub score: f64,
     /// Share (0..=1) of records with exactly `score` that are kept.
     pub tie_keep: f64,
@@ -28,6 +29,7 @@ impl Threshold {
         tie_keep: 1.0,
     };
 
+    /// Whether a record with real score `score` and key `key` is kept.
     pub fn keeps(&self, score: f64, key: &[u8]) -> bool {
         if score > self.score {
             true
