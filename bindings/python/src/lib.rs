@@ -13,7 +13,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use engine::cache::persistent::PersistentCacheOptions;
+use engine::cache::persistent::{PersistentCacheKind, PersistentCacheOptions};
 use engine::storage::object::CapacityOptions;
 use engine::{ErrorKind, Options, ReadOptions, WriteOptions};
 use pyo3::create_exception;
@@ -111,8 +111,15 @@ fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
             "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract()?,
             "hotrap" => o.hotrap.enabled = v.extract()?,
             "persistent_cache_size" => {
+                // A size turns on the LAP cache of capacity-tier blocks; 0 turns it off.
+                let capacity: u64 = v.extract()?;
                 o.persistent_cache = PersistentCacheOptions {
-                    capacity: v.extract()?,
+                    kind: if capacity > 0 {
+                        PersistentCacheKind::Lap
+                    } else {
+                        PersistentCacheKind::None
+                    },
+                    capacity,
                     ..o.persistent_cache
                 }
             }

@@ -115,7 +115,7 @@ def test_stats_and_errors(tmp_path):
 def test_capacity_tier_and_reopen(tmp_path):
     cap = "file://" + str(tmp_path / "capacity")
     opts = dict(capacity=cap, write_buffer_size=256 << 10, target_file_size_base=256 << 10,
-                max_bytes_for_level_base=1 << 20)
+                max_bytes_for_level_base=1 << 20, persistent_cache_size=16 << 20)
     with strata.open(str(tmp_path / "db"), **opts) as db:
         for i in range(20000):
             db.put(b"user%08d" % i, (b"%08d" % i) * 12)
@@ -124,6 +124,8 @@ def test_capacity_tier_and_reopen(tmp_path):
         assert s["capacity_table_bytes"] > 0, s["text"]
     with strata.open(str(tmp_path / "db"), **opts) as db:
         assert db.get(b"user00012345") == b"00012345" * 12
+    # persistent_cache_size turned on the LAP cache: its files are on the fast tier.
+    assert (tmp_path / "db" / "lap").is_dir(), sorted(p.name for p in (tmp_path / "db").iterdir())
 
 
 def test_threads_run_concurrently(tmp_path):
