@@ -19,9 +19,10 @@ use crate::rng::{mix64, Rng};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum KeyOrder {
-    /// Key `i` is `i` big-endian: index order is key order (db_bench).
+    /// Record i's key is i (big-endian), so record order is key order (db_bench).
     Sequential,
-    /// Key `i` is `mix64(i)` big-endian: indices are scattered over the key space (YCSB).
+    /// Record i's key is a hash of i: records are scattered over the key space (YCSB).
+    // The hash is `mix64(i)`, big-endian.
     Hashed,
 }
 

@@ -8,11 +8,20 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Shown at the end of `strata-bench --help` (`strata bench` has its own, in `strata-cli`).
+const EXAMPLES: &str = "\
+Examples:
+  strata-bench --benchmarks fillrandom,readrandom --num 1000000 --threads 2
+  strata-bench --workload c --distribution zipfian --capacity file:///tmp/strata-cap \\
+      --capacity-latency-ms 5 --json run.json --plot run.png
+  strata-bench --engine rocksdb --benchmarks fillrandom,readrandom --csv rocksdb.csv";
+
 #[derive(Parser)]
 #[command(
     name = "strata-bench",
     version,
-    about = "db_bench- and YCSB-style benchmarks for Strata and its peers"
+    about = "db_bench- and YCSB-style benchmarks for Strata and its peers",
+    after_help = EXAMPLES
 )]
 struct Cli {
     #[command(flatten)]

@@ -13,97 +13,146 @@ use strata_compaction::config::{self, ServiceConfig, WorkerConfig};
 use strata_compaction::plane::{self, ControlPlane};
 use strata_compaction::worker::{self, Injection, WorkerError, WorkerSetup};
 
+/// Examples shown at the end of `strata compaction-service --help`.
+pub const SERVICE_EXAMPLES: &str = "\
+Examples:
+  strata compaction-service --listen 127.0.0.1:7700 --token \"$TOKEN\"
+  strata compaction-service --config service.toml --tls-cert cert.pem --tls-key key.pem
+  strata compaction-service status --service http://127.0.0.1:7700 --token \"$TOKEN\"
+  strata compaction-service bench --service http://127.0.0.1:7700 --token \"$TOKEN\" --jobs 10000";
+
+/// Examples shown at the end of `strata compaction-worker --help`.
+pub const WORKER_EXAMPLES: &str = "\
+Examples:
+  strata compaction-worker --service http://127.0.0.1:7700 --token \"$TOKEN\" \\
+      --root /data --root s3://bucket/strata --scratch /data/.scratch --slots 2
+  strata compaction-worker --config worker.toml --tls-ca ca.pem
+  strata compaction-worker --service http://127.0.0.1:7700 --token \"$TOKEN\" \\
+      --scratch /tmp/scratch --noop";
+
+const STATUS_EXAMPLE: &str = "\
+Example:
+  strata compaction-service status --service http://127.0.0.1:7700 --token \"$TOKEN\"";
+
+const BENCH_EXAMPLE: &str = "\
+Example (with a worker started with --noop):
+  strata compaction-service bench --service http://127.0.0.1:7700 --token \"$TOKEN\" \\
+      --jobs 100000 --concurrency 256";
+
+// The control plane of CaaS-LSM's compaction-as-a-service design.
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ServiceArgs {
     #[command(subcommand)]
     cmd: Option<ServiceCmd>,
-    /// A TOML file with the keys below (flags override it).
+    /// A TOML file with the settings below (flags override it)
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Address to listen on.
-    #[arg(long)]
+    /// Address to listen on, as host:port (required here or in the config file)
+    #[arg(long, help_heading = "Network and security")]
     listen: Option<String>,
-    /// The shared token every call must carry (or `STRATA_COMPACTION_TOKEN`).
-    #[arg(long, env = "STRATA_COMPACTION_TOKEN", hide_env_values = true)]
+    /// The shared token every call must carry, at least 8 characters (or
+    /// `STRATA_COMPACTION_TOKEN`)
+    #[arg(
+        long,
+        env = "STRATA_COMPACTION_TOKEN",
+        hide_env_values = true,
+        help_heading = "Network and security"
+    )]
     token: Option<String>,
-    /// PEM certificate chain: serve TLS (with --tls-key).
-    #[arg(long)]
+    /// PEM certificate chain: serve TLS (with --tls-key)
+    #[arg(long, help_heading = "Network and security")]
     tls_cert: Option<PathBuf>,
-    #[arg(long)]
+    /// PEM private key of --tls-cert
+    #[arg(long, help_heading = "Network and security")]
     tls_key: Option<PathBuf>,
-    /// A worker silent this long is lost and its jobs go elsewhere.
+    /// Milliseconds of silence after which a worker is lost and its jobs go elsewhere
+    /// [default: 1500]
     #[arg(long)]
     worker_timeout_ms: Option<u64>,
-    /// Log level or target list.
+    /// Log level (error, warn, info, debug, trace) or target list
     #[arg(long, default_value = "info")]
     log_level: String,
 }
 
 #[derive(Subcommand, Debug)]
 enum ServiceCmd {
-    /// Print a running control plane's workers, queue and counters (JSON).
+    /// Print a running compaction service's workers, job queue and counters, as JSON
+    #[command(after_help = STATUS_EXAMPLE)]
     Status(StatusArgs),
-    /// Measure a control plane's throughput with no-op jobs (run workers with `--noop`);
-    /// prints a JSON report.
+    /// Measure a compaction service's throughput with no-op jobs; prints a JSON report
+    ///
+    /// Run the workers with --noop: they complete every job at once without reading it.
+    #[command(after_help = BENCH_EXAMPLE)]
     Bench(BenchArgs),
 }
 
 #[derive(Args, Debug)]
 struct BenchArgs {
+    /// The compaction service's URL (`http://host:port`)
     #[arg(long)]
     service: String,
+    /// The service's token (or `STRATA_COMPACTION_TOKEN`)
     #[arg(long, env = "STRATA_COMPACTION_TOKEN", hide_env_values = true)]
     token: String,
-    /// Jobs to run.
+    /// Jobs to run
     #[arg(long, default_value_t = 100_000)]
     jobs: u64,
-    /// Jobs in flight (client loops).
+    /// Jobs in flight (client loops)
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
-    /// HTTP/2 connections the loops share.
+    /// HTTP/2 connections the loops share
     #[arg(long, default_value_t = 4)]
     connections: usize,
 }
 
 #[derive(Args, Debug)]
 struct StatusArgs {
-    /// The control plane's URL.
+    /// The compaction service's URL (`http://host:port`, `https://` with TLS)
     #[arg(long)]
     service: String,
+    /// The service's token (or `STRATA_COMPACTION_TOKEN`)
     #[arg(long, env = "STRATA_COMPACTION_TOKEN", hide_env_values = true)]
     token: String,
-    /// PEM CA certificate for `https://`.
+    /// PEM CA certificate to trust for `https://`
     #[arg(long)]
     tls_ca: Option<PathBuf>,
 }
 
+// A Compaction Service Agent, in CaaS-LSM's terms.
 #[derive(Args, Debug)]
 pub struct WorkerArgs {
-    /// A TOML file with the keys below (flags override it; `--root` adds to its roots).
+    /// A TOML file with the settings below (flags override it; --root adds to its roots)
     #[arg(long)]
     config: Option<PathBuf>,
-    /// The control plane's URL (`http://host:port`, `https://` with TLS).
-    #[arg(long)]
+    /// The compaction service's URL (`http://host:port`, `https://` with TLS); required
+    #[arg(long, help_heading = "Connection")]
     service: Option<String>,
-    #[arg(long, env = "STRATA_COMPACTION_TOKEN", hide_env_values = true)]
+    /// The service's token (or `STRATA_COMPACTION_TOKEN`); required
+    #[arg(
+        long,
+        env = "STRATA_COMPACTION_TOKEN",
+        hide_env_values = true,
+        help_heading = "Connection"
+    )]
     token: Option<String>,
-    /// Where outputs are staged until a job succeeds (cleared at start).
-    #[arg(long)]
+    /// Where outputs are staged until a job succeeds (cleared at start); required
+    #[arg(long, help_heading = "Jobs")]
     scratch: Option<PathBuf>,
-    /// A directory or capacity-tier URL prefix jobs may name (repeatable).
-    #[arg(long = "root")]
+    /// A directory or capacity-tier URL prefix jobs may name (repeatable)
+    #[arg(long = "root", help_heading = "Jobs")]
     roots: Vec<String>,
-    /// Jobs run at once.
-    #[arg(long)]
+    /// Jobs run at once [default: 1]
+    #[arg(long, help_heading = "Jobs")]
     slots: Option<u32>,
-    /// Shown in the control plane's status.
+    /// Name shown in the service's status [default: the host name and process id]
     #[arg(long)]
     name: Option<String>,
-    /// PEM CA certificate to trust for `https://`.
-    #[arg(long)]
+    /// PEM CA certificate to trust for `https://`
+    #[arg(long, help_heading = "Connection")]
     tls_ca: Option<PathBuf>,
-    #[arg(long)]
+    /// Server name to check in the service's certificate [default: the URL's host]
+    #[arg(long, help_heading = "Connection")]
     tls_domain: Option<String>,
     /// Test hook: the first N jobs fail with CLASS (`retriable:N`, `solvable:N`, `fatal:N`).
     #[arg(long, hide = true)]
@@ -111,9 +160,10 @@ pub struct WorkerArgs {
     /// Test hook: every job waits this long before it runs.
     #[arg(long, hide = true, default_value_t = 0)]
     inject_delay_ms: u64,
-    /// Complete every job at once without running it (`compaction-service bench`).
-    #[arg(long)]
+    /// Complete every job at once without running it (for `compaction-service bench`)
+    #[arg(long, help_heading = "Jobs")]
     noop: bool,
+    /// Log level (error, warn, info, debug, trace) or target list
     #[arg(long, default_value = "info")]
     log_level: String,
 }

@@ -29,35 +29,92 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Strata: an LSM-tree key-value store for tiered storage.
+/// Strata: an LSM-tree key-value store for tiered storage (a fast local disk in front of an
+/// object store).
+///
+/// Run a Redis-protocol server over a database (serve), benchmark it (bench), look at its files
+/// (inspect), crash-test it (stress), rebuild it after losing its data disk (recover), or run
+/// compactions on other machines (compaction-service, compaction-worker). Each command's
+/// `--help` ends with examples.
+// No bare `about`: it would take Cargo.toml's description instead of the doc comment above.
 #[derive(Parser, Debug)]
-#[command(name = "strata", version, about, propagate_version = true)]
+#[command(name = "strata", version, propagate_version = true, after_help = EXAMPLES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// Shown at the end of `strata --help`.
+const EXAMPLES: &str = "\
+Examples:
+  strata serve --port 6380 --dir /var/lib/strata
+  strata bench --workload c --capacity file:///tmp/strata-cap --json run.json
+  strata inspect verify --db /var/lib/strata --capacity file:///var/lib/strata/capacity
+  strata recover --wal-location s3://bucket/db1-log --capacity s3://bucket/db1 --db /mnt/db1";
+
+/// Shown at the end of `strata bench --help` (the flags live in `strata_bench::BenchArgs`).
+const BENCH_EXAMPLES: &str = "\
+Examples:
+  strata bench --benchmarks fillrandom,readrandom --num 1000000 --threads 2
+  strata bench --workload c --distribution zipfian --capacity file:///tmp/strata-cap \\
+      --capacity-latency-ms 5 --json run.json --plot run.png
+  strata bench --workload rw --duration 2m --capacity file:///tmp/strata-cap \\
+      --golden /tmp/strata-golden --hotspot-schedule hotrap
+  strata bench --engine rocksdb --benchmarks fillrandom,readrandom --csv rocksdb.csv";
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a Redis-protocol (RESP2/RESP3) server over a Strata database.
+    ///
+    /// Settings come from built-in defaults, then a TOML file (--config), then --set KEY=VALUE,
+    /// then the dedicated flags below. Sizes accept Redis units (64mb, 1gb, 512kb).
+    #[command(after_help = serve::EXAMPLES)]
     Serve(serve::ServeArgs),
-    /// Benchmark Strata (and, with the `rocksdb`/`slatedb` features, its peers): db_bench and
-    /// YCSB workloads with tier-aware reports, JSON, CSV and plots.
+    /// Benchmark Strata with db_bench and YCSB workloads: tier-aware reports, JSON, CSV, plots.
+    ///
+    /// With the `rocksdb` and `slatedb` build features it runs the same workloads on RocksDB
+    /// and SlateDB. Operation counts (--num, --reads, --ops) are totals shared by all threads
+    /// (db_bench counts per thread).
+    #[command(after_help = BENCH_EXAMPLES)]
     Bench(strata_bench::BenchArgs),
-    /// Read-only views of a database's files (manifest, tables, WALs, a key's versions) and a
-    /// checksum pass over both tiers (`verify`); works while another process has it open.
+    /// Show a database's files (manifest, tables, WALs, a key's versions) or verify checksums.
+    ///
+    /// Read-only: it never opens the database or takes its lock, so it works while a server
+    /// has the database open and on a database that will not open. --db, --capacity and
+    /// --wal-location go before or after the subcommand.
+    #[command(after_help = inspect::EXAMPLES)]
     Inspect(inspect::InspectArgs),
-    /// Randomized crash stress test: a child runs a random workload under random options and
-    /// is SIGKILLed at random moments; every reopen is checked against acknowledged writes.
+    /// Crash-test the engine: kill a random workload at random moments and check every reopen.
+    ///
+    /// Each round a child process runs a random workload under random options and is SIGKILLed
+    /// at a random moment; the database is then reopened and checked against every
+    /// acknowledged write. Exit status 0 only when every round verified.
+    #[command(after_help = stress::EXAMPLES)]
     Stress(stress::StressArgs),
-    /// Rebuild a database whose fast directory was lost, from its log location (extended WAL,
-    /// mirrored manifest) and capacity tier (RocksMash §3.4).
+    /// Rebuild a database whose data directory was lost, from its WAL location and capacity
+    /// tier.
+    ///
+    /// The database must have run with --wal-location (and --extended-wal true for the fast
+    /// tier's tables to be rebuilt). The rebuilt database goes into a new directory (--db),
+    /// which is then opened once, replaying the unflushed log tail, and closed.
+    // Node-loss recovery follows RocksMash §3.4.
+    #[command(after_help = recover::EXAMPLES)]
     Recover(recover::RecoverArgs),
-    /// The compaction service's control plane (CaaS-LSM): workers register with it, databases
-    /// submit compaction jobs to it. `compaction-service status` prints a running one's state.
+    /// Run the compaction service that databases send compaction jobs to, or query one.
+    ///
+    /// Workers (`strata compaction-worker`) register with it; databases (`strata serve
+    /// --compaction-service`, `strata bench --compaction-service`) submit jobs to it, and it
+    /// hands each job to a worker. `status` prints a running service's state; `bench`
+    /// measures its throughput.
+    // The control plane of CaaS-LSM's compaction-as-a-service design.
+    #[command(after_help = compaction::SERVICE_EXAMPLES)]
     CompactionService(compaction::ServiceArgs),
-    /// A compaction worker: runs jobs the control plane assigns, reading and writing tables
-    /// under its roots.
+    /// Run a compaction worker: it takes jobs from a compaction service and runs them.
+    ///
+    /// It reads and writes tables under its roots (--root), which must include the databases'
+    /// directories (a shared mount) and capacity tiers.
+    // A Compaction Service Agent, in CaaS-LSM's terms.
+    #[command(after_help = compaction::WORKER_EXAMPLES)]
     CompactionWorker(compaction::WorkerArgs),
     /// The child process of `strata stress` (internal).
     #[command(hide = true)]

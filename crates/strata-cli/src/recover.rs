@@ -11,41 +11,62 @@ use anyhow::{Context, Result};
 use clap::Args;
 use strata::recovery::RecoveryMode;
 
+/// Examples shown at the end of `strata recover --help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  strata recover --wal-location s3://bucket/db1-log --capacity s3://bucket/db1 --db /mnt/nvme/db1
+  strata recover --wal-location /mnt/ebs/wal --capacity file:///mnt/cap --db /data/db --json
+  strata recover --wal-location /mnt/ebs/wal --db /data/db --recovery replay --num-levels 5";
+
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
-    /// The log location the database was run with (`--wal-location`): a directory or an
-    /// object-store URL (`s3://bucket/prefix`, `file:///abs`).
-    #[arg(long)]
+    /// Where the database kept its log (its --wal-location): a directory or an s3:// or
+    /// file:/// URL
+    #[arg(long, help_heading = "Lost database")]
     pub wal_location: PathBuf,
-    /// Emulated latency per request of an object-store log location, in milliseconds.
-    #[arg(long, default_value_t = 0.0)]
+    /// Emulated latency per request of an object-store log location, in milliseconds (testing)
+    #[arg(long, default_value_t = 0.0, help_heading = "Lost database")]
     pub wal_latency_ms: f64,
-    /// The capacity tier's URL (`file://`, `s3://`, `memory://`), if the database had one.
-    #[arg(long)]
+    /// The capacity tier's URL (`file://`, `s3://`, `memory://`), if the database had one
+    #[arg(long, help_heading = "Lost database")]
     pub capacity: Option<String>,
-    /// The new fast directory to rebuild into (empty or absent).
-    #[arg(long)]
+    /// The new data directory to rebuild into (empty or absent)
+    #[arg(long, help_heading = "Rebuild")]
     pub db: PathBuf,
-    /// `parallel` (one worker per lost table, RocksMash §3.4) or `replay` (chronological
-    /// replay through memtables, the baseline).
-    #[arg(long, default_value = "parallel")]
+    /// How to rebuild: `parallel` (one worker per lost table) or `replay` (replay the log in
+    /// order through memtables; slower, the baseline)
+    // `parallel` is RocksMash §3.4's recovery.
+    #[arg(long, default_value = "parallel", help_heading = "Rebuild")]
     pub recovery: RecoveryMode,
-    /// Levels of the tree (must match the database).
-    #[arg(long, default_value_t = 7)]
+    /// Levels of the tree (must match the database)
+    #[arg(
+        long,
+        default_value_t = 7,
+        help_heading = "Database options (must match)"
+    )]
     pub num_levels: usize,
-    /// Levels counted from the bottom on the capacity tier (must match the database).
-    #[arg(long, default_value_t = 1)]
+    /// Levels counted from the bottom on the capacity tier (must match the database)
+    #[arg(
+        long,
+        default_value_t = 1,
+        help_heading = "Database options (must match)"
+    )]
     pub capacity_levels: usize,
-    /// Memtable size for the replay baseline and the tail replay, in bytes.
-    #[arg(long, default_value_t = 64 << 20)]
+    /// Memtable size for the replay baseline and the tail replay, in bytes
+    #[arg(long, default_value_t = 64 << 20, help_heading = "Rebuild")]
     pub write_buffer_size: usize,
-    /// Seconds the log location's previous holder must have been silent before its lease is
-    /// taken over (an object-store log location; recovery after a node loss waits this long
-    /// unless that node closed its database).
-    #[arg(long, default_value_t = strata::Options::default().wal_lease_ttl.as_secs_f64())]
+    /// Seconds the log's previous holder must have been silent before its lease is taken
+    /// over (object-store log locations)
+    ///
+    /// After a node loss recovery waits this long, unless that node closed its database.
+    #[arg(
+        long,
+        default_value_t = strata::Options::default().wal_lease_ttl.as_secs_f64(),
+        help_heading = "Lost database"
+    )]
     pub wal_lease_ttl_secs: f64,
-    /// Print the report as JSON.
-    #[arg(long)]
+    /// Print the report as JSON
+    #[arg(long, help_heading = "Rebuild")]
     pub json: bool,
 }
 

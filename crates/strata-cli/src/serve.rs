@@ -15,152 +15,179 @@ use strata_server::{Server, ServerConfig};
 use toml::{Table, Value};
 use tracing::info;
 
+/// Examples shown at the end of `strata serve --help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  strata serve --port 6380 --dir /var/lib/strata
+  strata serve --port 7000 --dir /var/lib/strata --sync always --requirepass s3cret
+  strata serve --config strata.toml --set engine.num-levels=5 --metrics-port 9100
+  strata serve --capacity s3://bucket/db1 --wal-location /mnt/ebs/wal --extended-wal true";
+
 /// Options of `strata serve`. Sizes accept Redis units (`64mb`, `1gb`, `512kb`).
+// Defaults are written into the help text (`[default: ...]`) rather than given to clap: every
+// field is an `Option`, so a flag left out does not override the file or `--set`. Help headings
+// are per field (`help_heading`): clap's derive ignores `next_help_heading` on plain fields.
 #[derive(Args, Debug, Default)]
 pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1]
-    #[arg(long)]
+    #[arg(long, help_heading = "Network")]
     pub bind: Option<String>,
-    /// TCP port; 0 picks a free port (see the log) [default: 6380]
-    #[arg(long)]
+    /// TCP port; 0 picks a free port (printed at start) [default: 6380]
+    #[arg(long, help_heading = "Network")]
     pub port: Option<u16>,
-    /// Data directory [default: ./strata-data]
-    #[arg(long)]
+    /// Data directory (the fast tier) [default: ./strata-data]
+    #[arg(long, help_heading = "Storage and tiers")]
     pub dir: Option<PathBuf>,
     /// TOML configuration file (keys as in `CONFIG GET`; engine options in an `[engine]` table)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Serve Prometheus metrics at http://BIND:PORT/metrics; 0 picks a free port (printed at
     /// start) [default: off]
-    #[arg(long, value_name = "PORT")]
+    #[arg(long, value_name = "PORT", help_heading = "Logging and metrics")]
     pub metrics_port: Option<u16>,
     /// Password of the `default` user (clients must AUTH)
-    #[arg(long)]
+    #[arg(long, help_heading = "Network")]
     pub requirepass: Option<String>,
     /// Most simultaneous clients [default: 10000]
-    #[arg(long)]
+    #[arg(long, help_heading = "Network")]
     pub maxclients: Option<u64>,
     /// Listen queue length (the kernel caps it at net.core.somaxconn) [default: 511]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Network")]
     pub tcp_backlog: Option<u32>,
     /// Disconnect clients idle for this many seconds; 0 never [default: 0]
-    #[arg(long)]
+    #[arg(long, help_heading = "Network")]
     pub timeout: Option<u64>,
     /// When the write-ahead log is fsynced: always, everysec or no [default: everysec]
-    #[arg(long, value_name = "POLICY")]
+    #[arg(long, value_name = "POLICY", help_heading = "Durability")]
     pub sync: Option<String>,
     /// Log level (error, warn, info, debug, trace) or target list [default: info]
-    #[arg(long, value_name = "LEVEL")]
+    #[arg(long, value_name = "LEVEL", help_heading = "Logging and metrics")]
     pub log_level: Option<String>,
     /// Largest bulk string a client may send [default: the engine's value limit]
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", help_heading = "Network")]
     pub proto_max_bulk_len: Option<String>,
     /// Most unprocessed input bytes held per client [default: 128mb]
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", help_heading = "Network")]
     pub client_query_buffer_limit: Option<String>,
     /// Engine calls running at once [default: 32]
-    #[arg(long)]
+    #[arg(long, help_heading = "Engine tuning")]
     pub engine_threads: Option<u64>,
-    /// Event-loop threads serving connections; 0 picks half the CPU cores [default: 0]
-    #[arg(long)]
+    /// Threads serving connections; 0 picks half the CPU cores [default: 0]
+    #[arg(long, help_heading = "Network")]
     pub io_threads: Option<u64>,
-    /// Engine: memtable size before a flush [default: 64mb]
-    #[arg(long, value_name = "SIZE")]
+    /// Memtable size before a flush [default: 64mb]
+    #[arg(long, value_name = "SIZE", help_heading = "Engine tuning")]
     pub write_buffer_size: Option<String>,
-    /// Engine: block cache size; 0 disables it [default: 64mb]
-    #[arg(long, value_name = "SIZE")]
+    /// Block cache size; 0 disables it [default: 64mb]
+    #[arg(long, value_name = "SIZE", help_heading = "Engine tuning")]
     pub block_cache_size: Option<String>,
-    /// Engine: row cache size (point-lookup answers by table and key); 0 disables it
-    /// [default: 0]
-    #[arg(long, value_name = "SIZE")]
+    /// Row cache size (point-lookup answers by table and key); 0 disables it [default: 0]
+    #[arg(long, value_name = "SIZE", help_heading = "Engine tuning")]
     pub row_cache_size: Option<String>,
-    /// Engine: bloom filter bits per key; 0 disables filters [default: 10]
-    #[arg(long, value_name = "BITS")]
+    /// Bloom filter bits per key; 0 disables filters [default: 10]
+    #[arg(long, value_name = "BITS", help_heading = "Engine tuning")]
     pub bloom_bits_per_key: Option<f64>,
-    /// Engine: keys per bucket of the data blocks' hash indexes, in 0..=1; 0 writes none
-    /// (point lookups then binary-search each block) [default: 0.75]
-    #[arg(long, value_name = "RATIO")]
+    /// Keys per bucket of the data blocks' hash indexes, in 0..=1; 0 writes none [default: 0.75]
+    ///
+    /// Without hash indexes point lookups binary-search each block.
+    #[arg(long, value_name = "RATIO", help_heading = "Engine tuning")]
     pub data_block_hash_ratio: Option<f64>,
-    /// Engine: compression by level, comma-separated (none, lz4, zstd, `zstd:<level>`); the last
-    /// entry applies to deeper levels [default: none,none,lz4]
-    #[arg(long, value_name = "LIST")]
+    /// Compression by level, comma-separated (none, lz4, zstd, `zstd:<level>`); the last entry
+    /// applies to deeper levels [default: none,none,lz4]
+    #[arg(long, value_name = "LIST", help_heading = "Engine tuning")]
     pub compression: Option<String>,
-    /// Engine: data block size [default: 4kb]
-    #[arg(long, value_name = "SIZE")]
+    /// Data block size [default: 4kb]
+    #[arg(long, value_name = "SIZE", help_heading = "Engine tuning")]
     pub block_size: Option<String>,
-    /// Engine: target size of compaction output tables [default: 64mb]
-    #[arg(long, value_name = "SIZE")]
+    /// Target size of compaction output tables [default: 64mb]
+    #[arg(long, value_name = "SIZE", help_heading = "Engine tuning")]
     pub target_file_size_base: Option<String>,
-    /// Engine: target size of the base level [default: 256mb]
-    #[arg(long, value_name = "SIZE")]
+    /// Target size of the base level [default: 256mb]
+    #[arg(long, value_name = "SIZE", help_heading = "Engine tuning")]
     pub max_bytes_for_level_base: Option<String>,
-    /// Engine: number of levels [default: 7]
-    #[arg(long)]
+    /// Number of levels [default: 7]
+    #[arg(long, help_heading = "Engine tuning")]
     pub num_levels: Option<u64>,
-    /// Engine: background compaction threads [default: 2]
-    #[arg(long)]
+    /// Background compaction threads [default: 2]
+    #[arg(long, help_heading = "Engine tuning")]
     pub max_background_compactions: Option<u64>,
-    /// Engine: compaction write rate limit per second; 0 unlimited [default: 0]
-    #[arg(long, value_name = "SIZE")]
+    /// Compaction write rate limit per second; 0 unlimited [default: 0]
+    #[arg(long, value_name = "SIZE", help_heading = "Engine tuning")]
     pub compaction_rate_limit: Option<String>,
     /// Capacity tier: `auto` (file://DIR/capacity), `none`, or a `file://`, `s3://` or
-    /// `memory://` URL.
-    #[arg(long, value_name = "URL")]
+    /// `memory://` URL [default: auto]
+    #[arg(long, value_name = "URL", help_heading = "Storage and tiers")]
     pub capacity: Option<String>,
-    /// Levels counted from the bottom that live on the capacity tier (default 1).
-    #[arg(long, value_name = "N")]
+    /// Levels, counted from the bottom, that live on the capacity tier [default: 1]
+    #[arg(long, value_name = "N", help_heading = "Storage and tiers")]
     pub capacity_levels: Option<u64>,
-    /// Absolute placement instead: levels 0..=N stay on the fast tier (the data directory).
-    #[arg(long)]
+    /// Instead of --capacity-levels: levels 0..=N stay on the fast tier (the data directory)
+    #[arg(long, help_heading = "Storage and tiers")]
     pub fast_levels: Option<u64>,
-    /// HotRAP hot-record promotion and retention (default true).
-    #[arg(long, value_name = "BOOL")]
+    /// HotRAP: move hot records from the capacity tier back to the fast tier and keep them
+    /// there [default: true]
+    #[arg(long, value_name = "BOOL", help_heading = "Storage and tiers")]
     pub hotrap: Option<bool>,
-    /// Compaction style of a new database: leveled (default) or split-forest.
-    #[arg(long, value_name = "STYLE")]
+    /// Compaction style of a new database: leveled or split-forest [default: leveled]
+    #[arg(long, value_name = "STYLE", help_heading = "Engine tuning")]
     pub compaction_style: Option<String>,
-    /// Table placement: static (default) or logstore (tables move by temperature).
-    #[arg(long, value_name = "POLICY")]
+    /// Table placement: static (by level alone) or logstore (tables also move between tiers by
+    /// how often they are read) [default: static]
+    #[arg(long, value_name = "POLICY", help_heading = "Storage and tiers")]
     pub placement_policy: Option<String>,
-    /// Index of capacity-tier tables: auto (default), mashmeta or block.
-    #[arg(long, value_name = "KIND")]
+    /// Index format of capacity-tier tables: auto, mashmeta or block [default: auto]
+    ///
+    /// mashmeta is a compact trie that is index and exact filter in one; block is the block
+    /// index and bloom filter of fast-tier tables; auto picks, per table, the trie when it is
+    /// no larger.
+    #[arg(long, value_name = "KIND", help_heading = "Storage and tiers")]
     pub capacity_index: Option<String>,
     /// Where the write-ahead log lives (and the manifest is mirrored): a directory apart from
-    /// the data directory, or an object-store URL (s3://, file://, memory://). Default: the
-    /// data directory.
-    #[arg(long, value_name = "DIR|URL")]
+    /// the data directory, or an s3://, file:// or memory:// URL [default: the data directory]
+    #[arg(long, value_name = "DIR|URL", help_heading = "Durability")]
     pub wal_location: Option<String>,
-    /// Extended WAL: keep the log until fast-tier tables reach the capacity tier and log their
-    /// key lists, for parallel node-loss recovery (`strata recover`). Needs --wal-location.
-    #[arg(long, value_name = "BOOL")]
+    /// Keep in the log what `strata recover` needs to rebuild a lost data directory; needs
+    /// --wal-location [default: false]
+    ///
+    /// The log is kept until fast-tier tables reach the capacity tier, and each new fast-tier
+    /// table's key list is logged, so recovery can rebuild the tables in parallel.
+    #[arg(long, value_name = "BOOL", help_heading = "Durability")]
     pub extended_wal: Option<bool>,
-    /// At startup keep the WAL tail in memtables, flushed in the background, instead of
-    /// writing it to L0 before serving [default: true].
-    #[arg(long, value_name = "BOOL")]
+    /// At startup keep the log tail in memtables, flushed in the background, instead of
+    /// writing it to L0 before serving [default: true]
+    #[arg(long, value_name = "BOOL", help_heading = "Durability")]
     pub avoid_flush_during_recovery: Option<bool>,
-    /// Persistent cache of capacity-tier blocks: lap, naive or none.
-    #[arg(long, value_name = "KIND")]
+    /// Fast-tier cache of capacity-tier blocks: lap (LSM-aware), naive or none [default: lap]
+    #[arg(long, value_name = "KIND", help_heading = "Storage and tiers")]
     pub persistent_cache: Option<String>,
     /// Fast-tier bytes for the persistent cache of capacity-tier blocks [default: 256mb]
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", help_heading = "Storage and tiers")]
     pub persistent_cache_size: Option<String>,
-    /// Emulated capacity-tier latency per request, in milliseconds.
-    #[arg(long, value_name = "MS")]
+    /// Emulated capacity-tier latency per request, in milliseconds (testing) [default: 0]
+    #[arg(long, value_name = "MS", help_heading = "Storage and tiers")]
     pub capacity_latency_ms: Option<f64>,
-    /// Emulated capacity-tier bandwidth in MB/s.
-    #[arg(long, value_name = "MBPS")]
+    /// Emulated capacity-tier bandwidth in MB/s (testing) [default: unlimited]
+    #[arg(long, value_name = "MBPS", help_heading = "Storage and tiers")]
     pub capacity_mbps: Option<f64>,
-    /// Probability of an injected transient capacity-tier error (retried by the engine).
-    #[arg(long, value_name = "P")]
+    /// Probability of an injected transient capacity-tier error, retried by the engine
+    /// (testing) [default: 0]
+    #[arg(long, value_name = "P", help_heading = "Storage and tiers")]
     pub capacity_error_rate: Option<f64>,
-    /// Run compactions on this compaction service (CaaS-LSM control plane, `http://host:port`)
-    #[arg(long, value_name = "URL")]
+    /// Run compactions on this compaction service (`strata compaction-service`, at
+    /// `http://host:port`) [default: off]
+    #[arg(long, value_name = "URL", help_heading = "Remote compaction")]
     pub compaction_service: Option<String>,
     /// The compaction service's token (or `STRATA_COMPACTION_TOKEN`)
-    #[arg(long, env = "STRATA_COMPACTION_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "STRATA_COMPACTION_TOKEN",
+        hide_env_values = true,
+        help_heading = "Remote compaction"
+    )]
     pub compaction_token: Option<String>,
-    /// With a compaction service: remote, hybrid or local [default: hybrid]
-    #[arg(long, value_name = "MODE")]
+    /// With a compaction service: remote (every eligible job), hybrid (per job, by estimated
+    /// time and local load) or local [default: hybrid]
+    #[arg(long, value_name = "MODE", help_heading = "Remote compaction")]
     pub compaction_mode: Option<String>,
     /// Any setting, as KEY=VALUE with TOML keys (`timeout=5`, `engine.num-levels=5`);
     /// repeatable

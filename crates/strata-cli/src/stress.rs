@@ -9,23 +9,30 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+/// Examples shown at the end of `strata stress --help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  strata stress --dir /tmp/stress --rounds 300 --seconds-per-round 2
+  strata stress --dir /tmp/stress --rounds 1000 --seconds-per-round 5 --seed 42 --no-progress";
+
 #[derive(Args, Debug)]
 pub struct StressArgs {
-    /// Working directory: the database (`db`), its capacity tier (`cap`), the child's event
-    /// log; failed rounds are copied to `failed-SEED-ROUND` inside it.
-    #[arg(long, default_value = "./strata-stress")]
+    /// Working directory; failed rounds are copied to `failed-SEED-ROUND` inside it
+    ///
+    /// It holds the database (`db`), its capacity tier (`cap`) and the child's event log.
+    #[arg(long, default_value = "./strata-stress", help_heading = "Run")]
     pub dir: PathBuf,
-    /// Rounds (each one child process, killed or closed, then verified).
-    #[arg(long, default_value_t = 20)]
+    /// Rounds (each one child process, killed or closed, then verified)
+    #[arg(long, default_value_t = 20, help_heading = "Run")]
     pub rounds: u64,
-    /// Longest life of a child in seconds (kills land at random moments within it).
-    #[arg(long, default_value_t = 3.0)]
+    /// Longest life of a child in seconds (kills land at random moments within it)
+    #[arg(long, default_value_t = 3.0, help_heading = "Run")]
     pub seconds_per_round: f64,
-    /// Seed of every random choice (printed at start; pass it to replay a run).
-    #[arg(long)]
+    /// Seed of every random choice (printed at start; pass it to replay a run)
+    #[arg(long, help_heading = "Run")]
     pub seed: Option<u64>,
-    /// No progress bar.
-    #[arg(long)]
+    /// No progress bar
+    #[arg(long, help_heading = "Output")]
     pub no_progress: bool,
 }
 

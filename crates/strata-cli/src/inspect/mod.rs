@@ -17,19 +17,43 @@ use clap::{Args, Subcommand};
 use strata::inspect::{self, TableOpener};
 use strata::tier::Tier;
 
+/// Examples shown at the end of `strata inspect --help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  strata inspect --db /data/db --capacity file:///data/capacity
+  strata inspect table 12 --entries --limit 20 --db /data/db
+  strata inspect get user42 --db /data/db --capacity file:///data/capacity
+  strata inspect verify --db /data/db --capacity file:///data/capacity --wal-location /mnt/wal";
+
+// Examples at the end of each mode's `--help`.
+const MANIFEST_EXAMPLE: &str = "Example:\n  strata inspect manifest --edits --db /data/db";
+const TABLE_EXAMPLE: &str = "\
+Examples:
+  strata inspect table 12 --entries --limit 20 --db /data/db --capacity file:///data/capacity
+  strata inspect table /data/db/000012.sst --db /data/db";
+const WAL_EXAMPLE: &str = "Example:\n  strata inspect wal 12 --limit 0 --db /data/db";
+const GET_EXAMPLE: &str = "\
+Examples:
+  strata inspect get user42 --db /data/db --capacity file:///data/capacity
+  strata inspect get 0x00ff10 --db /data/db --wal-location /mnt/wal";
+const VERIFY_EXAMPLE: &str =
+    "Example:\n  strata inspect verify --db /data/db --capacity file:///data/capacity";
+
 /// Options of `strata inspect`.
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = false)]
 pub struct InspectArgs {
-    /// Database directory (the fast tier)
-    #[arg(long, global = true, value_name = "DIR")]
+    /// Database directory (the fast tier); required
+    #[arg(long, global = true, value_name = "DIR", help_heading = "Database")]
     pub db: Option<PathBuf>,
-    /// Capacity tier URL (file://DIR, s3://BUCKET/PREFIX, memory://NAME), when the database has one
-    #[arg(long, global = true, value_name = "URL")]
+    /// Capacity tier URL (file://DIR, s3://BUCKET/PREFIX, memory://NAME), when the database
+    /// has one; without it capacity-tier tables cannot be read
+    #[arg(long, global = true, value_name = "URL", help_heading = "Database")]
     pub capacity: Option<String>,
-    /// The database's `wal_location` directory, when its write-ahead logs live apart from it
-    /// (`wal`, `get` and `verify` read the logs in both places)
-    #[arg(long, global = true, value_name = "DIR")]
+    /// The database's WAL directory, when its write-ahead logs live apart from it
+    ///
+    /// `wal`, `get` and `verify` then read the logs in both places.
+    #[arg(long, global = true, value_name = "DIR", help_heading = "Database")]
     pub wal_location: Option<PathBuf>,
     #[command(subcommand)]
     pub mode: Option<Mode>,
@@ -37,13 +61,15 @@ pub struct InspectArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum Mode {
-    /// The manifest as levels → runs → tables (the default): sizes, key ranges, tiers
+    /// The manifest as levels, sorted runs and tables (the default): sizes, key ranges, tiers
+    #[command(after_help = MANIFEST_EXAMPLE)]
     Manifest {
         /// Also print every manifest record (the edits)
         #[arg(long)]
         edits: bool,
     },
     /// One table: properties, range tombstones, index and (with --entries) its entries
+    #[command(after_help = TABLE_EXAMPLE)]
     Table {
         /// Table id (looked up in the manifest, else on either tier) or a path to a .sst file
         table: String,
@@ -55,6 +81,7 @@ pub enum Mode {
         limit: u64,
     },
     /// The write-ahead logs' records (every log in the directory, or the one given)
+    #[command(after_help = WAL_EXAMPLE)]
     Wal {
         /// A WAL file number or path; all logs when omitted
         file: Option<String>,
@@ -63,12 +90,16 @@ pub enum Mode {
         limit: usize,
     },
     /// Where each version of KEY lives: WAL records and tables, level by level, with tiers
+    #[command(after_help = GET_EXAMPLE)]
     Get {
         /// The user key (as text; `0x…` for hex)
         key: String,
     },
-    /// Read every table, WAL and manifest record on both tiers and check every checksum; exit
-    /// status 1 naming each corrupt file
+    /// Check every checksum: every table, WAL and manifest record on both tiers
+    ///
+    /// Prints one line per file checked, then a summary; exit status 1 names each corrupt
+    /// file.
+    #[command(after_help = VERIFY_EXAMPLE)]
     Verify,
 }
 
