@@ -22,6 +22,7 @@ Python 3 standard library only; reads files only (no git), so the output depends
 """
 import collections
 import datetime
+import importlib.util
 import json
 import os
 import re
@@ -57,17 +58,16 @@ def natural_key(s):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
 
-def anchor(title):
-    """mdBook's id for a heading (as scripts/check-book.py makes it)."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", title)
-    text = re.sub(r"<[^>]+>", "", text).replace("`", "")
-    out = []
-    for ch in text.strip().lower():
-        if ch.isalnum() or ch in "_-":
-            out.append(ch)
-        elif ch.isspace():
-            out.append("-")
-    return "".join(out)
+def _check_book():
+    """scripts/check-book.py as a module (its file name has a dash)."""
+    spec = importlib.util.spec_from_file_location(
+        "check_book", os.path.join(os.path.dirname(os.path.abspath(__file__)), "check-book.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+anchor = _check_book().anchor  # mdBook's id for a heading, made as the link checker makes it
 
 
 def page_sections():

@@ -163,6 +163,21 @@ def match_close(toks, i):
     raise ValueError("unbalanced bracket")
 
 
+def statement_end(toks, i, hi):
+    """The index of the `;` that ends the statement starting at `i` (or `hi`), skipping brackets."""
+    depth = 0
+    while i < hi:
+        t = toks[i].text
+        if t in OPEN:
+            depth += 1
+        elif t in CLOSE:
+            depth -= 1
+        elif t == ";" and depth == 0:
+            break
+        i += 1
+    return i
+
+
 def split_top(toks, lo, hi, sep=",", angles=False):
     """Splits toks[lo:hi] at `sep` tokens outside brackets: a list of (start, end) ranges."""
     parts, depth, start = [], 0, lo
@@ -838,19 +853,9 @@ def server_mapping(engine):
                 eq = y + 1
                 while toks[eq].text != "=":
                     eq += 1
-                end = eq + 1
-                depth = 0
-                while end < hi:
-                    s = toks[end].text
-                    if s in OPEN:
-                        depth += 1
-                    elif s in CLOSE:
-                        depth -= 1
-                    elif s == ";" and depth == 0:
-                        break
-                    end += 1
+                end = statement_end(toks, eq + 1, hi)
                 expr = [toks[z].text for z in range(eq + 1, end)]
-                if expr[:5] == ["&", "self", ".", "engine"] or expr[:4] == ["&", "self", ".", "engine"][:4] and len(expr) == 4:
+                if expr == ["&", "self", ".", "engine"]:
                     aliases[name] = True
                 else:
                     r = refs(eq + 1, end)
@@ -884,17 +889,7 @@ def server_mapping(engine):
                     chain.append(toks[y + 1].text)
                     y += 2
                 if chain and toks[y].text == "=":
-                    end = y + 1
-                    depth = 0
-                    while end < hi:
-                        s = toks[end].text
-                        if s in OPEN:
-                            depth += 1
-                        elif s in CLOSE:
-                            depth -= 1
-                        elif s == ";" and depth == 0:
-                            break
-                        end += 1
+                    end = statement_end(toks, y + 1, hi)
                     st = local_type[t.text]
                     for f in chain[:-1]:
                         st = field_type.get((st, f))

@@ -10,7 +10,7 @@
 //! (default 100k keys; an existing DIR is replaced).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use strata::compaction::remote::{CompactionMode, CompactionService};
 use strata::storage::object::CapacityOptions;
@@ -49,9 +49,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .local_addr()?
         .port();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let control = ControlPlane::new(PlaneConfig::default(), TOKEN);
     let plane = rt.spawn(plane::serve(
         format!("127.0.0.1:{port}").parse()?,
-        ControlPlane::new(PlaneConfig::default(), TOKEN),
+        control.clone(),
         None, // TLS: Some(strata_compaction::tls::server(cert, key)?)
         async {
             let _ = stopped.await;
@@ -93,14 +94,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         level0_file_num_compaction_trigger: 2,
         ..Options::default()
     };
-    let db = Db::open(&db_dir, opts)?;
     // Wait until the worker has registered, so the first jobs do not fall back to local.
-    std::thread::sleep(Duration::from_millis(500));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while control
+        .plane()
+        .lock()
+        .status(Instant::now())
+        .workers
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "the worker never registered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let db = Db::open(&db_dir, opts)?;
 
     let value = [b'v'; 100];
-    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+    for start in (0..n).step_by(1000) {
         let mut batch = WriteBatch::new();
-        for &i in chunk {
+        for i in start..n.min(start + 1000) {
             batch.put(key(i).as_bytes(), value);
         }
         db.write(batch)?;

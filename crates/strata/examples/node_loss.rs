@@ -65,9 +65,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = base.join("db");
 
     let db = Db::open(&dir, options(base))?;
-    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+    for start in (0..n).step_by(1000) {
         let mut batch = WriteBatch::new();
-        for &i in chunk {
+        for i in start..n.min(start + 1000) {
             batch.put(key(i).as_bytes(), value(i));
         }
         db.write(batch)?;

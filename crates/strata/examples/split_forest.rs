@@ -46,9 +46,9 @@ fn main() -> strata::Result<()> {
 
     let start = Instant::now();
     let value = [b'v'; 100];
-    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+    for start in (0..n).step_by(1000) {
         let mut batch = WriteBatch::new();
-        for &i in chunk {
+        for i in start..n.min(start + 1000) {
             batch.put(key(i).as_bytes(), value);
         }
         db.write(batch)?;
