@@ -87,10 +87,16 @@ if [ ${#FEATURES[@]} -gt 0 ]; then
 fi
 # librocksdb-sys generates its bindings with bindgen, which needs libclang (and a C++ compiler
 # for RocksDB itself): check before a 15-minute build, install when we can, else say how.
+# (libclang.so or libclang-N.so, which bindgen loads; not libclang-cpp.so, which LLVM's other
+# packages bring and bindgen cannot use.)
 have_libclang() {
-  [ -n "${LIBCLANG_PATH:-}" ] && ls "$LIBCLANG_PATH"/libclang*.so* >/dev/null 2>&1 && return 0
-  ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' && return 0
-  ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*/libclang*.so* >/dev/null 2>&1
+  local dirs=("${LIBCLANG_PATH:-/nonexistent}" /usr/lib/llvm-*/lib /usr/lib/* /lib/*)
+  local d
+  for d in "${dirs[@]}"; do
+    compgen -G "$d/libclang.so*" >/dev/null && return 0
+    compgen -G "$d/libclang-[0-9]*.so*" >/dev/null && return 0
+  done
+  return 1
 }
 if [[ " ${FEATURES[*]:-} " == *" rocksdb "* ]]; then
   if ! have_libclang || ! command -v c++ >/dev/null 2>&1; then

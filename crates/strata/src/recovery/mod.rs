@@ -95,12 +95,10 @@ pub struct RecoveryReport {
     pub total_secs: f64,
 }
 
-/// Rebuilds the fast tier of the database whose log location is `log_dir` into `dir` (empty
-/// or absent), so that opening `dir` with the same options finds every acknowledged write.
-/// `log_storage` holds `log_dir` (an object-store log location's storage, or `storage`).
-/// On an object-store log location a log reaches the store at its first sync, so the live log
-/// the mirrored manifest names can be absent there: a flush installed it (`log_number`) before
-/// any write into it was synced, and the node was lost. It held no synced write, so it is
+/// Recreates, empty, a live log that never reached an object-store log location. There a log
+/// reaches the store at its first sync, so the live log the mirrored manifest names can be
+/// absent: a flush installed it (`log_number`) before any write into it was synced, and the
+/// node was lost. It held no synced write, so it is
 /// recreated empty in the staging directory; otherwise the open after the rebuild would refuse
 /// the database for a missing live log (the check that catches a changed `wal_location`). A
 /// directory log location is left alone: a live log missing there is real damage.
@@ -132,8 +130,9 @@ fn materialize_unsynced_live_log(
 }
 
 /// Rebuilds the lost fast tier of the database whose log location is `log_dir` (on
-/// `log_storage`) into `dir` (on `storage`; empty or absent) as `mode` says, so that opening
-/// `dir` with the same options finds every acknowledged write; see the module docs. Fails if
+/// `log_storage`: an object-store log location's storage, or `storage`) into `dir` (on
+/// `storage`; empty or absent) as `mode` says, so that opening `dir` with the same options finds
+/// every acknowledged write; see the module docs. Fails if
 /// `dir` already holds a database, `log_dir` holds no mirrored manifest, a lost table has no
 /// extended-WAL key list, or a table cannot be rebuilt exactly.
 pub fn rebuild(
