@@ -57,6 +57,11 @@ pub enum ErrorRepr {
     /// ([`ErrorKind::Locked`]); the text names what.
     #[error("database directory is locked by another user: {0}")]
     Locked(String),
+    /// A request to a leased log location was not sent (or was abandoned) because the
+    /// lease's validity ended while it waited or retried ([`ErrorKind::Locked`]). The lease
+    /// itself may still be held: the writer renews it and sends the request again.
+    #[error("lease deadline passed: {0}")]
+    LeaseDeadline(String),
     /// The directory or a table is not a Strata database or has an unknown format version
     /// ([`ErrorKind::NotADatabase`]).
     #[error("not a strata database: {0}")]
@@ -89,7 +94,7 @@ impl Error {
             ErrorRepr::Io { .. } => ErrorKind::Io,
             ErrorRepr::Corruption(_) => ErrorKind::Corruption,
             ErrorRepr::InvalidArgument(_) => ErrorKind::InvalidArgument,
-            ErrorRepr::Locked(_) => ErrorKind::Locked,
+            ErrorRepr::Locked(_) | ErrorRepr::LeaseDeadline(_) => ErrorKind::Locked,
             ErrorRepr::NotADatabase(_) => ErrorKind::NotADatabase,
             ErrorRepr::AlreadyExists(_) => ErrorKind::AlreadyExists,
             ErrorRepr::Closed => ErrorKind::Closed,

@@ -25,7 +25,7 @@ use bytes::Bytes;
 
 use super::lease::{Lease, LeaseGuard, DEFAULT_TTL};
 use super::CapacityTier;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorRepr, Result};
 use crate::storage::{DirLock, RandomAccessFile, RandomRwFile, Storage, WholeFile, WritableFile};
 
 /// The lease this storage holds: what every write checks.
@@ -135,11 +135,30 @@ impl ObjectLogStorage {
     /// Deletes every segment of `name`, each request checked against the lease.
     fn remote_remove(&self, name: &str) -> Result<()> {
         for (obj, _, _) in self.segments(name)? {
-            let guard = check(&self.lease)?;
-            self.tier
-                .delete_until(&self.tier.path(&obj), until(&guard))?;
+            let path = self.tier.path(&obj);
+            leased(&self.lease, |until| self.tier.delete_until(&path, until))?;
         }
         Ok(())
+    }
+}
+
+/// Runs one leased request: `op` gets the instant its requests must end by (the lease's
+/// validity; `None` without a lease). A request that found that instant passed while it
+/// waited or retried (a slow store, a renewal due) was not applied by this attempt: the lease
+/// is checked again, which renews it if it can, and the idempotent request is sent again.
+/// `Locked` once the lease is lost or cannot be renewed.
+fn leased<T>(slot: &LeaseSlot, op: impl Fn(Option<std::time::Instant>) -> Result<T>) -> Result<T> {
+    const ATTEMPTS: u32 = 3;
+    let mut attempt = 1;
+    loop {
+        let guard = check(slot)?;
+        match op(until(&guard)) {
+            Err(e) if attempt < ATTEMPTS && matches!(e.repr(), ErrorRepr::LeaseDeadline(_)) => {
+                tracing::debug!(error = %e, attempt, "leased request ran past the lease; renewing and resending");
+                attempt += 1;
+            }
+            r => return r,
+        }
     }
 }
 
@@ -149,7 +168,7 @@ fn check(slot: &LeaseSlot) -> Result<Option<LeaseGuard>> {
         Leased::Never => return Ok(None),
         Leased::Held(l) => l.clone(),
         Leased::Released => {
-            return Err(crate::error::ErrorRepr::Locked(
+            return Err(ErrorRepr::Locked(
                 "log location: written after its lock was released".into(),
             )
             .into())
@@ -211,11 +230,12 @@ impl WritableFile for ObjectLogFile {
     fn sync(&mut self) -> Result<()> {
         self.local.sync()?;
         if !self.pending.is_empty() {
-            let guard = check(&self.lease)?;
             let data = Bytes::from(std::mem::take(&mut self.pending));
             let n = data.len() as u64;
             let path = self.tier.path(&segment_name(&self.name, self.uploaded));
-            if let Err(e) = self.tier.put_until(&path, data.clone(), until(&guard)) {
+            if let Err(e) = leased(&self.lease, |until| {
+                self.tier.put_until(&path, data.clone(), until)
+            }) {
                 self.pending = data.to_vec();
                 return Err(e);
             }
@@ -339,18 +359,15 @@ impl Storage for ObjectLogStorage {
         let (f, t) = (Self::name(from)?, Self::name(to)?);
         let data = self.read_all(from)?;
         // One PUT replaces the target's first segment atomically; any later ones go after.
-        let guard = check(&self.lease)?;
-        self.tier.put_until(
-            &self.tier.path(&segment_name(&t, 0)),
-            Bytes::from(data),
-            until(&guard),
-        )?;
-        drop(guard);
+        let data = Bytes::from(data);
+        let first = self.tier.path(&segment_name(&t, 0));
+        leased(&self.lease, |until| {
+            self.tier.put_until(&first, data.clone(), until)
+        })?;
         for (obj, off, _) in self.segments(&t)? {
             if off != 0 {
-                let guard = check(&self.lease)?;
-                self.tier
-                    .delete_until(&self.tier.path(&obj), until(&guard))?;
+                let path = self.tier.path(&obj);
+                leased(&self.lease, |until| self.tier.delete_until(&path, until))?;
             }
         }
         self.remote_remove(&f)?;
@@ -414,13 +431,11 @@ impl Storage for ObjectLogStorage {
             )));
         }
         if staged > end {
-            let guard = check(&self.lease)?;
             let tail = local.read_at(end, (staged - end) as usize)?;
-            self.tier.put_until(
-                &self.tier.path(&segment_name(&name, end)),
-                tail,
-                until(&guard),
-            )?;
+            let path = self.tier.path(&segment_name(&name, end));
+            leased(&self.lease, |until| {
+                self.tier.put_until(&path, tail.clone(), until)
+            })?;
         }
         Ok(())
     }
@@ -547,6 +562,45 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         };
         assert_eq!(e.kind(), crate::ErrorKind::Locked, "{e}");
+    }
+
+    /// A request that ran past the lease's validity (a slow store, a starved renewal) is sent
+    /// again under a renewed lease, a bounded number of times; a lost lease is not retried.
+    #[test]
+    fn a_request_past_the_lease_is_resent_under_a_renewed_one() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::time::Duration;
+        let (dir, s) = store("lease-deadline");
+        let s = s.with_lease_ttl(Duration::from_secs(3));
+        let _lock = s.lock(&dir.path().join("LOCK")).unwrap();
+        let late = || -> crate::Error { ErrorRepr::LeaseDeadline("late".into()).into() };
+        let calls = AtomicU32::new(0);
+        let r = leased(&s.lease, |until| {
+            assert!(until.is_some(), "a leased request has a deadline");
+            match calls.fetch_add(1, Ordering::Relaxed) {
+                0 => Err(late()),
+                _ => Ok(7),
+            }
+        });
+        assert_eq!((r.unwrap(), calls.load(Ordering::Relaxed)), (7, 2));
+        calls.store(0, Ordering::Relaxed);
+        let e = leased(&s.lease, |_| -> Result<()> {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Err(late())
+        })
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Locked, "{e}");
+        assert_eq!(calls.load(Ordering::Relaxed), 3, "bounded");
+        calls.store(0, Ordering::Relaxed);
+        let e = leased(&s.lease, |_| -> Result<()> {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Err(ErrorRepr::Locked("taken over".into()).into())
+        })
+        .unwrap_err();
+        assert_eq!(
+            (e.kind(), calls.load(Ordering::Relaxed)),
+            (crate::ErrorKind::Locked, 1)
+        );
     }
 
     #[test]

@@ -164,7 +164,7 @@ impl Retry {
                         self.stats
                             .errors
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        return Err(ErrorRepr::Locked(format!(
+                        return Err(ErrorRepr::LeaseDeadline(format!(
                             "capacity tier {what} {p}: not sent, the lease it needs expired"
                         ))
                         .into());
