@@ -51,7 +51,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         storage.create_dir_all(dir)?;
     }
     let lock = storage.lock(&dir.join("LOCK"))?;
-    let (log_storage, log_dir) = crate::storage::object::log_location(dir, &storage, &opts)?;
+    let log_requests = Arc::new(crate::stats::RequestCounters::default());
+    let (log_storage, log_dir) =
+        crate::storage::object::log_location(dir, &storage, &opts, log_requests.clone())?;
     let separate_log = log_dir != dir;
     if opts.extended_wal && !separate_log {
         return Err(Error::invalid(
@@ -157,7 +159,10 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         }
     }
 
-    let stats = Arc::new(EngineStats::default());
+    let stats = Arc::new(EngineStats {
+        log_requests,
+        ..Default::default()
+    });
     let block_cache = (opts.block_cache_capacity > 0)
         .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
     let store = Arc::new(open_tiers(dir, &storage, &opts, &versions, &stats)?);

@@ -7,6 +7,21 @@ use super::DbInner;
 use crate::compaction::level_targets;
 use crate::stats::DbStats;
 
+/// Bytes waiting to move to the capacity tier: what the fast level feeding the first of the
+/// last `capacity_levels` levels holds beyond its target. Compactions out of it write the
+/// capacity tier, so while uploads fail it grows.
+fn pending_upload_bytes(
+    levels: &[crate::stats::LevelStats],
+    num_levels: usize,
+    capacity_levels: usize,
+) -> u64 {
+    let feeding = num_levels.saturating_sub(capacity_levels + 1);
+    match levels.get(feeding) {
+        Some(l) if feeding > 0 => l.bytes.saturating_sub(l.target_bytes),
+        _ => 0,
+    }
+}
+
 pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
     let mut s = inner.stats.snapshot();
     let sv = inner.super_version();
@@ -32,6 +47,10 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
             ls.temperature = v.levels[l].files().map(|f| f.temperature.get()).sum();
         }
         s.logstore = Some(super::temperature::stats(ls));
+    }
+    if inner.opts.capacity.is_some() {
+        s.tier.capacity_pending_upload_bytes =
+            pending_upload_bytes(&s.levels, inner.opts.num_levels, inner.opts.capacity_levels);
     }
     s.extended_wal = super::extended::stats(inner);
     s.remote_compaction = inner.remote.as_ref().map(|r| r.stats());
@@ -145,4 +164,33 @@ pub(crate) fn property(inner: &Arc<DbInner>, name: &str) -> Option<String> {
             .to_string(),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pending_upload_bytes;
+    use crate::stats::LevelStats;
+
+    #[test]
+    fn pending_upload_is_the_feeding_levels_excess() {
+        let level = |bytes, target_bytes| LevelStats {
+            bytes,
+            target_bytes,
+            ..Default::default()
+        };
+        let levels = vec![
+            level(50, 0),
+            level(300, 100),
+            level(90, 1000),
+            level(5000, 9000),
+        ];
+        // (num_levels, capacity_levels, pending)
+        for (n, c, want) in [(4, 1, 0), (4, 2, 200), (4, 3, 0), (3, 1, 200), (9, 1, 0)] {
+            assert_eq!(
+                pending_upload_bytes(&levels, n, c),
+                want,
+                "{n} levels, {c} on capacity"
+            );
+        }
+    }
 }

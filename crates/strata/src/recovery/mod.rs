@@ -259,7 +259,8 @@ pub fn recover(dir: &Path, opts: Options, mode: RecoveryMode) -> Result<Recovery
         .clone()
         .unwrap_or_else(crate::storage::default_storage);
     let mut report = {
-        let (log_storage, log_dir) = crate::storage::object::log_location(dir, &storage, &opts)?;
+        let (log_storage, log_dir) =
+            crate::storage::object::log_location(dir, &storage, &opts, Default::default())?;
         // Hold the log location while rebuilding, as an open would.
         log_storage.create_dir_all(&log_dir)?;
         let _lock = log_storage.lock(&log_dir.join("LOCK"))?;
@@ -324,7 +325,8 @@ mod tests {
             wal_location: Some(dir_log.clone()),
             ..Options::default()
         };
-        let (dstore, ddir) = log_location(&base.path().join("db2"), &local, &opts).unwrap();
+        let (dstore, ddir) =
+            log_location(&base.path().join("db2"), &local, &opts, Default::default()).unwrap();
         dstore.create_dir_all(&ddir).unwrap();
         materialize_unsynced_live_log(&versions, &ddir, &dstore, &opts).unwrap();
         assert!(!dstore.exists(&ddir.join("000042.log")).unwrap());

@@ -9,7 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
 
 use crate::metrics::{stripe, STRIPES};
 
+pub mod cost;
+pub mod health;
+pub mod requests;
 mod tier;
+pub use cost::{Cost, PriceTable};
+pub use health::{HealthSnapshot, StoreHealth};
+pub use requests::{RequestCounters, RequestCounts, RequestKind};
 pub use tier::{TierSnapshot, TierStats};
 
 /// One stripe on a cache-line pair of its own (adjacent-line prefetch pairs lines up).
@@ -128,6 +134,8 @@ pub struct EngineStats {
     pub forest: ForestCounters,
     /// Counters of the tiers and their caches, shared with the table store and the capacity tier.
     pub tier: std::sync::Arc<TierStats>,
+    /// Requests sent to an object-store log location (none for a directory).
+    pub log_requests: std::sync::Arc<RequestCounters>,
 }
 
 /// Split-forest compaction counters (SifrDB).
@@ -417,7 +425,10 @@ impl EngineStats {
                     scan_prefetches: f.scan_prefetches.load(Relaxed),
                 }
             },
-            tier: self.tier.snapshot(),
+            tier: TierSnapshot {
+                log_requests: self.log_requests.snapshot(),
+                ..self.tier.snapshot()
+            },
             ..Default::default()
         };
         for (i, l) in self.levels.iter().enumerate() {

@@ -64,6 +64,11 @@ pub struct TierStats {
     pub fast_write_latency: crate::metrics::LatencyHistogram,
     /// Latency of capacity-tier write requests (PUT, upload part, upload completion).
     pub capacity_write_latency: crate::metrics::LatencyHistogram,
+    /// Every request the capacity tier sent its store, by kind, retries included (the
+    /// request bill; counted by `storage/object/counting.rs`).
+    pub requests: std::sync::Arc<super::RequestCounters>,
+    /// Whether the store answers (`stats/health.rs`): fed by every request's outcome.
+    pub health: super::StoreHealth,
 }
 
 impl TierStats {
@@ -149,6 +154,8 @@ impl TierStats {
             capacity_read_latency: self.capacity_read_latency.snapshot(),
             fast_write_latency: self.fast_write_latency.snapshot(),
             capacity_write_latency: self.capacity_write_latency.snapshot(),
+            capacity_requests: self.requests.snapshot(),
+            capacity_health: self.health.snapshot(),
             ..Default::default()
         }
     }
@@ -245,6 +252,23 @@ pub struct TierSnapshot {
     pub fast_write_latency: crate::metrics::HistogramSnapshot,
     /// Latency of capacity-tier write requests (PUT, upload part, upload completion).
     pub capacity_write_latency: crate::metrics::HistogramSnapshot,
+    /// Requests the capacity tier sent its store since open, by kind (retries included).
+    pub capacity_requests: super::RequestCounts,
+    /// Requests an object-store log location (`wal_location` as a URL) was sent since open,
+    /// by kind: WAL segments, the manifest mirror, key lists, the lease.
+    pub log_requests: super::RequestCounts,
+    /// Whether the capacity tier's store answers, and since when it does not.
+    pub capacity_health: super::HealthSnapshot,
+    /// Bytes waiting to move to the capacity tier: what the fast level that feeds the first
+    /// capacity level holds beyond its target (it grows while uploads fail).
+    pub capacity_pending_upload_bytes: u64,
+}
+
+impl TierSnapshot {
+    /// Every object-store request since open: the capacity tier's and the log location's.
+    pub fn object_store_requests(&self) -> super::RequestCounts {
+        self.capacity_requests.plus(&self.log_requests)
+    }
 }
 
 impl fmt::Display for TierSnapshot {

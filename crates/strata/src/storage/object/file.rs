@@ -8,7 +8,7 @@ use bytes::Bytes;
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStoreExt, WriteMultipart};
 
-use super::{to_error, CapacityTier};
+use super::CapacityTier;
 use crate::error::{Error, Result};
 use crate::storage::{RandomAccessFile, WritableFile};
 
@@ -73,7 +73,7 @@ impl ObjectWriter {
             let up = self
                 .tier
                 .run(async move { store.put_multipart(&p).await })
-                .map_err(|e| to_error("start upload", &self.path, e))?;
+                .map_err(|e| self.tier.failed("start upload", &self.path, e))?;
             self.upload = Some(WriteMultipart::new_with_chunk_size(
                 up,
                 self.tier.part_size(),
@@ -85,7 +85,7 @@ impl ObjectWriter {
         let start = std::time::Instant::now();
         up.put(part);
         futures::executor::block_on(up.wait_for_capacity(2))
-            .map_err(|e| to_error("upload part", &self.path, e))?;
+            .map_err(|e| self.tier.failed("upload part", &self.path, e))?;
         self.tier
             .stats()
             .capacity_write_latency
@@ -133,7 +133,8 @@ impl WritableFile for ObjectWriter {
                 }
                 let start = std::time::Instant::now();
                 futures::executor::block_on(up.finish())
-                    .map_err(|e| to_error("complete upload", &self.path, e))?;
+                    .map_err(|e| self.tier.failed("complete upload", &self.path, e))?;
+                self.tier.answered();
                 self.tier
                     .stats()
                     .capacity_write_latency

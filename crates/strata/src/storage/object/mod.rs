@@ -10,11 +10,13 @@
 //! is never retried; an object is complete or absent, never partial. Depends on `error`,
 //! `stats` and the `Storage` traits; never on the engine above it.
 
+mod counting;
 mod emulated;
 mod file;
 mod lease;
 mod log;
 
+pub use counting::CountingStore;
 pub use emulated::{EmulatedStore, Emulation, EmulationStats};
 pub use file::{ObjectFile, ObjectWriter};
 pub use lease::DEFAULT_TTL as DEFAULT_LEASE_TTL;
@@ -32,6 +34,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use parking_lot::Mutex;
 
 use crate::error::{Error, ErrorRepr, Result};
+use crate::stats::health::Outcome;
 use crate::stats::TierStats;
 
 /// How the capacity tier is reached and tuned.
@@ -145,6 +148,8 @@ struct Retry {
     timeout: Duration,
     stats: Arc<TierStats>,
     deadline: Option<Instant>,
+    /// The store's URL, for health reports.
+    url: Arc<str>,
 }
 
 impl Retry {
@@ -179,7 +184,10 @@ impl Retry {
                 }),
             };
             match r {
-                Ok(v) => return Ok(v),
+                Ok(v) => {
+                    self.stats.health.record(&self.url, Outcome::Answered);
+                    return Ok(v);
+                }
                 Err(e) if transient(&e) && attempt < self.attempts => {
                     self.stats
                         .retries
@@ -193,6 +201,13 @@ impl Retry {
                     self.stats
                         .errors
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // Not found, a refused conditional write: the store answered.
+                    let error = transient(&e).then(|| e.to_string());
+                    let outcome = match &error {
+                        Some(error) => Outcome::Unreachable { what, error },
+                        None => Outcome::Answered,
+                    };
+                    self.stats.health.record(&self.url, outcome);
                     return Err(to_error(what, p, e));
                 }
             }
@@ -209,6 +224,8 @@ pub struct CapacityTier {
     stats: Arc<TierStats>,
     opts: CapacityOptions,
     emulation: Option<Arc<EmulatedStore>>,
+    /// `opts.url`, shared with every request's retry policy (health reports name it).
+    url: Arc<str>,
 }
 
 impl std::fmt::Debug for CapacityTier {
@@ -238,6 +255,8 @@ impl CapacityTier {
             }
             None => (base, None),
         };
+        let store: Arc<dyn ObjectStore> =
+            Arc::new(CountingStore::new(store, stats.requests.clone()));
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("strata-capacity")
@@ -251,7 +270,33 @@ impl CapacityTier {
             stats,
             opts: opts.clone(),
             emulation,
+            url: Arc::from(opts.url.as_str()),
         }))
+    }
+
+    /// Records in the tier's health that a request sent outside the retry policy succeeded.
+    pub(crate) fn answered(&self) {
+        self.stats.health.record(&self.url, Outcome::Answered);
+    }
+
+    /// The error of a request sent outside the retry policy (a multipart upload's), after
+    /// recording in the tier's health whether the store answered it.
+    pub(crate) fn failed(
+        &self,
+        what: &'static str,
+        path: &ObjPath,
+        e: object_store::Error,
+    ) -> Error {
+        self.stats
+            .errors
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let error = transient(&e).then(|| e.to_string());
+        let outcome = match &error {
+            Some(error) => Outcome::Unreachable { what, error },
+            None => Outcome::Answered,
+        };
+        self.stats.health.record(&self.url, outcome);
+        to_error(what, path, e)
     }
 
     /// The emulation layer, when configured (to change faults at run time, read its counters).
@@ -335,6 +380,7 @@ impl CapacityTier {
             timeout: self.opts.request_timeout,
             stats: self.stats.clone(),
             deadline: None,
+            url: self.url.clone(),
         }
     }
 
