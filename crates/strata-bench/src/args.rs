@@ -511,6 +511,12 @@ pub struct BenchArgs {
     /// Price of a GB-month on the fast tier, in dollars (EBS gp3: 0.08).
     #[arg(long, alias = "price_fast_gb_month", default_value_t = 0.08, help_heading = COST)]
     pub price_fast_gb_month: f64,
+
+    /// A price table overriding the flags above: `put=0.005,get=0.0004,delete=0,storage=0.023,fast=0.08`
+    /// (dollars per 1,000 requests of the class; per GB-month for `storage`, the capacity tier,
+    /// and `fast`). Keys left out keep their flag's value. `list`/`head` price as `put`/`get`.
+    #[arg(long, value_name = "TABLE", help_heading = COST)]
+    pub price: Option<String>,
 }
 
 impl BenchArgs {

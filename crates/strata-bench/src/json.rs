@@ -114,6 +114,8 @@ mod tests {
                     block_cache_hit_rate: None,
                     pcache_hit_rate: Some(0.25),
                     write_amp: Some(1.5),
+                    capacity_requests: Some([("get_range".to_string(), 3)].into()),
+                    capacity_requests_per_kop: Some(0.3),
                     delta: EngineCounters {
                         capacity_gets: Some(3),
                         ..Default::default()
@@ -181,6 +183,10 @@ mod tests {
             assert!(p.get(k).is_some(), "{k}");
         }
         assert_eq!(p["role"], "run");
+        // The request bill's keys (issue 51's checks use these names).
+        assert_eq!(p["tier"]["capacity_requests"]["get_range"], 3);
+        assert_eq!(p["tier"]["capacity_requests_per_kop"], 0.3);
+        assert!(p["cost"]["usd_per_month"].is_number());
         assert_eq!(p["latency"][0]["op"], "read");
         assert_eq!(p["timeseries"][0]["ops_by_type"]["update"], 4);
         assert_eq!(v["engine"], "strata");

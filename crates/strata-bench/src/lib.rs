@@ -137,12 +137,7 @@ pub fn run_report(args: BenchArgs) -> anyhow::Result<BenchReport> {
     );
 
     let inserted = AtomicU64::new(args.num);
-    let prices = Prices {
-        get_per_1k: args.price_get_per_1k,
-        put_per_1k: args.price_put_per_1k,
-        capacity_gb_month: args.price_capacity_gb_month,
-        fast_gb_month: args.price_fast_gb_month,
-    };
+    let prices = prices(&args)?;
     let progress = !args.no_progress && std::io::stderr().is_terminal();
     let mut results = Vec::new();
     for (i, spec) in phases.iter().enumerate() {
@@ -319,4 +314,44 @@ fn header(
     );
     let _ = writeln!(s, "{}", "-".repeat(60));
     s
+}
+
+/// The prices of the cost estimate: the `--price-*` flags, then the `--price` table over them.
+fn prices(args: &BenchArgs) -> anyhow::Result<Prices> {
+    let mut fast_gb_month = args.price_fast_gb_month;
+    let mut table = strata::stats::PriceTable {
+        write_per_1k: args.price_put_per_1k,
+        read_per_1k: args.price_get_per_1k,
+        delete_per_1k: 0.0,
+        storage_per_gb_month: args.price_capacity_gb_month,
+    };
+    if let Some(spec) = &args.price {
+        // `fast` is the bench's own key (the fast tier's disk); the rest is the store's table.
+        let mut rest = Vec::new();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part.split_once('=') {
+                Some(("fast", v)) => {
+                    fast_gb_month = v
+                        .trim()
+                        .parse()
+                        .ok()
+                        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("--price `{part}`: not a non-negative number")
+                        })?
+                }
+                _ => rest.push(part),
+            }
+        }
+        table = table
+            .with(&rest.join(","))
+            .map_err(|e| anyhow::anyhow!("--price: {e}"))?;
+    }
+    Ok(Prices {
+        get_per_1k: table.read_per_1k,
+        put_per_1k: table.write_per_1k,
+        delete_per_1k: table.delete_per_1k,
+        capacity_gb_month: table.storage_per_gb_month,
+        fast_gb_month,
+    })
 }

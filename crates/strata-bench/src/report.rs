@@ -42,6 +42,19 @@ pub fn counters_delta(before: &EngineCounters, after: &EngineCounters) -> Engine
         capacity_put_bytes: sub(after.capacity_put_bytes, before.capacity_put_bytes),
         capacity_deletes: sub(after.capacity_deletes, before.capacity_deletes),
         capacity_lists: sub(after.capacity_lists, before.capacity_lists),
+        capacity_requests: after.capacity_requests.as_ref().map(|a| {
+            a.iter()
+                .map(|(k, &n)| {
+                    let was = before
+                        .capacity_requests
+                        .as_ref()
+                        .and_then(|b| b.get(k))
+                        .copied()
+                        .unwrap_or(0);
+                    (k.clone(), n.saturating_sub(was))
+                })
+                .collect()
+        }),
         fast_table_bytes: after.fast_table_bytes,
         capacity_table_bytes: after.capacity_table_bytes,
         stall_micros: sub(after.stall_micros, before.stall_micros),
@@ -80,29 +93,73 @@ pub fn tier_report(before: &EngineCounters, after: &EngineCounters) -> TierRepor
         write_amp: written
             .zip(d.user_bytes_written)
             .and_then(|(w, u)| ratio(w, u)),
+        capacity_requests: d.capacity_requests.clone(),
+        capacity_requests_per_kop: None,
         delta: d,
+    }
+}
+
+/// Object-store requests per 1,000 operations of a phase (`None` without request counts or
+/// operations).
+pub fn requests_per_kop(t: &TierReport, ops: u64) -> Option<f64> {
+    let total: u64 = t.capacity_requests.as_ref()?.values().sum();
+    (ops > 0).then(|| total as f64 * 1000.0 / ops as f64)
+}
+
+/// Requests by price class: (GET/HEAD, PUT/COPY/POST/LIST, DELETE). From the counts by kind
+/// when the engine gives them, else from its GET, PUT and LIST counters.
+fn requests_by_class(d: &EngineCounters) -> (u64, u64, u64) {
+    use strata::stats::requests::{PriceClass, RequestKind};
+    match &d.capacity_requests {
+        Some(by_kind) => {
+            let mut c = (0, 0, 0);
+            for (name, &n) in by_kind {
+                match RequestKind::ALL
+                    .iter()
+                    .find(|k| k.name() == name)
+                    .map(|k| k.class())
+                {
+                    Some(PriceClass::Read) => c.0 += n,
+                    Some(PriceClass::Delete) => c.2 += n,
+                    // Unknown kinds are priced as the dearer class.
+                    Some(PriceClass::Write) | None => c.1 += n,
+                }
+            }
+            c
+        }
+        None => (
+            d.capacity_gets.unwrap_or(0),
+            d.capacity_puts.unwrap_or(0) + d.capacity_lists.unwrap_or(0),
+            d.capacity_deletes.unwrap_or(0),
+        ),
     }
 }
 
 /// The cost estimate of a phase that lasted `secs` with tier figures `t`.
 pub fn cost(t: &TierReport, secs: f64, prices: &Prices) -> CostReport {
     let d = &t.delta;
-    let gets = d.capacity_gets.unwrap_or(0) as f64;
-    let puts = (d.capacity_puts.unwrap_or(0) + d.capacity_lists.unwrap_or(0)) as f64;
-    let get_dollars = gets / 1000.0 * prices.get_per_1k;
-    let put_dollars = puts / 1000.0 * prices.put_per_1k;
+    let (gets, puts, deletes) = requests_by_class(d);
+    let get_dollars = gets as f64 / 1000.0 * prices.get_per_1k;
+    let put_dollars =
+        (puts as f64 * prices.put_per_1k + deletes as f64 * prices.delete_per_1k) / 1000.0;
     let gb = |b: Option<u64>| b.unwrap_or(0) as f64 / 1e9;
+    let requests_dollars_per_month = if secs > 0.0 {
+        (get_dollars + put_dollars) / secs * SECS_PER_MONTH
+    } else {
+        0.0
+    };
+    let capacity_storage_dollars_per_month = gb(d.capacity_table_bytes) * prices.capacity_gb_month;
+    let fast_storage_dollars_per_month = gb(d.fast_table_bytes) * prices.fast_gb_month;
     CostReport {
         prices: prices.clone(),
         get_dollars,
         put_dollars,
-        requests_dollars_per_month: if secs > 0.0 {
-            (get_dollars + put_dollars) / secs * SECS_PER_MONTH
-        } else {
-            0.0
-        },
-        capacity_storage_dollars_per_month: gb(d.capacity_table_bytes) * prices.capacity_gb_month,
-        fast_storage_dollars_per_month: gb(d.fast_table_bytes) * prices.fast_gb_month,
+        requests_dollars_per_month,
+        capacity_storage_dollars_per_month,
+        fast_storage_dollars_per_month,
+        usd_per_month: requests_dollars_per_month
+            + capacity_storage_dollars_per_month
+            + fast_storage_dollars_per_month,
     }
 }
 
@@ -227,6 +284,24 @@ pub fn tier_lines(t: &TierReport, c: &CostReport) -> Vec<String> {
             bytes(d.fast_table_bytes),
             bytes(d.capacity_table_bytes),
         ));
+        if let Some(by_kind) = &t.capacity_requests {
+            let kinds: Vec<String> = by_kind
+                .iter()
+                .filter(|(_, &n)| n > 0)
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            v.push(format!(
+                "{pad}object-store requests: {} ({} per 1,000 ops): {}",
+                by_kind.values().sum::<u64>(),
+                t.capacity_requests_per_kop
+                    .map_or_else(|| "n/a".into(), |r| format!("{r:.2}")),
+                if kinds.is_empty() {
+                    "none".into()
+                } else {
+                    kinds.join(", ")
+                },
+            ));
+        }
         v.push(format!(
             "{pad}est. cloud cost: requests {} (GET {} + PUT/LIST {}), {}/month at this rate; storage {}/month capacity + {}/month fast",
             dollars(c.get_dollars + c.put_dollars),
@@ -291,6 +366,7 @@ mod tests {
             capacity_put_bytes: Some(scale << 20),
             capacity_deletes: Some(0),
             capacity_lists: Some(0),
+            capacity_requests: None,
             fast_table_bytes: Some(1_000_000_000),
             capacity_table_bytes: Some(10_000_000_000),
             stall_micros: Some(0),
@@ -328,6 +404,7 @@ mod tests {
             put_per_1k: 0.005,
             capacity_gb_month: 0.023,
             fast_gb_month: 0.08,
+            delete_per_1k: 0.0,
         };
         let c = cost(&t, 10.0, &prices);
         assert!((c.get_dollars - 3.0 * 0.0004).abs() < 1e-12);
@@ -335,6 +412,38 @@ mod tests {
         assert!((c.requests_dollars_per_month - 0.0062 / 10.0 * 2_592_000.0).abs() < 1e-6);
         assert!((c.capacity_storage_dollars_per_month - 0.23).abs() < 1e-12);
         assert!((c.fast_storage_dollars_per_month - 0.08).abs() < 1e-12);
+        assert!((c.usd_per_month - c.requests_dollars_per_month - 0.31).abs() < 1e-9);
+        // Counted by kind, requests are priced by their class: a HEAD and ranged GETs as
+        // GETs, multipart parts and LISTs as PUTs, DELETEs at their own (zero) price.
+        let by_kind = |n: u64| {
+            Some(
+                [
+                    ("get_range", 2 * n),
+                    ("head", n),
+                    ("multipart_part", n),
+                    ("list", n),
+                    ("delete", n),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            )
+        };
+        let before = EngineCounters {
+            capacity_requests: by_kind(1),
+            ..Default::default()
+        };
+        let after = EngineCounters {
+            capacity_requests: by_kind(1001),
+            ..Default::default()
+        };
+        let mut t = tier_report(&before, &after);
+        assert_eq!(t.capacity_requests.as_ref().unwrap()["get_range"], 2000);
+        t.capacity_requests_per_kop = requests_per_kop(&t, 50_000);
+        assert_eq!(t.capacity_requests_per_kop, Some(120.0));
+        let c = cost(&t, 10.0, &prices);
+        assert!((c.get_dollars - 3.0 * 0.0004).abs() < 1e-12, "{c:?}");
+        assert!((c.put_dollars - 2.0 * 0.005).abs() < 1e-12, "{c:?}");
     }
 
     fn phase() -> PhaseResult {

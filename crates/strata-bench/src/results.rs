@@ -111,6 +111,13 @@ pub struct TierReport {
     pub block_cache_hit_rate: Option<f64>,
     pub pcache_hit_rate: Option<f64>,
     pub write_amp: Option<f64>,
+    /// Object-store requests by kind over the phase (the capacity tier's and the log
+    /// location's; `None` where the engine does not count them by kind).
+    #[serde(default)]
+    pub capacity_requests: Option<std::collections::BTreeMap<String, u64>>,
+    /// Those requests per 1,000 operations of the phase.
+    #[serde(default)]
+    pub capacity_requests_per_kop: Option<f64>,
     /// The counters' differences over the phase (gauges: their values at its end).
     pub delta: EngineCounters,
 }
@@ -128,6 +135,9 @@ pub struct CostReport {
     /// Dollars per month to store the tables on each tier.
     pub capacity_storage_dollars_per_month: f64,
     pub fast_storage_dollars_per_month: f64,
+    /// The sum: requests at this rate and both tiers' storage, per month.
+    #[serde(default)]
+    pub usd_per_month: f64,
 }
 
 /// Cloud prices in dollars.
@@ -137,6 +147,9 @@ pub struct Prices {
     pub put_per_1k: f64,
     pub capacity_gb_month: f64,
     pub fast_gb_month: f64,
+    /// Price of 1000 DELETE requests (free on S3 Standard).
+    #[serde(default)]
+    pub delete_per_1k: f64,
 }
 
 /// One interval (normally a second) of a phase.

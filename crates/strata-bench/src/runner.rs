@@ -138,7 +138,8 @@ fn result(
     let writes_primary = OpType::ALL
         .into_iter()
         .any(|op| op.writes() && spec.is_primary(op) && seg.counts[op.index()] > 0);
-    let tier = report::tier_report(before, after);
+    let mut tier = report::tier_report(before, after);
+    tier.capacity_requests_per_kop = report::requests_per_kop(&tier, ops);
     let cost = report::cost(&tier, secs, &ctx.prices);
     PhaseResult {
         name: spec.name.clone(),

@@ -339,6 +339,54 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
     s.kv("capacity_deletes", t.capacity_deletes);
     s.kv("capacity_retries", t.capacity_retries);
     s.kv("capacity_errors", t.capacity_errors);
+    // The request bill: every object-store request (capacity tier and log location), by kind,
+    // and what it costs a month at the rate since start under S3 Standard prices.
+    let requests = t.object_store_requests();
+    s.kv("capacity_requests_total", requests.total());
+    for (kind, n) in requests.by_kind() {
+        s.kv(&format!("capacity_requests_{}", kind.name()), n);
+    }
+    s.kv("log_location_requests_total", t.log_requests.total());
+    let uptime = shared.started.elapsed().as_secs_f64();
+    let cost =
+        strata::stats::PriceTable::default().monthly(&requests, uptime, t.capacity_table_bytes);
+    s.kv(
+        "capacity_requests_usd_per_month",
+        format!("{:.2}", cost.requests_usd_per_month),
+    );
+    s.kv(
+        "capacity_storage_usd_per_month",
+        format!("{:.2}", cost.storage_usd_per_month),
+    );
+    let object_store = has_capacity || t.log_requests.total() > 0;
+    let down = t.capacity_health.down || t.log_health.down;
+    s.kv(
+        "capacity_tier_state",
+        match (object_store, down) {
+            (false, _) => "none",
+            (true, false) => "up",
+            (true, true) => "down",
+        },
+    );
+    s.kv(
+        "capacity_tier_down_seconds",
+        format!(
+            "{:.0}",
+            t.capacity_health.down_secs.max(t.log_health.down_secs)
+        ),
+    );
+    s.kv(
+        "capacity_failing_requests",
+        t.capacity_health.failing_requests + t.log_health.failing_requests,
+    );
+    s.kv(
+        "capacity_outages",
+        t.capacity_health.outages + t.log_health.outages,
+    );
+    s.kv(
+        "capacity_pending_upload_bytes",
+        t.capacity_pending_upload_bytes,
+    );
     s.kv(
         "capacity_get_p50_ms",
         format!("{:.3}", t.capacity_get_p50_ms),

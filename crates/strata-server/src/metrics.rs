@@ -135,6 +135,17 @@ struct PathwayLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabel {
+    store: &'static str,
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabel {
+    store: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CacheLabel {
     cache: &'static str,
 }
@@ -329,6 +340,52 @@ impl Collector for EngineCollector {
             "Capacity-tier GET requests",
             None,
             t.capacity_gets,
+        )?;
+        {
+            let mut m = enc.encode_descriptor(
+                "strata_object_store_requests",
+                "Object-store requests by the kind S3 bills (retries included): the capacity tier's and an object-store log location's",
+                None,
+                MetricType::Counter,
+            )?;
+            for (store, counts) in [("capacity", &t.capacity_requests), ("log", &t.log_requests)] {
+                for (kind, n) in counts.by_kind() {
+                    ConstCounter::new(n).encode(m.encode_family(&RequestLabel {
+                        store,
+                        kind: kind.name(),
+                    })?)?;
+                }
+            }
+        }
+        for (name, help, f) in [
+            (
+                "strata_object_store_up",
+                "1 while the store answers requests, 0 from a request failing after its retries until one succeeds",
+                (|h: &strata::stats::HealthSnapshot| if h.down { 0.0 } else { 1.0 })
+                    as fn(&strata::stats::HealthSnapshot) -> f64,
+            ),
+            (
+                "strata_object_store_failing_requests",
+                "Requests failed for good during the current outage (0 while up)",
+                |h| h.failing_requests as f64,
+            ),
+            (
+                "strata_object_store_down_seconds",
+                "Seconds since the current outage began (0 while up)",
+                |h| h.down_secs,
+            ),
+        ] {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (store, h) in [("capacity", &t.capacity_health), ("log", &t.log_health)] {
+                ConstGauge::new(f(h)).encode(m.encode_family(&StoreLabel { store })?)?;
+            }
+        }
+        gauge(
+            &mut enc,
+            "strata_capacity_pending_upload",
+            "Bytes waiting to move to the capacity tier (the feeding fast level's excess over its target)",
+            bytes,
+            t.capacity_pending_upload_bytes as f64,
         )?;
         counter(
             &mut enc,

@@ -214,6 +214,10 @@ pub struct EngineCounters {
     pub capacity_put_bytes: Option<u64>,
     pub capacity_deletes: Option<u64>,
     pub capacity_lists: Option<u64>,
+    /// Every object-store request (capacity tier and log location) by the kind S3 bills
+    /// (`strata::stats::RequestKind` names), retries included.
+    #[serde(default)]
+    pub capacity_requests: Option<std::collections::BTreeMap<String, u64>>,
     /// Gauges (not differences): bytes of tables on each tier, now.
     pub fast_table_bytes: Option<u64>,
     pub capacity_table_bytes: Option<u64>,

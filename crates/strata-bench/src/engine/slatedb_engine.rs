@@ -14,7 +14,8 @@ use slatedb::config::{
 };
 use slatedb::db_cache::moka::{MokaCache, MokaCacheOptions};
 use slatedb::{BloomFilterPolicy, Db, SstBlockSize, WriteBatch};
-use strata::storage::object::{store_from_url, EmulatedStore, Emulation};
+use strata::stats::RequestCounters;
+use strata::storage::object::{store_from_url, CountingStore, EmulatedStore, Emulation};
 
 use super::{CompressionKind, EngineConfig, EngineCounters, EngineKind, KvEngine};
 
@@ -23,6 +24,9 @@ pub struct SlateDbEngine {
     db: Db,
     rt: tokio::runtime::Runtime,
     emulated: Option<Arc<EmulatedStore>>,
+    /// Every request SlateDB sends its store, by kind (Strata's own counting layer: both
+    /// engines' bills are counted by one rule).
+    requests: Arc<RequestCounters>,
     settings: Vec<(String, String)>,
     /// `--sync`: wait until each write is durable in the object store.
     sync: bool,
@@ -78,6 +82,8 @@ impl SlateDbEngine {
             Some(e) => e.clone(),
             None => store,
         };
+        let requests = Arc::new(RequestCounters::default());
+        let store: Arc<dyn ObjectStore> = Arc::new(CountingStore::new(store, requests.clone()));
         let mut s = Settings {
             l0_sst_size_bytes: cfg.write_buffer_bytes as usize,
             max_unflushed_bytes: (cfg.write_buffer_bytes as usize) * cfg.max_write_buffers,
@@ -146,6 +152,7 @@ impl SlateDbEngine {
             db,
             rt,
             emulated,
+            requests,
             settings,
             sync: cfg.sync,
         })
@@ -229,6 +236,13 @@ impl KvEngine for SlateDbEngine {
             capacity_put_bytes: g(|s| s.bytes_written.load(Relaxed)),
             capacity_deletes: g(|s| s.deletes.load(Relaxed)),
             capacity_lists: g(|s| s.lists.load(Relaxed)),
+            capacity_requests: Some(
+                self.requests
+                    .snapshot()
+                    .by_kind()
+                    .map(|(k, n)| (k.name().to_string(), n))
+                    .collect(),
+            ),
             ..Default::default()
         }
     }

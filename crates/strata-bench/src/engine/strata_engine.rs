@@ -221,6 +221,12 @@ impl KvEngine for StrataEngine {
             capacity_put_bytes: Some(t.capacity_put_bytes),
             capacity_deletes: Some(t.capacity_deletes),
             capacity_lists: Some(t.capacity_lists),
+            capacity_requests: Some(
+                t.object_store_requests()
+                    .by_kind()
+                    .map(|(k, n)| (k.name().to_string(), n))
+                    .collect(),
+            ),
             fast_table_bytes: Some(t.fast_table_bytes),
             capacity_table_bytes: Some(t.capacity_table_bytes),
             stall_micros: Some(s.stall_micros),

@@ -51,9 +51,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         storage.create_dir_all(dir)?;
     }
     let lock = storage.lock(&dir.join("LOCK"))?;
-    let log_requests = Arc::new(crate::stats::RequestCounters::default());
+    let log_tier = Arc::new(crate::stats::TierStats::default());
     let (log_storage, log_dir) =
-        crate::storage::object::log_location(dir, &storage, &opts, log_requests.clone())?;
+        crate::storage::object::log_location(dir, &storage, &opts, log_tier.clone())?;
     let separate_log = log_dir != dir;
     if opts.extended_wal && !separate_log {
         return Err(Error::invalid(
@@ -160,7 +160,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     }
 
     let stats = Arc::new(EngineStats {
-        log_requests,
+        log_tier,
         ..Default::default()
     });
     let block_cache = (opts.block_cache_capacity > 0)

@@ -81,8 +81,15 @@ impl fmt::Display for PriceTable {
 impl FromStr for PriceTable {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let mut p = PriceTable::default();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        PriceTable::default().with(s)
+    }
+}
+
+impl PriceTable {
+    /// This table with the prices `spec` names replaced (the syntax of `FromStr`).
+    pub fn with(mut self, spec: &str) -> Result<Self, String> {
+        let p = &mut self;
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
                 .ok_or_else(|| format!("price `{part}`: expected key=dollars"))?;
@@ -104,7 +111,7 @@ impl FromStr for PriceTable {
                 }
             }
         }
-        Ok(p)
+        Ok(self)
     }
 }
 

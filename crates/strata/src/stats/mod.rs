@@ -134,8 +134,9 @@ pub struct EngineStats {
     pub forest: ForestCounters,
     /// Counters of the tiers and their caches, shared with the table store and the capacity tier.
     pub tier: std::sync::Arc<TierStats>,
-    /// Requests sent to an object-store log location (none for a directory).
-    pub log_requests: std::sync::Arc<RequestCounters>,
+    /// The counters of an object-store log location (its requests and health; unused for a
+    /// directory).
+    pub log_tier: std::sync::Arc<TierStats>,
 }
 
 /// Split-forest compaction counters (SifrDB).
@@ -426,7 +427,8 @@ impl EngineStats {
                 }
             },
             tier: TierSnapshot {
-                log_requests: self.log_requests.snapshot(),
+                log_requests: self.log_tier.requests.snapshot(),
+                log_health: self.log_tier.health.snapshot(),
                 ..self.tier.snapshot()
             },
             ..Default::default()

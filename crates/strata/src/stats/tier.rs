@@ -259,6 +259,8 @@ pub struct TierSnapshot {
     pub log_requests: super::RequestCounts,
     /// Whether the capacity tier's store answers, and since when it does not.
     pub capacity_health: super::HealthSnapshot,
+    /// Whether an object-store log location answers (always up for a directory).
+    pub log_health: super::HealthSnapshot,
     /// Bytes waiting to move to the capacity tier: what the fast level that feeds the first
     /// capacity level holds beyond its target (it grows while uploads fail).
     pub capacity_pending_upload_bytes: u64,

@@ -467,12 +467,12 @@ pub fn is_object_store_location(loc: &Path) -> bool {
 /// The storage and directory of `opts.wal_location` for a database in `dir`: a directory on
 /// `storage`, or, for a URL (`s3://`, `file://`, `memory://`), an [`ObjectLogStorage`] staging in
 /// `dir/wal-stage` (emulated as `opts.wal_emulation` asks).
-/// An object store's requests are counted into `requests`.
+/// An object store's requests and health are recorded in `stats`.
 pub fn log_location(
     dir: &Path,
     storage: &Arc<dyn Storage>,
     opts: &crate::Options,
-    requests: Arc<crate::stats::RequestCounters>,
+    stats: Arc<crate::stats::TierStats>,
 ) -> Result<(Arc<dyn Storage>, PathBuf)> {
     let Some(loc) = &opts.wal_location else {
         return Ok((storage.clone(), dir.to_path_buf()));
@@ -490,11 +490,7 @@ pub fn log_location(
     }
     let mut c = super::CapacityOptions::new(loc.to_string_lossy().into_owned());
     c.emulation = opts.wal_emulation.clone();
-    let stats = crate::stats::TierStats {
-        requests,
-        ..Default::default()
-    };
-    let tier = CapacityTier::open(&c, None, Arc::new(stats))?;
+    let tier = CapacityTier::open(&c, None, stats)?;
     let stage = dir.join("wal-stage");
     Ok((
         Arc::new(ObjectLogStorage::new(tier, storage.clone()).with_lease_ttl(opts.wal_lease_ttl)),
