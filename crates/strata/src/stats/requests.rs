@@ -5,8 +5,10 @@
 //! A kind is what an S3-compatible store bills as one request: a whole-object GET, a ranged
 //! GET (several ranges read together are one request per coalesced range), a HEAD, a PUT, the
 //! three requests of a multipart upload (create, each part, complete or abort), a LIST page (up
-//! to 1,000 objects), a DELETE per object, a server-side COPY. Every attempt counts, retries
-//! included: the store bills each one. Depends on nothing else in the crate.
+//! to 1,000 objects), a DELETE per object, a server-side COPY. Every attempt Strata sends
+//! counts, its retries included; the S3 client's own re-sends of a request whose connection
+//! failed or that got a 5xx answer are not seen here (S3 does not bill those). Depends on
+//! nothing else in the crate.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
