@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts an S3-compatible server on free loopback ports, creates the bucket `strata-test`, and
-# prints the environment the tests need (STRATA_S3_URL, AWS_ENDPOINT_URL, credentials).
+# prints the environment the tests need (STRATA_S3_URL, AWS_ENDPOINT_URL, credentials; and
+# STRATA_WEED, the SeaweedFS binary, for the tests that start a cluster of their own).
 #
 #   eval "$(bash scripts/s3-server.sh start [--server seaweedfs|moto])"   ...   bash scripts/s3-server.sh stop
 #
@@ -90,7 +91,7 @@ start_seaweedfs() {
     -master.port="$master" -master.port.grpc="$(free_port)" -master.volumeSizeLimitMB=64 \
     -volume.port="$volume" -volume.port.grpc="$(free_port)" -volume.max=0 \
     -filer -filer.port="$filer" -filer.port.grpc="$(free_port)" \
-    -s3 -s3.port="$s3" -s3.port.grpc="$(free_port)" \
+    -s3 -s3.port="$s3" -s3.port.grpc="$(free_port)" -s3.port.iceberg=0 -s3.port.lance=0 \
     >"$dir/weed.log" 2>&1 &
   echo $! >"$STATE/pid"
   wait_http "http://127.0.0.1:$s3/" || { tail -20 "$dir/weed.log" >&2; exit 1; }
@@ -138,6 +139,8 @@ start)
   esac
   port=$(cat "$STATE/port")
   echo "export STRATA_S3_SERVER=$server"
+  # The binary, for the tests that start SeaweedFS clusters of their own.
+  if [ "$server" = seaweedfs ]; then echo "export STRATA_WEED=$WEED"; fi
   echo "export STRATA_S3_URL=s3://strata-test"
   echo "export AWS_ENDPOINT_URL=http://127.0.0.1:$port"
   echo "export AWS_ALLOW_HTTP=true"
