@@ -331,6 +331,11 @@ pub struct BenchArgs {
     #[arg(long, alias = "fast_tier_budget", value_parser = parse_bytes, help_heading = TIERS)]
     pub fast_tier_budget: Option<u64>,
 
+    /// Bound Strata's capacity-tier requests: `50/s`, `$20/month` or both, comma-separated;
+    /// flushes and compactions wait to stay within it (Strata only).
+    #[arg(long, value_name = "BUDGET", value_parser = parse_request_budget, help_heading = TIERS)]
+    pub capacity_request_budget: Option<String>,
+
     /// Emulated latency per capacity-tier request, in milliseconds.
     #[arg(long, alias = "capacity_latency_ms", default_value_t = 0.0, help_heading = TIERS)]
     pub capacity_latency_ms: f64,
@@ -616,6 +621,12 @@ pub fn parse_bool(s: &str) -> Result<bool, String> {
         "0" | "false" | "no" | "off" => Ok(false),
         _ => Err(format!("{s:?} is not a boolean (1, 0, true, false)")),
     }
+}
+
+/// Checks a `--capacity-request-budget` value (kept as written, for the report).
+fn parse_request_budget(s: &str) -> Result<String, String> {
+    s.parse::<strata::stats::cost::RequestBudget>()?;
+    Ok(s.to_string())
 }
 
 #[cfg(test)]

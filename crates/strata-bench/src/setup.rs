@@ -69,6 +69,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         cleaning_threshold: args.cleaning_threshold,
         search_threads: args.search_threads,
         fast_tier_budget: args.fast_tier_budget,
+        capacity_request_budget: args.capacity_request_budget.clone(),
         block_cache_bytes: args.cache_size,
         row_cache_bytes: args.row_cache_size,
         write_buffer_bytes: args.write_buffer_size,

@@ -142,6 +142,12 @@ pub struct ServeArgs {
     /// no larger.
     #[arg(long, value_name = "KIND", help_heading = "Storage and tiers")]
     pub capacity_index: Option<String>,
+    /// Bound the capacity tier's requests: `50/s`, `$20/month` (S3 Standard prices) or both,
+    /// comma-separated [default: unbounded]
+    ///
+    /// Flushes and compactions wait to stay within it; reads never wait but count against it.
+    #[arg(long, value_name = "BUDGET", help_heading = "Storage and tiers")]
+    pub capacity_request_budget: Option<String>,
     /// Where the write-ahead log lives (and the manifest is mirrored): a directory apart from
     /// the data directory, or an s3://, file:// or memory:// URL [default: the data directory]
     #[arg(long, value_name = "DIR|URL", help_heading = "Durability")]
@@ -333,6 +339,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
         args.placement_policy.as_ref().map(s),
     )?;
     set("engine.capacity-index", args.capacity_index.as_ref().map(s))?;
+    set(
+        "engine.capacity-request-budget",
+        args.capacity_request_budget.as_ref().map(s),
+    )?;
     set("engine.wal-location", args.wal_location.as_ref().map(s))?;
     set("engine.extended-wal", args.extended_wal.map(Value::Boolean))?;
     set(

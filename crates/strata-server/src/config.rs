@@ -209,6 +209,9 @@ pub struct EngineConfig {
     pub compaction_style: String,
     /// Bytes of tables the fast tier may hold (0: unbounded).
     pub fast_tier_budget: ByteSize,
+    /// A bound on capacity-tier requests that flushes and compactions stay under:
+    /// `50/s`, `$20/month` (S3 Standard prices) or both; empty: unbounded.
+    pub capacity_request_budget: String,
     /// Persistent cache of capacity-tier blocks: `lap`, `naive` or `none`.
     pub persistent_cache: String,
     pub persistent_cache_size: ByteSize,
@@ -292,6 +295,7 @@ impl Default for EngineConfig {
             capacity_index: o.capacity_index.name().into(),
             compaction_style: o.compaction_style.name().into(),
             fast_tier_budget: ByteSize(0),
+            capacity_request_budget: String::new(),
             persistent_cache: "lap".into(),
             persistent_cache_size: ByteSize(256 << 20),
             capacity_latency_ms: 0.0,
@@ -356,6 +360,12 @@ impl EngineConfig {
                 ..Default::default()
             },
             fast_tier_budget: (self.fast_tier_budget.0 > 0).then_some(self.fast_tier_budget.0),
+            capacity_request_budget: match self.capacity_request_budget.trim() {
+                "" => None,
+                b => Some(b.parse().map_err(|e: String| {
+                    ConfigError(format!("engine.capacity-request-budget: {e}"))
+                })?),
+            },
             compaction_style: self
                 .compaction_style
                 .parse()
@@ -517,6 +527,10 @@ impl EngineConfig {
         p("capacity-index", self.capacity_index.clone());
         p("compaction-style", self.compaction_style.clone());
         p("fast-tier-budget", self.fast_tier_budget.to_string());
+        p(
+            "capacity-request-budget",
+            self.capacity_request_budget.clone(),
+        );
         p("persistent-cache", self.persistent_cache.clone());
         p(
             "persistent-cache-size",

@@ -387,6 +387,17 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         "capacity_pending_upload_bytes",
         t.capacity_pending_upload_bytes,
     );
+    let b = &t.capacity_budget;
+    s.kv(
+        "capacity_request_budget",
+        b.budget
+            .map_or_else(|| "none".to_string(), |b| b.to_string()),
+    );
+    s.kv("capacity_budget_waits", b.waits);
+    s.kv(
+        "capacity_budget_wait_seconds",
+        format!("{:.3}", b.wait_secs),
+    );
     s.kv(
         "capacity_get_p50_ms",
         format!("{:.3}", t.capacity_get_p50_ms),

@@ -192,6 +192,11 @@ pub struct Options {
     /// An object store to use for the capacity tier instead of opening `capacity.url` (tests
     /// share one in-memory store across reopenings this way).
     pub capacity_store: Option<Arc<dyn object_store::ObjectStore>>,
+    /// A bound on the capacity tier's requests: requests per second and/or dollars per month
+    /// (`"50/s"`, `"$20/month"`, both comma-separated; S3 Standard prices). Flushes and
+    /// compactions wait to stay within it; foreground reads never wait but spend from it.
+    /// Default `None` (unbounded).
+    pub capacity_request_budget: Option<crate::storage::object::RequestBudget>,
     /// How many levels, counted from the bottom, live on the capacity tier (RocksDB's
     /// `last_level_temperature`, generalized); every level above them is fast, so the fast
     /// tier holds about 1/`max_bytes_for_level_multiplier` of the data. Default 1.
@@ -291,6 +296,7 @@ impl Default for Options {
             capacity_levels: 1,
             fast_levels: None,
             fast_tier_budget: None,
+            capacity_request_budget: None,
             hotrap: Default::default(),
             placement_policy: Default::default(),
             logstore: Default::default(),
@@ -336,6 +342,7 @@ impl std::fmt::Debug for Options {
             .field("fast_levels", &self.fast_levels)
             .field("hotrap", &self.hotrap)
             .field("fast_tier_budget", &self.fast_tier_budget)
+            .field("capacity_request_budget", &self.capacity_request_budget)
             .field("persistent_cache", &self.persistent_cache)
             .field("compaction_style", &self.compaction_style)
             .field("forest", &self.forest)

@@ -152,6 +152,9 @@ pub struct EngineConfig {
     #[serde(default)]
     pub search_threads: Option<usize>,
     pub fast_tier_budget: Option<u64>,
+    /// Strata's capacity-tier request budget (`50/s`, `$20/month`).
+    #[serde(default)]
+    pub capacity_request_budget: Option<String>,
     pub block_cache_bytes: u64,
     pub row_cache_bytes: u64,
     pub write_buffer_bytes: u64,

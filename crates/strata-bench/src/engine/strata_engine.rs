@@ -33,6 +33,10 @@ pub fn options(cfg: &EngineConfig) -> Options {
         capacity_levels: cfg.capacity_levels,
         fast_levels: cfg.fast_levels,
         fast_tier_budget: cfg.fast_tier_budget,
+        capacity_request_budget: cfg
+            .capacity_request_budget
+            .as_deref()
+            .and_then(|b| b.parse().ok()),
         hotrap: strata::tier::hot::HotRapOptions {
             enabled: cfg.hotrap,
             ..Default::default()
@@ -260,6 +264,10 @@ impl KvEngine for StrataEngine {
             "capacity_gets": t.capacity_gets,
             "capacity_get_bytes": t.capacity_get_bytes,
             "capacity_puts": t.capacity_puts,
+            "capacity_requests_total": t.object_store_requests().total(),
+            "capacity_budget_waits": t.capacity_budget.waits,
+            "capacity_budget_wait_secs": t.capacity_budget.wait_secs,
+            "capacity_pending_upload_bytes": t.capacity_pending_upload_bytes,
             "capacity_meta_tables": t.capacity_meta_tables,
             "capacity_meta_bytes": t.capacity_meta_bytes,
             "capacity_meta_known_tables": t.capacity_meta_known_tables,
@@ -415,6 +423,9 @@ impl KvEngine for StrataEngine {
                 o.placement_policy.name().to_string(),
             ));
             v.push(("capacity_index".into(), o.capacity_index.name().to_string()));
+            if let Some(b) = o.capacity_request_budget {
+                v.push(("capacity_request_budget".into(), b.to_string()));
+            }
             if let Some(b) = o.fast_tier_budget {
                 v.push(("fast_tier_budget".into(), b.to_string()));
             }

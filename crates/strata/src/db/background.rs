@@ -267,6 +267,7 @@ pub(crate) fn reap(inner: &DbInner) {
 }
 
 fn flush_loop(inner: &Arc<DbInner>) {
+    crate::storage::object::background_thread();
     loop {
         reap(inner);
         let mut st = inner.state.lock();
@@ -351,6 +352,7 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
 }
 
 fn compaction_loop(inner: &Arc<DbInner>) {
+    crate::storage::object::background_thread();
     let mut backoff = Duration::from_millis(100);
     loop {
         let mut st = inner.state.lock();
@@ -757,6 +759,11 @@ impl DbInner {
         {
             let _st = self.state.lock();
             self.bg_cv.notify_all();
+        }
+        // A compaction waiting for the request budget finishes at once: closing does not
+        // wait out the budget (the requests of one compaction, at most, go over it).
+        if let Some(c) = self.tables.store().capacity() {
+            c.set_request_budget(None);
         }
         let threads = std::mem::take(&mut *self.threads.lock());
         for t in threads {

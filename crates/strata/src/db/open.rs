@@ -507,11 +507,11 @@ fn open_tiers(
         .map(|f| f.id)
         .collect();
     let capacity = match &opts.capacity {
-        Some(c) => Some(CapacityTier::open(
-            c,
-            opts.capacity_store.clone(),
-            ts.clone(),
-        )?),
+        Some(c) => {
+            let tier = CapacityTier::open(c, opts.capacity_store.clone(), ts.clone())?;
+            tier.set_request_budget(opts.capacity_request_budget);
+            Some(tier)
+        }
         None if !live_capacity.is_empty() => {
             return Err(Error::invalid(
                 "the database has tables on a capacity tier: configure `Options::capacity`",

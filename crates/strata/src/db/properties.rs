@@ -48,6 +48,9 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         }
         s.logstore = Some(super::temperature::stats(ls));
     }
+    if let Some(c) = inner.tables.store().capacity() {
+        s.tier.capacity_budget = c.budget_stats();
+    }
     if inner.opts.capacity.is_some() {
         s.tier.capacity_pending_upload_bytes =
             pending_upload_bytes(&s.levels, inner.opts.num_levels, inner.opts.capacity_levels);

@@ -4,6 +4,9 @@
 //! $0.023 per GB-month stored). Pure functions over counts; depends on `stats::requests` only.
 //!
 //! A month is 30 days. Data transfer is not priced: in the store's own region it is free.
+//!
+//! A [`RequestBudget`] bounds the requests by these prices or by count; the capacity tier
+//! enforces it (`storage/object/budget.rs`) and reports [`BudgetStats`].
 
 use std::fmt;
 use std::str::FromStr;
@@ -126,6 +129,75 @@ pub struct Cost {
     pub usd_per_month: f64,
 }
 
+/// A request budget: requests per second and/or dollars per month (under `prices`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RequestBudget {
+    /// Requests per second, every kind alike.
+    pub requests_per_sec: Option<f64>,
+    /// Dollars per month for requests, each priced by its class in `prices`.
+    pub usd_per_month: Option<f64>,
+    /// Prices of the dollar figure (S3 Standard by default).
+    pub prices: PriceTable,
+}
+
+impl fmt::Display for RequestBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(r) = self.requests_per_sec {
+            parts.push(format!("{r}/s"));
+        }
+        if let Some(d) = self.usd_per_month {
+            parts.push(format!("${d}/month"));
+        }
+        write!(f, "{}", parts.join(","))
+    }
+}
+
+/// Parses `50/s`, `$20/month` or both, comma-separated (`50/s,$20/month`).
+impl FromStr for RequestBudget {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut b = RequestBudget {
+            requests_per_sec: None,
+            usd_per_month: None,
+            prices: PriceTable::default(),
+        };
+        let positive = |v: &str, part: &str| -> Result<f64, String> {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .ok_or_else(|| format!("request budget `{part}`: not a positive number"))
+        };
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if let Some(v) = part.strip_suffix("/s") {
+                b.requests_per_sec = Some(positive(v, part)?);
+            } else if let Some(v) = part.strip_suffix("/month") {
+                b.usd_per_month = Some(positive(v.trim().trim_start_matches('$'), part)?);
+            } else {
+                return Err(format!(
+                    "request budget `{part}`: expected requests per second (`50/s`) or dollars per month (`$20/month`)"
+                ));
+            }
+        }
+        if b.requests_per_sec.is_none() && b.usd_per_month.is_none() {
+            return Err("request budget: empty".into());
+        }
+        Ok(b)
+    }
+}
+
+/// How often background work waited for the budget, and for how long in all.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BudgetStats {
+    /// The budget in force.
+    pub budget: Option<RequestBudget>,
+    /// Background requests that waited.
+    pub waits: u64,
+    /// Seconds they waited in all.
+    pub wait_secs: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::requests::{RequestCounters, RequestKind};
@@ -176,6 +248,21 @@ mod tests {
                 (c.usd_per_month - req_usd - storage_usd).abs() < 1e-9,
                 "case {i}"
             );
+        }
+    }
+
+    #[test]
+    fn budgets_parse_and_refuse_bad_input() {
+        let b: RequestBudget = "50/s".parse().unwrap();
+        assert_eq!((b.requests_per_sec, b.usd_per_month), (Some(50.0), None));
+        let b: RequestBudget = "$20/month, 5.5/s".parse().unwrap();
+        assert_eq!(
+            (b.requests_per_sec, b.usd_per_month),
+            (Some(5.5), Some(20.0))
+        );
+        assert_eq!(b.to_string().parse::<RequestBudget>().unwrap(), b);
+        for bad in ["", "50", "0/s", "-1/s", "$x/month", "50/min"] {
+            assert!(bad.parse::<RequestBudget>().is_err(), "{bad}");
         }
     }
 

@@ -261,6 +261,8 @@ pub struct TierSnapshot {
     pub capacity_health: super::HealthSnapshot,
     /// Whether an object-store log location answers (always up for a directory).
     pub log_health: super::HealthSnapshot,
+    /// The capacity tier's request budget, and how long background work waited for it.
+    pub capacity_budget: super::cost::BudgetStats,
     /// Bytes waiting to move to the capacity tier: what the fast level that feeds the first
     /// capacity level holds beyond its target (it grows while uploads fail).
     pub capacity_pending_upload_bytes: u64,

@@ -6,7 +6,8 @@
 //! Counting follows what the S3 client sends: ranges read together are one ranged GET per
 //! group of ranges less than `OBJECT_STORE_COALESCE_DEFAULT` apart (object_store coalesces
 //! them so), a listing is one LIST per page of 1,000 objects, a rename is a COPY and a DELETE.
-//! Attempts are counted as they are sent, failed ones included. Depends on `stats::requests`
+//! Attempts are counted as they are sent, failed ones included, and spent from the tier's
+//! request budget (`budget.rs`) when it has one. Depends on `stats::requests` and the budget
 //! only; never on the engine.
 
 use std::fmt;
@@ -23,6 +24,7 @@ use object_store::{
     OBJECT_STORE_COALESCE_DEFAULT,
 };
 
+use super::budget::Budget;
 use crate::stats::{RequestCounters, RequestKind};
 
 /// Objects per LIST page (S3's `max-keys` default and maximum).
@@ -31,13 +33,58 @@ const LIST_PAGE: u64 = 1000;
 /// See the module docs.
 pub struct CountingStore {
     inner: Arc<dyn ObjectStore>,
+    counters: Arc<Counted>,
+}
+
+/// Where a request is counted: the counters, and the budget it spends from.
+#[derive(Debug)]
+struct Counted {
     counters: Arc<RequestCounters>,
+    budget: Option<Arc<Budget>>,
+}
+
+impl Counted {
+    fn add(&self, kind: RequestKind, n: u64) {
+        self.counters.add(kind, n);
+        if let Some(b) = &self.budget {
+            for _ in 0..n {
+                b.spend(kind);
+            }
+        }
+    }
+    fn add_read_bytes(&self, n: u64) {
+        self.counters.add_read_bytes(n);
+    }
+    fn add_written_bytes(&self, n: u64) {
+        self.counters.add_written_bytes(n);
+    }
 }
 
 impl CountingStore {
     /// Wraps `inner`, counting into `counters`.
     pub fn new(inner: Arc<dyn ObjectStore>, counters: Arc<RequestCounters>) -> Self {
-        CountingStore { inner, counters }
+        CountingStore {
+            inner,
+            counters: Arc::new(Counted {
+                counters,
+                budget: None,
+            }),
+        }
+    }
+
+    /// Also spends every request from `budget`.
+    pub fn with_budget(
+        inner: Arc<dyn ObjectStore>,
+        counters: Arc<RequestCounters>,
+        budget: Arc<Budget>,
+    ) -> Self {
+        CountingStore {
+            inner,
+            counters: Arc::new(Counted {
+                counters,
+                budget: Some(budget),
+            }),
+        }
     }
 }
 
@@ -62,7 +109,7 @@ fn coalesced_requests(ranges: &[Range<u64>], coalesce: u64) -> u64 {
 
 /// Counts one LIST page per `LIST_PAGE` objects a listing returns (one for an empty listing).
 fn counted_listing(
-    counters: Arc<RequestCounters>,
+    counters: Arc<Counted>,
     inner: BoxStream<'static, Result<ObjectMeta>>,
 ) -> BoxStream<'static, Result<ObjectMeta>> {
     counters.add(RequestKind::List, 1);
@@ -94,7 +141,7 @@ impl fmt::Display for CountingStore {
 #[derive(Debug)]
 struct CountingUpload {
     inner: Box<dyn MultipartUpload>,
-    counters: Arc<RequestCounters>,
+    counters: Arc<Counted>,
 }
 
 #[async_trait]

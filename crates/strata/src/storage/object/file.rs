@@ -81,6 +81,7 @@ impl ObjectWriter {
         }
         let n = part.len() as u64;
         let up = self.upload.as_mut().expect("started above");
+        self.tier.admit();
         let _guard = self.tier.handle().enter();
         let start = std::time::Instant::now();
         up.put(part);
@@ -126,6 +127,7 @@ impl WritableFile for ObjectWriter {
             Some(mut up) => {
                 let rest = Bytes::from(std::mem::take(&mut self.buf));
                 let n = rest.len() as u64;
+                self.tier.admit();
                 let _guard = self.tier.handle().enter();
                 if !rest.is_empty() {
                     up.put(rest);

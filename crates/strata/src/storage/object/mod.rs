@@ -10,12 +10,15 @@
 //! is never retried; an object is complete or absent, never partial. Depends on `error`,
 //! `stats` and the `Storage` traits; never on the engine above it.
 
+mod budget;
 mod counting;
 mod emulated;
 mod file;
 mod lease;
 mod log;
 
+pub use crate::stats::cost::{BudgetStats, RequestBudget};
+pub use budget::background_thread;
 pub use counting::CountingStore;
 pub use emulated::{EmulatedStore, Emulation, EmulationStats};
 pub use file::{ObjectFile, ObjectWriter};
@@ -226,6 +229,8 @@ pub struct CapacityTier {
     emulation: Option<Arc<EmulatedStore>>,
     /// `opts.url`, shared with every request's retry policy (health reports name it).
     url: Arc<str>,
+    /// The request budget background requests wait for (none by default).
+    budget: Arc<budget::Budget>,
 }
 
 impl std::fmt::Debug for CapacityTier {
@@ -255,8 +260,12 @@ impl CapacityTier {
             }
             None => (base, None),
         };
-        let store: Arc<dyn ObjectStore> =
-            Arc::new(CountingStore::new(store, stats.requests.clone()));
+        let budget = Arc::new(budget::Budget::default());
+        let store: Arc<dyn ObjectStore> = Arc::new(CountingStore::with_budget(
+            store,
+            stats.requests.clone(),
+            budget.clone(),
+        ));
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("strata-capacity")
@@ -271,6 +280,7 @@ impl CapacityTier {
             opts: opts.clone(),
             emulation,
             url: Arc::from(opts.url.as_str()),
+            budget,
         }))
     }
 
@@ -297,6 +307,22 @@ impl CapacityTier {
         };
         self.stats.health.record(&self.url, outcome);
         to_error(what, path, e)
+    }
+
+    /// Puts a request budget in force (`None` lifts it): background threads' requests wait
+    /// for it (`budget.rs`).
+    pub fn set_request_budget(&self, budget: Option<RequestBudget>) {
+        self.budget.set(budget);
+    }
+
+    /// The budget in force and how long background work waited for it.
+    pub fn budget_stats(&self) -> BudgetStats {
+        self.budget.stats()
+    }
+
+    /// On a background thread, waits until the request budget allows a request.
+    pub(crate) fn admit(&self) {
+        self.budget.admit();
     }
 
     /// The emulation layer, when configured (to change faults at run time, read its counters).
@@ -339,12 +365,14 @@ impl CapacityTier {
     }
 
     /// Runs a future on the tier's runtime and waits for it from a synchronous thread (also
-    /// from inside another runtime's blocking pool).
+    /// from inside another runtime's blocking pool); a background thread first waits for the
+    /// request budget.
     pub(crate) fn run<F>(&self, fut: F) -> F::Output
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.budget.admit();
         let h = self.runtime().spawn(fut);
         match futures::executor::block_on(h) {
             Ok(v) => v,
