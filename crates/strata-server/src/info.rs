@@ -347,9 +347,13 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         s.kv(&format!("capacity_requests_{}", kind.name()), n);
     }
     s.kv("log_location_requests_total", t.log_requests.total());
+    // At the rate since the server became ready (opening's one-time requests left out).
     let uptime = shared.started.elapsed().as_secs_f64();
-    let cost =
-        strata::stats::PriceTable::default().monthly(&requests, uptime, t.capacity_table_bytes);
+    let cost = strata::stats::PriceTable::default().monthly(
+        &requests.since(&shared.requests_at_start),
+        uptime,
+        t.capacity_table_bytes,
+    );
     s.kv(
         "capacity_requests_usd_per_month",
         format!("{:.2}", cost.requests_usd_per_month),

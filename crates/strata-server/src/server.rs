@@ -66,6 +66,9 @@ pub struct Shared {
     /// Group commit of inline segments' writes across connections.
     pub commit_groups: crate::commit_group::CommitGroups,
     pub started: Instant,
+    /// Object-store requests when the server became ready: INFO's monthly request cost is the
+    /// rate since then (opening's one-time requests left out).
+    pub requests_at_start: strata::stats::RequestCounts,
     pub run_id: String,
     pub local_addr: SocketAddr,
     /// The configuration file, if any (INFO `config_file`).
@@ -146,6 +149,7 @@ impl Server {
             .map(|_| crate::metrics::ServerMetrics::new(store.db().clone()));
         let id = run_id();
         let seed = u64::from_str_radix(&id[..12], 16).unwrap_or(1);
+        let requests_at_start = store.db().stats().tier.object_store_requests();
         let shared = Shared {
             store,
             limits: Limits::new(&config),
@@ -157,6 +161,7 @@ impl Server {
             pool,
             commit_groups: Default::default(),
             started: Instant::now(),
+            requests_at_start,
             run_id: id,
             local_addr,
             config_file,
