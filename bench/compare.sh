@@ -5,9 +5,10 @@
 # range, the machine and the commit.
 #
 #   bash bench/compare.sh [--num N] [--threads T[,T...]] [--repeat N]
-#                         [--engines strata,rocksdb,slatedb] [--suites onetier,sync,tiered]
+#                         [--engines strata,rocksdb,slatedb] [--suites onetier,sync,tiered,requests]
 #                         [--sync-num N] [--sync-threads T[,T...]]
 #                         [--tiered-threads T] [--tiered-secs S]
+#                         [--requests-num N] [--requests-ops N] [--requests-threads T]
 #                         [--out DIR] [-- EXTRA STRATA-BENCH FLAGS]
 #
 # Suites (docs/bench-peers.md says how each engine is configured):
@@ -23,6 +24,14 @@
 #            gets the bytes of Strata's fast-tier tables (equal local disk; strata runs first).
 #            RocksDB is skipped here: its
 #            second db_path cannot be slowed down.
+#   requests YCSB-A, B and C with zipfian keys, each after its own load of --requests-num
+#            (200000) records, --requests-ops (200000) operations with --requests-threads (4)
+#            threads, on a real S3-compatible store (STRATA_S3_URL; SeaweedFS on loopback, started
+#            by scripts/s3-server.sh when unset): the object-store requests by kind of every
+#            phase, per 1,000 operations, and their monthly cost. Caches as in `tiered`. Strata's
+#            YCSB-A is run again with --capacity-request-budget at half its measured request
+#            rate. RocksDB is skipped (it has no object store). bench/requests_summary.py
+#            writes DIR/requests.md.
 #
 # --repeat N runs every (suite, threads) N times per engine, interleaved: strata, peer, strata,
 # peer, ... Ratios pair run k of Strata with run k of the peer; the table shows their median
@@ -46,6 +55,9 @@ SYNC_NUM=20000
 SYNC_THREADS=1,4,16
 TIERED_THREADS=16
 TIERED_SECS=60
+REQ_NUM=200000
+REQ_OPS=200000
+REQ_THREADS=4
 OUT=""
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -59,9 +71,12 @@ while [ $# -gt 0 ]; do
     --suites) SUITES="$2"; shift 2 ;;
     --tiered-threads) TIERED_THREADS="$2"; shift 2 ;;
     --tiered-secs) TIERED_SECS="$2"; shift 2 ;;
+    --requests-num) REQ_NUM="$2"; shift 2 ;;
+    --requests-ops) REQ_OPS="$2"; shift 2 ;;
+    --requests-threads) REQ_THREADS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -132,7 +147,12 @@ IFS=, read -r -a SUITE_LIST <<<"$SUITES"
 IFS=, read -r -a THREAD_LIST <<<"$THREADS"
 IFS=, read -r -a SYNC_THREAD_LIST <<<"$SYNC_THREADS"
 for suite in "${SUITE_LIST[@]}"; do
-  case "$suite" in onetier|sync|tiered) ;; *) echo "unknown suite $suite" >&2; exit 2 ;; esac
+  case "$suite" in onetier|sync|tiered|requests) ;; *) echo "unknown suite $suite" >&2; exit 2 ;; esac
+  if [ "$suite" = requests ] && [ -z "${STRATA_S3_URL:-}" ]; then
+    trap 'bash scripts/s3-server.sh stop' EXIT
+    s3_env=$(bash scripts/s3-server.sh start --server seaweedfs)
+    eval "$s3_env"
+  fi
 done
 
 # One repeat of one suite for one engine.
@@ -175,6 +195,38 @@ run_suite() { # run_suite SUITE ENGINE REPEAT
           --persistent-cache-size "$local_cache" --fast-levels 1
       done
       ;;
+    requests)
+      if [ "$e" = rocksdb ]; then
+        echo "== requests: skipping rocksdb (no object store)" >&2
+        return
+      fi
+      local cache=$(( REQ_NUM * 116 / 10 )) wl local_cache fast rate
+      local s3="${STRATA_S3_URL%/}/compare-$(date +%s)"
+      for wl in a b c; do
+        local_cache=$cache
+        if [ "$e" = slatedb ] && [ -f "$OUT/requests-strata-$wl-r$r.json" ]; then
+          fast=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(max(p["tier"]["delta"]["fast_table_bytes"] for p in r["phases"] if p.get("tier")))' "$OUT/requests-strata-$wl-r$r.json")
+          local_cache=$(( cache + fast ))
+        fi
+        run "requests-$e-$wl-r$r" "$e" --workload "$wl" --distribution zipfian \
+          --num "$REQ_NUM" --ops "$REQ_OPS" --threads "$REQ_THREADS" \
+          --key-size 16 --value-size 100 --cache-size 8MiB --write-buffer-size 8MiB \
+          --capacity "$s3/$e-$wl-r$r" --persistent-cache-size "$local_cache" --fast-levels 1
+        if [ "$e" = strata ] && [ "$wl" = a ]; then
+          # Half the request rate the unbudgeted run measured (load and run phases together).
+          rate=$(python3 -c 'import json,sys
+r = json.load(open(sys.argv[1]))
+n = sum(sum(p["tier"]["capacity_requests"].values()) for p in r["phases"])
+t = sum(p["elapsed_secs"] for p in r["phases"])
+print(f"{max(n / t / 2, 1):.1f}")' "$OUT/requests-strata-a-r$r.json")
+          run "requests-strata-budget-a-r$r" strata --workload a --distribution zipfian \
+            --num "$REQ_NUM" --ops "$REQ_OPS" --threads "$REQ_THREADS" \
+            --key-size 16 --value-size 100 --cache-size 8MiB --write-buffer-size 8MiB \
+            --capacity "$s3/strata-budget-a-r$r" --persistent-cache-size "$local_cache" \
+            --fast-levels 1 --capacity-request-budget "$rate/s"
+        fi
+      done
+      ;;
   esac
 }
 
@@ -189,5 +241,10 @@ done
 
 rm -rf "$DATA"
 
-python3 bench/compare_summary.py "$OUT" "$COMMIT" | tee "$OUT/compare.md"
+if ls "$OUT"/*.json 2>/dev/null | grep -qv '/requests-'; then
+  python3 bench/compare_summary.py "$OUT" "$COMMIT" | tee "$OUT/compare.md"
+fi
+if ls "$OUT"/requests-*.json >/dev/null 2>&1; then
+  python3 bench/requests_summary.py "$OUT" "$COMMIT" | tee "$OUT/requests.md"
+fi
 echo "results in $OUT" >&2

@@ -33,7 +33,7 @@ def load(out):
     rows, machine, args = {}, None, None
     for path in sorted(glob.glob(os.path.join(out, "*.json"))):
         name = os.path.basename(path)[:-5]
-        if name == "compare":
+        if name in ("compare", "requests"):
             continue
         with open(path) as f:
             r = json.load(f)
@@ -42,6 +42,8 @@ def load(out):
         m = NAME.match(name)
         if not m:
             sys.exit(f"{path}: unexpected file name")
+        if m.group("suite") == "requests":
+            continue  # bench/requests_summary.py
         engine = r["engine"]
         rest = m.group("rest")
         variant = rest[len(engine) + 1:] if rest.startswith(engine + "-") else ""

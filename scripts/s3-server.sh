@@ -4,6 +4,8 @@
 # STRATA_WEED, the SeaweedFS binary, for the tests that start a cluster of their own).
 #
 #   eval "$(bash scripts/s3-server.sh start [--server seaweedfs|moto])"   ...   bash scripts/s3-server.sh stop
+# (In scripts under `set -e`, `env=$(bash scripts/s3-server.sh start); eval "$env"` stops on a
+# failed start; `eval "$(…)"` alone does not.)
 #
 # - seaweedfs (the default): SeaweedFS, a distributed object store (master, volume server, filer,
 #   S3 gateway in one `weed server` process). Built once from its Go module into target/tools/weed
@@ -83,7 +85,16 @@ PY
 
 start_seaweedfs() {
   install_seaweedfs
-  local dir="$STATE/seaweedfs" s3 master volume filer grpc
+  # Twice at most: a port chosen free may be taken before weed binds it.
+  for attempt in 1 2; do
+    if try_start_seaweedfs; then return; fi
+    echo "s3-server.sh: SeaweedFS did not start (attempt $attempt)" >&2
+  done
+  exit 1
+}
+
+try_start_seaweedfs() {
+  local dir="$STATE/seaweedfs" s3 master volume filer
   rm -rf "$dir" && mkdir -p "$dir/data"
   s3=$(free_port) master=$(free_port) volume=$(free_port) filer=$(free_port)
   # Every port explicit and free (gRPC ports default to port+10000, which may be taken).
@@ -94,8 +105,11 @@ start_seaweedfs() {
     -s3 -s3.port="$s3" -s3.port.grpc="$(free_port)" -s3.port.iceberg=0 -s3.port.lance=0 \
     >"$dir/weed.log" 2>&1 &
   echo $! >"$STATE/pid"
-  wait_http "http://127.0.0.1:$s3/" || { tail -20 "$dir/weed.log" >&2; exit 1; }
-  make_bucket "http://127.0.0.1:$s3" || { tail -20 "$dir/weed.log" >&2; exit 1; }
+  if ! wait_http "http://127.0.0.1:$s3/" || ! make_bucket "http://127.0.0.1:$s3"; then
+    tail -20 "$dir/weed.log" >&2
+    stop_server
+    return 1
+  fi
   echo "$s3" >"$STATE/port"
 }
 
@@ -109,9 +123,24 @@ start_moto() {
   mkdir -p "$STATE"
   "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$STATE/moto.log" 2>&1 &
   echo $! >"$STATE/pid"
-  wait_http "http://127.0.0.1:$port/"
-  make_bucket "http://127.0.0.1:$port"
+  if ! wait_http "http://127.0.0.1:$port/" || ! make_bucket "http://127.0.0.1:$port"; then
+    tail -20 "$STATE/moto.log" >&2
+    stop_server
+    exit 1
+  fi
   echo "$port" >"$STATE/port"
+}
+
+# Stops the server the pid file names, if any.
+stop_server() {
+  if [ -f "$STATE/pid" ]; then
+    local pid
+    pid=$(cat "$STATE/pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$STATE/pid"
+  fi
 }
 
 cmd="${1:-start}"
@@ -147,13 +176,7 @@ start)
   echo "export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1"
   ;;
 stop)
-  if [ -f "$STATE/pid" ]; then
-    pid=$(cat "$STATE/pid")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$STATE/pid"
-  fi
+  stop_server
   ;;
 install-seaweedfs)
   install_seaweedfs

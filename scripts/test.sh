@@ -34,8 +34,9 @@ export STRATA_REQUIRE_REDIS_TOOLS=1
 # SeaweedFS by default (built once into target/tools: ~11 min on 2 cores the first time);
 # STRATA_S3_SERVER=moto for a quick run on the emulator.
 if [ -z "${STRATA_S3_URL:-}" ]; then
-  eval "$(bash scripts/s3-server.sh start --server "${STRATA_S3_SERVER:-seaweedfs}")"
   trap 'bash scripts/s3-server.sh stop' EXIT
+  s3_env=$(bash scripts/s3-server.sh start --server "${STRATA_S3_SERVER:-seaweedfs}")
+  eval "$s3_env"
 fi
 echo "capacity-tier tests use $STRATA_S3_URL at $AWS_ENDPOINT_URL (${STRATA_S3_SERVER:-an external server})"
 

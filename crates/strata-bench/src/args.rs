@@ -332,7 +332,7 @@ pub struct BenchArgs {
     pub fast_tier_budget: Option<u64>,
 
     /// Bound Strata's capacity-tier requests: `50/s`, `$20/month` or both, comma-separated;
-    /// flushes and compactions wait to stay within it (Strata only).
+    /// compactions wait to stay within it (Strata only).
     #[arg(long, value_name = "BUDGET", value_parser = parse_request_budget, help_heading = TIERS)]
     pub capacity_request_budget: Option<String>,
 

@@ -145,7 +145,7 @@ pub struct ServeArgs {
     /// Bound the capacity tier's requests: `50/s`, `$20/month` (S3 Standard prices) or both,
     /// comma-separated [default: unbounded]
     ///
-    /// Flushes and compactions wait to stay within it; reads never wait but count against it.
+    /// Compactions wait to stay within it; reads never wait but count against it.
     #[arg(long, value_name = "BUDGET", help_heading = "Storage and tiers")]
     pub capacity_request_budget: Option<String>,
     /// Where the write-ahead log lives (and the manifest is mirrored): a directory apart from

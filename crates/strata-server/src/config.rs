@@ -209,7 +209,7 @@ pub struct EngineConfig {
     pub compaction_style: String,
     /// Bytes of tables the fast tier may hold (0: unbounded).
     pub fast_tier_budget: ByteSize,
-    /// A bound on capacity-tier requests that flushes and compactions stay under:
+    /// A bound on capacity-tier requests that compactions stay under:
     /// `50/s`, `$20/month` (S3 Standard prices) or both; empty: unbounded.
     pub capacity_request_budget: String,
     /// Persistent cache of capacity-tier blocks: `lap`, `naive` or `none`.

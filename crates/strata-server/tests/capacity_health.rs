@@ -63,6 +63,13 @@ impl Proxy {
                             continue;
                         };
                         let mut list = conns.lock().unwrap();
+                        if stop.load(Ordering::Acquire) {
+                            // Refused while this one was being accepted: it must not live on
+                            // through the outage.
+                            let _ = client.shutdown(Shutdown::Both);
+                            let _ = server.shutdown(Shutdown::Both);
+                            continue;
+                        }
                         list.push(client.try_clone().unwrap());
                         list.push(server.try_clone().unwrap());
                         for (mut from, mut to) in [
@@ -85,11 +92,13 @@ impl Proxy {
         });
     }
 
-    /// Refuses new connections and cuts the open ones.
+    /// Refuses new connections and cuts the open ones (`stop` is set under the connection
+    /// list's lock, so a connection being accepted is either in the list or sees `stop`).
     fn refuse(&self) {
         let st = self.state.lock().unwrap();
+        let mut conns = st.conns.lock().unwrap();
         st.stop.store(true, Ordering::Release);
-        for c in st.conns.lock().unwrap().drain(..) {
+        for c in conns.drain(..) {
             let _ = c.shutdown(Shutdown::Both);
         }
     }
@@ -225,7 +234,7 @@ fn an_outage_is_reported_and_loses_nothing() {
     let s = TestServer::start(config(dir.path(), env, "outage"));
     let mut c = s.conn();
     let mut acked = 0u64;
-    let _store = env.store.lock().unwrap();
+    let _store = env.store.lock().unwrap_or_else(|e| e.into_inner());
     load_until_on_capacity(&mut c, &mut acked);
     let before = info(&mut c);
     assert_eq!(before["capacity_tier_state"], "up");
@@ -328,7 +337,7 @@ fn an_idle_server_makes_no_object_store_request() {
     let s = TestServer::start(config(dir.path(), env, "idle"));
     let mut c = s.conn();
     let mut keys = 0;
-    let store = env.store.lock().unwrap();
+    let store = env.store.lock().unwrap_or_else(|e| e.into_inner());
     load_until_on_capacity(&mut c, &mut keys);
     // Reads of keys on the capacity tier, so that its caches hold something too.
     for i in (0..keys).step_by(97) {

@@ -193,8 +193,8 @@ pub struct Options {
     /// share one in-memory store across reopenings this way).
     pub capacity_store: Option<Arc<dyn object_store::ObjectStore>>,
     /// A bound on the capacity tier's requests: requests per second and/or dollars per month
-    /// (`"50/s"`, `"$20/month"`, both comma-separated; S3 Standard prices). Flushes and
-    /// compactions wait to stay within it; foreground reads never wait but spend from it.
+    /// (`"50/s"`, `"$20/month"`, both comma-separated; S3 Standard prices). Compactions
+    /// wait to stay within it; foreground reads never wait but spend from it.
     /// Default `None` (unbounded).
     pub capacity_request_budget: Option<crate::storage::object::RequestBudget>,
     /// How many levels, counted from the bottom, live on the capacity tier (RocksDB's

@@ -57,10 +57,25 @@ struct Cluster {
     _filer: Proc,
     _gateway: Proc,
     endpoint: String,
+    /// Where the servers keep their data and logs.
+    dir: std::path::PathBuf,
 }
 
 impl Cluster {
+    /// Starts a cluster on free ports; if it does not answer within 90 s (a port taken between
+    /// its choice and its use, or a slow start), tries once more on other ports.
     fn start(weed: &str, dir: &Path) -> Cluster {
+        match Cluster::try_start(weed, &dir.join("try1")) {
+            Ok(c) => c,
+            Err(why) => {
+                eprintln!("the SeaweedFS cluster did not start; once more:\n{why}");
+                Cluster::try_start(weed, &dir.join("try2"))
+                    .unwrap_or_else(|why| panic!("the SeaweedFS cluster did not start:\n{why}"))
+            }
+        }
+    }
+
+    fn try_start(weed: &str, dir: &Path) -> Result<Cluster, String> {
         let ip = [
             "-ip=127.0.0.1".to_string(),
             "-ip.bind=127.0.0.1".to_string(),
@@ -123,24 +138,36 @@ impl Cluster {
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             if let Ok(reply) = http_put(&endpoint, "/cluster") {
-                if reply.starts_with("HTTP/1.1 200") {
+                // (A retry after a lost answer finds the bucket already there.)
+                if reply.starts_with("HTTP/1.1 200") || reply.contains("BucketAlreadyOwnedByYou") {
                     break;
                 }
             }
-            assert!(
-                Instant::now() < deadline,
-                "the SeaweedFS cluster did not start (logs in {})",
-                dir.display()
-            );
+            if Instant::now() > deadline {
+                let tails: Vec<String> = ["master", "volume0", "volume1", "volume2", "filer", "s3"]
+                    .iter()
+                    .map(|n| {
+                        let log = std::fs::read_to_string(dir.join(format!("{n}.log")))
+                            .unwrap_or_default();
+                        let lines: Vec<&str> = log.lines().collect();
+                        format!(
+                            "--- {n}.log\n{}",
+                            lines[lines.len().saturating_sub(8)..].join("\n")
+                        )
+                    })
+                    .collect();
+                return Err(tails.join("\n"));
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
-        Cluster {
+        Ok(Cluster {
             _master: master,
             volumes,
             _filer: filer,
             _gateway: gateway,
             endpoint,
-        }
+            dir: dir.to_path_buf(),
+        })
     }
 
     fn store(&self) -> Arc<dyn object_store::ObjectStore> {
@@ -238,7 +265,7 @@ fn a_volume_server_killed_mid_workload_loses_nothing() {
 
             // One volume server dies (SIGKILL), mid-workload: one that holds data (with two
             // copies of every file on three servers, at least two do).
-            let dir = base.path().join("weed");
+            let dir = cluster.dir.clone();
             let holds = |i: usize| {
                 std::fs::read_dir(dir.join(format!("v{i}")))
                     .unwrap()

@@ -248,6 +248,8 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
 
 /// Deletes files of tables no live version references, and WAL files no table needs.
 pub(crate) fn reap(inner: &DbInner) {
+    // Under the state lock: never wait for the request budget (deletions are not billed).
+    let _budget = crate::storage::object::budget_scope(false);
     // The deletions happen under `state`, so that a concurrent reaper (one waiting for
     // idleness) returns only once the files are gone.
     let any = {
@@ -267,7 +269,6 @@ pub(crate) fn reap(inner: &DbInner) {
 }
 
 fn flush_loop(inner: &Arc<DbInner>) {
-    crate::storage::object::background_thread();
     loop {
         reap(inner);
         let mut st = inner.state.lock();
@@ -352,7 +353,6 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
 }
 
 fn compaction_loop(inner: &Arc<DbInner>) {
-    crate::storage::object::background_thread();
     let mut backoff = Duration::from_millis(100);
     loop {
         let mut st = inner.state.lock();
@@ -534,6 +534,9 @@ pub(crate) fn run_pick(
             output_ids: None,
         };
         let route_level = job.route.as_ref().map(|r| r.level);
+        // The job's reads and uploads wait for the capacity tier's request budget (no lock is
+        // held here).
+        let _budget = crate::storage::object::budget_scope(true);
         inner
             .runner
             .run(&job, &env(inner, numbers, tier))
@@ -756,14 +759,14 @@ impl DbInner {
         if self.shutting_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        {
-            let _st = self.state.lock();
-            self.bg_cv.notify_all();
-        }
         // A compaction waiting for the request budget finishes at once: closing does not
         // wait out the budget (the requests of one compaction, at most, go over it).
         if let Some(c) = self.tables.store().capacity() {
             c.set_request_budget(None);
+        }
+        {
+            let _st = self.state.lock();
+            self.bg_cv.notify_all();
         }
         let threads = std::mem::take(&mut *self.threads.lock());
         for t in threads {

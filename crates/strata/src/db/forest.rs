@@ -159,6 +159,9 @@ pub(crate) fn run_forest_pick(
     let start = Instant::now();
     let mut e = env(inner, numbers, tier);
     e.checkpoint = Some(&checkpoint);
+    // The merge's reads and uploads wait for the request budget; its checkpoints, which take
+    // the state lock, do not (they reap, and reaping never waits).
+    let _budget = crate::storage::object::budget_scope(true);
     let result =
         inner
             .runner
@@ -174,7 +177,7 @@ pub(crate) fn run_forest_pick(
                     Err(err)
                 }
             });
-    drop(e);
+    drop((e, _budget));
     let j = journal.into_inner();
     // Key lists of the outputs no checkpoint installed.
     let mut pinned = super::extended::Pinned::none();

@@ -7,15 +7,10 @@ use super::DbInner;
 use crate::compaction::level_targets;
 use crate::stats::DbStats;
 
-/// Bytes waiting to move to the capacity tier: what the fast level feeding the first of the
-/// last `capacity_levels` levels holds beyond its target. Compactions out of it write the
-/// capacity tier, so while uploads fail it grows.
-fn pending_upload_bytes(
-    levels: &[crate::stats::LevelStats],
-    num_levels: usize,
-    capacity_levels: usize,
-) -> u64 {
-    let feeding = num_levels.saturating_sub(capacity_levels + 1);
+/// Bytes waiting to move to the capacity tier: what `feeding`, the last fast-tier level (whose
+/// compactions write the capacity tier), holds beyond its target; it grows while uploads fail.
+/// L0 has no byte target and never counts.
+fn pending_upload_bytes(levels: &[crate::stats::LevelStats], feeding: usize) -> u64 {
     match levels.get(feeding) {
         Some(l) if feeding > 0 => l.bytes.saturating_sub(l.target_bytes),
         _ => 0,
@@ -52,8 +47,9 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         s.tier.capacity_budget = c.budget_stats();
     }
     if inner.opts.capacity.is_some() {
-        s.tier.capacity_pending_upload_bytes =
-            pending_upload_bytes(&s.levels, inner.opts.num_levels, inner.opts.capacity_levels);
+        let deepest = sizes.iter().rposition(|&b| b > 0).unwrap_or(0);
+        let feeding = super::background::placement(&inner.opts).last_fast_level(deepest, deepest);
+        s.tier.capacity_pending_upload_bytes = pending_upload_bytes(&s.levels, feeding);
     }
     s.extended_wal = super::extended::stats(inner);
     s.remote_compaction = inner.remote.as_ref().map(|r| r.stats());
@@ -187,12 +183,13 @@ mod tests {
             level(90, 1000),
             level(5000, 9000),
         ];
-        // (num_levels, capacity_levels, pending)
-        for (n, c, want) in [(4, 1, 0), (4, 2, 200), (4, 3, 0), (3, 1, 200), (9, 1, 0)] {
+        // (feeding level, pending): L0 never counts; a level under its target holds nothing
+        // back; a level past the last is none.
+        for (feeding, want) in [(0, 0), (1, 200), (2, 0), (3, 0), (9, 0)] {
             assert_eq!(
-                pending_upload_bytes(&levels, n, c),
+                pending_upload_bytes(&levels, feeding),
                 want,
-                "{n} levels, {c} on capacity"
+                "feeding L{feeding}"
             );
         }
     }

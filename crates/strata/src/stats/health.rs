@@ -4,7 +4,9 @@
 //! WARN when requests start failing (with the error and what is affected), a WARN summary at
 //! most every [`SUMMARY_EVERY`] while failures go on, an INFO on recovery with how long the
 //! store was down and how many requests failed meanwhile — and read by `INFO`, Prometheus and
-//! `DbStats` as gauges.
+//! `DbStats` as gauges. While down, the capacity tier probes the store on its own (one LIST
+//! every [`PROBE_EVERY`]), so that an idle database learns it answers again; while up, nothing
+//! is sent for health's sake.
 //!
 //! The transitions are a pure function ([`observe`]) over the state, tested by a table; the
 //! mechanism around it keeps the state behind a mutex taken only while down (the fast path of
@@ -17,6 +19,9 @@ use parking_lot::Mutex;
 
 /// How often a WARN summary is logged while an outage lasts.
 pub const SUMMARY_EVERY: Duration = Duration::from_secs(30);
+
+/// How often a store that is down is probed.
+pub const PROBE_EVERY: Duration = Duration::from_secs(15);
 
 /// What one request ended with, as health sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -173,7 +178,7 @@ impl StoreHealth {
                     store,
                     request = %what,
                     %error,
-                    "object store unreachable: requests fail after their retries. Affected until it answers: uploads of flushes and compactions into the capacity tier (they stay on the fast tier and are retried), reads of capacity-tier tables not cached locally, and WAL syncs to an object-store log location"
+                    "object store unreachable: requests fail after their retries. Affected until it answers: compactions into the capacity tier (their data stays on the fast tier; retried), reads of capacity-tier tables not cached locally (they fail), and WAL syncs to an object-store log location (a failed sync makes the database read-only)"
                 );
             }
             Some(Event::StillDown {
@@ -191,9 +196,14 @@ impl StoreHealth {
                 store,
                 down_secs = format!("{:.1}", down_for.as_secs_f64()),
                 failed_requests = failed,
-                "object store answers again; work that failed meanwhile is retried"
+                "object store answers again; compactions and uploads that failed meanwhile are retried (a database made read-only by a failed WAL sync must be reopened)"
             ),
         }
+    }
+
+    /// Whether the store is down now (one atomic load).
+    pub fn is_down(&self) -> bool {
+        self.down.load(Relaxed)
     }
 
     /// The figures now.

@@ -4,11 +4,12 @@
 //!
 //! A kind is what an S3-compatible store bills as one request: a whole-object GET, a ranged
 //! GET (several ranges read together are one request per coalesced range), a HEAD, a PUT, the
-//! three requests of a multipart upload (create, each part, complete or abort), a LIST page (up
-//! to 1,000 objects), a DELETE per object, a server-side COPY. Every attempt Strata sends
-//! counts, its retries included; the S3 client's own re-sends of a request whose connection
-//! failed or that got a 5xx answer are not seen here (S3 does not bill those). Depends on
-//! nothing else in the crate.
+//! three requests of a multipart upload (create, each part, complete), a LIST page (up to 1,000
+//! objects), a DELETE (up to 1,000 objects in bulk; an aborted upload), a server-side COPY.
+//! Every attempt Strata sends counts, its retries included. The S3 client's own re-sends, below
+//! the counting layer, are not seen: mostly failed connections and 5xx answers, which S3 does
+//! not bill, but also a request that timed out after the store received it. Depends on nothing
+//! else in the crate.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -27,11 +28,11 @@ pub enum RequestKind {
     MultipartCreate,
     /// One part of a multipart upload.
     MultipartPart,
-    /// The request that completes (or aborts) a multipart upload.
+    /// The request that completes a multipart upload.
     MultipartComplete,
     /// One page of a LIST (up to 1,000 objects).
     List,
-    /// The deletion of one object.
+    /// A deletion of up to 1,000 objects, or the abort of a multipart upload.
     Delete,
     /// A server-side copy or rename.
     Copy,

@@ -25,8 +25,7 @@ pub struct TierStats {
     pub lists: AtomicU64,
     /// Capacity-tier attempts retried after a transient failure or a timeout.
     pub retries: AtomicU64,
-    /// Capacity-tier requests that failed for good (a permanent error, attempts exhausted, or the
-    /// lease they needed expired).
+    /// Capacity-tier requests that failed for good (a permanent error, or attempts exhausted).
     pub errors: AtomicU64,
     /// Capacity-tier read latency: bucket `i` counts reads taking `[2^i, 2^(i+1))` µs.
     pub get_latency: [AtomicU64; 32],

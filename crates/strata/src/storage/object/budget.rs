@@ -5,9 +5,13 @@
 //! Every request the tier sends (counted by `CountingStore`, foreground or background) spends
 //! from token buckets that refill at the budget's rate (one per request for the requests/s
 //! figure, the request's price for the dollar figure), and may drive them negative. Before a
-//! background thread (flush, compaction, marked with [`background_thread`]) sends a request, it
-//! waits until every bucket is back to zero: background work fills what foreground reads leave
-//! of the budget, and over any long window the requests stay within the rate plus one burst.
+//! compaction job (inside a [`budget_scope`]) sends a request, it waits until every bucket is
+//! back to zero: background work fills what foreground reads leave of the budget. Foreground
+//! requests are only accounted, and each waiting thread may send one operation's requests (a
+//! batch of ranged reads, a part and a completion) once admitted, so the bound is on background
+//! work: over a long window it stays within the rate minus the foreground's requests, plus a
+//! burst and about one operation per compaction thread. Deletions never wait (S3 does not bill
+//! them), nor does anything done under the database's state lock.
 //! Compactions into the capacity tier slow down rather than fail; what they could not move
 //! waits on the fast tier (`capacity_pending_upload_bytes`), and writes slow then stall if it
 //! keeps growing, as they do when compaction falls behind. The waits are counted and reported.
@@ -177,10 +181,26 @@ thread_local! {
     static IS_BACKGROUND: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Marks the calling thread as background work (flushes, compactions): its capacity-tier
-/// requests wait for the request budget.
-pub fn background_thread() {
-    IS_BACKGROUND.with(|b| b.set(true));
+/// While it lives, the calling thread's capacity-tier requests wait for the request budget
+/// (`true`: a compaction job's reads and uploads) or do not (`false`: deletions, work done
+/// under the database's state lock, which must never wait). Scopes nest; dropping restores
+/// the previous setting.
+#[must_use = "the scope ends when the guard drops"]
+pub struct BudgetScope {
+    prev: bool,
+}
+
+/// Enters a [`BudgetScope`].
+pub fn budget_scope(budgeted: bool) -> BudgetScope {
+    BudgetScope {
+        prev: IS_BACKGROUND.with(|b| b.replace(budgeted)),
+    }
+}
+
+impl Drop for BudgetScope {
+    fn drop(&mut self) {
+        IS_BACKGROUND.with(|b| b.set(self.prev));
+    }
 }
 
 #[cfg(test)]
@@ -224,7 +244,7 @@ mod tests {
         // more requests take about 0.5 s.
         let b = budget.clone();
         let took = std::thread::spawn(move || {
-            background_thread();
+            let _scope = budget_scope(true);
             let t = Instant::now();
             for _ in 0..50 {
                 b.admit();

@@ -5,8 +5,10 @@
 //!
 //! Counting follows what the S3 client sends: ranges read together are one ranged GET per
 //! group of ranges less than `OBJECT_STORE_COALESCE_DEFAULT` apart (object_store coalesces
-//! them so), a listing is one LIST per page of 1,000 objects, a rename is a COPY and a DELETE.
-//! Attempts are counted as they are sent, failed ones included, and spent from the tier's
+//! them so), a listing is one LIST per page of 1,000 objects, deletions one DELETE per 1,000
+//! objects (the client deletes in bulk), an aborted upload a DELETE, a rename a COPY and a
+//! DELETE. Attempts are counted as they are sent, failed ones included; the S3 client's own
+//! re-sends below this layer are not seen, and spent from the tier's
 //! request budget (`budget.rs`) when it has one. Depends on `stats::requests` and the budget
 //! only; never on the engine.
 
@@ -29,6 +31,9 @@ use crate::stats::{RequestCounters, RequestKind};
 
 /// Objects per LIST page (S3's `max-keys` default and maximum).
 const LIST_PAGE: u64 = 1000;
+
+/// Objects per bulk DELETE request (S3's DeleteObjects maximum).
+const DELETE_BATCH: u64 = 1000;
 
 /// See the module docs.
 pub struct CountingStore {
@@ -159,7 +164,8 @@ impl MultipartUpload for CountingUpload {
     }
 
     async fn abort(&mut self) -> Result<()> {
-        self.counters.add(RequestKind::MultipartComplete, 1);
+        // AbortMultipartUpload is a DELETE (not billed on S3).
+        self.counters.add(RequestKind::Delete, 1);
         self.inner.abort().await
     }
 }
@@ -222,11 +228,16 @@ impl ObjectStore for CountingStore {
         &self,
         locations: BoxStream<'static, Result<Path>>,
     ) -> BoxStream<'static, Result<Path>> {
+        // The S3 client deletes in bulk: one request per 1,000 objects.
         let counters = self.counters.clone();
+        let mut seen = 0u64;
         let locations = locations
             .inspect(move |p| {
                 if p.is_ok() {
-                    counters.add(RequestKind::Delete, 1);
+                    if seen.is_multiple_of(DELETE_BATCH) {
+                        counters.add(RequestKind::Delete, 1);
+                    }
+                    seen += 1;
                 }
             })
             .boxed();

@@ -144,8 +144,9 @@ impl ObjectLogStorage {
 
 /// Runs one leased request: `op` gets the instant its requests must end by (the lease's
 /// validity; `None` without a lease). A request that found that instant passed while it
-/// waited or retried (a slow store, a renewal due) was not applied by this attempt: the lease
-/// is checked again, which renews it if it can, and the idempotent request is sent again.
+/// waited or retried (a slow store, a renewal due) may or may not have been applied: the lease
+/// is checked again, which renews it if it can, and the request — the same bytes to the same
+/// object, or a deletion, so applying it twice is applying it once — is sent again.
 /// `Locked` once the lease is lost or cannot be renewed.
 fn leased<T>(slot: &LeaseSlot, op: impl Fn(Option<std::time::Instant>) -> Result<T>) -> Result<T> {
     const ATTEMPTS: u32 = 3;

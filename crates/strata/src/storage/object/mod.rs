@@ -5,9 +5,13 @@
 //! Owns [`CapacityTier`] (range GETs, single and multipart PUTs, deletes, listing, retries with
 //! exponential backoff for transient errors, per-request accounting and a latency histogram),
 //! [`ObjectFile`] (a table read with range GETs) and [`ObjectWriter`] (a table streamed with a
-//! multipart upload in bounded memory, visible only once complete), and [`EmulatedStore`]
-//! (latency, bandwidth, injected faults). Invariants: a permanent error (not found, permission)
-//! is never retried; an object is complete or absent, never partial. Depends on `error`,
+//! multipart upload in bounded memory, visible only once complete), [`EmulatedStore`]
+//! (latency, bandwidth, injected faults), [`CountingStore`] (every request counted by the kind
+//! S3 bills: the request bill), the request budget compactions wait for (`budget.rs`), the
+//! store's health as its requests see it (up/down, probed while down; `stats/health.rs`), the
+//! object-store log location and its lease (`log.rs`, `lease.rs`). Invariants: a permanent
+//! error (not found, permission) is never retried; an object is complete or absent, never
+//! partial; nothing waits for the budget under the database's state lock. Depends on `error`,
 //! `stats` and the `Storage` traits; never on the engine above it.
 
 mod budget;
@@ -18,7 +22,7 @@ mod lease;
 mod log;
 
 pub use crate::stats::cost::{BudgetStats, RequestBudget};
-pub use budget::background_thread;
+pub use budget::{budget_scope, BudgetScope};
 pub use counting::CountingStore;
 pub use emulated::{EmulatedStore, Emulation, EmulationStats};
 pub use file::{ObjectFile, ObjectWriter};
@@ -163,15 +167,21 @@ impl Retry {
     {
         let mut delay = Duration::from_millis(20);
         let mut attempt = 1;
+        // The last transient failure, if the previous attempt failed so.
+        let mut failing: Option<String> = None;
         loop {
             let timeout = match self.deadline {
                 None => self.timeout,
                 Some(d) => match d.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => self.timeout.min(left),
                     _ => {
-                        self.stats
-                            .errors
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        // Attempts that failed until the deadline ended them: the store did
+                        // not answer (a log location's requests all carry deadlines).
+                        if let Some(error) = &failing {
+                            self.stats
+                                .health
+                                .record(&self.url, Outcome::Unreachable { what, error });
+                        }
                         return Err(ErrorRepr::LeaseDeadline(format!(
                             "capacity tier {what} {p}: not sent, the lease it needs expired"
                         ))
@@ -192,6 +202,7 @@ impl Retry {
                     return Ok(v);
                 }
                 Err(e) if transient(&e) && attempt < self.attempts => {
+                    failing = Some(e.to_string());
                     self.stats
                         .retries
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -215,6 +226,38 @@ impl Retry {
                 }
             }
         }
+    }
+}
+
+/// Probes a store marked down (one LIST of the tier's prefix, non-recursive), recording
+/// whether it answered; sends nothing while the store is up.
+async fn probe_while_down(
+    store: Arc<dyn ObjectStore>,
+    prefix: ObjPath,
+    stats: Arc<TierStats>,
+    url: Arc<str>,
+    timeout: Duration,
+) {
+    loop {
+        tokio::time::sleep(crate::stats::health::PROBE_EVERY).await;
+        if !stats.health.is_down() {
+            continue;
+        }
+        let r = tokio::time::timeout(timeout, store.list_with_delimiter(Some(&prefix))).await;
+        let error = match r {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) if transient(&e) => Some(e.to_string()),
+            Ok(Err(_)) => None,
+            Err(_) => Some(format!("probe timed out after {timeout:?}")),
+        };
+        let outcome = match &error {
+            Some(error) => Outcome::Unreachable {
+                what: "probe",
+                error,
+            },
+            None => Outcome::Answered,
+        };
+        stats.health.record(&url, outcome);
     }
 }
 
@@ -272,6 +315,16 @@ impl CapacityTier {
             .enable_all()
             .build()
             .map_err(|e| Error::io("capacity tier runtime", e))?;
+        let url: Arc<str> = Arc::from(opts.url.as_str());
+        // While the store is down, one LIST every PROBE_EVERY tells when it answers again
+        // (an idle database sends nothing else). Ends with the runtime, at drop.
+        rt.spawn(probe_while_down(
+            store.clone(),
+            prefix.clone(),
+            stats.clone(),
+            url.clone(),
+            opts.request_timeout,
+        ));
         Ok(Arc::new(CapacityTier {
             store,
             prefix,
@@ -279,7 +332,7 @@ impl CapacityTier {
             stats,
             opts: opts.clone(),
             emulation,
-            url: Arc::from(opts.url.as_str()),
+            url,
             budget,
         }))
     }
