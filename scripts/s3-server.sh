@@ -9,7 +9,7 @@
 #
 # - seaweedfs (the default): SeaweedFS, a distributed object store (master, volume server, filer,
 #   S3 gateway in one `weed server` process). Built once from its Go module into target/tools/weed
-#   (about 14 minutes on 2 cores the first time, mostly module downloads; Go must be installed).
+#   (about 11 minutes on 2 cores with a cold Go module cache; Go must be installed).
 # - moto: an in-memory S3 emulator (installed once into target/moto-venv); quick to start, for a
 #   quick run.
 # `bash scripts/s3-server.sh install-seaweedfs` only builds the binary (prints its path).
@@ -38,7 +38,7 @@ install_seaweedfs() {
       exit 1
     fi
   fi
-  echo "== building SeaweedFS $WEED_VERSION into $WEED (once; ~14 min on 2 cores)" >&2
+  echo "== building SeaweedFS $WEED_VERSION into $WEED (once; about 11 minutes on 2 cores with a cold Go module cache)" >&2
   local dir
   dir=$(go mod download -json "$WEED_MODULE@$WEED_VERSION" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
