@@ -70,7 +70,7 @@ import sys, time, urllib.request, urllib.error
 url = sys.argv[1] + "/strata-test"
 for _ in range(300):
     try:
-        urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=10)
+        urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=30)
         sys.exit(0)
     except urllib.error.HTTPError as e:
         if e.code == 409:  # already there

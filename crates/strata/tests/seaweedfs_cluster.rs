@@ -136,12 +136,18 @@ impl Cluster {
         let endpoint = format!("127.0.0.1:{s3}");
         // The gateway answers once the filer is up; a bucket is an anonymous PUT.
         let deadline = Instant::now() + Duration::from_secs(90);
+        let mut last = String::new();
         loop {
-            if let Ok(reply) = http_put(&endpoint, "/cluster") {
-                // (A retry after a lost answer finds the bucket already there.)
-                if reply.starts_with("HTTP/1.1 200") || reply.contains("BucketAlreadyOwnedByYou") {
-                    break;
+            match http_put(&endpoint, "/cluster") {
+                // A 409 (BucketAlreadyExists or BucketAlreadyOwnedByYou): an earlier PUT whose
+                // answer timed out — the gateway waits for its filer at first — created it.
+                Ok(reply)
+                    if reply.starts_with("HTTP/1.1 200") || reply.starts_with("HTTP/1.1 409") =>
+                {
+                    break
                 }
+                Ok(reply) => last = reply.chars().take(600).collect(),
+                Err(e) => last = e.to_string(),
             }
             if Instant::now() > deadline {
                 let tails: Vec<String> = ["master", "volume0", "volume1", "volume2", "filer", "s3"]
@@ -156,7 +162,10 @@ impl Cluster {
                         )
                     })
                     .collect();
-                return Err(tails.join("\n"));
+                return Err(format!(
+                    "the last answer to PUT /cluster: {last}\n{}",
+                    tails.join("\n")
+                ));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -188,7 +197,7 @@ impl Cluster {
 fn http_put(hostport: &str, path: &str) -> std::io::Result<String> {
     use std::io::{Read, Write};
     let mut c = std::net::TcpStream::connect(hostport)?;
-    c.set_read_timeout(Some(Duration::from_secs(10)))?;
+    c.set_read_timeout(Some(Duration::from_secs(30)))?;
     write!(
         c,
         "PUT {path} HTTP/1.1\r\nHost: {hostport}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
