@@ -136,9 +136,8 @@ impl Cluster {
         let endpoint = format!("127.0.0.1:{s3}");
         // The gateway answers once the filer is up; a bucket is an anonymous PUT.
         let deadline = Instant::now() + Duration::from_secs(90);
-        let mut last = String::new();
         loop {
-            match http_put(&endpoint, "/cluster") {
+            let last = match http_put(&endpoint, "/cluster") {
                 // A 409 (BucketAlreadyExists or BucketAlreadyOwnedByYou): an earlier PUT whose
                 // answer timed out — the gateway waits for its filer at first — created it.
                 Ok(reply)
@@ -146,9 +145,9 @@ impl Cluster {
                 {
                     break
                 }
-                Ok(reply) => last = reply.chars().take(600).collect(),
-                Err(e) => last = e.to_string(),
-            }
+                Ok(reply) => reply.chars().take(600).collect::<String>(),
+                Err(e) => e.to_string(),
+            };
             if Instant::now() > deadline {
                 let tails: Vec<String> = ["master", "volume0", "volume1", "volume2", "filer", "s3"]
                     .iter()
