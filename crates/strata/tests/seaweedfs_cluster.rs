@@ -43,6 +43,12 @@ fn spawn(weed: &str, log: &Path, args: &[String]) -> Proc {
     Proc(
         Command::new(weed)
             .args(args)
+            // With AWS credentials in its environment (scripts/test.sh exports the test
+            // server's), the S3 gateway makes them its only identity and refuses the anonymous
+            // bucket PUT: the cluster runs without them, open to any client, as the test server.
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
