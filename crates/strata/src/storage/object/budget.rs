@@ -106,6 +106,8 @@ impl Buckets {
 /// The live budget of one capacity tier (no budget: every call returns at once).
 #[derive(Default)]
 pub struct Budget {
+    /// Whether a budget is in force: without one, `spend` and `admit` take no lock.
+    active: std::sync::atomic::AtomicBool,
     state: Mutex<Option<Buckets>>,
     waits: AtomicU64,
     wait_micros: AtomicU64,
@@ -122,11 +124,16 @@ impl fmt::Debug for Budget {
 impl Budget {
     /// Puts `budget` in force (`None` lifts it).
     pub fn set(&self, budget: Option<RequestBudget>) {
-        *self.state.lock() = budget.map(Buckets::new);
+        let mut st = self.state.lock();
+        self.active.store(budget.is_some(), Relaxed);
+        *st = budget.map(Buckets::new);
     }
 
     /// Spends one request of `kind` (any thread; never waits).
     pub fn spend(&self, kind: RequestKind) {
+        if !self.active.load(Relaxed) {
+            return;
+        }
         let mut st = self.state.lock();
         if let Some(b) = st.as_mut() {
             b.refill(Instant::now());
@@ -140,7 +147,7 @@ impl Budget {
     /// On a background thread, waits until the budget allows another request; at once
     /// elsewhere, or without a budget.
     pub fn admit(&self) {
-        if !IS_BACKGROUND.with(Cell::get) {
+        if !self.active.load(Relaxed) || !IS_BACKGROUND.with(Cell::get) {
             return;
         }
         let start = Instant::now();

@@ -211,22 +211,32 @@ impl Retry {
                     delay = (delay * 2).min(Duration::from_secs(2));
                     attempt += 1;
                 }
-                Err(e) => {
-                    self.stats
-                        .errors
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    // Not found, a refused conditional write: the store answered.
-                    let error = transient(&e).then(|| e.to_string());
-                    let outcome = match &error {
-                        Some(error) => Outcome::Unreachable { what, error },
-                        None => Outcome::Answered,
-                    };
-                    self.stats.health.record(&self.url, outcome);
-                    return Err(to_error(what, p, e));
-                }
+                Err(e) => return Err(failed_for_good(&self.stats, &self.url, what, p, e)),
             }
         }
     }
+}
+
+/// The error of a request that failed for good: counted, and recorded in the store's health —
+/// unreachable for a transient-class error, answered otherwise (not found, a refused
+/// conditional write: the store works).
+fn failed_for_good(
+    stats: &TierStats,
+    url: &str,
+    what: &'static str,
+    path: &ObjPath,
+    e: object_store::Error,
+) -> Error {
+    stats
+        .errors
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let error = transient(&e).then(|| e.to_string());
+    let outcome = match &error {
+        Some(error) => Outcome::Unreachable { what, error },
+        None => Outcome::Answered,
+    };
+    stats.health.record(url, outcome);
+    to_error(what, path, e)
 }
 
 /// Probes a store marked down (one LIST of the tier's prefix, non-recursive), recording
@@ -350,16 +360,7 @@ impl CapacityTier {
         path: &ObjPath,
         e: object_store::Error,
     ) -> Error {
-        self.stats
-            .errors
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let error = transient(&e).then(|| e.to_string());
-        let outcome = match &error {
-            Some(error) => Outcome::Unreachable { what, error },
-            None => Outcome::Answered,
-        };
-        self.stats.health.record(&self.url, outcome);
-        to_error(what, path, e)
+        failed_for_good(&self.stats, &self.url, what, path, e)
     }
 
     /// Puts a request budget in force (`None` lifts it): background threads' requests wait
