@@ -7,6 +7,7 @@
 //! `strata-bench` crates; no
 //! library depends on this crate.
 
+mod checkpoint;
 mod compaction;
 mod inspect;
 mod logging;
@@ -84,6 +85,18 @@ enum Command {
     /// --wal-location go before or after the subcommand.
     #[command(after_help = inspect::EXAMPLES)]
     Inspect(inspect::InspectArgs),
+    /// Take a consistent copy of a database that opens as a database (fast-tier files linked,
+    /// capacity-tier tables shared and protected), list or release copies.
+    ///
+    /// Works while another process (strata serve) has the database open. Prints the result
+    /// on stdout (--json: as JSON).
+    #[command(after_help = checkpoint::CHECKPOINT_EXAMPLES)]
+    Checkpoint(checkpoint::CheckpointArgs),
+    /// Fork a database from a checkpoint (or a database): a writable copy that shares the
+    /// source's capacity-tier tables until its own compactions rewrite them, and writes only
+    /// to its own capacity prefix.
+    #[command(after_help = checkpoint::CLONE_EXAMPLES)]
+    Clone(checkpoint::CloneArgs),
     /// Crash-test the engine: kill a random workload at random moments and check every reopen.
     ///
     /// Each round a child process runs a random workload under random options and is SIGKILLed
@@ -131,6 +144,8 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Stress(args) => return stress::run(args),
+        Command::Checkpoint(args) => checkpoint::run_checkpoint(args),
+        Command::Clone(args) => checkpoint::run_clone(args),
         Command::Recover(args) => recover::run(args),
         Command::StressChild(args) => stress::run_child(args),
         Command::CompactionService(args) => compaction::run_service(args),

@@ -50,6 +50,7 @@ targets!(
     ralt_state,
     ralt_run,
     temperature_file,
+    checkpoint_record,
     mashmeta,
     key_list,
     meta_sidecar,

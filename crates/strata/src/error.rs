@@ -140,6 +140,15 @@ impl Error {
     pub fn is_corruption(&self) -> bool {
         self.kind() == ErrorKind::Corruption
     }
+
+    /// Whether this is an I/O error for a file or object that does not exist.
+    pub fn is_not_found(&self) -> bool {
+        match &*self.0 {
+            ErrorRepr::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+            ErrorRepr::Background(e) => e.is_not_found(),
+            _ => false,
+        }
+    }
 }
 
 impl From<ErrorRepr> for Error {

@@ -14,6 +14,7 @@
 
 pub mod batch;
 pub mod cache;
+pub mod checkpoint;
 mod coding;
 pub mod compaction;
 pub mod db;
@@ -69,6 +70,8 @@ mod book {
     pub struct RemoteCompaction;
     #[doc = include_str!("../../../docs/mechanisms/split-forest.md")]
     pub struct SplitForest;
+    #[doc = include_str!("../../../docs/operating/checkpoints.md")]
+    pub struct Checkpoints;
     #[doc = include_str!("../../../docs/operating/configuration.md")]
     pub struct Configuration;
     #[doc = include_str!("../../../docs/operating/failures.md")]

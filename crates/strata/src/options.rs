@@ -197,6 +197,11 @@ pub struct Options {
     /// wait to stay within it; foreground reads never wait but spend from it.
     /// Default `None` (unbounded).
     pub capacity_request_budget: Option<crate::storage::object::RequestBudget>,
+    /// Garbage collection's minimum age: a capacity-tier table that left the last version is
+    /// deleted no sooner than this (and only when no checkpoint or clone refers to it), so a
+    /// process that read an older manifest — `strata checkpoint` beside a running server —
+    /// has this long to record what it refers to. Default 60 s.
+    pub capacity_gc_min_age: std::time::Duration,
     /// How many levels, counted from the bottom, live on the capacity tier (RocksDB's
     /// `last_level_temperature`, generalized); every level above them is fast, so the fast
     /// tier holds about 1/`max_bytes_for_level_multiplier` of the data. Default 1.
@@ -296,6 +301,7 @@ impl Default for Options {
             capacity_levels: 1,
             fast_levels: None,
             fast_tier_budget: None,
+            capacity_gc_min_age: std::time::Duration::from_secs(60),
             capacity_request_budget: None,
             hotrap: Default::default(),
             placement_policy: Default::default(),

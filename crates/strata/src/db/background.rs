@@ -246,26 +246,88 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
     }
 }
 
+/// How long a capacity-tier table a checkpoint keeps (or one met while the registry was
+/// unreadable) waits before garbage collection looks at it again.
+const GC_RECHECK: Duration = Duration::from_secs(10);
+
 /// Deletes files of tables no live version references, and WAL files no table needs.
+/// Capacity-tier tables go through the garbage-collection rule of `tier::gc`: deferred by the
+/// minimum age, kept while a checkpoint record refers to them; a copy's shared tables are
+/// released to their source instead.
 pub(crate) fn reap(inner: &DbInner) {
     // Under the state lock: never wait for the request budget (deletions are not billed).
     let _budget = crate::storage::object::budget_scope(false);
-    // The deletions happen under `state`, so that a concurrent reaper (one waiting for
+    let store = inner.tables.store();
+    // Fast-tier deletions happen under `state`, so that a concurrent reaper (one waiting for
     // idleness) returns only once the files are gone.
-    let any = {
+    let (any, released) = {
         let st = inner.state.lock();
         let doomed = st.versions.reaper().take();
-        for (id, tier) in &doomed {
-            inner.tables.evict(*id);
-            if let Err(e) = inner.tables.store().remove(*id, *tier) {
+        let due = Instant::now() + inner.opts.capacity_gc_min_age;
+        let mut released = Vec::new();
+        let mut deferred = inner.deferred.lock();
+        for &(id, tier) in &doomed {
+            inner.tables.evict(id);
+            let shared = tier == Tier::Capacity && store.shared().is_some_and(|s| s.contains(id));
+            if tier == Tier::Capacity && !shared {
+                // No reader can reach it any more: its cached parts go now, the object later.
+                store.forget_cached(id);
+                deferred.push(crate::tier::gc::Deferred {
+                    id,
+                    due,
+                    kept: false,
+                });
+                continue;
+            }
+            // A fast-tier table goes now; a shared one only drops its caches here.
+            if let Err(e) = store.remove(id, tier) {
                 tracing::warn!(table = id, error = %e, "could not delete obsolete table");
             }
+            if shared {
+                released.push(id);
+            }
         }
-        !doomed.is_empty()
+        (!doomed.is_empty(), released)
     };
+    if let Some(shared) = store.shared() {
+        if let Err(e) = shared.release(&released) {
+            tracing::warn!(error = %e, "could not release tables shared with the source");
+        }
+    }
+    collect_capacity(inner);
     if any {
         super::extended::purge_wals(inner);
     }
+}
+
+/// Deletes the deferred capacity-tier tables that are due and that no checkpoint keeps (the
+/// registry is read afresh for each batch). Outside the state lock: the registry is on the
+/// object store.
+pub(crate) fn collect_capacity(inner: &DbInner) {
+    let _one = inner.collecting.lock();
+    let now = Instant::now();
+    let batch = {
+        let mut d = inner.deferred.lock();
+        if !crate::tier::gc::any_due(&d, now) {
+            return;
+        }
+        std::mem::take(&mut *d)
+    };
+    let protected = match inner.registry.protected(crate::checkpoint::now_unix_ms()) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!(registry = %inner.registry.location(), error = %e,
+                "could not read the checkpoint registry: capacity-tier deletions wait");
+            None
+        }
+    };
+    let plan = crate::tier::gc::plan_deferred(batch, now, protected.as_ref(), GC_RECHECK);
+    for id in plan.delete {
+        if let Err(e) = inner.tables.store().remove(id, Tier::Capacity) {
+            tracing::warn!(table = id, error = %e, "could not delete obsolete table");
+        }
+    }
+    inner.deferred.lock().extend(plan.keep);
 }
 
 fn flush_loop(inner: &Arc<DbInner>) {

@@ -9,6 +9,7 @@
 //! Depends on every engine module; nothing in the engine depends on `db` except the public API.
 
 mod background;
+mod checkpoint;
 mod extended;
 mod forest;
 mod job_slot;
@@ -150,6 +151,14 @@ pub(crate) struct DbInner {
     pub search: Option<Arc<search::SearchPool>>,
     /// LogStore's temperatures and deferral state (`placement_policy = logstore`).
     pub logstore: Option<Arc<temperature::LogStore>>,
+    /// The checkpoints and clones that keep capacity-tier tables (`crate::checkpoint`).
+    pub registry: crate::checkpoint::Registry,
+    /// Capacity-tier tables that left the last version and wait for garbage collection's
+    /// minimum age or a checkpoint's release (`tier::gc`).
+    pub deferred: Mutex<Vec<crate::tier::gc::Deferred>>,
+    /// Held by the one garbage collection running (`background::collect_capacity`), so that a
+    /// caller that collects returns only once the deletions due are done.
+    pub collecting: Mutex<()>,
     pub _lock: Box<dyn DirLock>,
     /// The log location's lock, when it is apart from `dir`.
     pub _log_lock: Option<Box<dyn DirLock>>,

@@ -366,8 +366,35 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         .filter(|f| f.tier == Tier::Capacity)
         .map(|f| f.id)
         .collect();
-    store.remove_capacity_orphans(&live_capacity)?;
+    // The rule of `tier::gc`: what no version and no checkpoint record refers to goes;
+    // what only records keep waits in the deferred queue for their release.
+    let registry =
+        crate::checkpoint::Registry::new(dir, storage.clone(), store.capacity().cloned());
+    let protected = if store.capacity().is_some() {
+        registry.protected(crate::checkpoint::now_unix_ms())?
+    } else {
+        HashSet::new()
+    };
+    store.remove_capacity_orphans(&live_capacity, &protected)?;
+    let now = std::time::Instant::now();
+    let deferred: Vec<crate::tier::gc::Deferred> = protected
+        .iter()
+        .filter(|id| !live_capacity.contains(id))
+        .map(|&id| crate::tier::gc::Deferred {
+            id,
+            due: now,
+            kept: true,
+        })
+        .collect();
+    if let Some(shared) = store.shared() {
+        shared.retain(&live_capacity)?;
+    }
     remove_local_staging_files(&storage, &opts)?;
+    for name in storage.list(dir)? {
+        if name.starts_with(crate::checkpoint::offline::HOLD_PREFIX) {
+            storage.remove_dir_all(&dir.join(name))?;
+        }
+    }
 
     let mem = Arc::new(MemTable::for_options(wal_number, &opts, None));
     let hot = super::promote::open_hotrap(dir, &storage, &opts)?;
@@ -449,6 +476,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         hot,
         search,
         logstore,
+        registry,
+        deferred: Mutex::new(deferred),
+        collecting: Mutex::new(()),
         opts,
         _lock: lock,
     });
@@ -506,6 +536,13 @@ fn open_tiers(
         .filter(|f| f.tier == Tier::Capacity)
         .map(|f| f.id)
         .collect();
+    let shared =
+        crate::tier::shared::SharedTables::open(dir, storage, opts.capacity.as_ref(), ts.clone())?;
+    if shared.is_some() && opts.compaction_service.is_some() {
+        return Err(Error::invalid(
+            "remote compaction of a checkpoint or clone that shares tables with its source is              not supported yet (workers read inputs from one capacity prefix)",
+        ));
+    }
     let capacity = match &opts.capacity {
         Some(c) => {
             let tier = CapacityTier::open(c, opts.capacity_store.clone(), ts.clone())?;
@@ -559,6 +596,7 @@ fn open_tiers(
         meta,
         data_cache,
         stats: ts,
+        shared,
     }))
 }
 

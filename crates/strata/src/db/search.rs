@@ -512,6 +512,7 @@ mod tests {
             meta: None,
             data_cache: None,
             stats: Arc::default(),
+            shared: None,
         });
         let stats = Arc::new(EngineStats::default());
         let tables = Arc::new(TableCache::new(Arc::new(store), 16, None, stats.clone()));

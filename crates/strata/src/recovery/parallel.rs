@@ -28,6 +28,7 @@ pub(super) fn fast_store(dir: &Path, storage: &Arc<dyn Storage>) -> TableStore {
         meta: None,
         data_cache: None,
         stats: Default::default(),
+        shared: None,
     })
 }
 

@@ -220,6 +220,13 @@ impl Storage for FaultFs {
     fn remove(&self, path: &Path) -> Result<()> {
         self.inner.remove(path)
     }
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        self.check(to, |p| p.fail_creates, "create")?;
+        self.inner.link_or_copy(from, to)
+    }
+    fn remove_dir_all(&self, dir: &Path) -> Result<()> {
+        self.inner.remove_dir_all(dir)
+    }
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         self.inner.list(dir)
     }

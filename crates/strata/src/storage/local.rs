@@ -208,6 +208,22 @@ impl Storage for LocalFs {
         }))
     }
 
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        match fs::hard_link(from, to) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::io(from.display(), e)),
+            // Another file system (EXDEV), or one without hard links: copy the bytes.
+            Err(_) => super::copy_prefix(self, from, to, u64::MAX).map(|_| ()),
+        }
+    }
+
+    fn remove_dir_all(&self, dir: &Path) -> Result<()> {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir.display(), e)),
+            _ => Ok(()),
+        }
+    }
+
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let f = File::open(path).map_err(|e| Error::io(path.display(), e))?;
         let size = f

@@ -146,6 +146,46 @@ pub trait Storage: Send + Sync + 'static {
     fn open_rw(&self, path: &Path, size: u64) -> Result<Arc<dyn RandomRwFile>>;
     /// Takes an exclusive lock on `path`, creating it; fails with `Locked` if held elsewhere.
     fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>>;
+    /// Makes `to` a copy of the immutable file `from`: a hard link where the storage can (same
+    /// file system), else a byte copy, synced. `to` must not exist. A missing `from` is an
+    /// `Io` error whose [`crate::Error::is_not_found`] is true.
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        copy_prefix(self, from, to, u64::MAX).map(|_| ())
+    }
+    /// Deletes `dir` and everything in it (a copy abandoned half-written); a missing
+    /// directory is not an error. The default removes the files `list` shows.
+    fn remove_dir_all(&self, dir: &Path) -> Result<()> {
+        if !self.exists(dir)? {
+            return Ok(());
+        }
+        for name in self.list(dir)? {
+            self.remove(&dir.join(name))?;
+        }
+        Ok(())
+    }
+}
+
+/// Copies the first `len` bytes of `from` (all of it if shorter) to a new file `to`, synced;
+/// returns the bytes copied. For files another writer may still append to (a live WAL): the
+/// copy is a prefix of what the file holds.
+pub fn copy_prefix<S: Storage + ?Sized>(
+    storage: &S,
+    from: &Path,
+    to: &Path,
+    len: u64,
+) -> Result<u64> {
+    let src = storage.open(from)?;
+    let n = src.size().min(len);
+    let mut out = storage.create(to)?;
+    let mut off = 0u64;
+    while off < n {
+        let chunk = (n - off).min(4 << 20) as usize;
+        let buf = src.read_at(off, chunk)?;
+        out.append(&buf)?;
+        off += chunk as u64;
+    }
+    out.sync()?;
+    Ok(n)
 }
 
 /// The default storage: the local file system.

@@ -5,10 +5,14 @@
 //! through which tables are created, opened and removed on either tier (with the LAP caches in
 //! front of the capacity tier), hot-record promotion (`tier/hot`, HotRAP) and table
 //! temperatures with the tier cost model (`tier/temperature`, LogStore). Depends on `storage`, `cache::persistent`,
-//! `stats`; never on `db`.
+//! `stats`, `checkpoint` (the registry that protects
+//! shared tables); never on `db`. The garbage-collection rule for capacity-tier tables is
+//! [`gc`]'s.
 
+pub mod gc;
 pub mod hot;
 pub mod placement;
+pub mod shared;
 mod tables;
 pub mod temperature;
 

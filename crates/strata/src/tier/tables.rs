@@ -36,6 +36,9 @@ pub struct TablesConfig {
     pub data_cache: Option<Arc<dyn PersistentCache>>,
     /// Counters of the tiers and their caches.
     pub stats: Arc<TierStats>,
+    /// Tables a checkpoint or clone shares with its source (read from the source's tier,
+    /// never deleted there); `None` for a database that shares none.
+    pub shared: Option<Arc<super::shared::SharedTables>>,
 }
 
 /// Table files on both tiers.
@@ -87,6 +90,19 @@ impl TableStore {
     /// Counters of the tiers and their caches.
     pub fn stats(&self) -> &Arc<TierStats> {
         &self.c.stats
+    }
+
+    /// Tables shared with the database this one was checkpointed or cloned from.
+    pub fn shared(&self) -> Option<&Arc<super::shared::SharedTables>> {
+        self.c.shared.as_ref()
+    }
+
+    /// The tier capacity table `id` is read from: the source's for a shared table.
+    fn tier_of(&self, id: u64) -> Result<&Arc<CapacityTier>> {
+        match &self.c.shared {
+            Some(s) if s.contains(id) => Ok(s.tier()),
+            _ => self.tier_handle(),
+        }
     }
 
     fn tier_handle(&self) -> Result<&Arc<CapacityTier>> {
@@ -146,7 +162,7 @@ impl TableStore {
                 stats: self.c.stats.clone(),
             })),
             Tier::Capacity => {
-                let cap = self.tier_handle()?;
+                let cap = self.tier_of(id)?;
                 let remote = cap.reader(&object_name(id), size);
                 let (tail_offset, tail) = match self.c.meta.as_ref().and_then(|m| m.get(id, size)) {
                     Some(t) => t,
@@ -170,6 +186,18 @@ impl TableStore {
         }
     }
 
+    /// Drops what the fast tier caches about capacity table `id` (its MetaCache sidecar, its
+    /// blocks in the data cache): done when the table leaves the last version, before garbage
+    /// collection deletes the object itself.
+    pub fn forget_cached(&self, id: u64) {
+        if let Some(m) = &self.c.meta {
+            m.remove(id);
+        }
+        if let Some(d) = &self.c.data_cache {
+            d.invalidate_table(id);
+        }
+    }
+
     /// Deletes a table's file and everything cached about it.
     pub fn remove(&self, id: u64, tier: Tier) -> Result<()> {
         match tier {
@@ -178,11 +206,10 @@ impl TableStore {
                 id,
             )),
             Tier::Capacity => {
-                if let Some(m) = &self.c.meta {
-                    m.remove(id);
-                }
-                if let Some(d) = &self.c.data_cache {
-                    d.invalidate_table(id);
+                self.forget_cached(id);
+                if self.c.shared.as_ref().is_some_and(|s| s.contains(id)) {
+                    // The source's table: the caller releases it from the link instead.
+                    return Ok(());
                 }
                 self.tier_handle()?
                     .delete(&cap_path(self.tier_handle()?, id))
@@ -210,23 +237,30 @@ impl TableStore {
             .collect())
     }
 
-    /// Deletes capacity-tier objects that are not live capacity tables (orphans of a crash:
-    /// completed uploads the manifest never named, and partial-upload leftovers). Incomplete
-    /// S3 multipart uploads are invisible to listing; a bucket lifecycle rule should abort them.
-    pub fn remove_capacity_orphans(&self, live_capacity: &HashSet<u64>) -> Result<usize> {
+    /// Deletes capacity-tier objects that are neither live capacity tables nor protected by
+    /// a checkpoint record (orphans of a crash: completed uploads the manifest never named,
+    /// partial-upload leftovers, tables released while the database was down); the rule is
+    /// [`super::gc`]'s. Incomplete S3 multipart uploads are invisible to listing; a bucket
+    /// lifecycle rule should abort them.
+    pub fn remove_capacity_orphans(
+        &self,
+        live_capacity: &HashSet<u64>,
+        protected: &HashSet<u64>,
+    ) -> Result<usize> {
         let Some(cap) = &self.c.capacity else {
             return Ok(0);
         };
-        let mut n = 0;
-        for (id, name) in self.capacity_objects()? {
-            let complete = name == object_name(id);
-            if !(complete && live_capacity.contains(&id)) {
-                tracing::info!(object = %name, "removing orphaned capacity-tier object");
-                cap.delete(&cap.path(&name))?;
-                n += 1;
-            }
+        let doomed = super::gc::plan_orphans(
+            &self.capacity_objects()?,
+            live_capacity,
+            protected,
+            object_name,
+        );
+        for name in &doomed {
+            tracing::info!(object = %name, "removing orphaned capacity-tier object");
+            cap.delete(&cap.path(name))?;
         }
-        Ok(n)
+        Ok(doomed.len())
     }
 }
 

@@ -16,7 +16,9 @@ mod set;
 #[allow(clippy::module_inception)]
 mod version;
 
-pub use edit::{CompactionStyle, VersionEdit};
+pub use edit::{CompactionStyle, VersionEdit, MANIFEST_FORMAT, MANIFEST_FORMAT_V2};
 pub use file_meta::{FileMeta, Reaper, TableFile};
-pub use set::{current_path, manifest_path, VersionSet};
+pub use set::{
+    current_path, manifest_path, snapshot_of, write_manifest_copy, SnapshotCounters, VersionSet,
+};
 pub use version::{Level, SortedRun, Version};

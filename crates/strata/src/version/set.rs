@@ -33,6 +33,69 @@ pub fn current_path(dir: &Path) -> PathBuf {
     dir.join("CURRENT")
 }
 
+/// The counters a snapshot record carries besides the tree.
+pub struct SnapshotCounters {
+    /// WAL files numbered below this hold nothing unflushed.
+    pub log_number: u64,
+    /// The next file number to hand out.
+    pub next_file_number: u64,
+    /// The last sequence number recorded.
+    pub last_sequence: u64,
+    /// The compaction style the database was created with.
+    pub style: CompactionStyle,
+    /// Whether the manifest is format v2 (the extended WAL) even without pins.
+    pub extended: bool,
+}
+
+/// A record that rebuilds `version` on its own (a manifest's first record).
+pub fn snapshot_of(
+    version: &Version,
+    c: SnapshotCounters,
+    wal_pins: Vec<(u64, u64)>,
+) -> VersionEdit {
+    let format = if c.extended || !wal_pins.is_empty() {
+        MANIFEST_FORMAT_V2
+    } else {
+        MANIFEST_FORMAT
+    };
+    let mut e = VersionEdit {
+        format: Some(format.into()),
+        num_levels: Some(version.num_levels() as u64),
+        log_number: Some(c.log_number),
+        next_file_number: Some(c.next_file_number),
+        last_sequence: Some(c.last_sequence),
+        style: Some(c.style),
+        wal_pins,
+        ..Default::default()
+    };
+    for (l, level) in version.levels.iter().enumerate() {
+        for run in &level.runs {
+            for f in &run.files {
+                if run.id == 0 {
+                    e.added.push((l as u32, f.meta.clone()));
+                } else {
+                    e.added_to_run.push((l as u32, run.id, f.meta.clone()));
+                }
+            }
+            if let Some(c) = &run.cut {
+                e.run_cuts.push((l as u32, run.id, c.clone(), run.cut_into));
+            }
+        }
+    }
+    e
+}
+
+/// Writes a manifest holding only `snapshot` as `MANIFEST-<number>` in `dir`, and `CURRENT`
+/// naming it (a new database directory: a checkpoint, a restore).
+pub fn write_manifest_copy(
+    storage: &dyn Storage,
+    dir: &Path,
+    number: u64,
+    snapshot: &VersionEdit,
+) -> Result<()> {
+    write_manifest_in(storage, dir, number, &snapshot.encode()).map(|_| ())
+}
+
 /// The durable state of the tree.
 pub struct VersionSet {
     dir: PathBuf,
@@ -315,37 +378,26 @@ impl VersionSet {
     }
 
     fn snapshot_edit(&self) -> VersionEdit {
-        let format = if self.extended || !self.wal_pins.is_empty() {
-            MANIFEST_FORMAT_V2
-        } else {
-            MANIFEST_FORMAT
-        };
-        let mut e = VersionEdit {
-            format: Some(format.into()),
-            num_levels: Some(self.current.num_levels() as u64),
-            log_number: Some(self.log_number),
-            next_file_number: Some(self.next_file_number.load(Ordering::SeqCst)),
-            last_sequence: Some(self.last_sequence),
-            style: Some(self.style),
-            ..Default::default()
-        };
-        for (l, level) in self.current.levels.iter().enumerate() {
-            for run in &level.runs {
-                for f in &run.files {
-                    if run.id == 0 {
-                        e.added.push((l as u32, f.meta.clone()));
-                    } else {
-                        e.added_to_run.push((l as u32, run.id, f.meta.clone()));
-                    }
-                }
-                if let Some(c) = &run.cut {
-                    e.run_cuts.push((l as u32, run.id, c.clone(), run.cut_into));
-                }
-            }
-        }
         let mut pins: Vec<(u64, u64)> = self.wal_pins.iter().map(|(a, b)| (*a, *b)).collect();
         pins.sort_unstable();
-        e.wal_pins = pins;
+        snapshot_of(
+            &self.current,
+            SnapshotCounters {
+                log_number: self.log_number,
+                next_file_number: self.next_file_number.load(Ordering::SeqCst),
+                last_sequence: self.last_sequence,
+                style: self.style,
+                extended: self.extended,
+            },
+            pins,
+        )
+    }
+
+    /// The snapshot record a copy of this database's manifest starts with (a checkpoint),
+    /// its last sequence number raised to `last_sequence`.
+    pub fn copy_edit(&self, last_sequence: u64) -> VersionEdit {
+        let mut e = self.snapshot_edit();
+        e.last_sequence = Some(last_sequence.max(self.last_sequence));
         e
     }
 

@@ -219,6 +219,7 @@ pub fn execute(
         meta: None,
         data_cache: None,
         stats: stats.tier.clone(),
+        shared: None,
     })
     .with_staging(staging.clone());
     let tables = Arc::new(TableCache::new(Arc::new(store), 1024, None, stats));

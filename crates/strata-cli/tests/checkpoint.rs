@@ -1,0 +1,289 @@
+//! `strata checkpoint` and `strata clone` as processes, beside a database this test keeps open
+//! and writes to (so the tool works without the lock, on a moving source): the JSON result, the
+//! copy opened as a database with its own capacity prefix, listing and release; and SIGKILL at
+//! random moments of a checkpoint: afterwards the source is intact and every checkpoint listed
+//! as complete exists and opens, while an interrupted one leaves no directory at its target.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use strata::storage::object::CapacityOptions;
+use strata::{Db, Options, ReadOptions};
+use strata_test_support::Rng;
+
+fn strata(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .expect("run strata")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", text(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
+}
+
+fn options(url: String) -> Options {
+    Options {
+        capacity: Some(CapacityOptions::new(url)),
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 64 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        ..Options::default()
+    }
+}
+
+fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut out = BTreeMap::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
+/// A source at `root/src` with tables on both tiers (`file://root/cap`), open.
+fn source(root: &Path) -> (Db, String, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let url = format!("file://{}", root.join("cap").display());
+    let db = Db::open(root.join("src"), options(url.clone())).unwrap();
+    for i in 0..20_000u32 {
+        db.put(format!("key:{i:05}"), format!("v1-{i}-{}", "x".repeat(40)))
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    for i in (0..20_000u32).step_by(3) {
+        db.put(format!("key:{i:05}"), format!("v2-{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    db.sync_wal().unwrap();
+    let want = contents(&db);
+    (db, url, want)
+}
+
+#[test]
+fn checkpoint_and_clone_a_database_another_process_has_open() {
+    let d = tempfile::tempdir().unwrap();
+    let (db, url, want) = source(d.path());
+    let src = d.path().join("src");
+    let ck = d.path().join("ck");
+    let o = strata(&[
+        "checkpoint",
+        "--db",
+        src.to_str().unwrap(),
+        "--capacity",
+        &url,
+        "--to",
+        ck.to_str().unwrap(),
+        "--json",
+    ]);
+    let info = json(&o);
+    assert!(info["capacity_tables"].as_u64().unwrap() > 0, "{info}");
+    assert!(
+        info["sequence"].as_u64().unwrap() >= 20_000 + 6_667,
+        "{info}"
+    );
+    let id = info["id"].as_u64().unwrap();
+    // The human form names what was shared.
+    let o = strata(&[
+        "checkpoint",
+        "--db",
+        src.to_str().unwrap(),
+        "--capacity",
+        &url,
+        "--to",
+        d.path().join("ck-h").to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("shared with the source"),
+        "{}",
+        text(&o)
+    );
+
+    // The source moves on and compacts away what the checkpoint shares.
+    for i in 0..20_000u32 {
+        db.put(format!("key:{i:05}"), "v3").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+
+    // A clone of the checkpoint, opened with its own prefix, holds the checkpoint's data.
+    let clone = d.path().join("clone");
+    let clone_url = format!("file://{}", d.path().join("clone-cap").display());
+    let o = strata(&[
+        "clone",
+        "--from",
+        ck.to_str().unwrap(),
+        "--db",
+        clone.to_str().unwrap(),
+        "--capacity",
+        &clone_url,
+        "--json",
+    ]);
+    let cinfo = json(&o);
+    assert_eq!(cinfo["capacity_tables"], info["capacity_tables"], "{cinfo}");
+    // The clone's prefix must not be the source's.
+    let o = strata(&[
+        "clone",
+        "--from",
+        ck.to_str().unwrap(),
+        "--db",
+        d.path().join("bad").to_str().unwrap(),
+        "--capacity",
+        &url,
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("prefix of its own"),
+        "{}",
+        text(&o)
+    );
+
+    let listed = json(&strata(&[
+        "checkpoint",
+        "--db",
+        src.to_str().unwrap(),
+        "--capacity",
+        &url,
+        "--list",
+        "--json",
+    ]));
+    let ids: Vec<u64> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3, "{listed}");
+    assert!(ids.contains(&id) && ids.contains(&cinfo["id"].as_u64().unwrap()));
+    assert_eq!(db.checkpoints().unwrap().len(), 3);
+
+    // Released at the source by the CLI: the clone keeps its own record.
+    let o = strata(&[
+        "checkpoint",
+        "--db",
+        src.to_str().unwrap(),
+        "--capacity",
+        &url,
+        "--release",
+        &id.to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = strata(&[
+        "checkpoint",
+        "--db",
+        src.to_str().unwrap(),
+        "--capacity",
+        &url,
+        "--release",
+        &id.to_string(),
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("no checkpoint"),
+        "{}",
+        text(&o)
+    );
+    let cdb = Db::open(&clone, options(clone_url.clone())).unwrap();
+    assert_eq!(contents(&cdb), want);
+    cdb.put("only-in-clone", "1").unwrap();
+    assert_eq!(db.get("only-in-clone").unwrap(), None);
+    cdb.close().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn sigkill_during_checkpoints_leaves_nothing_listed_that_is_not_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let (db, url, want) = source(d.path());
+    let db = Arc::new(db);
+    let src = d.path().join("src");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                db.put(format!("moving:{:04}", i % 1000), i.to_string())
+                    .unwrap();
+                i += 1;
+            }
+        })
+    };
+    let seed = std::env::var("STRATA_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::process::id() as u64);
+    eprintln!("seed {seed} (STRATA_SEED replays it)");
+    let mut rng = Rng::new(seed);
+    let mut finished = 0;
+    for round in 0..8 {
+        let to = d.path().join(format!("ck{round}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args([
+                "checkpoint",
+                "--db",
+                src.to_str().unwrap(),
+                "--capacity",
+                &url,
+                "--to",
+                to.to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(rng.below(400)));
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().unwrap();
+        if status.success() {
+            finished += 1;
+        }
+        if to.exists() {
+            // Whatever is at the target is a whole checkpoint.
+            let copy_url = format!(
+                "file://{}",
+                d.path().join(format!("ck{round}-cap")).display()
+            );
+            let copy = Db::open(&to, options(copy_url))
+                .unwrap_or_else(|e| panic!("seed {seed} round {round}: {e}"));
+            let got = contents(&copy);
+            for (k, v) in &want {
+                assert_eq!(got.get(k), Some(v), "seed {seed} round {round}: {k:?}");
+            }
+            copy.close().unwrap();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    // Every listed (complete) checkpoint exists; nothing interrupted is listed.
+    for r in db.checkpoints().unwrap() {
+        assert!(
+            Path::new(&r.path).join("CURRENT").exists(),
+            "seed {seed}: listed but missing: {}",
+            r.path
+        );
+    }
+    // The source is intact, and still compacts and collects.
+    db.compact_range(None, None).unwrap();
+    let now = contents(&db);
+    for (k, v) in &want {
+        assert_eq!(now.get(k), Some(v), "seed {seed}: the source lost {k:?}");
+    }
+    eprintln!("{finished} of 8 checkpoints finished before the kill");
+    Arc::try_unwrap(db).ok().unwrap().close().unwrap();
+}

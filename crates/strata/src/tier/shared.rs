@@ -1,0 +1,163 @@
+//! [`SharedTables`]: the capacity-tier tables a checkpoint or clone shares with the database it
+//! was taken from. They are read from the source's capacity tier, never written or deleted
+//! there; the copy's own tables go to its own capacity prefix.
+//!
+//! The `PARENT` file in the copy's directory lists the shared tables, the source's record in
+//! the source's registry protects them. When the copy's compactions rewrite a shared table it
+//! drops it from both (`release`): first from `PARENT` (so a crash never leaves the copy
+//! naming a table the source may delete), then from the record; the last release deletes the
+//! record and `PARENT`, and the copy is independent. Depends on `checkpoint` (the documents and
+//! the registry) and `storage`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::checkpoint::{ParentLink, Registry};
+use crate::error::{Error, Result};
+use crate::stats::TierStats;
+use crate::storage::object::{CapacityOptions, CapacityTier};
+use crate::storage::Storage;
+
+/// The name of the file that links a copy to its source.
+pub const PARENT_FILE: &str = "PARENT";
+
+/// Tables a copy shares with its source.
+pub struct SharedTables {
+    tier: Arc<CapacityTier>,
+    registry: Registry,
+    link: Mutex<ParentLink>,
+    dir: PathBuf,
+    storage: Arc<dyn Storage>,
+}
+
+impl SharedTables {
+    /// Reads `dir`'s `PARENT` file, if any, and opens the source's capacity tier with `own`'s
+    /// settings (emulation, retries) but the source's URL. `own` is the copy's own capacity
+    /// tier: it must exist and differ from the source's, since the copy's new tables must not
+    /// land among the source's (both number tables from the same point on).
+    pub fn open(
+        dir: &Path,
+        storage: &Arc<dyn Storage>,
+        own: Option<&CapacityOptions>,
+        stats: Arc<TierStats>,
+    ) -> Result<Option<Arc<SharedTables>>> {
+        let path = dir.join(PARENT_FILE);
+        let bytes = match storage.read_all(&path) {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let link = ParentLink::decode(&bytes, &path.display().to_string())?;
+        match own {
+            None => {
+                return Err(Error::invalid(format!(
+                    "{} shares capacity-tier tables with the database it was taken from ({}): \
+                     open it with a capacity tier of its own (`Options::capacity`, --capacity)",
+                    dir.display(),
+                    link.capacity_url
+                )))
+            }
+            Some(o) if o.url.trim_end_matches('/') == link.capacity_url.trim_end_matches('/') => {
+                return Err(Error::invalid(format!(
+                    "{} shares tables with {}: its own capacity tier must be another prefix \
+                     (new tables would collide with the source's)",
+                    dir.display(),
+                    link.capacity_url
+                )))
+            }
+            Some(_) => {}
+        }
+        let mut src = own.cloned().unwrap_or_else(|| CapacityOptions::new(""));
+        src.url = link.capacity_url.clone();
+        let tier = CapacityTier::open(&src, None, stats)?;
+        Ok(Some(Arc::new(SharedTables {
+            registry: Registry::new(dir, storage.clone(), Some(tier.clone())),
+            tier,
+            link: Mutex::new(link),
+            dir: dir.to_path_buf(),
+            storage: storage.clone(),
+        })))
+    }
+
+    /// Whether table `id` is the source's.
+    pub fn contains(&self, id: u64) -> bool {
+        self.link.lock().tables.contains(&id)
+    }
+
+    /// The source's capacity tier, where shared tables are read.
+    pub fn tier(&self) -> &Arc<CapacityTier> {
+        &self.tier
+    }
+
+    /// The source's capacity URL.
+    pub fn source_url(&self) -> String {
+        self.link.lock().capacity_url.clone()
+    }
+
+    /// How many tables are still shared.
+    pub fn len(&self) -> usize {
+        self.link.lock().tables.len()
+    }
+
+    /// Whether no table is shared any more.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stops referring to every shared table not in `keep` (open: tables a crash left released
+    /// in the version but not yet here).
+    pub fn retain(&self, keep: &HashSet<u64>) -> Result<()> {
+        let gone: Vec<u64> = {
+            let l = self.link.lock();
+            l.tables
+                .iter()
+                .copied()
+                .filter(|t| !keep.contains(t))
+                .collect()
+        };
+        self.release(&gone)
+    }
+
+    /// Stops referring to `ids` (the copy's compactions rewrote them): `PARENT` first, then
+    /// the source's record.
+    pub fn release(&self, ids: &[u64]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut l = self.link.lock();
+        l.tables.retain(|t| !ids.contains(t));
+        let path = self.dir.join(PARENT_FILE);
+        if !l.tables.is_empty() {
+            let tmp = self.dir.join("PARENT.tmp");
+            let mut f = self.storage.create(&tmp)?;
+            f.append(&l.encode())?;
+            f.sync()?;
+            drop(f);
+            self.storage.rename(&tmp, &path)?;
+            self.storage.sync_dir(&self.dir)?;
+        }
+        match self.registry.get(l.checkpoint_id)? {
+            Some(mut rec) if !l.tables.is_empty() => {
+                rec.tables.retain(|t| l.tables.contains(t));
+                self.registry.update(&rec)?;
+            }
+            Some(_) => {
+                self.registry.remove(l.checkpoint_id)?;
+            }
+            // Released at the source (or expired): nothing protects the tables any more.
+            None => {}
+        }
+        if l.tables.is_empty() {
+            tracing::info!(
+                source = %l.capacity_url,
+                "the copy shares no table with its source any more: detached"
+            );
+            self.storage.remove(&path)?;
+            self.storage.sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+}
