@@ -41,6 +41,9 @@ pub struct ServeArgs {
     /// TOML configuration file (keys as in `CONFIG GET`; engine options in an `[engine]` table)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Where SAVE and BGSAVE write checkpoints [default: <dir>-checkpoints]
+    #[arg(long, value_name = "DIR")]
+    pub backup_dir: Option<PathBuf>,
     /// Serve Prometheus metrics at http://BIND:PORT/metrics; 0 picks a free port (printed at
     /// start) [default: off]
     #[arg(long, value_name = "PORT", help_heading = "Logging and metrics")]
@@ -325,6 +328,12 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set(
         "metrics-port",
         args.metrics_port.map(|p| Value::Integer(p.into())),
+    )?;
+    set(
+        "backup-dir",
+        args.backup_dir
+            .as_ref()
+            .map(|p| Value::String(p.display().to_string())),
     )?;
     set("engine.capacity", args.capacity.as_ref().map(s))?;
     set("engine.fast-levels", args.fast_levels.map(i))?;

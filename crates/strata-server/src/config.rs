@@ -1,5 +1,6 @@
 //! Server configuration: [`ServerConfig`] (what `strata serve` reads from flags and a TOML
-//! file), the sync policy, engine options, and byte sizes written the Redis way (`64mb`).
+//! file) and engine options; the values settings are written in (sync policy, byte sizes
+//! written the Redis way, `64mb`) are `config_values`'.
 //!
 //! Invariants: `ServerConfig::default()` is what `strata serve` runs with no arguments;
 //! [`ServerConfig::validate`] rejects inconsistent settings before anything is opened;
@@ -7,9 +8,7 @@
 //! TOML keys are kebab-case, like Redis's configuration names; engine options live in an
 //! `[engine]` table. Must not depend on the network layer or the command table.
 
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -25,110 +24,7 @@ pub const MAX_STRING_LEN: u64 = (strata::MAX_VALUE_SIZE - HEADER_LEN_EXPIRY) as 
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
-/// When the write-ahead log is fsynced (Redis's `appendfsync`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SyncPolicy {
-    /// Every write is fsynced before it is acknowledged (concurrent writes share an fsync).
-    Always,
-    /// The engine fsyncs the log once a second (`Options::wal_sync_interval`): a process crash
-    /// loses nothing, an OS crash or power loss up to about a second.
-    #[default]
-    Everysec,
-    /// The server never fsyncs; the OS writes the log back when it chooses.
-    No,
-}
-
-impl SyncPolicy {
-    pub fn name(self) -> &'static str {
-        match self {
-            SyncPolicy::Always => "always",
-            SyncPolicy::Everysec => "everysec",
-            SyncPolicy::No => "no",
-        }
-    }
-}
-
-impl FromStr for SyncPolicy {
-    type Err = ConfigError;
-    fn from_str(s: &str) -> Result<Self, ConfigError> {
-        match s.to_ascii_lowercase().as_str() {
-            "always" => Ok(SyncPolicy::Always),
-            "everysec" => Ok(SyncPolicy::Everysec),
-            "no" => Ok(SyncPolicy::No),
-            _ => Err(ConfigError(format!(
-                "invalid sync policy '{s}' (expected always, everysec or no)"
-            ))),
-        }
-    }
-}
-
-impl fmt::Display for SyncPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A byte count. Parses Redis-style units: `b`, `k` (1000), `kb` (1024), `m`, `mb`, `g`, `gb`,
-/// and also `kib`, `mib`, `gib`; case-insensitive. In TOML, an integer or a string.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct ByteSize(pub u64);
-
-impl FromStr for ByteSize {
-    type Err = ConfigError;
-    fn from_str(s: &str) -> Result<Self, ConfigError> {
-        let t = s.trim().to_ascii_lowercase();
-        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        let mult: u64 = match unit {
-            "" | "b" => 1,
-            "k" => 1000,
-            "kb" | "kib" => 1024,
-            "m" => 1000 * 1000,
-            "mb" | "mib" => 1 << 20,
-            "g" => 1000 * 1000 * 1000,
-            "gb" | "gib" => 1 << 30,
-            _ => return Err(ConfigError(format!("invalid size '{s}'"))),
-        };
-        let n: u64 = num
-            .parse()
-            .map_err(|_| ConfigError(format!("invalid size '{s}'")))?;
-        n.checked_mul(mult)
-            .map(ByteSize)
-            .ok_or_else(|| ConfigError(format!("size '{s}' is too large")))
-    }
-}
-
-impl fmt::Display for ByteSize {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for ByteSize {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = ByteSize;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a byte count: an integer or a string such as \"64mb\"")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ByteSize, E> {
-                Ok(ByteSize(v))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ByteSize, E> {
-                u64::try_from(v)
-                    .map(ByteSize)
-                    .map_err(|_| E::custom("a size cannot be negative"))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ByteSize, E> {
-                v.parse().map_err(|e: ConfigError| E::custom(e.0))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+pub use crate::config_values::{ByteSize, SyncPolicy};
 
 /// Parses a compression name: `none`, `lz4`, `zstd` (level 3) or `zstd:<level>`.
 pub fn parse_compression(s: &str) -> Result<Compression, ConfigError> {
@@ -212,6 +108,10 @@ pub struct EngineConfig {
     /// A bound on capacity-tier requests that compactions stay under:
     /// `50/s`, `$20/month` (S3 Standard prices) or both; empty: unbounded.
     pub capacity_request_budget: String,
+    /// Seconds a capacity-tier table that left the tree stays before it is deleted (and only
+    /// if no checkpoint keeps it); lets `strata checkpoint` beside the server record what it
+    /// read.
+    pub capacity_gc_min_age_secs: f64,
     /// Persistent cache of capacity-tier blocks: `lap`, `naive` or `none`.
     pub persistent_cache: String,
     pub persistent_cache_size: ByteSize,
@@ -296,6 +196,7 @@ impl Default for EngineConfig {
             compaction_style: o.compaction_style.name().into(),
             fast_tier_budget: ByteSize(0),
             capacity_request_budget: String::new(),
+            capacity_gc_min_age_secs: o.capacity_gc_min_age.as_secs_f64(),
             persistent_cache: "lap".into(),
             persistent_cache_size: ByteSize(256 << 20),
             capacity_latency_ms: 0.0,
@@ -366,6 +267,12 @@ impl EngineConfig {
                     ConfigError(format!("engine.capacity-request-budget: {e}"))
                 })?),
             },
+            capacity_gc_min_age: Duration::try_from_secs_f64(self.capacity_gc_min_age_secs)
+                .map_err(|_| {
+                    ConfigError(
+                        "engine.capacity-gc-min-age-secs must be a non-negative number".into(),
+                    )
+                })?,
             compaction_style: self
                 .compaction_style
                 .parse()
@@ -531,6 +438,10 @@ impl EngineConfig {
             "capacity-request-budget",
             self.capacity_request_budget.clone(),
         );
+        p(
+            "capacity-gc-min-age-secs",
+            self.capacity_gc_min_age_secs.to_string(),
+        );
         p("persistent-cache", self.persistent_cache.clone());
         p(
             "persistent-cache-size",
@@ -610,6 +521,12 @@ pub struct ServerConfig {
     /// Port of the Prometheus metrics endpoint (`/metrics`, on `bind`); 0 picks a free one;
     /// `None` (the default) serves no metrics and records none.
     pub metrics_port: Option<u16>,
+    /// Where `SAVE` and `BGSAVE` write checkpoints (a directory `checkpoint-<unix ms>` each);
+    /// `None` (the default): `<dir>-checkpoints` beside the data directory.
+    pub backup_dir: Option<PathBuf>,
+    /// How many saves `BGSAVE` keeps in `backup_dir`; older ones are released (their shared
+    /// capacity-tier tables collected) and deleted. Default 2.
+    pub backup_keep: usize,
     /// Engine options.
     pub engine: EngineConfig,
 }
@@ -633,6 +550,8 @@ impl Default for ServerConfig {
             io_threads: 0,
             key_lock_stripes: 65536,
             metrics_port: None,
+            backup_dir: None,
+            backup_keep: 2,
             engine: EngineConfig::default(),
         }
     }
@@ -659,6 +578,15 @@ impl ServerConfig {
     }
 
     /// Checks the settings; the engine options are checked by `engine_options`.
+    /// Where `SAVE` and `BGSAVE` write: `backup_dir`, or `<dir>-checkpoints`.
+    pub fn backup_dir(&self) -> PathBuf {
+        self.backup_dir.clone().unwrap_or_else(|| {
+            let mut name = self.dir.file_name().unwrap_or_default().to_os_string();
+            name.push("-checkpoints");
+            self.dir.with_file_name(name)
+        })
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError(m));
         if self.maxclients == 0 {
@@ -669,6 +597,9 @@ impl ServerConfig {
         }
         if self.engine_threads == 0 {
             return bad("engine-threads must be at least 1".into());
+        }
+        if self.backup_keep == 0 {
+            return bad("backup-keep must be at least 1".into());
         }
         if self.io_threads > MAX_IO_THREADS {
             return bad(format!("io-threads must be in 0..={MAX_IO_THREADS}"));

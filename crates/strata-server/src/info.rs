@@ -256,7 +256,12 @@ fn persistence(shared: &Shared, s: &mut Section<'_>) {
     // Every write goes through the engine's write-ahead log, which plays the AOF's role.
     s.kv("aof_enabled", 1);
     s.kv("appendfsync", shared.store.sync_policy().name());
-    s.kv("rdb_bgsave_in_progress", 0);
+    for (k, v) in shared
+        .saves
+        .info_fields(shared.store.db().latest_sequence())
+    {
+        s.kv(k, v);
+    }
     s.kv("aof_rewrite_in_progress", 0);
     s.kv("wal_bytes", st.wal_bytes);
     s.kv("wal_syncs", st.wal_syncs);
@@ -391,6 +396,7 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         "capacity_pending_upload_bytes",
         t.capacity_pending_upload_bytes,
     );
+    s.kv("capacity_gc_pending_tables", t.capacity_gc_pending_tables);
     let b = &t.capacity_budget;
     s.kv(
         "capacity_request_budget",

@@ -77,6 +77,8 @@ pub struct Shared {
     pub expired_removed: Arc<AtomicU64>,
     /// Prometheus metrics, when `metrics_port` is set.
     pub metrics: Option<Arc<crate::metrics::ServerMetrics>>,
+    /// `SAVE`/`BGSAVE` state.
+    pub saves: Arc<crate::saves::Saves>,
 }
 
 /// A bound, ready-to-run server.
@@ -150,6 +152,7 @@ impl Server {
         let id = run_id();
         let seed = u64::from_str_radix(&id[..12], 16).unwrap_or(1);
         let requests_at_start = store.db().stats().tier.object_store_requests();
+        let saves = Arc::new(crate::saves::Saves::new(store.db().latest_sequence()));
         let shared = Shared {
             store,
             limits: Limits::new(&config),
@@ -167,6 +170,7 @@ impl Server {
             config_file,
             expired_removed: expired,
             metrics,
+            saves,
         };
         Ok(Server {
             shared: Arc::new(shared),

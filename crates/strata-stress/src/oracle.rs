@@ -168,6 +168,7 @@ pub fn parse_log(text: &str) -> anyhow::Result<RoundLog> {
 }
 
 /// Expected state of every key, with a short history of each for failure reports.
+#[derive(Clone)]
 pub struct Expected {
     pub versions: Vec<Version>,
     recent: Vec<VecDeque<String>>,

@@ -339,6 +339,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("flushall", -1, &["write"], (0, 0, 0), &["@keyspace", "@write", "@slow", "@dangerous"], "server", "1.0.0", "O(1) in Strata (one range delete).", true, server::flushdb, "Removes all keys from all databases."),
     cmd!("info", -1, &["loading", "stale"], (0, 0, 0), &["@slow", "@dangerous"], "server", "1.0.0", "O(1)", true, server::info, "Returns information and statistics about the server."),
     CommandSpec { subcommands: &["config|get", "config|set", "config|resetstat", "config|help"], ..cmd!("config", -2, &[], (0, 0, 0), &["@slow"], "server", "2.0.0", "Depends on subcommand.", false, server::config, "A container for server configuration commands.") },
+    cmd!("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(tables) in Strata: a checkpoint (hard links, shared capacity tables).", true, server::save, "Synchronously saves the database(s) to disk."),
+    cmd!("bgsave", -1, &["admin", "noscript", "no_async_loading"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(1) to start; a checkpoint in the background.", true, server::bgsave, "Asynchronously saves the database(s) to disk."),
+    cmd!("lastsave", 1, &["loading", "stale", "fast"], (0, 0, 0), &["@admin", "@fast", "@dangerous"], "server", "1.0.0", "O(1)", false, server::lastsave, "Returns the Unix timestamp of the last successful save to disk."),
     cmd!("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(1)", false, server::shutdown, "Synchronously saves the database(s) to disk and shuts down the Redis server."),
     // Connection.
     cmd!("ping", -1, &["fast"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::ping, "Returns the server's liveliness response."),

@@ -88,6 +88,8 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(String, String)> {
         ("appendonly".into(), "yes".into()),
         ("appendfsync".into(), c.sync.name().into()),
         ("save".into(), String::new()),
+        ("backup-dir".into(), c.backup_dir().display().to_string()),
+        ("backup-keep".into(), c.backup_keep.to_string()),
         ("databases".into(), "1".into()),
         ("loglevel".into(), c.log_level.clone()),
         (
@@ -210,4 +212,44 @@ pub fn config(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     } else {
         Err(unknown_subcommand(sub, "config"))
     }
+}
+
+/// `SAVE`: a checkpoint of the database into the backup directory, now (see `saves`).
+pub fn save(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    let sh = ctx.shared;
+    if sh.saves.running() {
+        return Err(Reply::error("ERR Background save already in progress"));
+    }
+    sh.saves
+        .save(
+            sh.store.db(),
+            &sh.config.backup_dir(),
+            sh.config.backup_keep,
+        )
+        .map(|_| Reply::Ok)
+        .map_err(|e| Reply::error(format!("ERR save failed: {e}")))
+}
+
+/// `BGSAVE [SCHEDULE]`: the same checkpoint on a thread of its own.
+pub fn bgsave(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    if a.len() > 2 || (a.len() == 2 && !is(&a[1], "SCHEDULE")) {
+        return Err(Reply::error("ERR syntax error"));
+    }
+    let sh = ctx.shared;
+    let db = sh.store.db().clone();
+    if !sh
+        .saves
+        .bgsave(db, sh.config.backup_dir(), sh.config.backup_keep)
+    {
+        if a.len() == 2 {
+            return Ok(Reply::Simple("Background saving scheduled".into()));
+        }
+        return Err(Reply::error("ERR Background save already in progress"));
+    }
+    Ok(Reply::Simple("Background saving started".into()))
+}
+
+/// `LASTSAVE`: Unix time of the last successful save (the start time before any).
+pub fn lastsave(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    Ok(Reply::Int(ctx.shared.saves.last_save_unix() as i64))
 }

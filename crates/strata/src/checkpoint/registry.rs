@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -110,7 +111,7 @@ impl Registry {
 
     /// Deletes record `id`; `true` if there was one.
     pub fn remove(&self, id: u64) -> Result<bool> {
-        let existed = self.get(id)?.is_some();
+        let existed = self.get_until(id, None)?.is_some();
         match &self.backend {
             Backend::Capacity(c) => c.delete(&c.path(&record_name(id)))?,
             Backend::Local { storage, dir } => {
@@ -123,9 +124,18 @@ impl Registry {
 
     /// Record `id`, if there is one.
     pub fn get(&self, id: u64) -> Result<Option<CheckpointRecord>> {
+        self.get_until(id, None)
+    }
+
+    /// [`Registry::get`], with no object-store request sent or left running past `deadline`.
+    pub fn get_until(
+        &self,
+        id: u64,
+        deadline: Option<Instant>,
+    ) -> Result<Option<CheckpointRecord>> {
         let name = record_name(id);
         let bytes = match &self.backend {
-            Backend::Capacity(c) => c.get_whole(&c.path(&name), None)?.map(|b| b.to_vec()),
+            Backend::Capacity(c) => c.get_whole(&c.path(&name), deadline)?.map(|b| b.to_vec()),
             Backend::Local { storage, dir } => {
                 let p = dir.join(format!("{id:020}.json"));
                 match storage.read_all(&p) {
@@ -143,9 +153,14 @@ impl Registry {
     /// Every record, complete or not, expired or not, oldest first. A record that does not
     /// decode is an error: garbage collection must not guess what it protected.
     pub fn list(&self) -> Result<Vec<CheckpointRecord>> {
+        self.list_until(None)
+    }
+
+    /// [`Registry::list`], with no object-store request sent or left running past `deadline`.
+    pub fn list_until(&self, deadline: Option<Instant>) -> Result<Vec<CheckpointRecord>> {
         let ids: Vec<u64> = match &self.backend {
             Backend::Capacity(c) => c
-                .list(REGISTRY_DIR)?
+                .list_until(REGISTRY_DIR, deadline)?
                 .into_iter()
                 .filter_map(|(n, _)| parse_name(&n))
                 .collect(),
@@ -163,7 +178,7 @@ impl Registry {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             // Released between the listing and the read: nothing to protect.
-            if let Some(r) = self.get(id)? {
+            if let Some(r) = self.get_until(id, deadline)? {
                 if r.id != id {
                     return Err(Error::corruption(format!(
                         "{} holds the record of checkpoint {}",
@@ -179,10 +194,10 @@ impl Registry {
     }
 
     /// The capacity-tier tables unexpired records protect at `now_ms`, after deleting the
-    /// records that expired.
-    pub fn protected(&self, now_ms: u64) -> Result<HashSet<u64>> {
+    /// records that expired; reads end by `deadline` (an error then: nothing is known).
+    pub fn protected(&self, now_ms: u64, deadline: Option<Instant>) -> Result<HashSet<u64>> {
         let mut set = HashSet::new();
-        for r in self.list()? {
+        for r in self.list_until(deadline)? {
             if r.expired(now_ms) {
                 tracing::info!(
                     checkpoint = r.id,
@@ -255,14 +270,14 @@ mod tests {
             assert_eq!(ids, vec![1, 2]);
             reg.update(&rec(2, vec![11], None)).unwrap();
             assert_eq!(reg.get(2).unwrap().unwrap().tables, vec![11]);
-            let p = reg.protected(49).unwrap();
+            let p = reg.protected(49, None).unwrap();
             assert_eq!(p, [11, 12].into_iter().collect());
             // Record 1 expires at 50: it is deleted and protects nothing.
-            assert_eq!(reg.protected(50).unwrap(), [11].into_iter().collect());
+            assert_eq!(reg.protected(50, None).unwrap(), [11].into_iter().collect());
             assert!(reg.get(1).unwrap().is_none());
             assert!(reg.remove(2).unwrap());
             assert!(!reg.remove(2).unwrap());
-            assert!(reg.protected(0).unwrap().is_empty());
+            assert!(reg.protected(0, None).unwrap().is_empty());
         }
     }
 
@@ -276,6 +291,6 @@ mod tests {
             b"{",
         )
         .unwrap();
-        assert!(reg.protected(0).unwrap_err().is_corruption());
+        assert!(reg.protected(0, None).unwrap_err().is_corruption());
     }
 }

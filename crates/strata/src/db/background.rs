@@ -244,6 +244,30 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
     if let Some(every) = inner.opts.wal_sync_interval {
         threads.push(super::wal_sync::spawn_periodic(inner.clone(), every));
     }
+    if inner.tables.store().capacity().is_some() || inner.tables.store().shared().is_some() {
+        let i = inner.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("strata-gc".into())
+                .spawn(move || gc_loop(&i))
+                .expect("spawn garbage-collection thread"),
+        );
+    }
+}
+
+/// The garbage-collection thread: capacity-tier deletions (and a copy's releases of shared
+/// tables) run here, never on the flush or compaction threads, because they wait on the object
+/// store (the registry is read before each batch) and an unreachable store must not stall
+/// flushes.
+fn gc_loop(inner: &Arc<DbInner>) {
+    while !inner.shutting_down.load(Ordering::Acquire) {
+        collect_capacity(inner);
+        let mut st = inner.state.lock();
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        inner.bg_cv.wait_for(&mut st, Duration::from_secs(1));
+    }
 }
 
 /// How long a capacity-tier table a checkpoint keeps (or one met while the registry was
@@ -251,9 +275,9 @@ pub(crate) fn start_threads(inner: &Arc<DbInner>) {
 const GC_RECHECK: Duration = Duration::from_secs(10);
 
 /// Deletes files of tables no live version references, and WAL files no table needs.
-/// Capacity-tier tables go through the garbage-collection rule of `tier::gc`: deferred by the
-/// minimum age, kept while a checkpoint record refers to them; a copy's shared tables are
-/// released to their source instead.
+/// Capacity-tier tables go through the garbage-collection rule of `tier::gc`: queued here and
+/// deleted by [`collect_capacity`] once past the minimum age and not kept by a checkpoint
+/// record; a copy's shared tables are queued for release to their source instead.
 pub(crate) fn reap(inner: &DbInner) {
     // Under the state lock: never wait for the request budget (deletions are not billed).
     let _budget = crate::storage::object::budget_scope(false);
@@ -289,12 +313,7 @@ pub(crate) fn reap(inner: &DbInner) {
         }
         (!doomed.is_empty(), released)
     };
-    if let Some(shared) = store.shared() {
-        if let Err(e) = shared.release(&released) {
-            tracing::warn!(error = %e, "could not release tables shared with the source");
-        }
-    }
-    collect_capacity(inner);
+    inner.to_release.lock().extend(released);
     if any {
         super::extended::purge_wals(inner);
     }
@@ -305,6 +324,15 @@ pub(crate) fn reap(inner: &DbInner) {
 /// object store.
 pub(crate) fn collect_capacity(inner: &DbInner) {
     let _one = inner.collecting.lock();
+    let _budget = crate::storage::object::budget_scope(false);
+    let store = inner.tables.store();
+    let released = std::mem::take(&mut *inner.to_release.lock());
+    if let Some(shared) = store.shared() {
+        if let Err(e) = shared.release(&released) {
+            tracing::warn!(error = %e, "could not release tables shared with the source");
+            inner.to_release.lock().extend(released);
+        }
+    }
     let now = Instant::now();
     let batch = {
         let mut d = inner.deferred.lock();
@@ -313,7 +341,11 @@ pub(crate) fn collect_capacity(inner: &DbInner) {
         }
         std::mem::take(&mut *d)
     };
-    let protected = match inner.registry.protected(crate::checkpoint::now_unix_ms()) {
+    let deadline = Some(now + GC_RECHECK);
+    let protected = match inner
+        .registry
+        .protected(crate::checkpoint::now_unix_ms(), deadline)
+    {
         Ok(p) => Some(p),
         Err(e) => {
             tracing::warn!(registry = %inner.registry.location(), error = %e,
@@ -808,6 +840,7 @@ pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
         if idle {
             drop(st);
             reap(inner);
+            collect_capacity(inner);
             return Ok(());
         }
         inner.bg_cv.notify_all();

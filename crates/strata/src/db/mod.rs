@@ -159,6 +159,9 @@ pub(crate) struct DbInner {
     /// Held by the one garbage collection running (`background::collect_capacity`), so that a
     /// caller that collects returns only once the deletions due are done.
     pub collecting: Mutex<()>,
+    /// Shared tables (a checkpoint or clone) that left the last version, for the garbage
+    /// collection to release to their source.
+    pub to_release: Mutex<Vec<u64>>,
     pub _lock: Box<dyn DirLock>,
     /// The log location's lock, when it is apart from `dir`.
     pub _log_lock: Option<Box<dyn DirLock>>,

@@ -371,7 +371,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let registry =
         crate::checkpoint::Registry::new(dir, storage.clone(), store.capacity().cloned());
     let protected = if store.capacity().is_some() {
-        registry.protected(crate::checkpoint::now_unix_ms())?
+        registry.protected(crate::checkpoint::now_unix_ms(), None)?
     } else {
         HashSet::new()
     };
@@ -479,6 +479,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         registry,
         deferred: Mutex::new(deferred),
         collecting: Mutex::new(()),
+        to_release: Mutex::new(Vec::new()),
         opts,
         _lock: lock,
     });

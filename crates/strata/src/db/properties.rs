@@ -46,6 +46,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
     if let Some(c) = inner.tables.store().capacity() {
         s.tier.capacity_budget = c.budget_stats();
     }
+    s.tier.capacity_gc_pending_tables = inner.deferred.lock().len() as u64;
     if inner.opts.capacity.is_some() {
         let deepest = sizes.iter().rposition(|&b| b > 0).unwrap_or(0);
         let feeding = super::background::placement(&inner.opts).last_fast_level(deepest, deepest);

@@ -265,6 +265,9 @@ pub struct TierSnapshot {
     /// Bytes waiting to move to the capacity tier: what the fast level that feeds the first
     /// capacity level holds beyond its target (it grows while uploads fail).
     pub capacity_pending_upload_bytes: u64,
+    /// Capacity-tier tables out of the tree that garbage collection has not deleted yet:
+    /// younger than `capacity_gc_min_age`, or kept by a checkpoint (`tier::gc`).
+    pub capacity_gc_pending_tables: u64,
 }
 
 impl TierSnapshot {
