@@ -23,6 +23,8 @@ pub const SAVE_PREFIX: &str = "checkpoint-";
 /// The state of `SAVE`/`BGSAVE`.
 pub struct Saves {
     running: AtomicBool,
+    /// `BGSAVE SCHEDULE` arrived while a save ran: the background thread saves again after.
+    scheduled: AtomicBool,
     /// Unix seconds of the last successful save (the start time before any).
     last_save_unix: AtomicU64,
     last_ok: AtomicBool,
@@ -44,6 +46,7 @@ impl Saves {
     pub fn new(sequence: u64) -> Self {
         Saves {
             running: AtomicBool::new(false),
+            scheduled: AtomicBool::new(false),
             last_save_unix: AtomicU64::new(now_unix()),
             last_ok: AtomicBool::new(true),
             last_secs: AtomicU64::new(u64::MAX),
@@ -54,8 +57,20 @@ impl Saves {
         }
     }
 
-    /// Takes a checkpoint into `dir` now, then prunes to the newest `keep`.
-    pub fn save(&self, db: &Db, dir: &Path, keep: usize) -> Result<CheckpointInfo, String> {
+    /// `SAVE`: a checkpoint into `dir` now, unless another save runs; then prunes to the
+    /// newest `keep`.
+    pub fn save_now(&self, db: &Db, dir: &Path, keep: usize) -> Result<CheckpointInfo, String> {
+        if self.running.swap(true, Ordering::AcqRel) {
+            return Err("Background save already in progress".into());
+        }
+        let r = self.save(db, dir, keep);
+        self.running.store(false, Ordering::Release);
+        r
+    }
+
+    /// Takes a checkpoint into `dir` now, then prunes to the newest `keep`. The caller holds
+    /// `running`.
+    fn save(&self, db: &Db, dir: &Path, keep: usize) -> Result<CheckpointInfo, String> {
         let start = Instant::now();
         let r = std::fs::create_dir_all(dir)
             .map_err(|e| format!("{}: {e}", dir.display()))
@@ -89,17 +104,30 @@ impl Saves {
         r
     }
 
-    /// Starts a save on a thread of its own; `false` if one is already running.
-    pub fn bgsave(self: &Arc<Self>, db: Db, dir: PathBuf, keep: usize) -> bool {
+    /// Starts a save on a thread of its own; `false` if one is already running (with
+    /// `schedule`, another save then follows it).
+    pub fn bgsave(self: &Arc<Self>, db: Db, dir: PathBuf, keep: usize, schedule: bool) -> bool {
         if self.running.swap(true, Ordering::AcqRel) {
+            if schedule {
+                self.scheduled.store(true, Ordering::Release);
+            }
             return false;
         }
         let me = self.clone();
         let spawned = std::thread::Builder::new()
             .name("strata-bgsave".into())
-            .spawn(move || {
+            .spawn(move || loop {
                 let _ = me.save(&db, &dir, keep);
-                me.running.store(false, Ordering::Release);
+                if !me.scheduled.swap(false, Ordering::AcqRel) {
+                    me.running.store(false, Ordering::Release);
+                    // A SCHEDULE that arrived between the swap and the store starts its own.
+                    if !me.scheduled.load(Ordering::Acquire)
+                        || me.running.swap(true, Ordering::AcqRel)
+                    {
+                        return;
+                    }
+                    me.scheduled.store(false, Ordering::Release);
+                }
             });
         if spawned.is_err() {
             self.running.store(false, Ordering::Release);

@@ -271,9 +271,11 @@ fn round_trip(cfg: Config, seed: u64, s3: bool) {
         copy.wait_for_compactions().unwrap();
         copy.close().unwrap();
     }
+    let parent = std::fs::read(d.path().join("ck-in").join("PARENT")).unwrap();
+    let link = strata::checkpoint::ParentLink::decode(&parent, "PARENT").unwrap();
     assert!(
-        !d.path().join("ck-in").join("PARENT").exists(),
-        "{cfg:?}: the copy detached"
+        link.tables.is_empty(),
+        "{cfg:?}: the copy detached: {link:?}"
     );
     let ids: Vec<u64> = db.checkpoints().unwrap().iter().map(|r| r.id).collect();
     assert_eq!(
@@ -281,8 +283,9 @@ fn round_trip(cfg: Config, seed: u64, s3: bool) {
         vec![outside.id],
         "{cfg:?}: a detached copy's record is gone"
     );
-    // Releasing the other: nothing keeps the old tables any more. They are younger than the
-    // minimum age, so they stay until then, or until the next open's sweep.
+    // Releasing the other: nothing keeps the old tables any more, but they stay for the
+    // minimum age from the release, across a reopen too (another process may have read a
+    // manifest naming them).
     for r in db.checkpoints().unwrap() {
         assert!(db.release_checkpoint(r.id).unwrap());
     }
@@ -292,12 +295,23 @@ fn round_trip(cfg: Config, seed: u64, s3: bool) {
         "{cfg:?}: the minimum age holds"
     );
     Arc::try_unwrap(db).ok().unwrap().close().unwrap();
-    let db = Db::open(d.path().join("src"), o).unwrap();
-    let live = capacity_ids(&db);
+    let db = Db::open(d.path().join("src"), o.clone()).unwrap();
+    assert!(
+        kept.is_subset(&stored_tables(&src_url)),
+        "{cfg:?}: deferred at open"
+    );
+    assert!(db.stats().tier.capacity_gc_pending_tables >= kept.len() as u64);
+    assert_eq!(contents(&db), source_now);
+    db.close().unwrap();
+    // Without a minimum age the next open's garbage collection deletes them.
+    let mut now = o;
+    now.capacity_gc_min_age = Duration::ZERO;
+    let db = Db::open(d.path().join("src"), now).unwrap();
+    db.wait_for_compactions().unwrap();
     assert_eq!(
         stored_tables(&src_url),
-        live,
-        "{cfg:?}: released tables are collected"
+        capacity_ids(&db),
+        "{cfg:?}: released tables collected"
     );
     assert_eq!(contents(&db), source_now);
 }
@@ -371,7 +385,11 @@ fn race(seed: u64) {
     for (n, info) in taken.iter().enumerate() {
         // A copy whose own compactions (when it was opened) rewrote every shared table
         // detached and deleted its record already.
-        let detached = !d.path().join(format!("ck{n}/PARENT")).exists();
+        let link = std::fs::read(d.path().join(format!("ck{n}/PARENT"))).unwrap();
+        let detached = strata::checkpoint::ParentLink::decode(&link, "PARENT")
+            .unwrap()
+            .tables
+            .is_empty();
         assert!(db.release_checkpoint(info.id).unwrap() || detached, "ck{n}");
     }
     assert_eq!(
@@ -476,7 +494,13 @@ fn the_minimum_age_defers_deletion_and_open_collects() {
         "{stored:?} vs {live:?}"
     );
     db.close().unwrap();
+    // Found unreferenced at open: deferred by the minimum age again, then collected.
+    let db = Db::open(d.path(), o.clone()).unwrap();
+    assert!(stored_tables(&url).len() > capacity_ids(&db).len());
+    db.close().unwrap();
+    o.capacity_gc_min_age = Duration::ZERO;
     let db = Db::open(d.path(), o).unwrap();
+    db.wait_for_compactions().unwrap();
     assert_eq!(stored_tables(&url), capacity_ids(&db));
 }
 
@@ -536,8 +560,11 @@ fn misuse_is_refused_with_a_clear_error() {
     let copy = Db::open(d.path().join("ck2"), own("ck2")).unwrap();
     assert_eq!(contents(&copy), want);
     copy.close().unwrap();
+    // The first copy's record is released: opening it is refused (its tables may go).
+    let e = Db::open(d.path().join("ck"), own("ck")).err().unwrap();
+    assert!(e.to_string().contains("released or expired"), "{e}");
     // A copy that wrote tables of its own names two places: checkpoints of it are refused.
-    let copy = Db::open(d.path().join("ck"), own("ck")).unwrap();
+    let copy = Db::open(d.path().join("ck2"), own("ck2")).unwrap();
     for i in 0..3000u64 {
         copy.put(format!("k{i:05}"), "mine").unwrap();
     }
@@ -545,9 +572,11 @@ fn misuse_is_refused_with_a_clear_error() {
     copy.compact_range(Some(b"k00000"), Some(b"k00100"))
         .unwrap();
     copy.close().unwrap();
-    if d.path().join("ck/PARENT").exists() {
+    let link = std::fs::read(d.path().join("ck2/PARENT")).unwrap();
+    let link = strata::checkpoint::ParentLink::decode(&link, "PARENT").unwrap();
+    if !link.tables.is_empty() {
         let e = offline::checkpoint_dir(
-            &d.path().join("ck"),
+            &d.path().join("ck2"),
             None,
             &d.path().join("ck3"),
             &CheckpointOptions::default(),
@@ -555,6 +584,9 @@ fn misuse_is_refused_with_a_clear_error() {
         .unwrap_err();
         assert!(e.to_string().contains("one source"), "{e}");
     }
+    // Even detached, a copy is never opened on its source's prefix.
+    let e = Db::open(d.path().join("ck2"), o).err().unwrap();
+    assert!(e.to_string().contains("another prefix"), "{e}");
 }
 
 /// Expired checkpoints stop protecting and are deleted from the registry.

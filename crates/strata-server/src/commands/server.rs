@@ -217,17 +217,14 @@ pub fn config(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 /// `SAVE`: a checkpoint of the database into the backup directory, now (see `saves`).
 pub fn save(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     let sh = ctx.shared;
-    if sh.saves.running() {
-        return Err(Reply::error("ERR Background save already in progress"));
-    }
     sh.saves
-        .save(
+        .save_now(
             sh.store.db(),
             &sh.config.backup_dir(),
             sh.config.backup_keep,
         )
         .map(|_| Reply::Ok)
-        .map_err(|e| Reply::error(format!("ERR save failed: {e}")))
+        .map_err(|e| Reply::error(format!("ERR {e}")))
 }
 
 /// `BGSAVE [SCHEDULE]`: the same checkpoint on a thread of its own.
@@ -237,10 +234,12 @@ pub fn bgsave(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     }
     let sh = ctx.shared;
     let db = sh.store.db().clone();
-    if !sh
-        .saves
-        .bgsave(db, sh.config.backup_dir(), sh.config.backup_keep)
-    {
+    if !sh.saves.bgsave(
+        db,
+        sh.config.backup_dir(),
+        sh.config.backup_keep,
+        a.len() == 2,
+    ) {
         if a.len() == 2 {
             return Ok(Reply::Simple("Background saving scheduled".into()));
         }

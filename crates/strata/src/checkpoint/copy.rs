@@ -131,12 +131,19 @@ fn fill(
             *len,
         )?;
     }
-    // The manifest takes the next free number; the counter moves past it.
-    let number = plan.snapshot.next_file_number.unwrap_or(1);
+    // The manifest takes the next free number (above every copied file); the counter moves
+    // past it.
+    let number = plan
+        .snapshot
+        .next_file_number
+        .unwrap_or(1)
+        .max(plan.wals.iter().map(|w| w.0 + 1).max().unwrap_or(1));
     let mut snap = plan.snapshot.clone();
     snap.next_file_number = Some(number + 1);
     write_manifest_copy(storage.as_ref(), tmp, number, &snap)?;
-    if let Some(l) = link.filter(|l| !l.tables.is_empty()) {
+    // Written even with no shared table: it names the source's prefix, which the copy must
+    // never be opened on (its sweep would take the source's tables for orphans).
+    if let Some(l) = link {
         let mut f = storage.create(&tmp.join(crate::tier::shared::PARENT_FILE))?;
         f.append(&l.encode())?;
         f.sync()?;

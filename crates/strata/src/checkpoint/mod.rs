@@ -34,7 +34,7 @@ use std::time::Duration;
 
 /// How long an incomplete record (a copy being written) protects its tables if its writer
 /// never finishes it.
-pub const INCOMPLETE_EXPIRY: Duration = Duration::from_secs(3600);
+pub const INCOMPLETE_EXPIRY: Duration = Duration::from_secs(6 * 3600);
 
 /// How to take a checkpoint.
 #[derive(Clone, Debug)]
@@ -114,18 +114,37 @@ pub(crate) fn register_pending(
 }
 
 /// Marks `rec` complete, with `o`'s expiry counted from its creation, and says what the copy
-/// `stats` describes holds.
+/// `stats` describes holds. The record must still be there: if the copy took longer than
+/// [`INCOMPLETE_EXPIRY`] (or someone released it meanwhile), the tables it named may be gone,
+/// and the copy at `to` is deleted instead.
 pub(crate) fn finish(
     registry: &Registry,
     mut rec: CheckpointRecord,
     o: &CheckpointOptions,
     stats: copy::CopyStats,
+    to: &std::path::Path,
+    storage: &std::sync::Arc<dyn crate::storage::Storage>,
 ) -> crate::Result<CheckpointInfo> {
-    rec.complete = true;
-    rec.expires_unix_ms = o
-        .expires_after
-        .map(|d| rec.created_unix_ms.saturating_add(d.as_millis() as u64));
-    registry.update(&rec)?;
+    let marked = match registry.get(rec.id) {
+        Ok(Some(_)) => {
+            rec.complete = true;
+            rec.expires_unix_ms = o
+                .expires_after
+                .map(|d| rec.created_unix_ms.saturating_add(d.as_millis() as u64));
+            registry.update(&rec)
+        }
+        Ok(None) => Err(crate::Error::invalid(format!(
+            "checkpoint {}'s record was released or expired while the copy was written: its \
+             tables may be gone, the copy is deleted",
+            rec.id
+        ))),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = marked {
+        let _ = storage.remove_dir_all(to);
+        let _ = registry.remove(rec.id);
+        return Err(e);
+    }
     tracing::info!(checkpoint = rec.id, sequence = rec.sequence, path = %rec.path, "checkpoint taken");
     Ok(CheckpointInfo {
         id: rec.id,

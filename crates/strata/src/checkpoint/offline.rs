@@ -61,6 +61,8 @@ pub fn checkpoint_dir(
         Err(e) if e.is_not_found() => None,
         Err(e) => return Err(e),
     };
+    // A copy that shares no table any more (detached) is a database of its own.
+    let parent = parent.filter(|l| !l.tables.is_empty());
     let source_capacity = match &parent {
         Some(l) => {
             let mut c = capacity
@@ -231,7 +233,8 @@ fn attempt_once(
     }
     if !tables.is_empty() && tier.is_none() {
         return Err(Fail(Error::invalid(
-            "the database has capacity-tier tables: give its capacity tier (--capacity URL)",
+            "the database has capacity-tier tables: give its capacity tier (--capacity URL, or \
+             --source-capacity URL for strata clone)",
         )));
     }
     let rec = super::register_pending(
@@ -267,7 +270,7 @@ fn attempt_once(
             )))));
         }
     }
-    let link = capacity.filter(|_| !tables.is_empty()).map(|c| ParentLink {
+    let link = capacity.map(|c| ParentLink {
         format: CHECKPOINT_FORMAT,
         capacity_url: c.url.clone(),
         checkpoint_id: rec.id,
@@ -276,10 +279,16 @@ fn attempt_once(
     let stats =
         write_copy(storage, &hold.dir, &plan, to, link.as_ref()).map_err(|e| undo(classify(e)))?;
     drop(hold);
-    plan.sequence = copied_sequence(to, &plan).map_err(Fail)?;
+    plan.sequence = match copied_sequence(to, &plan) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = storage.remove_dir_all(to);
+            return Err(undo(Fail(e)));
+        }
+    };
     let mut rec = rec;
     rec.sequence = plan.sequence;
-    super::finish(registry, rec, o, stats).map_err(Fail)
+    super::finish(registry, rec, o, stats, to, storage).map_err(Fail)
 }
 
 /// Where a checkpoint holds links to the source's files while it is written; a crash's

@@ -109,9 +109,15 @@ impl Registry {
         }
     }
 
-    /// Deletes record `id`; `true` if there was one.
+    /// Deletes record `id` (without decoding it: a damaged record can be released); `true` if
+    /// there was one.
     pub fn remove(&self, id: u64) -> Result<bool> {
-        let existed = self.get_until(id, None)?.is_some();
+        let existed = match &self.backend {
+            Backend::Capacity(c) => c.get_whole(&c.path(&record_name(id)), None)?.is_some(),
+            Backend::Local { storage, dir } => {
+                storage.exists(&dir.join(format!("{id:020}.json")))?
+            }
+        };
         match &self.backend {
             Backend::Capacity(c) => c.delete(&c.path(&record_name(id)))?,
             Backend::Local { storage, dir } => {

@@ -287,7 +287,7 @@ pub(crate) fn reap(inner: &DbInner) {
     let (any, released) = {
         let st = inner.state.lock();
         let doomed = st.versions.reaper().take();
-        let due = Instant::now() + inner.opts.capacity_gc_min_age;
+        let (now, min_age) = (Instant::now(), inner.opts.capacity_gc_min_age);
         let mut released = Vec::new();
         let mut deferred = inner.deferred.lock();
         for &(id, tier) in &doomed {
@@ -296,11 +296,7 @@ pub(crate) fn reap(inner: &DbInner) {
             if tier == Tier::Capacity && !shared {
                 // No reader can reach it any more: its cached parts go now, the object later.
                 store.forget_cached(id);
-                deferred.push(crate::tier::gc::Deferred {
-                    id,
-                    due,
-                    kept: false,
-                });
+                deferred.push(crate::tier::gc::Deferred::new(id, now, min_age));
                 continue;
             }
             // A fast-tier table goes now; a shared one only drops its caches here.
@@ -353,7 +349,13 @@ pub(crate) fn collect_capacity(inner: &DbInner) {
             None
         }
     };
-    let plan = crate::tier::gc::plan_deferred(batch, now, protected.as_ref(), GC_RECHECK);
+    let plan = crate::tier::gc::plan_deferred(
+        batch,
+        now,
+        protected.as_ref(),
+        inner.opts.capacity_gc_min_age,
+        GC_RECHECK,
+    );
     for id in plan.delete {
         if let Err(e) = inner.tables.store().remove(id, Tier::Capacity) {
             tracing::warn!(table = id, error = %e, "could not delete obsolete table");

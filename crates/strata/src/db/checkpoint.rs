@@ -48,14 +48,19 @@ impl Db {
     }
 
     /// Releases checkpoint `id`: the capacity-tier tables only it kept are deleted once
-    /// garbage collection's minimum age has passed. `false` if there was no such checkpoint.
+    /// garbage collection's minimum age has passed since the release. `false` if there was no such checkpoint.
     /// A copy still open as a database must not be released (its shared tables would go).
     pub fn release_checkpoint(&self, id: u64) -> Result<bool> {
         let inner = self.inner();
         let released = inner.registry.remove(id)?;
-        // Tables a record kept past their minimum age are looked at again now.
+        // Tables a record kept are looked at again now: their minimum age starts.
         let now = std::time::Instant::now();
-        for d in inner.deferred.lock().iter_mut().filter(|d| d.kept) {
+        for d in inner
+            .deferred
+            .lock()
+            .iter_mut()
+            .filter(|d| d.unreferenced_since.is_none())
+        {
             d.due = now;
         }
         super::background::collect_capacity(inner);
@@ -127,7 +132,7 @@ fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<Chec
         plan.capacity_tables(),
     )?;
     let link = match (&capacity, &inner.opts.capacity) {
-        (Some(_), Some(c)) if !rec.tables.is_empty() => Some(ParentLink {
+        (Some(_), Some(c)) => Some(ParentLink {
             format: CHECKPOINT_FORMAT,
             capacity_url: c.url.clone(),
             checkpoint_id: rec.id,
@@ -147,7 +152,7 @@ fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<Chec
             return Err(e);
         }
     };
-    crate::checkpoint::finish(&inner.registry, rec, o, stats)
+    crate::checkpoint::finish(&inner.registry, rec, o, stats, to, &inner.storage)
 }
 
 /// Live WAL files (number, path, current length).

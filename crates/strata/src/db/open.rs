@@ -366,33 +366,60 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         .filter(|f| f.tier == Tier::Capacity)
         .map(|f| f.id)
         .collect();
-    // The rule of `tier::gc`: what no version and no checkpoint record refers to goes;
-    // what only records keep waits in the deferred queue for their release.
+    // The rule of `tier::gc`: what no version and no checkpoint record refers to is deleted
+    // once the minimum age has passed (the garbage-collection thread); what records keep
+    // waits in the same queue for their release. An unreadable registry defers nothing.
     let registry =
         crate::checkpoint::Registry::new(dir, storage.clone(), store.capacity().cloned());
-    let protected = if store.capacity().is_some() {
-        registry.protected(crate::checkpoint::now_unix_ms(), None)?
-    } else {
-        HashSet::new()
-    };
-    store.remove_capacity_orphans(&live_capacity, &protected)?;
     let now = std::time::Instant::now();
-    let deferred: Vec<crate::tier::gc::Deferred> = protected
-        .iter()
-        .filter(|id| !live_capacity.contains(id))
-        .map(|&id| crate::tier::gc::Deferred {
-            id,
-            due: now,
-            kept: true,
-        })
-        .collect();
+    let mut deferred: Vec<crate::tier::gc::Deferred> = Vec::new();
+    if store.capacity().is_some() {
+        match registry.protected(crate::checkpoint::now_unix_ms(), None) {
+            Ok(protected) => {
+                for id in store.sweep_capacity(&live_capacity, &protected)? {
+                    deferred.push(crate::tier::gc::Deferred::new(
+                        id,
+                        now,
+                        opts.capacity_gc_min_age,
+                    ));
+                }
+                deferred.extend(
+                    protected
+                        .iter()
+                        .filter(|id| !live_capacity.contains(id))
+                        .map(|&id| crate::tier::gc::Deferred {
+                            id,
+                            due: now,
+                            unreferenced_since: None,
+                        }),
+                );
+            }
+            Err(e) => tracing::warn!(
+                registry = %registry.location(),
+                error = %e,
+                "could not read the checkpoint registry: no capacity-tier object is collected \
+                 until it can be"
+            ),
+        }
+    }
     if let Some(shared) = store.shared() {
         shared.retain(&live_capacity)?;
     }
     remove_local_staging_files(&storage, &opts)?;
+    // A crash's leftover checkpoint holds (named by their creation time in nanoseconds); a
+    // young one may belong to `strata checkpoint` running beside this open.
+    let now_ns = crate::checkpoint::now_unix_ms().saturating_mul(1_000_000);
     for name in storage.list(dir)? {
-        if name.starts_with(crate::checkpoint::offline::HOLD_PREFIX) {
-            storage.remove_dir_all(&dir.join(name))?;
+        let Some(born) = name
+            .strip_prefix(crate::checkpoint::offline::HOLD_PREFIX)
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if now_ns.saturating_sub(born) > crate::checkpoint::INCOMPLETE_EXPIRY.as_nanos() as u64 {
+            if let Err(e) = storage.remove_dir_all(&dir.join(&name)) {
+                tracing::warn!(dir = %name, error = %e, "could not remove a checkpoint's hold");
+            }
         }
     }
 

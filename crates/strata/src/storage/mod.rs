@@ -153,7 +153,8 @@ pub trait Storage: Send + Sync + 'static {
         copy_prefix(self, from, to, u64::MAX).map(|_| ())
     }
     /// Deletes `dir` and everything in it (a copy abandoned half-written); a missing
-    /// directory is not an error. The default removes the files `list` shows.
+    /// directory is not an error. The default (for storages without directories) removes the
+    /// files `list` shows and leaves the name.
     fn remove_dir_all(&self, dir: &Path) -> Result<()> {
         if !self.exists(dir)? {
             return Ok(());

@@ -6,7 +6,9 @@
 //! the source's registry protects them. When the copy's compactions rewrite a shared table it
 //! drops it from both (`release`): first from `PARENT` (so a crash never leaves the copy
 //! naming a table the source may delete), then from the record; the last release deletes the
-//! record and `PARENT`, and the copy is independent. Depends on `checkpoint` (the documents and
+//! record, and the copy is independent. `PARENT` itself stays: it names the source's prefix,
+//! which the copy is never opened on (its orphan sweep would take the source's tables for its
+//! own orphans). A copy whose record is gone or incomplete is refused at open. Depends on `checkpoint` (the documents and
 //! the registry) and `storage`.
 
 use std::collections::HashSet;
@@ -73,8 +75,30 @@ impl SharedTables {
         let mut src = own.cloned().unwrap_or_else(|| CapacityOptions::new(""));
         src.url = link.capacity_url.clone();
         let tier = CapacityTier::open(&src, None, stats)?;
+        let registry = Registry::new(dir, storage.clone(), Some(tier.clone()));
+        if !link.tables.is_empty() {
+            match registry.get(link.checkpoint_id)? {
+                Some(r) if r.complete => {}
+                Some(_) => {
+                    return Err(Error::invalid(format!(
+                        "{} is a checkpoint that was never completed (its writer stopped): \
+                         delete it",
+                        dir.display()
+                    )))
+                }
+                None => {
+                    return Err(Error::invalid(format!(
+                        "{}'s checkpoint {} was released or expired at its source ({}): the \
+                         tables it shares may be gone",
+                        dir.display(),
+                        link.checkpoint_id,
+                        link.capacity_url
+                    )))
+                }
+            }
+        }
         Ok(Some(Arc::new(SharedTables {
-            registry: Registry::new(dir, storage.clone(), Some(tier.clone())),
+            registry,
             tier,
             link: Mutex::new(link),
             dir: dir.to_path_buf(),
@@ -122,23 +146,21 @@ impl SharedTables {
     }
 
     /// Stops referring to `ids` (the copy's compactions rewrote them): `PARENT` first, then
-    /// the source's record.
+    /// the source's record. `PARENT` stays when no table is left (it names the prefix the copy
+    /// must never be opened on); the record goes.
     pub fn release(&self, ids: &[u64]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
         let mut l = self.link.lock();
         l.tables.retain(|t| !ids.contains(t));
-        let path = self.dir.join(PARENT_FILE);
-        if !l.tables.is_empty() {
-            let tmp = self.dir.join("PARENT.tmp");
-            let mut f = self.storage.create(&tmp)?;
-            f.append(&l.encode())?;
-            f.sync()?;
-            drop(f);
-            self.storage.rename(&tmp, &path)?;
-            self.storage.sync_dir(&self.dir)?;
-        }
+        let tmp = self.dir.join("PARENT.tmp");
+        let mut f = self.storage.create(&tmp)?;
+        f.append(&l.encode())?;
+        f.sync()?;
+        drop(f);
+        self.storage.rename(&tmp, &self.dir.join(PARENT_FILE))?;
+        self.storage.sync_dir(&self.dir)?;
         match self.registry.get(l.checkpoint_id)? {
             Some(mut rec) if !l.tables.is_empty() => {
                 rec.tables.retain(|t| l.tables.contains(t));
@@ -146,17 +168,19 @@ impl SharedTables {
             }
             Some(_) => {
                 self.registry.remove(l.checkpoint_id)?;
+                tracing::info!(
+                    source = %l.capacity_url,
+                    "the copy shares no table with its source any more: detached"
+                );
             }
-            // Released at the source (or expired): nothing protects the tables any more.
-            None => {}
-        }
-        if l.tables.is_empty() {
-            tracing::info!(
+            None if !l.tables.is_empty() => tracing::warn!(
                 source = %l.capacity_url,
-                "the copy shares no table with its source any more: detached"
-            );
-            self.storage.remove(&path)?;
-            self.storage.sync_dir(&self.dir)?;
+                checkpoint = l.checkpoint_id,
+                tables = l.tables.len(),
+                "the source released this copy's checkpoint: the tables it still shares may be \
+                 deleted by the source's garbage collection"
+            ),
+            None => {}
         }
         Ok(())
     }

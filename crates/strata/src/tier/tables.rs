@@ -237,30 +237,30 @@ impl TableStore {
             .collect())
     }
 
-    /// Deletes capacity-tier objects that are neither live capacity tables nor protected by
-    /// a checkpoint record (orphans of a crash: completed uploads the manifest never named,
-    /// partial-upload leftovers, tables released while the database was down); the rule is
-    /// [`super::gc`]'s. Incomplete S3 multipart uploads are invisible to listing; a bucket
-    /// lifecycle rule should abort them.
-    pub fn remove_capacity_orphans(
+    /// Open's sweep of the capacity tier (the rule is [`super::gc`]'s): deletes partial-upload
+    /// leftovers and returns the complete tables neither live nor protected by a checkpoint
+    /// record (orphans of a crash, tables released while the database was closed), which the
+    /// caller defers by the minimum age. Incomplete S3 multipart uploads are invisible to
+    /// listing; a bucket lifecycle rule should abort them.
+    pub fn sweep_capacity(
         &self,
         live_capacity: &HashSet<u64>,
         protected: &HashSet<u64>,
-    ) -> Result<usize> {
+    ) -> Result<Vec<u64>> {
         let Some(cap) = &self.c.capacity else {
-            return Ok(0);
+            return Ok(Vec::new());
         };
-        let doomed = super::gc::plan_orphans(
+        let o = super::gc::plan_orphans(
             &self.capacity_objects()?,
             live_capacity,
             protected,
             object_name,
         );
-        for name in &doomed {
-            tracing::info!(object = %name, "removing orphaned capacity-tier object");
+        for name in &o.partial {
+            tracing::info!(object = %name, "removing a partial capacity-tier upload");
             cap.delete(&cap.path(name))?;
         }
-        Ok(doomed.len())
+        Ok(o.unreferenced)
     }
 }
 
