@@ -118,15 +118,16 @@ impl Saves {
             .name("strata-bgsave".into())
             .spawn(move || loop {
                 let _ = me.save(&db, &dir, keep);
-                if !me.scheduled.swap(false, Ordering::AcqRel) {
-                    me.running.store(false, Ordering::Release);
-                    // A SCHEDULE that arrived between the swap and the store starts its own.
-                    if !me.scheduled.load(Ordering::Acquire)
-                        || me.running.swap(true, Ordering::AcqRel)
-                    {
-                        return;
-                    }
-                    me.scheduled.store(false, Ordering::Release);
+                // A `SCHEDULE` that arrived during the save: save again.
+                if me.scheduled.swap(false, Ordering::AcqRel) {
+                    continue;
+                }
+                me.running.store(false, Ordering::Release);
+                // One that arrived just before `running` fell: take it, unless another save
+                // started meanwhile.
+                if !me.scheduled.load(Ordering::Acquire) || me.running.swap(true, Ordering::AcqRel)
+                {
+                    return;
                 }
             });
         if spawned.is_err() {

@@ -63,7 +63,7 @@ impl Db {
         {
             d.due = now;
         }
-        super::background::collect_capacity(inner);
+        super::gc::collect_capacity(inner);
         Ok(released)
     }
 }

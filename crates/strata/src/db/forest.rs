@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::background::{
-    count_compaction, env, hot_job_parts, hot_setup, reap, release_compacting, table_options,
-    JobSlot,
+    count_compaction, env, hot_job_parts, hot_setup, release_compacting, table_options, JobSlot,
 };
+use super::gc::reap;
 use super::write::set_bg_error;
 use super::{DbInner, DbState};
 use crate::compaction::forest::{level_merge, Checkpoint};

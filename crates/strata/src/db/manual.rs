@@ -8,7 +8,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::background::{flush, picker_options, reap, run_pick, tier_now};
+use super::background::{flush, picker_options, run_pick, tier_now};
+use super::gc::reap;
 use super::{DbInner, DbState};
 use crate::compaction::{self, level_targets, CompactionReason, Pick};
 use crate::error::{ErrorRepr, Result};

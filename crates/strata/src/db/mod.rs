@@ -12,6 +12,7 @@ mod background;
 mod checkpoint;
 mod extended;
 mod forest;
+mod gc;
 mod job_slot;
 mod manual;
 mod multi_get;
@@ -156,7 +157,7 @@ pub(crate) struct DbInner {
     /// Capacity-tier tables that left the last version and wait for garbage collection's
     /// minimum age or a checkpoint's release (`tier::gc`).
     pub deferred: Mutex<Vec<crate::tier::gc::Deferred>>,
-    /// Held by the one garbage collection running (`background::collect_capacity`), so that a
+    /// Held by the one garbage collection running (`gc::collect_capacity`), so that a
     /// caller that collects returns only once the deletions due are done.
     pub collecting: Mutex<()>,
     /// Shared tables (a checkpoint or clone) that left the last version, for the garbage

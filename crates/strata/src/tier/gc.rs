@@ -1,5 +1,5 @@
 //! The garbage-collection rule for capacity-tier tables, as pure decisions (the mechanism is
-//! `db::background::reap` and open's orphan sweep). The rule (`docs/operating/checkpoints.md`):
+//! `db::gc` and open's orphan sweep). The rule (`docs/operating/checkpoints.md`):
 //!
 //! A capacity-tier table object is deleted only when
 //! 1. no live version refers to it (its last handle dropped, or open found it in no version),
