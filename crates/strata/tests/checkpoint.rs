@@ -648,3 +648,66 @@ fn fast_only_databases_checkpoint_too() {
     assert_eq!(db.checkpoints().unwrap()[0].id, info.id);
     assert!(d.path().join("src/checkpoints").is_dir());
 }
+
+/// A taker killed after renaming its copy into place but before completing the record leaves a
+/// whole copy with an incomplete record: the copy's first open completes the record (with the
+/// expiry the taker asked for), unless the record is about to lapse.
+#[test]
+fn a_copy_in_place_whose_taker_stopped_completes_at_open() {
+    let mut rng = Rng::new(5);
+    let d = tempfile::tempdir().unwrap();
+    let url = capacity_url(&format!("ckpt-rollfwd-{}", std::process::id()), false);
+    let o = options(Config::Leveled, url.clone(), &mut rng);
+    let db = Db::open(d.path().join("src"), o.clone()).unwrap();
+    for i in 0..3000u64 {
+        db.put(format!("k{i:05}"), "v").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let want = contents(&db);
+    let tier = CapacityTier::open(&CapacityOptions::new(&url), None, Default::default()).unwrap();
+    let registry = strata::checkpoint::Registry::new(
+        &d.path().join("src"),
+        strata::storage::default_storage(),
+        Some(tier),
+    );
+    let hour = Duration::from_secs(3600);
+    let mut ids = Vec::new();
+    for (name, lapses_in) in [("ck", 6 * hour), ("late", Duration::from_secs(60))] {
+        let asked = CheckpointOptions {
+            expires_after: Some(hour),
+            ..Default::default()
+        };
+        let info = db.checkpoint_with(d.path().join(name), &asked).unwrap();
+        assert!(info.capacity_tables > 0, "{info:?}");
+        // Undo the completion, as a kill between the rename and it would have left it.
+        let mut rec = registry.get(info.id).unwrap().unwrap();
+        rec.complete = false;
+        rec.expires_after_ms = Some(hour.as_millis() as u64);
+        rec.expires_unix_ms =
+            Some(strata::checkpoint::now_unix_ms() + lapses_in.as_millis() as u64);
+        registry.update(&rec).unwrap();
+        ids.push(info.id);
+    }
+    assert!(
+        db.checkpoints().unwrap().is_empty(),
+        "incomplete: not listed"
+    );
+    let mut own = o.clone();
+    own.capacity = Some(CapacityOptions::new(format!("{url}-copy")));
+    let copy = Db::open(d.path().join("ck"), own.clone()).unwrap();
+    assert_eq!(contents(&copy), want);
+    copy.close().unwrap();
+    let rec = registry.get(ids[0]).unwrap().unwrap();
+    assert!(rec.complete, "{rec:?}");
+    assert_eq!(
+        rec.expires_unix_ms,
+        Some(rec.created_unix_ms + hour.as_millis() as u64),
+        "the expiry its taker asked for"
+    );
+    assert_eq!(db.checkpoints().unwrap().len(), 1);
+    // One about to lapse may lose its tables any moment: refused.
+    let e = Db::open(d.path().join("late"), own).err().unwrap();
+    assert!(e.to_string().contains("about to lapse"), "{e}");
+    db.close().unwrap();
+}

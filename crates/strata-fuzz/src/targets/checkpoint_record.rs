@@ -35,6 +35,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
         sequence: 123_456,
         path: "/backups/ck".into(),
         tables: vec![7, 9, 1 << 40],
+        expires_after_ms: None,
     };
     let l = ParentLink {
         format: CHECKPOINT_FORMAT,

@@ -14,10 +14,12 @@
 //! server), which reads the manifest without the lock and relies on the source's minimum GC
 //! age to register what it read before the source may delete it.
 //!
-//! Invariants: the copy is written under a temporary name and renamed into place last, so a
-//! crash never leaves a directory at the target; a record is registered before the copy is
-//! written and marked complete after, so a crash leaves at most an incomplete record, which
-//! protects its tables until it expires and is never listed as a checkpoint. Depends on
+//! Invariants: a record is registered before the copy is written; the copy is written under a
+//! temporary name and renamed into place, so whatever is at the target is a whole copy; the
+//! record is marked complete last. A crash before the rename leaves an incomplete record,
+//! which protects its tables until it expires and is never listed as a checkpoint; a crash
+//! between the rename and the completion leaves a whole copy whose first open completes the
+//! record (the rename is the commit point). Depends on
 //! `version`, `storage`, `tier` (table names), `inspect` (reading a manifest read-only); never
 //! on `db`.
 
@@ -85,10 +87,11 @@ pub struct CheckpointInfo {
 
 /// Registers the incomplete record of a copy about to be written (taking another id on a
 /// collision). It protects `tables` until [`finish`] completes it, or for
-/// [`INCOMPLETE_EXPIRY`] if its writer never does.
+/// [`INCOMPLETE_EXPIRY`] if its writer never does; it keeps `o`'s expiry for whoever
+/// completes it.
 pub(crate) fn register_pending(
     registry: &Registry,
-    kind: CheckpointKind,
+    o: &CheckpointOptions,
     sequence: u64,
     path: &std::path::Path,
     tables: Vec<u64>,
@@ -97,13 +100,14 @@ pub(crate) fn register_pending(
     let mut rec = CheckpointRecord {
         format: CHECKPOINT_FORMAT,
         id: new_id(),
-        kind,
+        kind: o.kind,
         complete: false,
         created_unix_ms: created,
         expires_unix_ms: Some(created + INCOMPLETE_EXPIRY.as_millis() as u64),
         sequence,
         path: path.display().to_string(),
         tables,
+        expires_after_ms: o.expires_after.map(|d| d.as_millis() as u64),
     };
     loop {
         match registry.register(&rec) {
@@ -113,26 +117,21 @@ pub(crate) fn register_pending(
     }
 }
 
-/// Marks `rec` complete, with `o`'s expiry counted from its creation, and says what the copy
-/// `stats` describes holds. The record must still be there: if the copy took longer than
-/// [`INCOMPLETE_EXPIRY`] (or someone released it meanwhile), the tables it named may be gone,
-/// and the copy at `to` is deleted instead.
+/// Marks `rec` complete, with the expiry its taker asked for counted from its creation, and
+/// says what the copy `stats` describes holds. The record must still be there: if the copy
+/// took longer than [`INCOMPLETE_EXPIRY`] (or someone released it meanwhile), the tables it
+/// named may be gone, and the copy at `to` is deleted instead.
 pub(crate) fn finish(
     registry: &Registry,
-    mut rec: CheckpointRecord,
-    o: &CheckpointOptions,
+    rec: CheckpointRecord,
     stats: copy::CopyStats,
     to: &std::path::Path,
     storage: &std::sync::Arc<dyn crate::storage::Storage>,
 ) -> crate::Result<CheckpointInfo> {
+    let rec = rec.completed();
     let marked = match registry.get(rec.id) {
-        Ok(Some(_)) => {
-            rec.complete = true;
-            rec.expires_unix_ms = o
-                .expires_after
-                .map(|d| rec.created_unix_ms.saturating_add(d.as_millis() as u64));
-            registry.update(&rec)
-        }
+        // Its copy's first open may have completed it already (the copy is in place).
+        Ok(Some(_)) => registry.update(&rec),
         Ok(None) => Err(crate::Error::invalid(format!(
             "checkpoint {}'s record was released or expired while the copy was written: its \
              tables may be gone, the copy is deleted",

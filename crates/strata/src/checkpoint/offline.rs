@@ -237,14 +237,8 @@ fn attempt_once(
              --source-capacity URL for strata clone)",
         )));
     }
-    let rec = super::register_pending(
-        registry,
-        o.kind,
-        counters_sequence(&plan),
-        to,
-        tables.clone(),
-    )
-    .map_err(Fail)?;
+    let rec = super::register_pending(registry, o, counters_sequence(&plan), to, tables.clone())
+        .map_err(Fail)?;
     let undo = |e: Outcome| {
         let _ = registry.remove(rec.id);
         e
@@ -288,7 +282,7 @@ fn attempt_once(
     };
     let mut rec = rec;
     rec.sequence = plan.sequence;
-    super::finish(registry, rec, o, stats, to, storage).map_err(Fail)
+    super::finish(registry, rec, stats, to, storage).map_err(Fail)
 }
 
 /// Where a checkpoint holds links to the source's files while it is written; a crash's

@@ -48,9 +48,24 @@ pub struct CheckpointRecord {
     pub path: String,
     /// Capacity-tier tables of the source the copy refers to.
     pub tables: Vec<u64>,
+    /// While incomplete: the lifetime its taker asked for (milliseconds from
+    /// `created_unix_ms`; `None`: until released), applied when the record is completed — by
+    /// its taker, or by the copy's first open if the taker stopped after the copy was in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_after_ms: Option<u64>,
 }
 
 impl CheckpointRecord {
+    /// The record marked complete, its protection lasting as its taker asked.
+    pub fn completed(mut self) -> Self {
+        self.complete = true;
+        self.expires_unix_ms = self
+            .expires_after_ms
+            .take()
+            .map(|d| self.created_unix_ms.saturating_add(d));
+        self
+    }
+
     /// Whether the record has lapsed at `now_ms`.
     pub fn expired(&self, now_ms: u64) -> bool {
         self.expires_unix_ms.is_some_and(|e| e <= now_ms)
@@ -133,6 +148,7 @@ mod tests {
             sequence: 99,
             path: "/x".into(),
             tables: vec![3, 5],
+            expires_after_ms: None,
         }
     }
 

@@ -245,6 +245,7 @@ mod tests {
             sequence: 0,
             path: String::new(),
             tables,
+            expires_after_ms: None,
         }
     }
 

@@ -126,7 +126,7 @@ fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<Chec
     let capacity = inner.tables.store().capacity().cloned();
     let rec = crate::checkpoint::register_pending(
         &inner.registry,
-        o.kind,
+        o,
         plan.sequence,
         to,
         plan.capacity_tables(),
@@ -152,7 +152,7 @@ fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<Chec
             return Err(e);
         }
     };
-    crate::checkpoint::finish(&inner.registry, rec, o, stats, to, &inner.storage)
+    crate::checkpoint::finish(&inner.registry, rec, stats, to, &inner.storage)
 }
 
 /// Live WAL files (number, path, current length).

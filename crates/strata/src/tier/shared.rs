@@ -8,8 +8,9 @@
 //! naming a table the source may delete), then from the record; the last release deletes the
 //! record, and the copy is independent. `PARENT` itself stays: it names the source's prefix,
 //! which the copy is never opened on (its orphan sweep would take the source's tables for its
-//! own orphans). A copy whose record is gone or incomplete is refused at open. Depends on `checkpoint` (the documents and
-//! the registry) and `storage`.
+//! //! own orphans). A copy whose record is gone is refused at open; one whose record is incomplete
+//! (its writer stopped after renaming the copy into place) completes the record. Depends on
+//! `checkpoint` (the documents and the registry) and `storage`.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,10 @@ use crate::storage::Storage;
 
 /// The name of the file that links a copy to its source.
 pub const PARENT_FILE: &str = "PARENT";
+
+/// An incomplete record is completed at its copy's open only with at least this long left
+/// before it lapses (room for clock skew between the copy's host and the source's).
+const ROLL_FORWARD_MARGIN_MS: u64 = 10 * 60 * 1000;
 
 /// Tables a copy shares with its source.
 pub struct SharedTables {
@@ -79,10 +84,26 @@ impl SharedTables {
         if !link.tables.is_empty() {
             match registry.get(link.checkpoint_id)? {
                 Some(r) if r.complete => {}
+                // The copy is in place (renamed there as its writer's last step but one), so
+                // its writer stopped between the rename and completing the record: complete
+                // it now, while the incomplete record still protects the tables with time to
+                // spare.
+                Some(r)
+                    if r.expires_unix_ms.is_some_and(|e| {
+                        e > crate::checkpoint::now_unix_ms() + ROLL_FORWARD_MARGIN_MS
+                    }) =>
+                {
+                    tracing::info!(
+                        checkpoint = r.id,
+                        dir = %dir.display(),
+                        "completing a checkpoint whose writer stopped after the copy was in place"
+                    );
+                    registry.update(&r.completed())?;
+                }
                 Some(_) => {
                     return Err(Error::invalid(format!(
-                        "{} is a checkpoint that was never completed (its writer stopped): \
-                         delete it",
+                        "{} is a checkpoint that was never completed (its writer stopped) and \
+                         whose protection is about to lapse: delete it",
                         dir.display()
                     )))
                 }
