@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod backup;
 pub mod batch;
 pub mod cache;
 pub mod checkpoint;

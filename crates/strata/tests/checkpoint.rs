@@ -1,6 +1,6 @@
 //! Checkpoints and clones of a two-tier database (issue 47): taken under write load, in the
 //! process and from outside it; each copy opens as a database and equals its source at the
-//! checkpoint's sequence; the source's garbage collection keeps what a copy refers to and
+//! checkpoint's sequence, and so does a backup taken beside them, restored; the source's garbage collection keeps what a copy refers to and
 //! collects it once released; copies and sources do not see each other's writes; a copy whose
 //! compactions rewrote every shared table detaches. Capacity tiers are in-memory stores, or the
 //! S3-compatible server the test command starts (`STRATA_S3_URL`) in the `_s3` test.
@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{contents, with_seed, Rng};
-use strata::checkpoint::{offline, CheckpointInfo, CheckpointOptions};
+use strata::backup::BackupEngine;
+use strata::checkpoint::{offline, CheckpointOptions};
 use strata::storage::object::{CapacityOptions, CapacityTier};
 use strata::tier::Tier;
 use strata::{Db, Options};
@@ -110,7 +111,7 @@ fn check_copy(
     copy: &BTreeMap<Vec<u8>, Vec<u8>>,
     preload: &BTreeMap<Vec<u8>, Vec<u8>>,
     base_seq: u64,
-    info: &CheckpointInfo,
+    sequence: u64,
 ) {
     let mut total = 0;
     for w in 0..WRITERS {
@@ -137,9 +138,9 @@ fn check_copy(
     }
     assert_eq!(
         total,
-        info.sequence - base_seq,
+        sequence - base_seq,
         "{ctx}: the copy holds {total} writes, its sequence says {}",
-        info.sequence - base_seq
+        sequence - base_seq
     );
     for (k, v) in preload {
         assert_eq!(copy.get(k), Some(v), "{ctx}: preloaded key {k:?}");
@@ -198,6 +199,13 @@ fn round_trip(cfg: Config, seed: u64, s3: bool) {
         &Default::default(),
     )
     .unwrap();
+    // And a backup, an independent copy of both tiers.
+    let backups = BackupEngine::open(&CapacityOptions::new(capacity_url(
+        &format!("ckpt-backup-{seed}-{cfg:?}"),
+        s3,
+    )))
+    .unwrap();
+    let backup = backups.create(&db, &Default::default()).unwrap();
     stop.store(true, Ordering::Relaxed);
     for w in writers {
         w.join().unwrap();
@@ -207,7 +215,11 @@ fn round_trip(cfg: Config, seed: u64, s3: bool) {
         "{inproc:?}"
     );
     let listed: Vec<u64> = db.checkpoints().unwrap().iter().map(|r| r.id).collect();
-    assert_eq!(listed.len(), 2, "{cfg:?}: both checkpoints are listed");
+    assert_eq!(
+        listed.len(),
+        2,
+        "{cfg:?}: both checkpoints are listed (the backup released its own)"
+    );
     assert!(listed.contains(&inproc.id) && listed.contains(&outside.id));
 
     // The source rewrites everything: the shared tables leave its version.
@@ -236,7 +248,7 @@ fn round_trip(cfg: Config, seed: u64, s3: bool) {
         let co = options(cfg, copy_url, &mut Rng::new(seed));
         let copy = Db::open(d.path().join(name), co).unwrap();
         let data = contents(&copy);
-        check_copy(&ctx, &data, &preload, base_seq, info);
+        check_copy(&ctx, &data, &preload, base_seq, info.sequence);
         // A copy's writes stay in the copy; the source's later writes never reach it.
         copy.put(b"only-in-copy", name).unwrap();
         assert_eq!(db.get(b"only-in-copy").unwrap(), None, "{ctx}");
@@ -252,6 +264,33 @@ fn round_trip(cfg: Config, seed: u64, s3: bool) {
         source_now,
         "{cfg:?}: the copies changed the source"
     );
+    // The backup, restored after the source's compactions and garbage collection, holds
+    // exactly the writes up to its sequence, in a database of its own.
+    let restored_url = capacity_url(&format!("ckpt-restored-{seed}-{cfg:?}"), s3);
+    let r = backups
+        .restore(
+            None,
+            &d.path().join("restored"),
+            Some(&CapacityOptions::new(&restored_url)),
+            &Default::default(),
+        )
+        .unwrap();
+    assert_eq!((r.id, r.sequence), (backup.id, backup.sequence));
+    assert!(r.capacity_tables > 0, "{cfg:?}: {r:?}");
+    let restored = Db::open(
+        d.path().join("restored"),
+        options(cfg, restored_url, &mut Rng::new(seed)),
+    )
+    .unwrap();
+    check_copy(
+        &format!("{cfg:?} backup seed {seed}"),
+        &contents(&restored),
+        &preload,
+        base_seq,
+        backup.sequence,
+    );
+    assert!(!d.path().join("restored/PARENT").exists(), "independent");
+    restored.close().unwrap();
 
     // The copy opened as a database rewrites every shared table: it detaches and its record
     // goes; the source then collects what only that record kept.
