@@ -7,6 +7,7 @@
 //! `strata-bench` crates; no
 //! library depends on this crate.
 
+mod backup;
 mod checkpoint;
 mod compaction;
 mod inspect;
@@ -97,6 +98,14 @@ enum Command {
     /// to its own capacity prefix.
     #[command(after_help = checkpoint::CLONE_EXAMPLES)]
     Clone(checkpoint::CloneArgs),
+    /// Back up a database to any object-store URL or directory, and list, verify, restore,
+    /// purge or delete backups.
+    ///
+    /// A backup is an independent copy of both tiers; tables are named by their content and
+    /// uploaded once, shared by every backup that holds them. Works while another process
+    /// (strata serve) has the database open.
+    #[command(after_help = backup::EXAMPLES)]
+    Backup(backup::BackupArgs),
     /// Crash-test the engine: kill a random workload at random moments and check every reopen.
     ///
     /// Each round a child process runs a random workload under random options and is SIGKILLed
@@ -146,6 +155,7 @@ fn main() -> ExitCode {
         Command::Stress(args) => return stress::run(args),
         Command::Checkpoint(args) => checkpoint::run_checkpoint(args),
         Command::Clone(args) => checkpoint::run_clone(args),
+        Command::Backup(args) => backup::run(args),
         Command::Recover(args) => recover::run(args),
         Command::StressChild(args) => stress::run_child(args),
         Command::CompactionService(args) => compaction::run_service(args),
