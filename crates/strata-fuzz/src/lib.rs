@@ -51,6 +51,7 @@ targets!(
     ralt_run,
     temperature_file,
     checkpoint_record,
+    backup_meta,
     mashmeta,
     key_list,
     meta_sidecar,

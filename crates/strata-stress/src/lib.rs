@@ -8,12 +8,14 @@
 //!
 //! Modules: `config` (option drawing, the only place new features add a switch), `keys` (keys and
 //! self-describing values), `history` (per-key version histories the child checks reads against),
-//! `child` (the workload), `oracle` (the parent's expected state, the child's event log and the
+//! `child` (the workload), `copies` (checkpoints, clones and backups of a verified database
+//! checked against the oracle), `oracle` (the parent's expected state, the child's event log and the
 //! after-kill verification), `runner` (rounds, kills, progress, summary, failure copies).
 //! Depends on `strata` and `strata-test-support` (its seeded PRNG); the CLI depends on this crate.
 
 pub mod child;
 pub mod config;
+pub mod copies;
 pub mod history;
 pub mod keys;
 pub mod oracle;

@@ -22,6 +22,7 @@ use strata::Db;
 use strata_test_support::Rng;
 
 use crate::config::{draw_options, StressConfig};
+use crate::copies::{check_copy, CopyKind};
 use crate::history::ViolationKind;
 use crate::oracle::{parse_log, verify, Expected};
 
@@ -67,6 +68,10 @@ pub struct Summary {
     /// Checkpoints taken of a reopened database and checked against the oracle (opened as a
     /// database with a capacity prefix of its own, written to, released).
     pub checkpoints: u64,
+    /// Clones checked the same way (and compacted, releasing what they shared).
+    pub clones: u64,
+    /// Backups made of a reopened database, verified, restored and checked the same way.
+    pub backups: u64,
 }
 
 impl Summary {
@@ -84,7 +89,7 @@ impl Summary {
 
     pub fn details(&self) -> String {
         format!(
-            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered ({} by the replay baseline, {} refused by it); {} checkpoints verified; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
+            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered ({} by the replay baseline, {} refused by it); {} checkpoints, {} clones and {} backups verified; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
             self.seed,
             self.databases,
             self.acked_batches,
@@ -95,6 +100,8 @@ impl Summary {
             self.node_loss_replays,
             self.node_loss_replays_refused,
             self.checkpoints,
+            self.clones,
+            self.backups,
             self.injected_errors,
             self.injected_timeouts,
             self.write_errors,
@@ -160,48 +167,6 @@ fn wait_or_kill(child: &mut Child, kill_after: Option<Duration>, limit: Duration
 }
 
 /// Runs the stress test; the caller prints [`Summary::line`] last and exits 0 only if `ok()`.
-/// Takes a checkpoint of `db` (just verified against `expected`), opens it as a database with
-/// a capacity prefix of its own, checks it holds exactly the expected state, writes to it, and
-/// releases it; the source's later verification shows the copy's writes did not reach it.
-fn check_checkpoint(
-    db: &Db,
-    dir: &Path,
-    cfg: &StressConfig,
-    round: u64,
-    expected: &Expected,
-) -> anyhow::Result<()> {
-    let (to, cap) = (dir.join("ckpt"), dir.join("ckpt-cap"));
-    remove(&to)?;
-    remove(&cap)?;
-    let info = db.checkpoint(&to).context("taking the checkpoint")?;
-    let mut o = cfg.to_options(dir, false);
-    if let Some(c) = &mut o.capacity {
-        c.url = format!("file://{}", cap.display());
-    }
-    let copy = Db::open(&to, o).context("opening the checkpoint")?;
-    let mut exp = expected.clone();
-    let v = verify(&copy, round, &mut exp, &[])?;
-    if let Some(first) = v.first {
-        anyhow::bail!(
-            "the checkpoint (sequence {}) differs from the database: {} lost, {} phantoms; first \
-             wrong key: {first}",
-            info.sequence,
-            v.lost,
-            v.phantoms
-        );
-    }
-    // A key outside the oracle's range: the source must never see it.
-    copy.put(b"checkpoint-only", b"1")?;
-    copy.close()?;
-    if db.get(b"checkpoint-only")?.is_some() {
-        anyhow::bail!("a write to the checkpoint reached the database");
-    }
-    db.release_checkpoint(info.id)?;
-    remove(&to)?;
-    remove(&cap)?;
-    Ok(())
-}
-
 pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
     let seed = args.seed.unwrap_or_else(clock_seed);
     let dir = &args.dir;
@@ -343,14 +308,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
                     .filter(|(_, f)| f.tier == strata::tier::Tier::Capacity)
                     .count() as u64;
                 let v = verify(&db, round, &mut expected, &log.in_flight);
-                // Some rounds also take a checkpoint of the verified database and check it.
+                // Some rounds also copy the verified database (a checkpoint, a clone or a
+                // backup restored) and check the copy.
                 if v.as_ref().is_ok_and(|v| v.first.is_none())
                     && !cfg.extended_wal
                     && rng.chance(25)
                 {
-                    match check_checkpoint(&db, dir, &cfg, round, &expected) {
-                        Ok(()) => sum.checkpoints += 1,
-                        Err(e) => problems.push(format!("checkpoint check failed: {e:#}")),
+                    let kind = CopyKind::draw(&mut rng);
+                    match check_copy(kind, &db, dir, &cfg, round, &expected) {
+                        Ok(()) => match kind {
+                            CopyKind::Checkpoint => sum.checkpoints += 1,
+                            CopyKind::Clone => sum.clones += 1,
+                            CopyKind::Backup => sum.backups += 1,
+                        },
+                        Err(e) => problems.push(format!("{kind:?} check failed: {e:#}")),
                     }
                 }
                 let closed = db.close();
