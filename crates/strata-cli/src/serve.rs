@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// Where SAVE and BGSAVE write checkpoints [default: <dir>-checkpoints]
     #[arg(long, value_name = "DIR")]
     pub backup_dir: Option<PathBuf>,
+    /// SAVE and BGSAVE write incremental backups to this object-store URL instead of
+    /// checkpoints (see `strata backup`)
+    #[arg(long, value_name = "URL")]
+    pub backup_url: Option<String>,
     /// Serve Prometheus metrics at http://BIND:PORT/metrics; 0 picks a free port (printed at
     /// start) [default: off]
     #[arg(long, value_name = "PORT", help_heading = "Logging and metrics")]
@@ -335,6 +339,7 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
             .as_ref()
             .map(|p| Value::String(p.display().to_string())),
     )?;
+    set("backup-url", args.backup_url.as_ref().map(s))?;
     set("engine.capacity", args.capacity.as_ref().map(s))?;
     set("engine.fast-levels", args.fast_levels.map(i))?;
     set("engine.capacity-levels", args.capacity_levels.map(i))?;

@@ -524,8 +524,11 @@ pub struct ServerConfig {
     /// Where `SAVE` and `BGSAVE` write checkpoints (a directory `checkpoint-<unix ms>` each);
     /// `None` (the default): `<dir>-checkpoints` beside the data directory.
     pub backup_dir: Option<PathBuf>,
-    /// How many saves `BGSAVE` keeps in `backup_dir`; older ones are released (their shared
-    /// capacity-tier tables collected) and deleted. Default 2.
+    /// Where `SAVE` and `BGSAVE` write backups instead of checkpoints: an object-store URL
+    /// (`s3://…`, `file://…`); `None` (the default): checkpoints in `backup_dir`.
+    pub backup_url: Option<String>,
+    /// How many saves `BGSAVE` keeps in `backup_dir` (or at `backup_url`); older ones are
+    /// released (their shared capacity-tier tables collected) and deleted. Default 2.
     pub backup_keep: usize,
     /// Engine options.
     pub engine: EngineConfig,
@@ -551,6 +554,7 @@ impl Default for ServerConfig {
             key_lock_stripes: 65536,
             metrics_port: None,
             backup_dir: None,
+            backup_url: None,
             backup_keep: 2,
             engine: EngineConfig::default(),
         }
@@ -587,6 +591,15 @@ impl ServerConfig {
         })
     }
 
+    /// Where `SAVE` and `BGSAVE` write: backups to `backup_url`, or checkpoints in
+    /// [`ServerConfig::backup_dir`].
+    pub fn save_target(&self) -> crate::saves::SaveTarget {
+        match &self.backup_url {
+            Some(u) => crate::saves::SaveTarget::Backups(u.clone()),
+            None => crate::saves::SaveTarget::Checkpoints(self.backup_dir()),
+        }
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError(m));
         if self.maxclients == 0 {
@@ -600,6 +613,11 @@ impl ServerConfig {
         }
         if self.backup_keep == 0 {
             return bad("backup-keep must be at least 1".into());
+        }
+        if let Some(u) = &self.backup_url {
+            if let Err(e) = strata::storage::object::store_from_url(u) {
+                return bad(format!("backup-url: {e}"));
+            }
         }
         if self.io_threads > MAX_IO_THREADS {
             return bad(format!("io-threads must be in 0..={MAX_IO_THREADS}"));

@@ -1,9 +1,14 @@
 //! `SAVE`, `BGSAVE` and `LASTSAVE` (and `INFO persistence`'s `rdb_*` fields): Redis's snapshot
-//! commands, answered with Strata checkpoints (`strata::checkpoint`). Each save is a directory
-//! `checkpoint-<unix ms>` in the backup directory (`backup-dir`, by default `<dir>-checkpoints`
-//! beside the data directory) that opens as a database; its capacity-tier tables are shared
-//! with the served database, which keeps them until the checkpoint is released. The newest
-//! `backup-keep` saves are kept; older ones made here are released and deleted after each save.
+//! commands, answered with Strata checkpoints (`strata::checkpoint`) or backups
+//! (`strata::backup`).
+//!
+//! - By default each save is a checkpoint: a directory `checkpoint-<unix ms>` in the backup
+//!   directory (`backup-dir`, by default `<dir>-checkpoints` beside the data directory) that
+//!   opens as a database; its capacity-tier tables are shared with the served database, which
+//!   keeps them until the checkpoint is released. The newest `backup-keep` saves are kept;
+//!   older ones made here are released and deleted after each save.
+//! - With `backup-url` set, each save is a backup to that URL instead: an independent,
+//!   incremental copy of both tiers; after each, the URL is purged to the newest `backup-keep`.
 //!
 //! Owns [`Saves`], the save state. Depends on the engine only; must not depend on the network
 //! layer or the command table.
@@ -14,8 +19,27 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use strata::checkpoint::CheckpointInfo;
+use strata::backup::{BackupEngine, BackupOptions};
+use strata::storage::object::CapacityOptions;
 use strata::Db;
+
+/// Where saves go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SaveTarget {
+    /// Checkpoint directories in this directory.
+    Checkpoints(PathBuf),
+    /// Backups to this URL.
+    Backups(String),
+}
+
+/// What one save wrote.
+#[derive(Clone, Debug)]
+pub struct Saved {
+    /// The database's writes up to this sequence number are in it.
+    pub sequence: u64,
+    /// Where it is: a checkpoint's directory, or `<url>#<backup id>`.
+    pub path: String,
+}
 
 /// The name prefix of the directories saves write.
 pub const SAVE_PREFIX: &str = "checkpoint-";
@@ -57,30 +81,36 @@ impl Saves {
         }
     }
 
-    /// `SAVE`: a checkpoint into `dir` now, unless another save runs; then prunes to the
-    /// newest `keep`.
-    pub fn save_now(&self, db: &Db, dir: &Path, keep: usize) -> Result<CheckpointInfo, String> {
+    /// `SAVE`: a save to `target` now, unless another save runs; then prunes to the newest
+    /// `keep`.
+    pub fn save_now(&self, db: &Db, target: &SaveTarget, keep: usize) -> Result<Saved, String> {
         if self.running.swap(true, Ordering::AcqRel) {
             return Err("Background save already in progress".into());
         }
-        let r = self.save(db, dir, keep);
+        let r = self.save(db, target, keep);
         self.running.store(false, Ordering::Release);
         r
     }
 
-    /// Takes a checkpoint into `dir` now, then prunes to the newest `keep`. The caller holds
-    /// `running`.
-    fn save(&self, db: &Db, dir: &Path, keep: usize) -> Result<CheckpointInfo, String> {
+    /// Saves to `target` now, then prunes to the newest `keep`. The caller holds `running`.
+    fn save(&self, db: &Db, target: &SaveTarget, keep: usize) -> Result<Saved, String> {
         let start = Instant::now();
-        let r = std::fs::create_dir_all(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))
-            .and_then(|()| {
-                let to = dir.join(format!(
-                    "{SAVE_PREFIX}{}",
-                    strata::checkpoint::now_unix_ms()
-                ));
-                db.checkpoint(&to).map_err(|e| e.to_string())
-            });
+        let r = match target {
+            SaveTarget::Checkpoints(dir) => std::fs::create_dir_all(dir)
+                .map_err(|e| format!("{}: {e}", dir.display()))
+                .and_then(|()| {
+                    let to = dir.join(format!(
+                        "{SAVE_PREFIX}{}",
+                        strata::checkpoint::now_unix_ms()
+                    ));
+                    db.checkpoint(&to).map_err(|e| e.to_string())
+                })
+                .map(|info| Saved {
+                    sequence: info.sequence,
+                    path: info.path,
+                }),
+            SaveTarget::Backups(url) => backup(db, url).map_err(|e| e.to_string()),
+        };
         self.last_secs
             .store(start.elapsed().as_secs(), Ordering::Relaxed);
         match &r {
@@ -90,8 +120,14 @@ impl Saves {
                 self.last_save_unix.store(now_unix(), Ordering::Relaxed);
                 self.last_sequence.store(info.sequence, Ordering::Relaxed);
                 *self.last_path.lock() = info.path.clone();
-                tracing::info!(path = %info.path, sequence = info.sequence, "DB saved (checkpoint)");
-                if let Err(e) = prune(db, dir, keep) {
+                tracing::info!(path = %info.path, sequence = info.sequence, "DB saved");
+                let pruned = match target {
+                    SaveTarget::Checkpoints(dir) => prune(db, dir, keep),
+                    SaveTarget::Backups(url) => BackupEngine::open(&CapacityOptions::new(url))
+                        .and_then(|e| e.purge(keep))
+                        .map(|_| ()),
+                };
+                if let Err(e) = pruned {
                     tracing::warn!(error = %e, "could not delete older saves");
                 }
             }
@@ -106,7 +142,13 @@ impl Saves {
 
     /// Starts a save on a thread of its own; `false` if one is already running (with
     /// `schedule`, another save then follows it).
-    pub fn bgsave(self: &Arc<Self>, db: Db, dir: PathBuf, keep: usize, schedule: bool) -> bool {
+    pub fn bgsave(
+        self: &Arc<Self>,
+        db: Db,
+        target: SaveTarget,
+        keep: usize,
+        schedule: bool,
+    ) -> bool {
         if self.running.swap(true, Ordering::AcqRel) {
             if schedule {
                 self.scheduled.store(true, Ordering::Release);
@@ -117,7 +159,7 @@ impl Saves {
         let spawned = std::thread::Builder::new()
             .name("strata-bgsave".into())
             .spawn(move || loop {
-                let _ = me.save(&db, &dir, keep);
+                let _ = me.save(&db, &target, keep);
                 // A `SCHEDULE` that arrived during the save: save again.
                 if me.scheduled.swap(false, Ordering::AcqRel) {
                     continue;
@@ -184,6 +226,20 @@ impl Saves {
             ("rdb_last_save_path", self.last_path.lock().clone()),
         ]
     }
+}
+
+/// A backup of `db` to `url`.
+fn backup(db: &Db, url: &str) -> strata::Result<Saved> {
+    let e = BackupEngine::open(&CapacityOptions::new(url))?;
+    let o = BackupOptions {
+        app_metadata: "strata serve BGSAVE".into(),
+        ..Default::default()
+    };
+    let info = e.create(db, &o)?;
+    Ok(Saved {
+        sequence: info.sequence,
+        path: format!("{url}#{}", info.id),
+    })
 }
 
 /// Releases and deletes the saves in `dir` older than the newest `keep`.

@@ -125,3 +125,76 @@ fn bgsave_refuses_a_second_one_and_rejects_bad_arguments() {
         .unwrap();
     assert!(dir[1].ends_with("data-checkpoints"), "{dir:?}");
 }
+
+/// With `backup-url` set, BGSAVE writes an incremental backup there (an independent copy of
+/// both tiers) and purges to the newest `backup-keep`; the backup restores into a database a
+/// second server serves the same data from.
+#[test]
+fn bgsave_with_a_backup_url_writes_backups_that_restore() {
+    let d = tempfile::tempdir().unwrap();
+    let mut config = test_config(&d.path().join("data"));
+    config.engine.capacity = format!("file://{}", d.path().join("cap").display());
+    config.engine.fast_levels = Some(0);
+    let backups = d.path().join("backups");
+    std::fs::create_dir_all(&backups).unwrap();
+    let url = format!("file://{}", backups.display());
+    config.backup_url = Some(url.clone());
+    config.backup_keep = 1;
+    let s = TestServer::start(config);
+    let mut c = s.conn();
+    for i in 0..2000 {
+        let _: () = c.set(format!("key:{i}"), format!("value:{i}")).unwrap();
+    }
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let _: () = c.set("key:0", "changed").unwrap();
+    let r: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    assert_eq!(r, "Background saving started");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let p = loop {
+        let p = persistence(&mut c);
+        if p["rdb_bgsave_in_progress"] == "0" && p["rdb_saves"] == "2" {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "BGSAVE never finished: {p:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(p["rdb_last_bgsave_status"], "ok", "{p:?}");
+    assert_eq!(p["rdb_last_save_path"], format!("{url}#2"), "{p:?}");
+    let got: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("backup-url")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got[1], url);
+    drop(c);
+    s.stop();
+    let e =
+        strata::backup::BackupEngine::open(&strata::storage::object::CapacityOptions::new(&url))
+            .unwrap();
+    let listed = e.list().unwrap();
+    assert_eq!(
+        listed.iter().map(|b| b.id).collect::<Vec<_>>(),
+        vec![2],
+        "purged to one"
+    );
+    let restored = d.path().join("restored");
+    let rcap = format!("file://{}", d.path().join("restored-cap").display());
+    e.restore(
+        None,
+        &restored,
+        Some(&strata::storage::object::CapacityOptions::new(&rcap)),
+        &Default::default(),
+    )
+    .unwrap();
+    let mut copy = test_config(&restored);
+    copy.engine.capacity = rcap;
+    copy.engine.fast_levels = Some(0);
+    let s2 = TestServer::start(copy);
+    let mut c2 = s2.conn();
+    let v: String = c2.get("key:0").unwrap();
+    assert_eq!(v, "changed");
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c2).unwrap();
+    assert_eq!(n, 2000);
+    drop(c2);
+    s2.stop();
+}

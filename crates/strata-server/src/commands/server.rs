@@ -89,6 +89,10 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(String, String)> {
         ("appendfsync".into(), c.sync.name().into()),
         ("save".into(), String::new()),
         ("backup-dir".into(), c.backup_dir().display().to_string()),
+        (
+            "backup-url".into(),
+            c.backup_url.clone().unwrap_or_default(),
+        ),
         ("backup-keep".into(), c.backup_keep.to_string()),
         ("databases".into(), "1".into()),
         ("loglevel".into(), c.log_level.clone()),
@@ -214,20 +218,21 @@ pub fn config(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     }
 }
 
-/// `SAVE`: a checkpoint of the database into the backup directory, now (see `saves`).
+/// `SAVE`: a checkpoint of the database into the backup directory (or a backup to
+/// `backup-url`), now (see `saves`).
 pub fn save(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     let sh = ctx.shared;
     sh.saves
         .save_now(
             sh.store.db(),
-            &sh.config.backup_dir(),
+            &sh.config.save_target(),
             sh.config.backup_keep,
         )
         .map(|_| Reply::Ok)
         .map_err(|e| Reply::error(format!("ERR {e}")))
 }
 
-/// `BGSAVE [SCHEDULE]`: the same checkpoint on a thread of its own.
+/// `BGSAVE [SCHEDULE]`: the same save on a thread of its own.
 pub fn bgsave(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if a.len() > 2 || (a.len() == 2 && !is(&a[1], "SCHEDULE")) {
         return Err(Reply::error("ERR syntax error"));
@@ -236,7 +241,7 @@ pub fn bgsave(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let db = sh.store.db().clone();
     if !sh.saves.bgsave(
         db,
-        sh.config.backup_dir(),
+        sh.config.save_target(),
         sh.config.backup_keep,
         a.len() == 2,
     ) {
