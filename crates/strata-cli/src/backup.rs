@@ -10,8 +10,9 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::time::{Duration, Instant};
 use strata::backup::{BackupEngine, BackupOptions, Progress};
-use strata::storage::object::CapacityOptions;
+use strata::storage::object::{CapacityOptions, Emulation};
 
 /// Examples shown at the end of `strata backup --help`.
 pub const EXAMPLES: &str = "\
@@ -39,9 +40,31 @@ pub struct Transfer {
     /// Bytes per second moved at most (`50MiB`); default unlimited
     #[arg(long, value_parser = strata_bench::args::parse_bytes)]
     pub rate_limit: Option<u64>,
+    /// Emulate a link of this many MB/s (10^6 bytes) to each object store (the backup URL
+    /// and the database's capacity tier), as `strata bench --capacity-mbps` does
+    #[arg(long)]
+    pub capacity_mbps: Option<f64>,
+    /// Emulate this many milliseconds of latency on each object-store request
+    #[arg(long, default_value_t = 0.0)]
+    pub capacity_latency_ms: f64,
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+impl Transfer {
+    /// The options of the store at `url`, with the emulated link if one is asked for.
+    fn store(&self, url: &str) -> CapacityOptions {
+        let mut c = CapacityOptions::new(url);
+        if self.capacity_mbps.is_some() || self.capacity_latency_ms > 0.0 {
+            c.emulation = Some(Emulation {
+                latency: Duration::from_secs_f64(self.capacity_latency_ms / 1000.0),
+                bandwidth: self.capacity_mbps.map(|m| (m * 1e6) as u64),
+                ..Default::default()
+            });
+        }
+        c
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -129,9 +152,21 @@ pub fn backup_url(s: &str) -> Result<String> {
     Ok(format!("file://{}", abs.display()))
 }
 
-fn engine(url: &str) -> Result<BackupEngine> {
+fn engine(url: &str, transfer: Option<&Transfer>) -> Result<BackupEngine> {
     let url = backup_url(url)?;
-    BackupEngine::open(&CapacityOptions::new(&url)).with_context(|| format!("opening {url}"))
+    let o = match transfer {
+        Some(t) => t.store(&url),
+        None => CapacityOptions::new(&url),
+    };
+    BackupEngine::open(&o).with_context(|| format!("opening {url}"))
+}
+
+/// A result with how long it took, as JSON.
+#[derive(serde::Serialize)]
+struct Timed<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    result: &'a T,
+    seconds: f64,
 }
 
 /// A progress bar on stderr when it is a terminal and the output is not JSON.
@@ -181,10 +216,11 @@ pub fn run(args: BackupArgs) -> Result<()> {
             app_metadata,
             transfer,
         } => {
-            let e = engine(&to)?;
+            let e = engine(&to, Some(&transfer))?;
             let (bar, mut o) = options(&transfer, "backup");
             o.app_metadata = app_metadata;
-            let capacity = capacity.map(CapacityOptions::new);
+            let capacity = capacity.map(|c| transfer.store(&c));
+            let started = Instant::now();
             let info = e
                 .create_from_dir(&db, capacity.as_ref(), &o)
                 .with_context(|| format!("backup of {} to {to}", db.display()));
@@ -192,10 +228,14 @@ pub fn run(args: BackupArgs) -> Result<()> {
                 b.finish_and_clear();
             }
             let info = info?;
+            let seconds = started.elapsed().as_secs_f64();
             if transfer.json {
-                return print_json(&info);
+                return print_json(&Timed {
+                    result: &info,
+                    seconds,
+                });
             }
-            println!("backup {} written to {to}", info.id);
+            println!("backup {} written to {to} in {seconds:.1} s", info.id);
             println!("  sequence   {}", info.sequence);
             println!("  files      {} ({} bytes)", info.files, info.bytes);
             println!(
@@ -205,7 +245,7 @@ pub fn run(args: BackupArgs) -> Result<()> {
             Ok(())
         }
         BackupCommand::List { from, json } => {
-            let list = engine(&from)?.list()?;
+            let list = engine(&from, None)?.list()?;
             if json {
                 return print_json(&list);
             }
@@ -231,7 +271,7 @@ pub fn run(args: BackupArgs) -> Result<()> {
             Ok(())
         }
         BackupCommand::Verify { from, id, transfer } => {
-            let e = engine(&from)?;
+            let e = engine(&from, Some(&transfer))?;
             let (bar, o) = options(&transfer, "verify");
             let reports = e.verify(id, &o);
             if let Some(b) = bar {
@@ -267,9 +307,10 @@ pub fn run(args: BackupArgs) -> Result<()> {
             capacity,
             transfer,
         } => {
-            let e = engine(&from)?;
+            let e = engine(&from, Some(&transfer))?;
             let (bar, o) = options(&transfer, "restore");
-            let capacity = capacity.map(CapacityOptions::new);
+            let capacity = capacity.map(|c| transfer.store(&c));
+            let started = Instant::now();
             let info = e
                 .restore(id, &db, capacity.as_ref(), &o)
                 .with_context(|| format!("restore from {from} into {}", db.display()));
@@ -277,10 +318,17 @@ pub fn run(args: BackupArgs) -> Result<()> {
                 b.finish_and_clear();
             }
             let info = info?;
+            let seconds = started.elapsed().as_secs_f64();
             if transfer.json {
-                return print_json(&info);
+                return print_json(&Timed {
+                    result: &info,
+                    seconds,
+                });
             }
-            println!("backup {} restored into {}", info.id, info.path);
+            println!(
+                "backup {} restored into {} in {seconds:.1} s",
+                info.id, info.path
+            );
             println!("  sequence   {}", info.sequence);
             println!(
                 "  files      {} in the directory, {} capacity-tier tables{}, {} bytes",
@@ -295,7 +343,7 @@ pub fn run(args: BackupArgs) -> Result<()> {
             Ok(())
         }
         BackupCommand::Purge { from, keep, json } => {
-            let p = engine(&from)?.purge(keep)?;
+            let p = engine(&from, None)?.purge(keep)?;
             if json {
                 return print_json(&p);
             }
@@ -306,7 +354,7 @@ pub fn run(args: BackupArgs) -> Result<()> {
             Ok(())
         }
         BackupCommand::Delete { from, id, json } => {
-            let p = engine(&from)?.delete(id)?;
+            let p = engine(&from, None)?.delete(id)?;
             if json {
                 return print_json(&p);
             }

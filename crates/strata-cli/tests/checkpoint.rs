@@ -1,8 +1,9 @@
-//! `strata checkpoint` and `strata clone` as processes, beside a database this test keeps open
-//! and writes to (so the tool works without the lock, on a moving source): the JSON result, the
-//! copy opened as a database with its own capacity prefix, listing and release; and SIGKILL at
-//! random moments of a checkpoint: afterwards the source is intact and every checkpoint listed
-//! as complete exists and opens, while an interrupted one leaves no directory at its target.
+//! `strata checkpoint`, `strata clone` and `strata backup` as processes, beside a database this
+//! test keeps open and writes to (so the tools work without the lock, on a moving source): the
+//! JSON results, copies opened as databases with their own capacity prefixes, listing, release,
+//! restore, purge; and SIGKILL at random moments of a checkpoint, clone, backup or restore:
+//! afterwards the source is intact, whatever is at a target opens whole, every checkpoint or
+//! backup listed exists and verifies, and the next backup finishes.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -207,7 +208,7 @@ fn checkpoint_and_clone_a_database_another_process_has_open() {
 }
 
 #[test]
-fn sigkill_during_checkpoints_leaves_nothing_listed_that_is_not_whole() {
+fn sigkill_during_checkpoints_and_clones_leaves_nothing_listed_that_is_not_whole() {
     let d = tempfile::tempdir().unwrap();
     let (db, url, want) = source(d.path());
     let db = Arc::new(db);
@@ -233,8 +234,13 @@ fn sigkill_during_checkpoints_leaves_nothing_listed_that_is_not_whole() {
     let mut finished = 0;
     for round in 0..8 {
         let to = d.path().join(format!("ck{round}"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .args([
+        let copy_url = format!(
+            "file://{}",
+            d.path().join(format!("ck{round}-cap")).display()
+        );
+        // Even rounds take checkpoints, odd ones clones.
+        let args: Vec<&str> = if round % 2 == 0 {
+            vec![
                 "checkpoint",
                 "--db",
                 src.to_str().unwrap(),
@@ -242,7 +248,22 @@ fn sigkill_during_checkpoints_leaves_nothing_listed_that_is_not_whole() {
                 &url,
                 "--to",
                 to.to_str().unwrap(),
-            ])
+            ]
+        } else {
+            vec![
+                "clone",
+                "--from",
+                src.to_str().unwrap(),
+                "--source-capacity",
+                &url,
+                "--db",
+                to.to_str().unwrap(),
+                "--capacity",
+                &copy_url,
+            ]
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(&args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -254,11 +275,7 @@ fn sigkill_during_checkpoints_leaves_nothing_listed_that_is_not_whole() {
             finished += 1;
         }
         if to.exists() {
-            // Whatever is at the target is a whole checkpoint.
-            let copy_url = format!(
-                "file://{}",
-                d.path().join(format!("ck{round}-cap")).display()
-            );
+            // Whatever is at the target is a whole checkpoint or clone.
             let copy = Db::open(&to, options(copy_url))
                 .unwrap_or_else(|e| panic!("seed {seed} round {round}: {e}"));
             let got = contents(&copy);

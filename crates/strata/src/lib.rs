@@ -37,7 +37,7 @@ pub mod wal;
 
 pub use batch::WriteBatch;
 pub use compaction::{CompactionFilter, FilterDecision};
-pub use db::{Db, RunInfo, Snapshot};
+pub use db::{CloneSource, Db, RunInfo, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use iter::DbIterator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};

@@ -365,3 +365,48 @@ fn backups_from_outside_and_of_fast_only_databases() {
     assert_eq!(contents(&r), want);
     r.close().unwrap();
 }
+
+/// `Db::clone_from` a database directory (sharing its capacity tier) and from a backup
+/// (independent): each opens with the source's data, and writes stay apart.
+#[test]
+fn clones_from_a_directory_and_from_a_backup() {
+    use strata::CloneSource;
+    let d = tempfile::tempdir().unwrap();
+    let src_url = url("clonefrom-src");
+    let o = Options {
+        capacity_gc_min_age: Duration::from_secs(30),
+        ..options(&src_url)
+    };
+    let db = Db::open(d.path().join("src"), o.clone()).unwrap();
+    load(&db, 0..6000, "a");
+    db.compact_range(None, None).unwrap();
+    let want = contents(&db);
+    let fork = Db::clone_from(
+        CloneSource::Dir {
+            path: &d.path().join("src"),
+            capacity: o.capacity.as_ref(),
+        },
+        d.path().join("fork"),
+        options(&url("clonefrom-fork")),
+    )
+    .unwrap();
+    assert_eq!(contents(&fork), want);
+    fork.put("fork-only", "1").unwrap();
+    assert_eq!(db.get("fork-only").unwrap(), None);
+    assert_eq!(db.checkpoints().unwrap().len(), 1, "the clone's record");
+    fork.close().unwrap();
+    let e = BackupEngine::open(&CapacityOptions::new(url("clonefrom-b"))).unwrap();
+    e.create(&db, &Default::default()).unwrap();
+    let restored = Db::clone_from(
+        CloneSource::Backup {
+            engine: &e,
+            id: None,
+        },
+        d.path().join("from-backup"),
+        options(&url("clonefrom-r")),
+    )
+    .unwrap();
+    assert_eq!(contents(&restored), want);
+    restored.close().unwrap();
+    db.close().unwrap();
+}

@@ -10,6 +10,7 @@
 
 mod background;
 mod checkpoint;
+mod clone;
 mod extended;
 mod forest;
 mod gc;
@@ -27,6 +28,7 @@ mod wait;
 mod wal_sync;
 mod write;
 
+pub use clone::CloneSource;
 pub use snapshot::Snapshot;
 
 // For node-loss recovery (`crate::recovery`), which writes tables and key lists as the engine does.
