@@ -437,7 +437,7 @@ fn sigkill_during_backup_and_restore_leaves_nothing_listed_that_is_not_whole() {
         child.wait().unwrap().success()
     };
     let mut finished = 0;
-    for _ in 0..5 {
+    for attempt in 1..=5 {
         let ms = rng.below(600);
         if run_killed(
             &[
@@ -454,11 +454,13 @@ fn sigkill_during_backup_and_restore_leaves_nothing_listed_that_is_not_whole() {
         ) {
             finished += 1;
         }
+        // Every finished backup is listed; a killed one is listed only if its document was
+        // written before the kill (then it verifies below like the rest).
         let list = json(&strata(&["backup", "list", "--from", to, "--json"]));
-        assert_eq!(
-            list.as_array().unwrap().len(),
-            finished,
-            "seed {seed}: {list}"
+        let listed = list.as_array().unwrap().len();
+        assert!(
+            (finished..=attempt).contains(&listed),
+            "seed {seed}: {listed} listed after {finished} of {attempt} finished: {list}"
         );
     }
     let last = json(&strata(&[

@@ -32,6 +32,15 @@ pub enum ErrorKind {
     /// `WriteOptions::no_slowdown` write that would stall. Nothing was done; retry without the
     /// option (RocksDB's `Status::Incomplete`).
     Incomplete,
+    /// A transaction's commit found that another write changed a key it read for update or
+    /// wrote since its snapshot (RocksDB's `Status::Busy`). Nothing was written; run the
+    /// transaction again.
+    Busy,
+    /// A transaction's commit could not check for conflicts because the writes since its
+    /// snapshot are no longer all in memory (RocksDB's `Status::TryAgain`). Nothing was
+    /// written; run the transaction again (keep transactions shorter than a memtable's
+    /// lifetime, or raise `write_buffer_size`).
+    TryAgain,
 }
 
 /// The detailed internal error. Public only so it can be reached through `Error::repr`.
@@ -77,6 +86,12 @@ pub enum ErrorRepr {
     /// ([`ErrorKind::Incomplete`]); the text says why.
     #[error("incomplete: {0}")]
     Incomplete(&'static str),
+    /// A transaction conflict ([`ErrorKind::Busy`]): which key, and why.
+    #[error("busy: {0}")]
+    Busy(String),
+    /// A transaction's conflict check is impossible ([`ErrorKind::TryAgain`]).
+    #[error("try again: {0}")]
+    TryAgain(String),
     /// An earlier failure (flush, compaction, WAL write or sync) that put the database into
     /// read-only mode; its kind is the wrapped error's kind.
     #[error("background error put the database into read-only mode: {0}")]
@@ -99,6 +114,8 @@ impl Error {
             ErrorRepr::AlreadyExists(_) => ErrorKind::AlreadyExists,
             ErrorRepr::Closed => ErrorKind::Closed,
             ErrorRepr::Incomplete(_) => ErrorKind::Incomplete,
+            ErrorRepr::Busy(_) => ErrorKind::Busy,
+            ErrorRepr::TryAgain(_) => ErrorKind::TryAgain,
             ErrorRepr::Background(e) => e.kind(),
         }
     }

@@ -31,6 +31,7 @@ pub mod sst;
 pub mod stats;
 pub mod storage;
 pub mod tier;
+pub mod txn;
 pub mod types;
 pub mod version;
 pub mod wal;
@@ -42,6 +43,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use iter::DbIterator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use stats::{DbStats, ExtendedWalStats, ForestStats, LevelStats};
+pub use txn::{Transaction, TransactionIterator};
 pub use version::CompactionStyle;
 
 /// The README's examples, compiled and run as doctests.

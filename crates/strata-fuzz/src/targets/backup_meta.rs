@@ -28,6 +28,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
         sequence: 123_456,
         source_dir: "/var/lib/strata".into(),
         source_capacity: Some("s3://bucket/db1".into()),
+        source_identity: Some("00112233445566778899aabbccddeeff".into()),
         app_metadata: "nightly".into(),
         files: vec![
             BackupFile {

@@ -188,11 +188,17 @@ fn upload(
         })
     };
 
-    // What is there already: content names, and tables earlier backups fingerprinted.
+    // What is there already: content names, and tables earlier backups of this very
+    // database fingerprinted (a clone or restored copy numbers its tables as its source did:
+    // only the identity tells them apart).
+    let identity = crate::db::identity::read_identity(storage.as_ref(), src)?;
     let present: HashSet<String> = e.tier.list("shared")?.into_iter().map(|(n, _)| n).collect();
     let mut known: HashMap<String, BackupFile> = HashMap::new();
     for (_, m) in e.documents()? {
         let Ok(m) = m else { continue };
+        if identity.is_none() || m.source_identity != identity {
+            continue;
+        }
         for f in m.files {
             if f.fingerprint.is_some() && present.contains(&f.object) {
                 known.insert(f.fingerprint.clone().unwrap_or_default(), f);
@@ -324,13 +330,15 @@ fn upload(
         .iter()
         .filter(|(_, new)| *new)
         .fold((0, 0), |(n, b), (f, _)| (n + 1, b + f.size));
+    let newest = e.documents()?.last().map_or(0, |(id, _)| *id);
     let mut meta = BackupMeta {
         format: BACKUP_FORMAT,
-        id: e.documents()?.last().map_or(1, |(id, _)| id + 1),
+        id: (newest + 1).max(e.next_id()?),
         created_unix_ms: now_unix_ms(),
         sequence: ck.sequence,
         source_dir: src.display().to_string(),
         source_capacity: capacity.map(|c| c.url.clone()),
+        source_identity: identity,
         app_metadata: o.app_metadata.clone(),
         files: results.into_iter().map(|(f, _)| f).collect(),
         new_files,
@@ -350,6 +358,12 @@ fn upload(
             break;
         }
         meta.id += 1;
+    }
+    if let Err(err) = e.tier.put(
+        &e.tier.path(super::meta::NEXT_ID),
+        Bytes::from((meta.id + 1).to_string()),
+    ) {
+        tracing::warn!(error = %err, "could not record the next backup id (the next backup takes the newest's plus one)");
     }
     tracing::info!(
         backup = meta.id,

@@ -15,7 +15,7 @@ pub const BACKUP_FORMAT: u32 = 1;
 const MAGIC: &str = "strata-backup";
 
 /// Where a file of the backup goes back to when it is restored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Place {
     /// The database directory (fast-tier tables, the manifest, `CURRENT`, WAL files).
@@ -59,6 +59,10 @@ pub struct BackupMeta {
     pub source_dir: String,
     /// The source's capacity-tier URL, if it has one.
     pub source_capacity: Option<String>,
+    /// The source's identity (`db::identity`): later backups reuse this backup's tables by
+    /// fingerprint only if they are of the same database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_identity: Option<String>,
     /// The caller's own note (RocksDB's `app_metadata`).
     #[serde(default)]
     pub app_metadata: String,
@@ -145,6 +149,29 @@ pub fn parse_meta_name(name: &str) -> Option<u64> {
     (n.len() == 20).then(|| n.parse().ok()).flatten()
 }
 
+/// The object holding the next backup id (ids are never reused, even after the newest
+/// backup is deleted).
+pub const NEXT_ID: &str = "meta/next-id";
+
+/// Whether `restore_as` is a name a file of a backup may be restored under at `place`:
+/// `NNNNNN.sst` anywhere; `CURRENT`, `MANIFEST-NNNNNN` and `NNNNNN.log` in the directory.
+pub fn valid_restore_name(place: Place, name: &str) -> bool {
+    let numbered = |n: &str, suffix: &str| {
+        n.strip_suffix(suffix).is_some_and(|d| {
+            !d.is_empty() && d.len() <= 20 && d.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
+    let manifest = name
+        .strip_prefix("MANIFEST-")
+        .is_some_and(|d| !d.is_empty() && d.len() <= 20 && d.bytes().all(|b| b.is_ascii_digit()));
+    match place {
+        Place::Capacity => numbered(name, ".sst"),
+        Place::Dir => {
+            numbered(name, ".sst") || numbered(name, ".log") || name == "CURRENT" || manifest
+        }
+    }
+}
+
 /// The object name of a table's bytes: named by content, so backups share it.
 pub fn shared_name(crc: u32, size: u64) -> String {
     format!("shared/{crc:08x}-{size}.sst")
@@ -162,6 +189,7 @@ mod tests {
             sequence: 99,
             source_dir: "/data/db".into(),
             source_capacity: Some("s3://b/db".into()),
+            source_identity: Some("0123456789abcdef0123456789abcdef".into()),
             app_metadata: "nightly".into(),
             files: vec![BackupFile {
                 object: shared_name(0xdead_beef, 10),
@@ -173,6 +201,30 @@ mod tests {
             }],
             new_files: 1,
             new_bytes: 10,
+        }
+    }
+
+    #[test]
+    fn restore_names_stay_in_their_place() {
+        let cases = [
+            (Place::Dir, "000012.sst", true),
+            (Place::Dir, "000013.log", true),
+            (Place::Dir, "CURRENT", true),
+            (Place::Dir, "MANIFEST-000009", true),
+            (Place::Capacity, "000012.sst", true),
+            (Place::Capacity, "000013.log", false),
+            (Place::Capacity, "CURRENT", false),
+            (Place::Dir, "../000012.sst", false),
+            (Place::Dir, "/etc/passwd", false),
+            (Place::Dir, "PARENT", false),
+            (Place::Dir, "LOCK", false),
+            (Place::Dir, ".sst", false),
+            (Place::Dir, "MANIFEST-", false),
+            (Place::Dir, "MANIFEST-1/../x", false),
+            (Place::Dir, "12a.sst", false),
+        ];
+        for (place, name, want) in cases {
+            assert_eq!(valid_restore_name(place, name), want, "{place:?} {name}");
         }
     }
 

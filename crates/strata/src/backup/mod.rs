@@ -274,7 +274,19 @@ impl BackupEngine {
         Ok(out)
     }
 
-    /// Every backup document, oldest first, decoded or not.
+    /// The id the next backup takes at least (the counter under [`meta::NEXT_ID`]; 1 if none).
+    fn next_id(&self) -> Result<u64> {
+        match self.tier.get_whole(&self.tier.path(meta::NEXT_ID), None)? {
+            None => Ok(1),
+            Some(b) => std::str::from_utf8(&b)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .ok_or_else(|| Error::corruption(format!("{}: not a backup id", meta::NEXT_ID))),
+        }
+    }
+
+    /// Every backup document, oldest first, decoded or damaged (`Corruption`); any other
+    /// failure to read one fails the call.
     fn documents(&self) -> Result<Vec<(u64, Result<BackupMeta>)>> {
         let mut ids: Vec<u64> = self
             .tier
@@ -286,8 +298,11 @@ impl BackupEngine {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             // Deleted between the listing and the read: not a backup any more.
-            if let Some(m) = self.document(id).transpose() {
-                out.push((id, m));
+            match self.document(id) {
+                Ok(None) => {}
+                Ok(Some(m)) => out.push((id, Ok(m))),
+                Err(e) if e.is_corruption() => out.push((id, Err(e))),
+                Err(e) => return Err(e),
             }
         }
         Ok(out)

@@ -45,6 +45,7 @@ mod tests {
             sequence: 0,
             source_dir: String::new(),
             source_capacity: None,
+            source_identity: None,
             app_metadata: String::new(),
             files: objects
                 .iter()

@@ -94,7 +94,10 @@ pub(super) fn verify(
     o: &BackupOptions,
 ) -> Result<Vec<VerifyReport>> {
     let docs = match id {
-        Some(id) => vec![(id, e.chosen(Some(id)))],
+        Some(id) => match e.chosen(Some(id)) {
+            Err(err) if !err.is_corruption() => return Err(err),
+            doc => vec![(id, doc)],
+        },
         None => e.documents()?,
     };
     let throttle = Throttle::new(o.rate_limit);
@@ -132,7 +135,7 @@ pub(super) fn verify(
             done.add(f.size);
             Ok(r)
         })?;
-        reports.push(VerifyReport {
+        let report = VerifyReport {
             id,
             files: m.files.len(),
             bytes: m.bytes(),
@@ -147,7 +150,12 @@ pub(super) fn verify(
                     })
                 })
                 .collect(),
-        });
+        };
+        // Files missing because a purge or delete removed the backup meanwhile are not damage.
+        if !report.damaged.is_empty() && e.document(id)?.is_none() {
+            continue;
+        }
+        reports.push(report);
     }
     Ok(reports)
 }
@@ -162,6 +170,18 @@ pub(super) fn restore(
     let storage = default_storage();
     crate::checkpoint::copy::check_target(storage.as_ref(), to)?;
     let m: BackupMeta = e.chosen(id)?;
+    let mut names = std::collections::HashSet::new();
+    for f in &m.files {
+        if !super::meta::valid_restore_name(f.place, &f.restore_as)
+            || !names.insert((f.place, f.restore_as.as_str()))
+        {
+            return Err(Error::corruption(format!(
+                "backup {}'s document names {:?} ({:?}) to restore, which is not a database \
+                 file or is named twice",
+                m.id, f.restore_as, f.place
+            )));
+        }
+    }
     let capacity_tables = m
         .files
         .iter()
@@ -194,16 +214,11 @@ pub(super) fn restore(
     storage.create_dir_all(&tmp)?;
     let throttle = Throttle::new(o.rate_limit);
     let done = Done::new(m.bytes(), o.progress.clone());
+    let uploaded: Mutex<Vec<object_store::path::Path>> = Mutex::new(Vec::new());
     let written = parallel(&m.files, o.concurrency, |f| -> Result<()> {
         let bytes = fetch(e, f, &throttle)?;
         match f.place {
             Place::Dir => {
-                if f.restore_as.contains('/') || f.restore_as.starts_with('.') {
-                    return Err(Error::corruption(format!(
-                        "the backup's document names a file {:?} outside the directory",
-                        f.restore_as
-                    )));
-                }
                 let mut out = storage.create(&tmp.join(&f.restore_as))?;
                 out.append(&bytes)?;
                 out.sync()?;
@@ -222,7 +237,9 @@ pub(super) fn restore(
                             f.restore_as
                         ))
                     })?;
-                t.put(&t.path(&crate::tier::object_name(id)), bytes)?;
+                let path = t.path(&crate::tier::object_name(id));
+                uploaded.lock().push(path.clone());
+                t.put(&path, bytes)?;
             }
         }
         done.add(f.size);
@@ -237,7 +254,15 @@ pub(super) fn restore(
         Ok(())
     });
     if let Err(err) = written {
+        // Leave the capacity prefix empty again, so the restore can be run again on it.
         let _ = storage.remove_dir_all(&tmp);
+        if let Some(t) = &tier {
+            for path in uploaded.into_inner() {
+                if let Err(e) = t.delete(&path) {
+                    tracing::warn!(object = %path, error = %e, "could not delete a table a failed restore uploaded");
+                }
+            }
+        }
         return Err(err);
     }
     tracing::info!(backup = m.id, path = %to.display(), "backup restored");

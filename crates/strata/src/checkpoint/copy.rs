@@ -151,3 +151,20 @@ fn fill(
     storage.sync_dir(tmp)?;
     Ok(stats)
 }
+
+/// Deletes a copy already renamed into place at `to` (its record could not be completed): it
+/// is first renamed away, so a crash while deleting never leaves a part of it at the target
+/// (where its first open would take it for whole).
+pub(crate) fn discard_copy(storage: &dyn Storage, to: &Path) {
+    let name = to
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let away = to.with_file_name(format!(".{name}.discard-{}", super::new_id()));
+    let gone = storage
+        .rename(to, &away)
+        .and_then(|()| storage.remove_dir_all(&away));
+    if let Err(e) = gone {
+        tracing::warn!(dir = %to.display(), error = %e, "could not delete a copy whose record was not completed");
+    }
+}

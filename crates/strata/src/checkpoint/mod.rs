@@ -140,7 +140,7 @@ pub(crate) fn finish(
         Err(e) => Err(e),
     };
     if let Err(e) = marked {
-        let _ = storage.remove_dir_all(to);
+        copy::discard_copy(storage.as_ref(), to);
         let _ = registry.remove(rec.id);
         return Err(e);
     }

@@ -276,7 +276,7 @@ fn attempt_once(
     plan.sequence = match copied_sequence(to, &plan) {
         Ok(s) => s,
         Err(e) => {
-            let _ = storage.remove_dir_all(to);
+            super::copy::discard_copy(storage.as_ref(), to);
             return Err(undo(Fail(e)));
         }
     };

@@ -14,6 +14,7 @@ mod clone;
 mod extended;
 mod forest;
 mod gc;
+pub mod identity;
 mod job_slot;
 mod manual;
 mod multi_get;
@@ -85,6 +86,22 @@ use crate::wal::LogSet;
 use snapshot::SnapshotList;
 
 /// What a read sees: the memtables and the version, pinned together.
+/// Commits `batch` if `check` passes at the commit moment (transactions; see
+/// `write::write_checked`).
+pub(crate) fn write_checked(
+    db: &Db,
+    batch: WriteBatch,
+    sync: bool,
+    check: write::CommitCheck<'_>,
+) -> Result<()> {
+    write::write_checked(db.inner(), batch, sync, Some(check))
+}
+
+/// Whether a write now would stall (for `WriteOptions::no_slowdown`).
+pub(crate) fn would_slow_down(db: &Db) -> bool {
+    write::would_slow_down(db.inner())
+}
+
 pub(crate) struct SuperVersion {
     pub mem: Arc<MemTable>,
     /// Newest first.

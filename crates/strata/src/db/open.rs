@@ -107,7 +107,11 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         // CURRENT: with no table or log beside them they hold nothing, so start afresh.
         let leftover = |n: &str| n.starts_with("MANIFEST-") || n == "CURRENT.tmp";
         // `wal-stage`: an object-store log location's staging directory, created above.
-        let ours = |n: &str| n == "LOCK" || (n == "wal-stage" && log_dir.starts_with(dir));
+        let ours = |n: &str| {
+            n == "LOCK"
+                || n == super::identity::IDENTITY_FILE
+                || (n == "wal-stage" && log_dir.starts_with(dir))
+        };
         if !names.is_empty()
             && names.iter().all(|n| ours(n) || leftover(n))
             && opts.create_if_missing
@@ -406,8 +410,11 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         shared.retain(&live_capacity)?;
     }
     remove_local_staging_files(&storage, &opts)?;
+    super::identity::ensure_identity(storage.as_ref(), dir)?;
     // A crash's leftover checkpoint holds (named by their creation time in nanoseconds); a
-    // young one may belong to `strata checkpoint` running beside this open.
+    // young one may belong to `strata checkpoint` or `strata backup` running beside this open
+    // (a backup's hold lives as long as the backup, whose checkpoint protects its tables for
+    // `backup::BACKUP_PROTECTION`).
     let now_ns = crate::checkpoint::now_unix_ms().saturating_mul(1_000_000);
     for name in storage.list(dir)? {
         let Some(born) = name
@@ -416,7 +423,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         else {
             continue;
         };
-        if now_ns.saturating_sub(born) > crate::checkpoint::INCOMPLETE_EXPIRY.as_nanos() as u64 {
+        if now_ns.saturating_sub(born) > crate::backup::BACKUP_PROTECTION.as_nanos() as u64 {
             if let Err(e) = storage.remove_dir_all(&dir.join(&name)) {
                 tracing::warn!(dir = %name, error = %e, "could not remove a checkpoint's hold");
             }
@@ -424,6 +431,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     }
 
     let mem = Arc::new(MemTable::for_options(wal_number, &opts, None));
+    mem.set_base_seq(last_seq);
     let hot = super::promote::open_hotrap(dir, &storage, &opts)?;
     let logstore = match (opts.placement_policy, opts.compaction_style) {
         (crate::tier::PlacementPolicy::Static, _) => None,

@@ -231,21 +231,50 @@ pub(crate) fn quiesce(inner: &DbInner) {
 
 /// Commits a batch; see the module docs.
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
+    write_checked(inner, batch, sync, None)
+}
+
+/// A check a batch must pass at the moment it is committed (a transaction's conflict check):
+/// it runs with no write group in flight and none able to start, so the state it reads stays
+/// the state the batch is committed on.
+pub(crate) type CommitCheck<'a> = &'a dyn Fn(&DbInner) -> Result<()>;
+
+/// [`write`], with `check` run first at the commit moment: the batch is committed alone (in a
+/// group of its own) after every earlier group is published, and only if `check` passes.
+pub(crate) fn write_checked(
+    inner: &Arc<DbInner>,
+    batch: WriteBatch,
+    sync: bool,
+    check: Option<CommitCheck<'_>>,
+) -> Result<()> {
     batch.validate()?;
     if batch.is_empty() {
         return Ok(());
     }
-    let w = Writer::new(Some(batch), false, sync);
+    // A checked batch is a barrier: no leader takes it into its group, and it takes no one.
+    let w = Writer::new(Some(batch), check.is_some(), sync);
     if !join(inner, &w) {
         return w.take_result();
     }
 
     // Leader: make room and gather the group while at the front of the queue.
-    let room = make_room_for_write(inner);
+    let mut room = make_room_for_write(inner);
+    if let (Some(check), Ok(_)) = (check, &room) {
+        quiesce(inner);
+        if let Err(e) = check(inner) {
+            room = Err(e);
+        }
+    }
     let mut group: Vec<Arc<Writer>> = Vec::new();
     let mut merged = WriteBatch::new();
     let mut want_sync = false;
-    if room.is_ok() {
+    if room.is_ok() && w.barrier {
+        if let Some(b) = w.batch.as_ref() {
+            merged.append(b);
+        }
+        want_sync = w.sync;
+        group.push(w.clone());
+    } else if room.is_ok() {
         let q = inner.commit.queue.lock();
         let mut bytes = 0;
         for m in q.iter() {
@@ -566,6 +595,8 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         &inner.opts,
         Some(st.mem.num_entries()),
     ));
+    // No group is in flight: every later write goes to this memtable (or a newer one).
+    mem.set_base_seq(inner.last_seq.load(Ordering::Acquire));
     inner.commit.active.store(mem.clone());
     let old = std::mem::replace(&mut st.mem, mem);
     st.imms.push(old);

@@ -51,6 +51,9 @@ pub struct MemTable {
     range_dels: Mutex<RangeDels>,
     bloom: Option<MemBloom>,
     wal_number: u64,
+    /// Every write with a larger sequence number went into this memtable or a newer one
+    /// (`u64::MAX`: not known, e.g. a memtable of recovered WAL records).
+    base_seq: AtomicU64,
 }
 
 impl MemTable {
@@ -92,7 +95,19 @@ impl MemTable {
             range_dels: Mutex::new(RangeDels::default()),
             bloom: (bloom_bytes > 0).then(|| MemBloom::new(bloom_bytes)),
             wal_number,
+            base_seq: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// Records that every write with a sequence number above `seq` goes into this memtable
+    /// or a newer one (set when it becomes the active memtable).
+    pub fn set_base_seq(&self, seq: SeqNo) {
+        self.base_seq.store(seq, AtOrd::Release);
+    }
+
+    /// See [`MemTable::set_base_seq`]; `u64::MAX` when not known.
+    pub fn base_seq(&self) -> SeqNo {
+        self.base_seq.load(AtOrd::Acquire)
     }
 
     /// The WAL file holding this memtable's writes.

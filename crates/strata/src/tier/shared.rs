@@ -8,7 +8,7 @@
 //! naming a table the source may delete), then from the record; the last release deletes the
 //! record, and the copy is independent. `PARENT` itself stays: it names the source's prefix,
 //! which the copy is never opened on (its orphan sweep would take the source's tables for its
-//! //! own orphans). A copy whose record is gone is refused at open; one whose record is incomplete
+//! own orphans). A copy whose record is gone is refused at open; one whose record is incomplete
 //! (its writer stopped after renaming the copy into place) completes the record. Depends on
 //! `checkpoint` (the documents and the registry) and `storage`.
 
@@ -28,8 +28,17 @@ use crate::storage::Storage;
 pub const PARENT_FILE: &str = "PARENT";
 
 /// An incomplete record is completed at its copy's open only with at least this long left
-/// before it lapses (room for clock skew between the copy's host and the source's).
+/// before it lapses, incomplete and completed (room for clock skew between the copy's host
+/// and the source's).
 const ROLL_FORWARD_MARGIN_MS: u64 = 10 * 60 * 1000;
+
+/// Whether the incomplete record `r` may be completed at `now_ms`: its protection, as it is
+/// and as completing it would make it, lasts at least [`ROLL_FORWARD_MARGIN_MS`] more.
+fn can_complete(r: &crate::checkpoint::CheckpointRecord, now_ms: u64) -> bool {
+    let lasts =
+        |e: Option<u64>| e.is_none_or(|e| e > now_ms.saturating_add(ROLL_FORWARD_MARGIN_MS));
+    lasts(r.expires_unix_ms) && lasts(r.clone().completed().expires_unix_ms)
+}
 
 /// Tables a copy shares with its source.
 pub struct SharedTables {
@@ -88,11 +97,7 @@ impl SharedTables {
                 // its writer stopped between the rename and completing the record: complete
                 // it now, while the incomplete record still protects the tables with time to
                 // spare.
-                Some(r)
-                    if r.expires_unix_ms.is_some_and(|e| {
-                        e > crate::checkpoint::now_unix_ms() + ROLL_FORWARD_MARGIN_MS
-                    }) =>
-                {
+                Some(r) if can_complete(&r, crate::checkpoint::now_unix_ms()) => {
                     tracing::info!(
                         checkpoint = r.id,
                         dir = %dir.display(),
@@ -103,7 +108,7 @@ impl SharedTables {
                 Some(_) => {
                     return Err(Error::invalid(format!(
                         "{} is a checkpoint that was never completed (its writer stopped) and \
-                         whose protection is about to lapse: delete it",
+                         whose protection has lapsed or is about to: delete it",
                         dir.display()
                     )))
                 }
@@ -204,5 +209,46 @@ impl SharedTables {
             None => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::{CheckpointKind, CheckpointRecord, CHECKPOINT_FORMAT};
+
+    #[test]
+    fn an_incomplete_record_completes_only_if_both_protections_last() {
+        let min = 60 * 1000;
+        let rec = |expires: u64, after: Option<u64>| CheckpointRecord {
+            format: CHECKPOINT_FORMAT,
+            id: 1,
+            kind: CheckpointKind::Checkpoint,
+            complete: false,
+            created_unix_ms: 0,
+            expires_unix_ms: Some(expires),
+            sequence: 0,
+            path: String::new(),
+            tables: vec![],
+            expires_after_ms: after,
+        };
+        // (incomplete expiry, asked lifetime, now, completes?)
+        let cases = [
+            (360 * min, None, 60 * min, true),
+            (360 * min, Some(120 * min), 60 * min, true),
+            // The asked lifetime ended (or nearly) before this open: completing would lapse.
+            (360 * min, Some(30 * min), 60 * min, false),
+            (360 * min, Some(65 * min), 60 * min, false),
+            // The incomplete protection itself is about to lapse.
+            (65 * min, None, 60 * min, false),
+            (360 * min, None, 400 * min, false),
+        ];
+        for (expires, after, now, want) in cases {
+            assert_eq!(
+                can_complete(&rec(expires, after), now),
+                want,
+                "{expires} {after:?} {now}"
+            );
+        }
     }
 }

@@ -259,7 +259,9 @@ impl FailureClass {
     /// resource is solvable, anything else (corruption, a refused job) is fatal.
     pub fn of(e: &Error) -> FailureClass {
         match e.kind() {
-            ErrorKind::Io | ErrorKind::Incomplete => FailureClass::Retriable,
+            ErrorKind::Io | ErrorKind::Incomplete | ErrorKind::Busy | ErrorKind::TryAgain => {
+                FailureClass::Retriable
+            }
             ErrorKind::Locked | ErrorKind::Closed => FailureClass::Solvable,
             ErrorKind::Corruption
             | ErrorKind::InvalidArgument
