@@ -95,6 +95,7 @@ mod tests {
                 ops_per_sec: 10.0,
                 write_mb_per_sec: Some(0.1),
                 reads_found: 6,
+                txn_conflicts: 0,
                 reads: 6,
                 latency: vec![LatencySummary {
                     op: OpType::Read,
@@ -172,6 +173,7 @@ mod tests {
             "write_mb_per_sec",
             "reads_found",
             "reads",
+            "txn_conflicts",
             "latency",
             "settle_secs",
             "tier",

@@ -213,6 +213,9 @@ pub fn result_line(p: &PhaseResult) -> String {
     if p.reads > 0 {
         let _ = write!(extra, " ({} of {} found)", p.reads_found, p.reads);
     }
+    if p.name == "randomtransaction" {
+        let _ = write!(extra, " ({} conflicts)", p.txn_conflicts);
+    }
     format!(
         "{:<12} : {:11.3} micros/op {} ops/sec {:.3} seconds {} operations;{}",
         p.name,
@@ -460,6 +463,7 @@ mod tests {
             ops_per_sec: 400_000.4,
             write_mb_per_sec: None,
             reads_found: 632_000,
+            txn_conflicts: 0,
             reads: 1_000_000,
             latency: vec![LatencySummary {
                 op: OpType::Read,

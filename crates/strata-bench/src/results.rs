@@ -71,6 +71,10 @@ pub struct PhaseResult {
     /// Reads that found their key, and reads.
     pub reads_found: u64,
     pub reads: u64,
+    /// Transactions (`randomtransaction`) whose commit was refused as a conflict; counted in
+    /// `ops`, they wrote nothing.
+    #[serde(default)]
+    pub txn_conflicts: u64,
     pub latency: Vec<LatencySummary>,
     /// Seconds spent flushing and waiting for compactions after a load phase.
     pub settle_secs: Option<f64>,

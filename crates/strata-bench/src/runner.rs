@@ -72,6 +72,8 @@ struct Shared {
     reads: AtomicU64,
     found: AtomicU64,
     write_bytes: AtomicU64,
+    /// Transactions whose commit was refused as a conflict.
+    conflicts: AtomicU64,
 }
 
 /// What a segment (the warm-up or the measured part of a phase) produced.
@@ -82,6 +84,7 @@ struct Segment {
     reads: u64,
     found: u64,
     write_bytes: u64,
+    conflicts: u64,
     samples: Vec<Sample>,
 }
 
@@ -158,6 +161,7 @@ fn result(
         write_mb_per_sec: (writes_primary && seg.write_bytes > 0)
             .then(|| seg.write_bytes as f64 / 1_048_576.0 / secs),
         reads_found: seg.found,
+        txn_conflicts: seg.conflicts,
         reads: seg.reads,
         latency: seg.hists.summaries(),
         settle_secs,
@@ -305,6 +309,7 @@ fn run_segment(
         reads: shared.reads.load(Relaxed),
         found: shared.found.load(Relaxed),
         write_bytes: shared.write_bytes.load(Relaxed),
+        conflicts: shared.conflicts.load(Relaxed),
         samples,
     })
 }
@@ -588,6 +593,15 @@ fn worker(
                 ctx.keys.key(choose(&mut rng), &mut key);
                 let v = ctx.values.value(&mut rng);
                 engine.put(&key, v)?;
+                wrote(key.len() + v.len());
+                (OpType::Write, 1)
+            }
+            PhaseKind::Update { txn, .. } => {
+                ctx.keys.key(choose(&mut rng), &mut key);
+                let v = ctx.values.value(&mut rng);
+                if !engine.update(&key, v, *txn)? {
+                    shared.conflicts.fetch_add(1, Relaxed);
+                }
                 wrote(key.len() + v.len());
                 (OpType::Write, 1)
             }

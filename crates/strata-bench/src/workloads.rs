@@ -251,10 +251,15 @@ pub enum Benchmark {
     SeekRandom,
     ReadWhileWriting,
     DeleteRandom,
+    /// db_bench's `updaterandom`: read a random key, then write it.
+    UpdateRandom,
+    /// The same read-modify-write in an optimistic transaction (`get_for_update`, `put`,
+    /// `commit`; db_bench's `randomtransaction` with one key per transaction).
+    RandomTransaction,
 }
 
 impl Benchmark {
-    pub const ALL: [Benchmark; 11] = [
+    pub const ALL: [Benchmark; 13] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::FillUniqueRandom,
@@ -266,6 +271,8 @@ impl Benchmark {
         Benchmark::SeekRandom,
         Benchmark::ReadWhileWriting,
         Benchmark::DeleteRandom,
+        Benchmark::UpdateRandom,
+        Benchmark::RandomTransaction,
     ];
 
     pub fn name(self) -> &'static str {
@@ -281,6 +288,8 @@ impl Benchmark {
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::DeleteRandom => "deleterandom",
+            Benchmark::UpdateRandom => "updaterandom",
+            Benchmark::RandomTransaction => "randomtransaction",
         }
     }
 
@@ -335,6 +344,8 @@ pub enum PhaseKind {
     Overwrite { schedule: Schedule },
     /// Deletes records chosen by `schedule`.
     Delete { schedule: Schedule },
+    /// Read-modify-write of keys chosen by `schedule`; `txn`: each in a transaction.
+    Update { schedule: Schedule, txn: bool },
     /// Iterates the whole database in key order, each thread from the start; an operation is
     /// one entry.
     ReadSeq,
@@ -408,6 +419,7 @@ impl PhaseSpec {
             | PhaseKind::MultiRead { schedule }
             | PhaseKind::Overwrite { schedule }
             | PhaseKind::Delete { schedule }
+            | PhaseKind::Update { schedule, .. }
             | PhaseKind::Seek { schedule, .. }
             | PhaseKind::ReadWhileWriting { schedule }
             | PhaseKind::Mix { schedule, .. } => Some(schedule),
@@ -552,6 +564,14 @@ pub fn plan(args: &BenchArgs) -> anyhow::Result<Vec<PhaseSpec>> {
             Benchmark::DeleteRandom => (
                 PhaseKind::Delete {
                     schedule: uniform()?,
+                },
+                limit(args.ops.unwrap_or(args.num)),
+                false,
+            ),
+            Benchmark::UpdateRandom | Benchmark::RandomTransaction => (
+                PhaseKind::Update {
+                    schedule: uniform()?,
+                    txn: b == Benchmark::RandomTransaction,
                 },
                 limit(args.ops.unwrap_or(args.num)),
                 false,

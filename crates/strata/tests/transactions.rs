@@ -281,3 +281,39 @@ fn bank(seed: u64) {
         .sum();
     assert_eq!(sum, ACCOUNTS * START, "seed {seed}: after reopen");
 }
+
+/// Threads increment one counter in transactions: commits land in shared write groups, where
+/// a later member that read the counter before an earlier member of the same group wrote it
+/// must be refused. The counter ends at the number of commits.
+#[test]
+fn one_hot_counter_loses_no_increment() {
+    let d = tempfile::tempdir().unwrap();
+    let db = open(d.path(), 4 << 20);
+    db.put("n", "0").unwrap();
+    let refused = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (db, refused) = (db.clone(), refused.clone());
+            std::thread::spawn(move || {
+                let mut done = 0;
+                while done < 200 {
+                    let mut t = db.transaction();
+                    let n = balance(t.get_for_update("n").unwrap());
+                    t.put("n", (n + 1).to_string());
+                    match t.commit() {
+                        Ok(()) => done += 1,
+                        Err(e) if e.kind() == ErrorKind::Busy => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(balance(db.get("n").unwrap()), 800);
+    eprintln!("{} commits refused", refused.load(Ordering::Relaxed));
+}

@@ -245,6 +245,20 @@ pub trait KvEngine: Send + Sync {
         }
         Ok(found)
     }
+    /// Read-modify-write of `key` (db_bench's `updaterandom`): reads it, then writes `value`.
+    /// With `txn`, inside an optimistic transaction (the read a `get_for_update`); returns
+    /// `false` when the commit was refused as a conflict (nothing written). Engines without
+    /// transactions refuse `txn`.
+    fn update(&self, key: &[u8], value: &[u8], txn: bool) -> anyhow::Result<bool> {
+        anyhow::ensure!(
+            !txn,
+            "{} does not run transactions in strata bench",
+            self.kind().name()
+        );
+        self.get(key)?;
+        self.put(key, value)?;
+        Ok(true)
+    }
     /// Seeks to the first key `>= start` and reads up to `n` entries (keys and values); returns
     /// how many. When all `n` were read, `last` holds the key of the last one.
     fn scan(&self, start: &[u8], n: usize, last: &mut Vec<u8>) -> anyhow::Result<usize>;

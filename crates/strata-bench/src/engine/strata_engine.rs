@@ -174,6 +174,28 @@ impl KvEngine for StrataEngine {
         Ok(self.db.get(key)?.is_some())
     }
 
+    fn update(&self, key: &[u8], value: &[u8], txn: bool) -> anyhow::Result<bool> {
+        if !txn {
+            self.db.get(key)?;
+            return self.put(key, value).map(|()| true);
+        }
+        let mut t = self.db.transaction();
+        t.get_for_update(key)?;
+        t.put(key, value);
+        match t.commit_opt(&self.write_opts) {
+            Ok(()) => Ok(true),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    strata::ErrorKind::Busy | strata::ErrorKind::TryAgain
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn multi_get(&self, keys: &[&[u8]]) -> anyhow::Result<usize> {
         let mut found = 0;
         for r in self.db.multi_get(&ReadOptions::default(), keys) {

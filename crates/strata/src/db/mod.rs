@@ -92,10 +92,12 @@ pub(crate) fn write_checked(
     db: &Db,
     batch: WriteBatch,
     sync: bool,
-    check: write::CommitCheck<'_>,
+    check: CommitCheck,
 ) -> Result<()> {
     write::write_checked(db.inner(), batch, sync, Some(check))
 }
+
+pub(crate) use write::CommitCheck;
 
 /// Whether a write now would stall (for `WriteOptions::no_slowdown`).
 pub(crate) fn would_slow_down(db: &Db) -> bool {

@@ -8,30 +8,30 @@
 //! all in the memtables (a flush took some to tables), the check cannot be made: the commit
 //! fails with [`ErrorKind::TryAgain`](crate::ErrorKind::TryAgain), also writing nothing.
 //!
-//! The check runs at the commit moment in the write path: the transaction's batch is committed
-//! in a write group of its own, after every earlier group is published and before any later
-//! one starts, so nothing can be written between the check and the commit. Plain writes pay
-//! nothing for transactions.
+//! The check runs at the commit moment in the write path: the leader of the write group that
+//! takes the transaction's batch runs it after every earlier group is published and before
+//! the group's WAL record is written, against the memtables and the batches of the group's
+//! earlier members; a batch that fails is left out of the group. Nothing can be written
+//! between the check and the commit, transactions still share write groups (and fsyncs) with
+//! each other and with plain writes, and plain writes pay nothing for them.
 //!
 //! Not yet: pessimistic transactions (row locks), tracking of scanned ranges (a serializable
 //! mode), and `merge`. Depends on `db` (the snapshot, the write path's commit check) and
 //! `memtable` (the check); nothing in the engine depends on it.
 
-mod conflict;
+pub(crate) mod conflict;
 mod iter;
 
 pub use iter::TransactionIterator;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::batch::WriteBatch;
-use crate::db::{Db, DbInner, Snapshot};
+use crate::db::{Db, Snapshot};
 use crate::error::{ErrorRepr, Result};
 use crate::options::{ReadOptions, WriteOptions};
-use conflict::Verdict;
 
 /// The writes and tracked keys a savepoint restores.
 #[derive(Clone, Default)]
@@ -190,30 +190,10 @@ impl Transaction {
         if opts.no_slowdown && crate::db::would_slow_down(&self.db) {
             return Err(ErrorRepr::Incomplete("the write would stall").into());
         }
-        let snapshot = self.snapshot.sequence();
-        let tracked = &self.buf.tracked;
-        let check = |inner: &DbInner| check_conflicts(inner, snapshot, tracked);
-        crate::db::write_checked(&self.db, self.buf.batch, opts.sync, &check)
-    }
-}
-
-/// The commit check: run with no write in flight (see `db::write::write_checked`).
-fn check_conflicts(inner: &DbInner, snapshot: u64, tracked: &BTreeSet<Vec<u8>>) -> Result<()> {
-    let sv = inner.super_version_guard();
-    let mut mems: Vec<&crate::memtable::MemTable> = vec![sv.mem.as_ref()];
-    mems.extend(sv.imms.iter().map(Arc::as_ref));
-    let now = inner.last_seq.load(std::sync::atomic::Ordering::Acquire);
-    match conflict::check(&mems, snapshot, now, tracked.iter().map(Vec::as_slice)) {
-        Verdict::Clear => Ok(()),
-        Verdict::Conflict(key, seq) => Err(ErrorRepr::Busy(format!(
-            "key {:?} was written at sequence {seq}, after the transaction's snapshot ({snapshot})",
-            String::from_utf8_lossy(&key)
-        ))
-        .into()),
-        Verdict::HistoryGone => Err(ErrorRepr::TryAgain(format!(
-            "the writes since the transaction's snapshot ({snapshot}) are no longer all in the \
-             memtables, so conflicts cannot be checked; run the transaction again"
-        ))
-        .into()),
+        let check = crate::db::CommitCheck {
+            snapshot: self.snapshot.sequence(),
+            keys: self.buf.tracked.into_iter().collect(),
+        };
+        crate::db::write_checked(&self.db, self.buf.batch, opts.sync, check)
     }
 }
