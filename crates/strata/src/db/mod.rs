@@ -94,7 +94,7 @@ pub(crate) fn write_checked(
     sync: bool,
     check: CommitCheck,
 ) -> Result<()> {
-    write::write_checked(db.inner(), batch, sync, Some(check))
+    write::write_checked(db.inner(), batch, sync, check)
 }
 
 pub(crate) use write::CommitCheck;

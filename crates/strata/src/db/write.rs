@@ -110,9 +110,6 @@ pub(crate) struct Writer {
     /// later ones queued while its owner works (memtable switches by `flush`, shutdown).
     barrier: bool,
     sync: bool,
-    /// A transaction's conflict check, run by the leader that takes this writer into its
-    /// group (see [`write_checked`]).
-    check: Option<CommitCheck>,
     state: AtomicU8,
     result: Mutex<Option<Result<()>>>,
     /// Set by the leader (with state `ASSIGNED`) in concurrent-insert mode.
@@ -143,20 +140,10 @@ impl GroupInserts {
 
 impl Writer {
     fn new(batch: Option<WriteBatch>, barrier: bool, sync: bool) -> Arc<Writer> {
-        Self::checked(batch, barrier, sync, None)
-    }
-
-    fn checked(
-        batch: Option<WriteBatch>,
-        barrier: bool,
-        sync: bool,
-        check: Option<CommitCheck>,
-    ) -> Arc<Writer> {
         Arc::new(Writer {
             batch,
             barrier,
             sync,
-            check,
             state: AtomicU8::new(QUEUED),
             result: Mutex::new(None),
             assignment: Mutex::new(None),
@@ -244,55 +231,23 @@ pub(crate) fn quiesce(inner: &DbInner) {
 
 /// Commits a batch; see the module docs.
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
-    write_checked(inner, batch, sync, None)
-}
-
-/// A transaction's commit check (see `txn`): the batch is committed only if no key in `keys`
-/// (sorted) was written after sequence number `snapshot` — by an earlier group, or by an
-/// earlier member of its own group.
-pub(crate) struct CommitCheck {
-    pub snapshot: u64,
-    pub keys: Vec<Vec<u8>>,
-}
-
-/// [`write`], with `check` (a transaction's commit) run by the leader of the group that takes
-/// the batch, at the commit moment: after every earlier group is published and before the
-/// group's WAL record is written, against the memtables and the group's earlier members. A
-/// batch that fails its check is left out of the group and fails with the check's error
-/// (`Busy`, `TryAgain`); checked batches group with each other and with plain writes.
-pub(crate) fn write_checked(
-    inner: &Arc<DbInner>,
-    batch: WriteBatch,
-    sync: bool,
-    check: Option<CommitCheck>,
-) -> Result<()> {
     batch.validate()?;
     if batch.is_empty() {
         return Ok(());
     }
-    let w = Writer::checked(Some(batch), false, sync, check);
+    let w = Writer::new(Some(batch), false, sync);
     if !join(inner, &w) {
         return w.take_result();
     }
 
     // Leader: make room and gather the group while at the front of the queue.
-    let mut room = make_room_for_write(inner);
-    // The leader's own check first: if it fails, the next writer leads instead.
-    if let (Some(c), Ok(_)) = (&w.check, &room) {
-        quiesce(inner);
-        if let Err(e) = run_check(inner, c, None) {
-            room = Err(e);
-        }
-    }
+    let room = make_room_for_write(inner);
     let mut group: Vec<Arc<Writer>> = Vec::new();
-    // Members whose check failed: taken off the queue with the group, finished with the error.
-    let mut refused: Vec<(Arc<Writer>, crate::Error)> = Vec::new();
     let mut merged = WriteBatch::new();
     let mut want_sync = false;
     if room.is_ok() {
         let q = inner.commit.queue.lock();
         let mut bytes = 0;
-        let mut quiesced = w.check.is_some();
         for m in q.iter() {
             if m.barrier || (m.sync && !w.sync && !group.is_empty()) {
                 break;
@@ -300,17 +255,6 @@ pub(crate) fn write_checked(
             let size = m.batch.as_ref().map_or(0, |b| b.size_in_bytes());
             if !group.is_empty() && bytes + size > MAX_GROUP_BYTES {
                 break;
-            }
-            if let (Some(c), false) = (&m.check, Arc::ptr_eq(m, &w)) {
-                if !quiesced {
-                    // The memtables must hold every earlier group's writes.
-                    quiesce(inner);
-                    quiesced = true;
-                }
-                if let Err(e) = run_check(inner, c, Some(&merged)) {
-                    refused.push((m.clone(), e));
-                    continue;
-                }
             }
             bytes += size;
             if let Some(b) = m.batch.as_ref() {
@@ -322,13 +266,9 @@ pub(crate) fn write_checked(
     } else {
         group.push(w.clone());
     }
-    for (m, e) in &refused {
-        m.finish(Err(e.clone()));
-    }
-    let taken = group.len() + refused.len();
     let (mem, first) = match room {
         Err(e) => {
-            leave_front(inner, taken);
+            leave_front(inner, 1);
             return Err(e);
         }
         Ok(mem) => (mem, inner.commit.allocated.load(Ordering::Acquire) + 1),
@@ -347,7 +287,7 @@ pub(crate) fn write_checked(
     // on few cores the overlap gains little, and the next group, formed later, is larger.
     let pipelined = inner.opts.pipelined_write;
     if pipelined || result.is_err() {
-        leave_front(inner, taken);
+        leave_front(inner, group.len());
     }
     if let Err(e) = result {
         for m in group.iter().filter(|m| !Arc::ptr_eq(m, &w)) {
@@ -366,7 +306,7 @@ pub(crate) fn write_checked(
     inner.last_seq.store(first + count - 1, Ordering::Release);
     c.published.notify();
     if !pipelined {
-        leave_front(inner, taken);
+        leave_front(inner, group.len());
     }
 
     let st = &inner.stats;
@@ -380,18 +320,73 @@ pub(crate) fn write_checked(
     Ok(())
 }
 
-/// Runs a transaction's check at the commit moment (no group in flight): against the
-/// memtables, and against the batches of the group's earlier members (`earlier`).
-fn run_check(inner: &DbInner, c: &CommitCheck, earlier: Option<&WriteBatch>) -> Result<()> {
+/// A transaction's commit check (see `txn`): the batch is committed only if no key in `keys`
+/// (sorted) was written after sequence number `snapshot`.
+pub(crate) struct CommitCheck {
+    pub snapshot: u64,
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// Commits `batch` as a write group of its own if `check` passes at the commit moment: it
+/// waits its turn at the front of the queue as a barrier (no leader takes it into a group),
+/// makes room, waits until every earlier group is published, runs the check against the
+/// memtables, and only then writes the WAL record and the memtable — so nothing is written
+/// between the check and the commit. A failed check writes nothing and returns its error
+/// (`Busy`, `TryAgain`). Plain writes never take this path.
+pub(crate) fn write_checked(
+    inner: &Arc<DbInner>,
+    batch: WriteBatch,
+    sync: bool,
+    check: CommitCheck,
+) -> Result<()> {
+    batch.validate()?;
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let w = Writer::new(None, true, sync);
+    let led = join(inner, &w);
+    debug_assert!(led, "a barrier is never taken into a group");
+    let out = commit_alone(inner, batch, sync, &check);
+    leave_front(inner, 1);
+    out
+}
+
+/// The body of [`write_checked`], at the front of the queue.
+fn commit_alone(
+    inner: &Arc<DbInner>,
+    mut batch: WriteBatch,
+    sync: bool,
+    check: &CommitCheck,
+) -> Result<()> {
+    let mem = make_room_for_write(inner)?;
+    quiesce(inner);
+    run_check(inner, check)?;
+    let first = inner.commit.allocated.load(Ordering::Acquire) + 1;
+    append_to_wal(inner, &mut batch, first, sync)?;
+    let count = batch.len() as u64;
+    inner
+        .commit
+        .allocated
+        .store(first + count - 1, Ordering::Release);
+    apply_to_memtable(&mem, &batch, first);
+    inner.last_seq.store(first + count - 1, Ordering::Release);
+    inner.commit.published.notify();
+    let st = &inner.stats;
+    st.user_bytes_written
+        .fetch_add(batch.size_in_bytes() as u64, Ordering::Relaxed);
+    st.keys_written.fetch_add(count, Ordering::Relaxed);
+    st.write_groups.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Runs a transaction's check with no group in flight, against the memtables.
+fn run_check(inner: &DbInner, c: &CommitCheck) -> Result<()> {
     let sv = inner.super_version_guard();
     let mut mems: Vec<&MemTable> = vec![sv.mem.as_ref()];
     mems.extend(sv.imms.iter().map(Arc::as_ref));
     let now = inner.last_seq.load(Ordering::Acquire);
     let keys = c.keys.iter().map(Vec::as_slice);
-    let verdict = match crate::txn::conflict::in_batch(earlier, &c.keys) {
-        Some(key) => crate::txn::conflict::Verdict::Conflict(key, now + 1),
-        None => crate::txn::conflict::check(&mems, c.snapshot, now, keys),
-    };
+    let verdict = crate::txn::conflict::check(&mems, c.snapshot, now, keys);
     crate::txn::conflict::into_result(verdict, c.snapshot)
 }
 

@@ -9,7 +9,6 @@
 //! A pure function over read-only memtables; run it at the commit moment (no write in flight).
 //! Depends on `memtable` and `types` only.
 
-use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{ErrorRepr, Result};
 use crate::memtable::MemTable;
 use crate::types::SeqNo;
@@ -56,28 +55,6 @@ pub(crate) fn check<'k>(
         }
     }
     Verdict::Clear
-}
-
-/// The first of `keys` (sorted) that `earlier` (the batches committed just before, in the same
-/// write group) writes or deletes, or covers with a range deletion.
-pub(crate) fn in_batch(earlier: Option<&WriteBatch>, keys: &[Vec<u8>]) -> Option<Vec<u8>> {
-    let earlier = earlier.filter(|b| !b.is_empty())?;
-    for op in earlier.iter() {
-        let hit = match op {
-            BatchOp::Put(k, _) | BatchOp::Delete(k) => keys
-                .binary_search_by(|t| t.as_slice().cmp(k))
-                .ok()
-                .map(|i| &keys[i]),
-            BatchOp::DeleteRange(lo, hi) => {
-                let i = keys.partition_point(|t| t.as_slice() < lo);
-                keys.get(i).filter(|t| t.as_slice() < hi)
-            }
-        };
-        if let Some(k) = hit {
-            return Some(k.clone());
-        }
-    }
-    None
 }
 
 /// The commit's outcome for a verdict: `Busy` on a conflict, `TryAgain` when history is gone.
@@ -144,23 +121,6 @@ mod tests {
         // A memtable of unknown base (recovered) is no window.
         let recovered = mem(u64::MAX, &[(5, "a")]);
         assert_eq!(check(&[&recovered], 4, 5, k("q")), Verdict::HistoryGone);
-    }
-
-    #[test]
-    fn earlier_members_of_the_group_conflict_by_key() {
-        let keys: Vec<Vec<u8>> = vec![b"b".to_vec(), b"m".to_vec()];
-        let mut b = WriteBatch::new();
-        b.put("a", "1");
-        b.delete("z");
-        assert_eq!(in_batch(Some(&b), &keys), None);
-        assert_eq!(in_batch(None, &keys), None);
-        b.delete("m");
-        assert_eq!(in_batch(Some(&b), &keys), Some(b"m".to_vec()));
-        let mut r = WriteBatch::new();
-        r.delete_range("c", "m");
-        assert_eq!(in_batch(Some(&r), &keys), None, "the end is exclusive");
-        r.delete_range("a", "c");
-        assert_eq!(in_batch(Some(&r), &keys), Some(b"b".to_vec()));
     }
 
     #[test]

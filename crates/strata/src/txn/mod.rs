@@ -8,12 +8,11 @@
 //! all in the memtables (a flush took some to tables), the check cannot be made: the commit
 //! fails with [`ErrorKind::TryAgain`](crate::ErrorKind::TryAgain), also writing nothing.
 //!
-//! The check runs at the commit moment in the write path: the leader of the write group that
-//! takes the transaction's batch runs it after every earlier group is published and before
-//! the group's WAL record is written, against the memtables and the batches of the group's
-//! earlier members; a batch that fails is left out of the group. Nothing can be written
-//! between the check and the commit, transactions still share write groups (and fsyncs) with
-//! each other and with plain writes, and plain writes pay nothing for them.
+//! The check runs at the commit moment in the write path: the transaction's batch is committed
+//! as a write group of its own, after every earlier group is published and before any later
+//! one starts, so nothing can be written between the check and the commit. Plain writes never
+//! take that path. (Letting group leaders check transactions inside shared groups is faster at
+//! 4 threads; it is not done yet.)
 //!
 //! Not yet: pessimistic transactions (row locks), tracking of scanned ranges (a serializable
 //! mode), and `merge`. Depends on `db` (the snapshot, the write path's commit check) and
