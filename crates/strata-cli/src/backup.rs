@@ -202,6 +202,16 @@ fn options(t: &Transfer, what: &str) -> (Option<ProgressBar>, BackupOptions) {
     )
 }
 
+/// Runs `f` with `bar` on screen, clears it, and says how long `f` took.
+fn with_bar<T>(bar: Option<ProgressBar>, f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
+    let started = Instant::now();
+    let out = f();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok((out?, started.elapsed().as_secs_f64()))
+}
+
 fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
@@ -220,15 +230,10 @@ pub fn run(args: BackupArgs) -> Result<()> {
             let (bar, mut o) = options(&transfer, "backup");
             o.app_metadata = app_metadata;
             let capacity = capacity.map(|c| transfer.store(&c));
-            let started = Instant::now();
-            let info = e
-                .create_from_dir(&db, capacity.as_ref(), &o)
-                .with_context(|| format!("backup of {} to {to}", db.display()));
-            if let Some(b) = bar {
-                b.finish_and_clear();
-            }
-            let info = info?;
-            let seconds = started.elapsed().as_secs_f64();
+            let (info, seconds) = with_bar(bar, || {
+                e.create_from_dir(&db, capacity.as_ref(), &o)
+                    .with_context(|| format!("backup of {} to {to}", db.display()))
+            })?;
             if transfer.json {
                 return print_json(&Timed {
                     result: &info,
@@ -273,11 +278,7 @@ pub fn run(args: BackupArgs) -> Result<()> {
         BackupCommand::Verify { from, id, transfer } => {
             let e = engine(&from, Some(&transfer))?;
             let (bar, o) = options(&transfer, "verify");
-            let reports = e.verify(id, &o);
-            if let Some(b) = bar {
-                b.finish_and_clear();
-            }
-            let reports = reports?;
+            let (reports, _) = with_bar(bar, || Ok(e.verify(id, &o)?))?;
             if transfer.json {
                 print_json(&reports)?;
             } else {
@@ -310,15 +311,10 @@ pub fn run(args: BackupArgs) -> Result<()> {
             let e = engine(&from, Some(&transfer))?;
             let (bar, o) = options(&transfer, "restore");
             let capacity = capacity.map(|c| transfer.store(&c));
-            let started = Instant::now();
-            let info = e
-                .restore(id, &db, capacity.as_ref(), &o)
-                .with_context(|| format!("restore from {from} into {}", db.display()));
-            if let Some(b) = bar {
-                b.finish_and_clear();
-            }
-            let info = info?;
-            let seconds = started.elapsed().as_secs_f64();
+            let (info, seconds) = with_bar(bar, || {
+                e.restore(id, &db, capacity.as_ref(), &o)
+                    .with_context(|| format!("restore from {from} into {}", db.display()))
+            })?;
             if transfer.json {
                 return print_json(&Timed {
                     result: &info,

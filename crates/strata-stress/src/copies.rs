@@ -14,6 +14,7 @@ use strata_test_support::Rng;
 
 use crate::config::StressConfig;
 use crate::oracle::{verify, Expected};
+use crate::runner::remove;
 
 /// Which kind of copy a round checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,14 +28,6 @@ impl CopyKind {
     /// One of the three, evenly.
     pub fn draw(rng: &mut Rng) -> Self {
         [CopyKind::Checkpoint, CopyKind::Clone, CopyKind::Backup][rng.below(3) as usize]
-    }
-}
-
-fn remove(path: &Path) -> std::io::Result<()> {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
-        Ok(_) => std::fs::remove_file(path),
-        Err(_) => Ok(()),
     }
 }
 

@@ -118,7 +118,8 @@ fn clock_seed() -> u64 {
         .unwrap_or(1)
 }
 
-fn remove(path: &Path) -> std::io::Result<()> {
+/// Removes a file or directory tree, if there is one.
+pub(crate) fn remove(path: &Path) -> std::io::Result<()> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
         Ok(_) => std::fs::remove_file(path),

@@ -2,7 +2,7 @@
 //! (tables by content name, skipping those already there), a final listing, the document.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -10,8 +10,9 @@ use bytes::Bytes;
 use super::meta::{meta_name, shared_name, BackupFile, BackupMeta, Place, BACKUP_FORMAT};
 use super::throttle::Throttle;
 use super::{parallel, BackupEngine, BackupInfo, BackupOptions, Done, BACKUP_PROTECTION};
+use crate::checkpoint::offline::{self, Hold};
 use crate::checkpoint::{
-    new_id, now_unix_ms, offline, CheckpointInfo, CheckpointOptions, ParentLink, Registry,
+    new_id, now_unix_ms, CheckpointInfo, CheckpointOptions, ParentLink, Registry,
 };
 use crate::error::{Error, Result};
 use crate::storage::object::{CapacityOptions, CapacityTier};
@@ -27,36 +28,10 @@ fn checkpoint_options() -> CheckpointOptions {
     }
 }
 
-/// A hold directory inside the source's directory (the same file system, so the checkpoint
-/// hard-links its fast-tier tables), removed when dropped; a crash's is removed by the
-/// source's next open.
-struct HoldDir {
-    storage: Arc<dyn Storage>,
-    dir: PathBuf,
-}
-
-impl HoldDir {
-    fn new(storage: &Arc<dyn Storage>, src: &Path) -> Result<Self> {
-        let dir = src.join(format!("{}{}", offline::HOLD_PREFIX, new_id()));
-        storage.create_dir_all(&dir)?;
-        Ok(HoldDir {
-            storage: storage.clone(),
-            dir,
-        })
-    }
-}
-
-impl Drop for HoldDir {
-    fn drop(&mut self) {
-        if let Err(e) = self.storage.remove_dir_all(&self.dir) {
-            tracing::warn!(dir = %self.dir.display(), error = %e, "could not remove a backup's hold");
-        }
-    }
-}
-
 pub(super) fn from_db(e: &BackupEngine, db: &Db, o: &BackupOptions) -> Result<BackupInfo> {
     let storage = default_storage();
-    let hold = HoldDir::new(&storage, db.path())?;
+    // In the source's directory (one file system: the checkpoint hard-links its fast tables).
+    let hold = Hold::in_source(&storage, db.path())?;
     let copy = hold.dir.join("copy");
     let ck = db.checkpoint_with(&copy, &checkpoint_options())?;
     let out = upload(
@@ -81,7 +56,7 @@ pub(super) fn from_dir(
     o: &BackupOptions,
 ) -> Result<BackupInfo> {
     let storage = default_storage();
-    let hold = HoldDir::new(&storage, src)?;
+    let hold = Hold::in_source(&storage, src)?;
     let copy = hold.dir.join("copy");
     let ck = offline::checkpoint_dir(src, capacity, &copy, &checkpoint_options())?;
     let out = upload(e, &storage, src, &copy, &ck, capacity, o);
@@ -193,8 +168,10 @@ fn upload(
     // only the identity tells them apart).
     let identity = crate::db::identity::read_identity(storage.as_ref(), src)?;
     let present: HashSet<String> = e.tier.list("shared")?.into_iter().map(|(n, _)| n).collect();
+    let documents = e.documents()?;
+    let newest = documents.last().map_or(0, |(id, _)| *id);
     let mut known: HashMap<String, BackupFile> = HashMap::new();
-    for (_, m) in e.documents()? {
+    for (_, m) in documents {
         let Ok(m) = m else { continue };
         if identity.is_none() || m.source_identity != identity {
             continue;
@@ -330,7 +307,6 @@ fn upload(
         .iter()
         .filter(|(_, new)| *new)
         .fold((0, 0), |(n, b), (f, _)| (n + 1, b + f.size));
-    let newest = e.documents()?.last().map_or(0, |(id, _)| *id);
     let mut meta = BackupMeta {
         format: BACKUP_FORMAT,
         id: (newest + 1).max(e.next_id()?),
@@ -344,7 +320,7 @@ fn upload(
         new_files,
         new_bytes,
     };
-    // The document makes the backup; another writer taking the same id (against the rule)
+    // The document makes the backup; an id taken meanwhile (another writer, against the rule)
     // makes this one take the next.
     loop {
         let name = meta_name(meta.id);

@@ -205,8 +205,7 @@ fn attempt_once(
     // directory beside them (same file system), so a flush or compaction that deletes them
     // meanwhile does not matter. Only the newest WAL can still grow; its length now bounds
     // its copy (a later WAL is not listed, so the copy is a prefix of the writes).
-    let hold = Hold::new(storage, src.join(format!("{HOLD_PREFIX}{}", new_id())));
-    storage.create_dir_all(&hold.dir).map_err(Fail)?;
+    let hold = Hold::in_source(storage, src).map_err(Fail)?;
     let fast: Vec<u64> = plan
         .tables()
         .filter(|f| f.tier == crate::tier::Tier::Fast)
@@ -289,19 +288,30 @@ fn attempt_once(
 /// leftovers are removed when the source opens next.
 pub(crate) const HOLD_PREFIX: &str = "checkpoint-hold-";
 
-/// A hold directory, removed when dropped.
-struct Hold<'a> {
-    storage: &'a Arc<dyn Storage>,
-    dir: std::path::PathBuf,
+/// A hold directory, created and removed when dropped (a crash's is removed by the source's
+/// next open, see `HOLD_PREFIX`).
+pub(crate) struct Hold {
+    storage: Arc<dyn Storage>,
+    pub(crate) dir: std::path::PathBuf,
 }
 
-impl<'a> Hold<'a> {
-    fn new(storage: &'a Arc<dyn Storage>, dir: std::path::PathBuf) -> Self {
-        Hold { storage, dir }
+impl Hold {
+    /// Creates the directory `dir`.
+    pub(crate) fn create(storage: &Arc<dyn Storage>, dir: std::path::PathBuf) -> Result<Self> {
+        storage.create_dir_all(&dir)?;
+        Ok(Hold {
+            storage: storage.clone(),
+            dir,
+        })
+    }
+
+    /// A new hold directory in the source directory `src`.
+    pub(crate) fn in_source(storage: &Arc<dyn Storage>, src: &Path) -> Result<Self> {
+        Self::create(storage, src.join(format!("{HOLD_PREFIX}{}", new_id())))
     }
 }
 
-impl Drop for Hold<'_> {
+impl Drop for Hold {
     fn drop(&mut self) {
         if let Err(e) = self.storage.remove_dir_all(&self.dir) {
             tracing::warn!(dir = %self.dir.display(), error = %e, "could not remove a checkpoint's hold");
