@@ -43,11 +43,13 @@ use strata::WriteBatch;
 use crate::commands::{self, Ctx, LockScope, Pending, Request};
 use crate::commit_group::{Outcome, Written};
 use crate::locks::MultiGuard;
+use crate::multi::{self, Multi};
 use crate::resp::{encode, Reply};
 use crate::server::Shared;
 use crate::session::{Close, Session};
 use crate::stats::ServerStats;
 use crate::store::StoreResult;
+use crate::watch::Watching;
 
 /// Replies (in bytes, estimated) after which a batch stops early.
 pub const OUTPUT_SOFT_LIMIT: usize = 8 << 20;
@@ -90,7 +92,11 @@ pub fn run_batch_mode(
     out_base: usize,
 ) -> usize {
     let mut at = Progress::new(out, out_base);
-    while let Some((end, room)) = at.next_segment(batch, session, out) {
+    loop {
+        at.queue(shared, session, batch, out);
+        let Some((end, room)) = at.next_segment(batch, session, out) else {
+            break;
+        };
         let i = at.done;
         // Not inline, nothing defers: stripes are waited for and reads may do I/O.
         let Ok(mut seg) = prepare_segment(shared, session, &batch[i..end], at.now, room, false)
@@ -125,7 +131,11 @@ pub async fn run_batch_inline(
     out_base: usize,
 ) -> (usize, Option<Deferred>) {
     let mut at = Progress::new(out, out_base);
-    while let Some((end, room)) = at.next_segment(batch, session, out) {
+    loop {
+        at.queue(shared, session, batch, out);
+        let Some((end, room)) = at.next_segment(batch, session, out) else {
+            break;
+        };
         let i = at.done;
         let close = session.close;
         let mut seg = match prepare_segment(shared, session, &batch[i..end], at.now, room, true) {
@@ -189,6 +199,33 @@ impl Progress {
         }
     }
 
+    /// While the session is in MULTI, queues the requests from `done` on that MULTI does not
+    /// run at once (`multi::runs_in_multi`), answering each (`QUEUED` or the error that
+    /// aborts the transaction).
+    fn queue(
+        &mut self,
+        shared: &Shared,
+        session: &mut Session,
+        batch: &[Request],
+        out: &mut BytesMut,
+    ) {
+        while let Some(req) = batch.get(self.done) {
+            if session.close != Close::Open || multi::runs_in_multi(req) {
+                return;
+            }
+            let authenticated = session.authenticated || !shared.limits.auth_required();
+            let Some(m) = session.multi.as_mut() else {
+                return;
+            };
+            let reply = multi::queue(m, req, authenticated);
+            if reply.is_error() {
+                ServerStats::add(&shared.stats.error_replies, 1);
+            }
+            encode(out, &reply, session.protocol);
+            self.done += 1;
+        }
+    }
+
     /// The next segment — its end in `batch` (a barrier alone, or the run of ordinary commands
     /// up to the next barrier) and the reply bytes it may produce — or `None` once the batch is
     /// done, the session is closing or the replies passed [`OUTPUT_SOFT_LIMIT`].
@@ -234,7 +271,8 @@ struct Prepared {
 
 /// Steps 1 and 2 of a segment (or its prefix, if its replies outgrow `room`): lock, run. Returns
 /// why running inline it would have to wait (nothing committed, nothing encoded, the session's
-/// closing state as it was).
+/// closing state as it was). An EXEC of a queued transaction is a segment of its own
+/// ([`prepare_exec`]).
 fn prepare_segment(
     shared: &Shared,
     session: &mut Session,
@@ -243,6 +281,11 @@ fn prepare_segment(
     room: usize,
     inline: bool,
 ) -> Result<Prepared, Deferred> {
+    if let [req] = cmds {
+        if session.multi.is_some() && req.spec().is_some_and(|c| c.name == "exec") {
+            return prepare_exec(shared, session, now, inline);
+        }
+    }
     // 1. The stripes the segment's write commands name.
     let mut keys: Vec<&Bytes> = Vec::new();
     let mut all = false;
@@ -255,37 +298,7 @@ fn prepare_segment(
             LockScope::All => all = true,
         }
     }
-    let locks = shared.store.locks();
-    let guard = if all {
-        if inline {
-            return Err(Deferred::Blocking);
-        }
-        Some(locks.lock_all())
-    } else if keys.is_empty() {
-        None
-    } else if inline {
-        // A stripe held by a member of the forming commit group may be chained on.
-        let epoch = shared.commit_groups.epoch();
-        Some(
-            locks
-                .try_lock_keys_or_chain(&keys, epoch)
-                .map_err(Deferred::Busy)?,
-        )
-    } else {
-        Some(locks.lock_keys(&keys))
-    };
-
-    let close = session.close;
-    let mut pending = Pending::new(inline);
-    if let Some(g) = &guard {
-        if let (Some(epoch), Some(stripe)) = (g.chained_epoch(), g.chained_stripe()) {
-            // Its group already taken: no use running the commands.
-            if shared.commit_groups.epoch() != epoch {
-                return Err(Deferred::Busy(stripe));
-            }
-            pending.chain = Some((epoch, g.chained_stripes().to_vec()));
-        }
-    }
+    let (guard, mut pending) = lock_segment(shared, (!all).then_some(keys), inline)?;
     // Sized once for the keys the segment's writes name (mostly one each), not grown.
     pending.overlay.reserve(writes);
     // 2. Run — after reading the keys of the segment's GETs and MGETs together, and hinting
@@ -298,6 +311,79 @@ fn prepare_segment(
     if cmds.len() >= PREFETCH_MIN && !cmds.iter().all(Request::blind_write) {
         close_reads = prefetch_keys(shared, cmds, &mut pending);
     }
+    let ran = run_commands(
+        shared,
+        session,
+        cmds,
+        now,
+        room,
+        &mut pending,
+        close_reads,
+        guard.as_ref(),
+    )?;
+    Ok(Prepared::new(guard, pending, ran))
+}
+
+/// Step 1 of a segment: locks the stripes of `keys` (every stripe for `None`) — inline, only
+/// tries them, chaining on a stripe held by a member of the forming commit group (`locks`) —
+/// and returns the guard with the segment's empty pending writes (chained, if it chains).
+fn lock_segment(
+    shared: &Shared,
+    keys: Option<Vec<&Bytes>>,
+    inline: bool,
+) -> Result<(Option<MultiGuard>, Pending), Deferred> {
+    let locks = shared.store.locks();
+    let guard = match keys {
+        None if inline => return Err(Deferred::Blocking),
+        None => Some(locks.lock_all()),
+        Some(keys) if keys.is_empty() => None,
+        Some(keys) if inline => {
+            // A stripe held by a member of the forming commit group may be chained on.
+            let epoch = shared.commit_groups.epoch();
+            Some(
+                locks
+                    .try_lock_keys_or_chain(&keys, epoch)
+                    .map_err(Deferred::Busy)?,
+            )
+        }
+        Some(keys) => Some(locks.lock_keys(&keys)),
+    };
+    let mut pending = Pending::new(inline);
+    if let Some(g) = &guard {
+        if let (Some(epoch), Some(stripe)) = (g.chained_epoch(), g.chained_stripe()) {
+            // Its group already taken: no use running the commands.
+            if shared.commit_groups.epoch() != epoch {
+                return Err(Deferred::Busy(stripe));
+            }
+            pending.chain = Some((epoch, g.chained_stripes().to_vec()));
+        }
+    }
+    Ok((guard, pending))
+}
+
+/// What running a segment's commands produced.
+struct Ran {
+    replies: Vec<Reply>,
+    first_write: Option<usize>,
+    ran: usize,
+    timings: Vec<(&'static str, std::time::Duration)>,
+}
+
+/// Step 2 of a segment: runs `cmds` in order into `pending` until the replies outgrow `room`
+/// or the session closes. Returns why running inline it would have to wait (the session's
+/// closing state restored).
+#[allow(clippy::too_many_arguments)]
+fn run_commands(
+    shared: &Shared,
+    session: &mut Session,
+    cmds: &[Request],
+    now: u64,
+    room: usize,
+    pending: &mut Pending,
+    close_reads: Option<usize>,
+    guard: Option<&MultiGuard>,
+) -> Result<Ran, Deferred> {
+    let close = session.close;
     let mut replies: Vec<Reply> = Vec::with_capacity(cmds.len());
     let mut first_write: Option<usize> = None;
     let mut reply_bytes = 0usize;
@@ -314,7 +400,7 @@ fn prepare_segment(
                 shared,
                 session,
                 now,
-                pending: &mut pending,
+                pending,
             };
             match &shared.metrics {
                 None => commands::dispatch(&mut ctx, req),
@@ -333,7 +419,7 @@ fn prepare_segment(
         }
         if pending.stale.get() {
             session.close = close;
-            let stripe = guard.as_ref().and_then(MultiGuard::chained_stripe);
+            let stripe = guard.and_then(MultiGuard::chained_stripe);
             return Err(stripe.map_or(Deferred::Blocking, Deferred::Busy));
         }
         if first_write.is_none() && pending.batch.len() > before {
@@ -348,25 +434,143 @@ fn prepare_segment(
             break;
         }
     }
-    Ok(Prepared {
-        guard,
-        hits: pending.hits.get(),
-        misses: pending.misses.get(),
-        batch: {
-            // Chained readers see a segment's writes through the maps, which hold no range
-            // deletion; a segment with one (a barrier) never runs inline, so none chains on it.
-            debug_assert!(!(inline && pending.has_ranges()));
-            pending.take_batch()
-        },
-        written: Written {
-            records: pending.overlay,
-            elems: pending.elems,
-        },
+    Ok(Ran {
         replies,
         first_write,
         ran,
         timings,
     })
+}
+
+impl Prepared {
+    fn new(guard: Option<MultiGuard>, mut pending: Pending, ran: Ran) -> Prepared {
+        Prepared {
+            guard,
+            hits: pending.hits.get(),
+            misses: pending.misses.get(),
+            batch: {
+                // Chained readers see a segment's writes through the maps, which hold no range
+                // deletion; a segment with one (a barrier) never runs inline, so none chains
+                // on it.
+                debug_assert!(!(pending.inline && pending.has_ranges()));
+                pending.take_batch()
+            },
+            written: Written {
+                records: pending.overlay,
+                elems: pending.elems,
+            },
+            replies: ran.replies,
+            first_write: ran.first_write,
+            ran: ran.ran,
+            timings: ran.timings,
+        }
+    }
+
+    /// A segment of one request answered `reply` with nothing written.
+    fn answered(guard: Option<MultiGuard>, reply: Reply) -> Prepared {
+        let ran = Ran {
+            replies: vec![reply],
+            first_write: None,
+            ran: 1,
+            timings: Vec::new(),
+        };
+        Prepared::new(guard, Pending::new(false), ran)
+    }
+}
+
+/// EXEC of the session's queued transaction (see `multi`): EXECABORT if queuing refused a
+/// command; else, holding the stripes of every key the transaction names and every watched
+/// key, a null array if a watched key was written (or expired) since WATCH, or the queued
+/// commands run in order into one pending batch — committed by the caller as one engine
+/// write — with their replies as one array. The transaction and the watches end with it,
+/// unless it must wait (`Deferred`: both are kept for the rerun).
+fn prepare_exec(
+    shared: &Shared,
+    session: &mut Session,
+    now: u64,
+    inline: bool,
+) -> Result<Prepared, Deferred> {
+    let Some(multi) = session.multi.take() else {
+        return Ok(Prepared::answered(
+            None,
+            Reply::error("ERR EXEC without MULTI"),
+        ));
+    };
+    let watching = session.watching.take();
+    let r = exec_transaction(shared, session, &multi, watching.as_ref(), now, inline);
+    if r.is_err() {
+        session.multi = Some(multi);
+        session.watching = watching;
+    }
+    r
+}
+
+fn exec_transaction(
+    shared: &Shared,
+    session: &mut Session,
+    multi: &Multi,
+    watching: Option<&Watching>,
+    now: u64,
+    inline: bool,
+) -> Result<Prepared, Deferred> {
+    if multi.aborted {
+        return Ok(Prepared::answered(None, Reply::error(multi::EXECABORT)));
+    }
+    let watched = watching.map_or(&[][..], Watching::keys);
+    let scope = multi::isolation_scope(&multi.queued, watched.iter().map(|(k, _)| k));
+    let (guard, mut pending) = lock_segment(shared, scope, inline)?;
+    if let Some(w) = watching {
+        if w.touched() || watched_key_expired(shared, w, now, inline)? {
+            return Ok(Prepared::answered(guard, Reply::NullArray));
+        }
+    }
+    let mut ran = run_commands(
+        shared,
+        session,
+        &multi.queued,
+        now,
+        usize::MAX,
+        &mut pending,
+        None,
+        guard.as_ref(),
+    )?;
+    ran.replies = vec![Reply::Array(std::mem::take(&mut ran.replies))];
+    ran.first_write = ran.first_write.map(|_| 0);
+    ran.ran = 1;
+    Ok(Prepared::new(guard, pending, ran))
+}
+
+/// Whether a watched key that was live when it was watched has expired since (redis'
+/// `isWatchedKeyExpired`: an expiry is a change the watcher must see, though nothing wrote).
+fn watched_key_expired(
+    shared: &Shared,
+    w: &Watching,
+    now: u64,
+    inline: bool,
+) -> Result<bool, Deferred> {
+    let opts = strata::ReadOptions {
+        cache_only: inline,
+        ..Default::default()
+    };
+    for (key, since) in w.keys() {
+        let raw = crate::keyspace::with_data_key(key, |k| shared.store.db().get_opt(&opts, k));
+        let expire_at = match raw {
+            // A record that does not decode: not a state to run the transaction on.
+            Ok(Some(raw)) => match crate::value::peek(&raw) {
+                Ok((_, at)) => at,
+                Err(_) => return Ok(true),
+            },
+            Ok(None) => None,
+            Err(e) if e.kind() == strata::ErrorKind::Incomplete => return Err(Deferred::Blocking),
+            // An engine error while checking: the transaction must not run on an unknown
+            // state; the watcher retries (a null array is what it handles).
+            Err(_) => return Ok(true),
+        };
+        if expire_at.is_some_and(|at| at > *since && at <= now) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Commands in a segment from which their keys are prefetched.

@@ -9,7 +9,8 @@
 //! (one client: read, parse, execute a batch, write), [`executor`] (a batch: segments,
 //! locks, one engine write per segment), [`commit_group`] (inline segments of many connections
 //! committed as one engine write), [`resp`] (parser and writer),
-//! [`session`] (per-connection protocol state), [`clients`] (registry); commands: [`commands`]
+//! [`session`] (per-connection protocol state), [`multi`] (MULTI/EXEC queuing and isolation),
+//! [`watch`] (WATCH), [`clients`] (registry); commands: [`commands`]
 //! (table, dispatch and one file per group); data: [`store`] (typed access to the engine),
 //! [`keyspace`] (key namespaces), [`value`] (value header), [`expiry`] (TTL arithmetic and the
 //! compaction filter), [`locks`] (striped key locks: atomic read-modify-write), [`cursor`]
@@ -48,6 +49,7 @@ pub mod keyspace;
 pub mod limits;
 pub mod locks;
 pub mod metrics;
+pub mod multi;
 pub mod numbers;
 pub mod pool;
 pub mod redis_float;
@@ -59,6 +61,7 @@ pub mod shutdown;
 pub mod stats;
 pub mod store;
 pub mod value;
+pub mod watch;
 
 pub use config::{ByteSize, ConfigError, EngineConfig, ServerConfig, SyncPolicy};
 pub use server::{Server, ServerError, Shared};

@@ -1,14 +1,18 @@
 //! [`Session`]: the per-connection protocol state commands read and change — protocol version,
-//! authentication, whether to close — plus the client's registry entry.
+//! authentication, whether to close, the transaction being queued (MULTI, see `multi`) and the
+//! keys it watches (WATCH, see `watch`) — plus the client's registry entry.
 //!
 //! Invariant: a session is owned by exactly one connection task and moved (never shared) into
-//! the engine pool for a batch, so it needs no locking. Depends on `clients` and `resp`.
+//! the engine pool for a batch, so it needs no locking. Depends on `clients`, `resp`, `multi`
+//! and `watch`.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use crate::clients::ClientHandle;
+use crate::multi::Multi;
 use crate::resp::Protocol;
+use crate::watch::Watching;
 
 /// What the connection does after the current command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +30,10 @@ pub struct Session {
     pub protocol: Protocol,
     pub authenticated: bool,
     pub close: Close,
+    /// In MULTI: the commands queued for EXEC (`None`: not in a transaction).
+    pub multi: Option<Multi>,
+    /// The keys WATCHed since the last EXEC, DISCARD or UNWATCH (dropping it unregisters them).
+    pub watching: Option<Watching>,
 }
 
 impl Session {
@@ -35,6 +43,8 @@ impl Session {
             protocol: Protocol::Resp2,
             authenticated,
             close: Close::Open,
+            multi: None,
+            watching: None,
         }
     }
 

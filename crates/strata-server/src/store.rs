@@ -2,8 +2,8 @@
 //! `keyspace`), values with headers (see `value`), expiry applied on read, the sync policy
 //! applied on write, the striped key locks (see `locks`), and bounded range scans.
 //!
-//! Invariants: `get` never returns an expired value; every write goes through [`Store::write`],
-//! which applies the sync policy (`always` → the write is fsynced before it returns). Commands
+//! Invariants: `get` never returns an expired value; every write goes through [`Store::write`]
+//! (or `write_no_slowdown`), which marks the connections that WATCH its keys and applies the sync policy (`always` → the write is fsynced before it returns). Commands
 //! build their batches through `commands::Ctx`, which rejects keys longer than
 //! `keyspace::MAX_USER_KEY`. This module performs blocking engine calls: call it from the
 //! engine pool only.
@@ -21,6 +21,7 @@ use crate::expiry::{is_expired, ExpiryFilter};
 use crate::keyspace::{self, DB0_END, DB0_START, FORMAT_KEY, LAYOUT_VERSION, MAX_USER_KEY};
 use crate::locks::KeyLocks;
 use crate::value::{self, DecodeError, Entry, ValueType};
+use crate::watch::Watches;
 
 impl Drop for Store {
     fn drop(&mut self) {
@@ -52,6 +53,8 @@ pub struct Store {
     sync: SyncPolicy,
     filter_db: Arc<DbSlot>,
     stale_removed: Arc<AtomicU64>,
+    /// The keys connections WATCH: every write marks their watchers (see `watch`).
+    watches: Arc<Watches>,
 }
 
 impl Store {
@@ -82,6 +85,7 @@ impl Store {
             sync: config.sync,
             filter_db,
             stale_removed,
+            watches: Arc::default(),
         })
     }
 
@@ -151,8 +155,15 @@ impl Store {
         Ok((!is_expired(e.expire_at, now)).then_some(e))
     }
 
-    /// Applies `batch` atomically under the sync policy.
+    /// The keys connections watch (WATCH).
+    pub fn watches(&self) -> &Arc<Watches> {
+        &self.watches
+    }
+
+    /// Applies `batch` atomically under the sync policy (first marking the connections that
+    /// watch a key it writes; the caller holds the keys' stripes, see `watch`).
     pub fn write(&self, batch: WriteBatch) -> StoreResult<()> {
+        self.watches.touch_batch(&batch);
         self.db.write_opt(batch, &self.write_opts)?;
         Ok(())
     }
@@ -160,6 +171,7 @@ impl Store {
     /// [`Store::write`] that refuses to stall (`WriteOptions::no_slowdown`): an
     /// `ErrorKind::Incomplete` engine error means nothing was written.
     pub fn write_no_slowdown(&self, batch: WriteBatch) -> Result<(), strata::Error> {
+        self.watches.touch_batch(&batch);
         let opts = WriteOptions {
             no_slowdown: true,
             ..self.write_opts.clone()

@@ -7,9 +7,10 @@
 //! once — which writes the metadata, or deletes the key when the size fell to 0 — so the
 //! metadata and the elements are committed in one batch. Element point reads see the segment's
 //! pending element writes first, then (for a segment chained on a hot key's stripe, see
-//! `locks`) those of its commit group; ordered element scans see only committed data, so the
-//! executor runs every command that scans in a segment of its own (see `CommandSpec::alone`),
-//! after earlier writes of the batch are committed. Element keys longer than the engine's key limit
+//! `locks`) those of its commit group; ordered element scans merge the segment's own pending
+//! element writes over the engine's (only an EXEC has any: otherwise the executor runs every
+//! command that scans in a segment of its own, see `CommandSpec::alone`, after earlier writes
+//! of the batch are committed). Element keys longer than the engine's key limit
 //! are refused with an error, never truncated. Must not depend on the network layer.
 //! Depends on `commands::Ctx`, `collections::{meta, subkey}`, `value`, `store`, `commit_group`;
 //! must not depend on the network layer or on any command family.
@@ -79,6 +80,7 @@ impl Ctx<'_> {
         let k = subkey::element(&c.key, c.meta.version, kind, rest);
         match self.pending.elems.get(&k) {
             Some(v) => Ok(v.clone()),
+            None if self.pending.has_ranges() => Ok(None),
             None => match self.group_get(Kind::Elem, &c.key, &k) {
                 Some(v) => Ok(v),
                 None => self.engine_get(&k),
@@ -126,7 +128,9 @@ impl Ctx<'_> {
 
     /// Visits the elements of one kind in order (reverse order with `reverse`), starting at
     /// `rest` `from` (inclusive; for `reverse`, the last element `<= from`), until `visit`
-    /// returns `false`. `visit` gets the element's `rest` and its value.
+    /// returns `false`. `visit` gets the element's `rest` and its value. Sees the segment's own
+    /// element writes (those of earlier commands of an EXEC) merged over the engine's, and
+    /// nothing of the engine's after a FLUSHDB of the segment.
     pub fn elems(
         &self,
         c: &Coll,
@@ -137,43 +141,88 @@ impl Ctx<'_> {
     ) -> Result<(), Reply> {
         let prefix = subkey::prefix(&c.key, c.meta.version, kind);
         let end = subkey::prefix_end(&prefix);
-        // Scans read committed elements only: a command that scans must run alone (see
-        // `CommandSpec::alone`), so its segment holds no pending element of this collection.
-        debug_assert!(
-            !self.pending.elems.keys().any(|k| k.starts_with(&prefix)),
-            "a scan of a collection with pending element writes in its segment"
-        );
-        let mut it = self
-            .store()
-            .db()
-            .iter(ReadOptions {
-                lower_bound: Some(prefix.clone()),
-                upper_bound: Some(end),
-                // Inline (never, by `CommandSpec::inline_ok`), this refuses: a rerun on the pool.
-                cache_only: self.pending.inline,
-                ..Default::default()
+        // The segment's own writes under the prefix, from `from` on, in visiting order. Only
+        // an EXEC has any: a command that scans otherwise runs in a segment of its own (see
+        // `CommandSpec::alone`). Scans never run chained (they never run inline), so no
+        // commit group's writes need merging.
+        let mut mine: Vec<(&[u8], &Option<Bytes>)> = self
+            .pending
+            .elems
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(prefix.as_slice())?, v)))
+            .filter(|(r, _)| match from {
+                None => true,
+                Some(f) if reverse => *r <= f,
+                Some(f) => *r >= f,
             })
-            .map_err(|e| self.engine_error(e))?;
-        match (reverse, from) {
-            (false, None) => it.seek_to_first(),
-            (true, None) => it.seek_to_last(),
-            (false, Some(f)) => it.seek(&[&prefix[..], f].concat()),
-            (true, Some(f)) => it.seek_for_prev(&[&prefix[..], f].concat()),
-        }
-        while it.valid() {
-            let Some(rest) = it.key().get(prefix.len()..) else {
-                break;
+            .collect();
+        mine.sort_unstable_by(|a, b| if reverse { b.0.cmp(a.0) } else { a.0.cmp(b.0) });
+        let mut mine = mine.into_iter().peekable();
+        let mut it = if self.pending.has_ranges() {
+            None
+        } else {
+            let mut it = self
+                .store()
+                .db()
+                .iter(ReadOptions {
+                    lower_bound: Some(prefix.clone()),
+                    upper_bound: Some(end),
+                    // Inline (never, by `CommandSpec::inline_ok`), this refuses: a rerun on
+                    // the pool.
+                    cache_only: self.pending.inline,
+                    ..Default::default()
+                })
+                .map_err(|e| self.engine_error(e))?;
+            match (reverse, from) {
+                (false, None) => it.seek_to_first(),
+                (true, None) => it.seek_to_last(),
+                (false, Some(f)) => it.seek(&[&prefix[..], f].concat()),
+                (true, Some(f)) => it.seek_for_prev(&[&prefix[..], f].concat()),
+            }
+            Some(it)
+        };
+        loop {
+            // Which comes next: the segment's element (`Less`), the engine's (`Greater`), or
+            // the same element (`Equal`: the segment's write shadows the engine's).
+            let engine = it
+                .as_ref()
+                .filter(|it| it.valid())
+                .and_then(|it| it.key().get(prefix.len()..));
+            let next = match (mine.peek(), engine) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some((m, _)), Some(e)) if reverse => e.cmp(m),
+                (Some((m, _)), Some(e)) => m.cmp(&e),
             };
-            if !visit(rest, it.value())? {
+            let go_on = if next == std::cmp::Ordering::Greater {
+                let Some(it) = it.as_ref() else { break };
+                visit(&it.key()[prefix.len()..], it.value())?
+            } else {
+                let Some((rest, value)) = mine.next() else {
+                    break;
+                };
+                match value {
+                    Some(v) => visit(rest, v)?,
+                    None => true,
+                }
+            };
+            if !go_on {
                 return Ok(());
             }
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
+            if next != std::cmp::Ordering::Less {
+                if let Some(it) = it.as_mut() {
+                    if reverse {
+                        it.prev();
+                    } else {
+                        it.next();
+                    }
+                }
             }
         }
-        it.status().map_err(|e| Reply::from(StoreError::from(e)))?;
+        if let Some(it) = it {
+            it.status().map_err(|e| Reply::from(StoreError::from(e)))?;
+        }
         Ok(())
     }
 

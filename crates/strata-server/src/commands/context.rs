@@ -177,6 +177,69 @@ impl Ctx<'_> {
         &self.shared.store
     }
 
+    /// [`Store::scan`] of the live keys (key, type) from the engine key `from` on, with the
+    /// segment's own writes merged in — those of earlier commands of an EXEC (a scan otherwise
+    /// runs in a segment of its own, see `CommandSpec::alone`) — and nothing of the engine's
+    /// after a FLUSHDB of the segment. Returns the engine key to resume at, as `Store::scan`.
+    pub fn scan_keys(
+        &self,
+        from: Option<&[u8]>,
+        max_examined: usize,
+        mut visit: impl FnMut(&[u8], Option<ValueType>),
+    ) -> Result<Option<Vec<u8>>, Reply> {
+        let now = self.now;
+        if self.pending.overlay.is_empty() && !self.pending.ranges {
+            return Ok(self
+                .store()
+                .scan(from, max_examined, now, |k, t, _| visit(k, t))?);
+        }
+        // The engine's part (none after a FLUSHDB), then the segment's writes up to where it
+        // stopped, merged in engine-key order.
+        let mut engine: Vec<(Vec<u8>, Option<ValueType>)> = Vec::new();
+        let next = if self.pending.ranges {
+            None
+        } else {
+            self.store().scan(from, max_examined, now, |k, t, _| {
+                engine.push((keyspace::data_key(k), t));
+            })?
+        };
+        let mut mine: Vec<(Vec<u8>, &Option<Bytes>)> = self
+            .pending
+            .overlay
+            .iter()
+            .map(|(k, v)| (keyspace::data_key(k), v))
+            .filter(|(dk, _)| {
+                from.is_none_or(|f| dk.as_slice() >= f)
+                    && next.as_deref().is_none_or(|n| dk.as_slice() < n)
+            })
+            .collect();
+        mine.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut mine = mine.into_iter().peekable();
+        let mut engine = engine.into_iter().peekable();
+        loop {
+            let take_mine = match (mine.peek(), engine.peek()) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((m, _)), Some((e, _))) => m <= e,
+            };
+            if take_mine {
+                let Some((dk, raw)) = mine.next() else { break };
+                if engine.peek().is_some_and(|(e, _)| *e == dk) {
+                    engine.next();
+                }
+                let Some(raw) = raw else { continue };
+                let (vtype, at) = value::peek(raw).map_err(StoreError::from)?;
+                if !is_expired(at, now) {
+                    visit(keyspace::user_key(&dk).unwrap_or_default(), vtype);
+                }
+            } else if let Some((dk, t)) = engine.next() {
+                visit(keyspace::user_key(&dk).unwrap_or_default(), t);
+            }
+        }
+        Ok(next)
+    }
+
     /// A point lookup of an engine key: `cache_only` when running inline, and an
     /// `Incomplete` answer flags the segment for a rerun on the engine pool.
     pub fn engine_get(&self, engine_key: &[u8]) -> Result<Option<Bytes>, Reply> {
@@ -228,6 +291,8 @@ impl Ctx<'_> {
     fn pending_raw(&self, key: &[u8]) -> Option<Option<Bytes>> {
         match self.pending.overlay.get(key) {
             Some(v) => Some(v.clone()),
+            // After a FLUSHDB earlier in the transaction, nothing older exists.
+            None if self.pending.ranges => Some(None),
             None => self.group_get(Kind::Record, key, key),
         }
     }
@@ -346,7 +411,8 @@ impl Ctx<'_> {
     }
 
     /// Deletes every key of the database (FLUSHDB). Only for barrier commands, which run in a
-    /// segment of their own holding every stripe.
+    /// segment of their own (or in an EXEC) holding every stripe; later reads of the segment
+    /// see only what it writes after this.
     pub fn delete_all(&mut self) {
         self.pending.batch.delete_range(DB0_START, DB0_END);
         self.pending.batch.delete_range(SUB_START, SUB_END);

@@ -63,7 +63,7 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     let mut wrapped = false;
     let mut found = None;
     for _ in 0..64 {
-        let next = ctx.store().scan(from.as_deref(), 16, ctx.now, |k, _, _| {
+        let next = ctx.scan_keys(from.as_deref(), 16, |k, _| {
             if found.is_none() {
                 found = Some(Bytes::copy_from_slice(k));
             }
@@ -282,19 +282,17 @@ pub fn scan(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     }
     let from = ctx.shared.cursors.resume(cursor);
     let mut keys = Vec::new();
-    let next = ctx
-        .store()
-        .scan(from.as_deref(), count, ctx.now, |k, vtype, _| {
-            if pattern.is_some_and(|p| !glob::matches(p, k, false)) {
+    let next = ctx.scan_keys(from.as_deref(), count, |k, vtype| {
+        if pattern.is_some_and(|p| !glob::matches(p, k, false)) {
+            return;
+        }
+        if let Some(t) = type_filter {
+            if vtype.is_none_or(|v| !is(t, v.name())) {
                 return;
             }
-            if let Some(t) = type_filter {
-                if vtype.is_none_or(|v| !is(t, v.name())) {
-                    return;
-                }
-            }
-            keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
-        })?;
+        }
+        keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+    })?;
     let next_cursor = match next {
         Some(resume) => ctx.shared.cursors.issue(resume),
         None => 0,
@@ -309,7 +307,7 @@ pub fn keys(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let pattern = &a[1];
     let all = pattern.as_ref() == b"*";
     let mut keys = Vec::new();
-    ctx.store().scan(None, usize::MAX, ctx.now, |k, _, _| {
+    ctx.scan_keys(None, usize::MAX, |k, _| {
         if all || glob::matches(pattern, k, false) {
             keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
         }

@@ -32,6 +32,7 @@ mod request;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod transactions;
 pub mod zsets;
 pub mod zsets_multi;
 
@@ -81,6 +82,11 @@ impl std::fmt::Debug for CommandSpec {
 }
 
 impl CommandSpec {
+    /// Whether `n` arguments (the name included) are an arity the command accepts.
+    pub fn arity_accepts(&self, n: usize) -> bool {
+        self.arity_ok(n)
+    }
+
     fn arity_ok(&self, n: usize) -> bool {
         let n = n as i64;
         let a = i64::from(self.arity);
@@ -91,7 +97,8 @@ impl CommandSpec {
         }
     }
 
-    fn no_auth(&self) -> bool {
+    /// Whether it runs before authentication (HELLO, AUTH, QUIT).
+    pub fn no_auth(&self) -> bool {
         self.flags.contains(&"no_auth")
     }
 
@@ -109,10 +116,11 @@ impl CommandSpec {
         )
     }
 
-    /// Whether [`CommandSpec::lock_scope`] can name stripes at all: the command writes, or
-    /// reads collection elements.
+    /// Whether [`CommandSpec::lock_scope`] can name stripes at all: the command writes, reads
+    /// collection elements, or WATCHes keys (see `watch`: a key is registered under its
+    /// stripe).
     fn may_lock(&self) -> bool {
-        self.writes() || self.reads_elements()
+        self.writes() || self.reads_elements() || self.name == "watch"
     }
 
     /// Commands that read the elements of collections (see `lock_scope`).
@@ -127,6 +135,7 @@ impl CommandSpec {
     /// through the segment's pending elements, so a pipeline of them shares one engine write.
     pub fn alone(&self) -> bool {
         self.barrier()
+            || self.group == "transactions"
             || (matches!(self.group, "hash" | "list" | "set" | "sorted_set") && !self.inline_ok())
             || matches!(self.name, "rename" | "renamenx" | "copy" | "object")
     }
@@ -191,6 +200,7 @@ impl CommandSpec {
                     | "expiretime"
                     | "pexpiretime"
             ),
+            "transactions" => self.name == "watch",
             _ => false,
         }
     }
@@ -202,7 +212,18 @@ impl CommandSpec {
     /// stripe keeps a writer of the same key from committing in between (see `locks`).
     /// Commands whose keys follow a `numkeys` argument name them here rather than in the table.
     pub fn lock_scope<'b>(&self, args: &'b [Bytes]) -> LockScope<'b> {
-        if !self.arity_ok(args.len()) || !self.may_lock() {
+        if !self.may_lock() {
+            return LockScope::None;
+        }
+        self.key_scope(args)
+    }
+
+    /// Every key the command names in `args` — the table's positions, or those after a
+    /// `numkeys` argument — or `All` for a command whose keys the table does not place (KEYS,
+    /// SCAN, FLUSHDB, ...); `None` with an arity it does not accept. What an EXEC locks of
+    /// each queued command (`multi::isolation_scope`), and what a command that may lock locks.
+    pub fn key_scope<'b>(&self, args: &'b [Bytes]) -> LockScope<'b> {
+        if !self.arity_ok(args.len()) {
             return LockScope::None;
         }
         let numkeys = |at: usize| -> Vec<&'b Bytes> {
@@ -351,6 +372,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("select", 2, &["loading", "stale", "fast"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::select, "Changes the selected database."),
     cmd!("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::quit, "Closes the connection."),
     CommandSpec { subcommands: &["client|id", "client|getname", "client|setname", "client|setinfo", "client|list", "client|info", "client|help"], ..cmd!("client", -2, &[], (0, 0, 0), &["@slow"], "connection", "2.4.0", "Depends on subcommand.", false, connection::client, "A container for client connection commands.") },
+    // Transactions.
+    cmd!("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), &["@fast", "@transaction"], "transactions", "1.2.0", "O(1)", false, transactions::multi, "Starts a transaction."),
+    cmd!("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], (0, 0, 0), &["@slow", "@transaction"], "transactions", "1.2.0", "Depends on commands in the transaction", true, transactions::exec, "Executes all commands in a transaction."),
+    cmd!("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), &["@fast", "@transaction"], "transactions", "2.0.0", "O(N), when N is the number of queued commands", false, transactions::discard, "Discards a transaction."),
+    cmd!("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], (1, -1, 1), &["@fast", "@transaction"], "transactions", "2.2.0", "O(1) for every key.", true, transactions::watch, "Monitors changes to keys to determine the execution of a transaction."),
+    cmd!("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), &["@fast", "@transaction"], "transactions", "2.2.0", "O(1)", false, transactions::unwatch, "Forgets about watched keys of a transaction."),
     CommandSpec { subcommands: &["command|count", "command|docs", "command|info", "command|list", "command|help"], ..cmd!("command", -1, &["loading", "stale"], (0, 0, 0), &["@slow", "@connection"], "server", "2.8.13", "O(N) where N is the total number of Redis commands", false, introspection::command, "Returns detailed information about all commands.") },
 ];
 

@@ -32,8 +32,7 @@ pub fn time(_ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
 
 pub fn dbsize(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     let mut n = 0i64;
-    ctx.store()
-        .scan(None, usize::MAX, ctx.now, |_, _, _| n += 1)?;
+    ctx.scan_keys(None, usize::MAX, |_, _| n += 1)?;
     Ok(Reply::Int(n))
 }
 

@@ -1,0 +1,197 @@
+//! WATCH: which keys connections watch, and the flag that tells a connection's EXEC that one of
+//! them was written after it watched it (optimistic check-and-set, redis' `touchWatchedKey`).
+//!
+//! [`Watches`] maps each watched user key to the flags of the connections that watch it. Every
+//! engine write of the server passes [`Watches::touch_batch`] (from `store::Store`, the one
+//! place writes go through) before it is applied: it sets the flag of every connection that
+//! watches a key the batch writes (or every flag, for a range deletion: FLUSHDB, FLUSHALL).
+//! A key that expires is not a write; EXEC checks expiry itself (`multi::Exec`, as redis'
+//! `isWatchedKeyExpired`).
+//!
+//! Cost for clients that do not watch: one atomic load per engine write while no connection
+//! watches anything (`watching == 0`); the map is locked only while some connection watches.
+//!
+//! Invariants: (a) a connection registers a key only while it holds the key's stripe (WATCH
+//! locks its keys like a write, see `commands::CommandSpec::lock_scope`), and a writer touches
+//! while it holds the stripes of the keys it writes — so a write is either applied before the
+//! registration (it happened before WATCH) or touches the flag after it; (b) `watching` counts
+//! registrations in the map, and a [`Watching`] removes its own when dropped (UNWATCH, EXEC,
+//! DISCARD, or the connection closing), so the map never holds a departed connection.
+//! Depends on `keyspace` only.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use strata::batch::BatchOp;
+use strata::WriteBatch;
+
+use crate::fasthash::FastHash;
+use crate::keyspace;
+
+/// The server's watched keys.
+#[derive(Default)]
+pub struct Watches {
+    /// Registrations in `keys` (0: no write looks at the map).
+    watching: AtomicUsize,
+    keys: Mutex<HashMap<Bytes, Vec<Arc<AtomicBool>>, FastHash>>,
+}
+
+impl Watches {
+    /// Marks every connection watching a key that `batch` writes. Call before applying it,
+    /// holding the stripes of its keys.
+    pub fn touch_batch(&self, batch: &WriteBatch) {
+        if self.watching.load(SeqCst) == 0 {
+            return;
+        }
+        let keys = self.keys.lock();
+        for op in batch.iter() {
+            match op {
+                BatchOp::Put(k, _) | BatchOp::Delete(k) => {
+                    // Element writes of a collection always come with a write of its
+                    // metadata record (`collections::access`), which names the key.
+                    if let Some(user) = keyspace::user_key(k) {
+                        if let Some(flags) = keys.get(user) {
+                            flags.iter().for_each(|f| f.store(true, SeqCst));
+                        }
+                    }
+                }
+                BatchOp::DeleteRange(..) => {
+                    keys.values().flatten().for_each(|f| f.store(true, SeqCst));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// How many (connection, key) registrations there are (INFO `watching_clients` is the
+    /// number of connections; this is for tests and statistics).
+    pub fn registrations(&self) -> usize {
+        self.watching.load(SeqCst)
+    }
+
+    fn register(&self, key: &Bytes, flag: &Arc<AtomicBool>) {
+        let mut keys = self.keys.lock();
+        keys.entry(key.clone()).or_default().push(flag.clone());
+        self.watching.fetch_add(1, SeqCst);
+    }
+
+    fn unregister(&self, key: &[u8], flag: &Arc<AtomicBool>) {
+        let mut keys = self.keys.lock();
+        if let Some(flags) = keys.get_mut(key) {
+            if let Some(i) = flags.iter().position(|f| Arc::ptr_eq(f, flag)) {
+                flags.swap_remove(i);
+                self.watching.fetch_sub(1, SeqCst);
+            }
+            if flags.is_empty() {
+                keys.remove(key);
+            }
+        }
+    }
+}
+
+/// One connection's watched keys (held by its `session::Session` between WATCH and the end
+/// of its next EXEC or DISCARD, or UNWATCH).
+pub struct Watching {
+    watches: Arc<Watches>,
+    dirty: Arc<AtomicBool>,
+    /// Each watched key and the command time (Unix ms) at which it was watched.
+    keys: Vec<(Bytes, u64)>,
+}
+
+impl Watching {
+    pub fn new(watches: Arc<Watches>) -> Self {
+        Watching {
+            watches,
+            dirty: Arc::new(AtomicBool::new(false)),
+            keys: Vec::new(),
+        }
+    }
+
+    /// Watches `key` from `now` on (a key watched twice keeps its first time, as redis does).
+    /// The caller holds the key's stripe (invariant (a)).
+    pub fn watch(&mut self, key: &Bytes, now: u64) {
+        if self.keys.iter().any(|(k, _)| k == key) {
+            return;
+        }
+        self.watches.register(key, &self.dirty);
+        self.keys.push((key.clone(), now));
+    }
+
+    /// Whether a watched key was written since it was watched.
+    pub fn touched(&self) -> bool {
+        self.dirty.load(SeqCst)
+    }
+
+    /// The watched keys with the time each was watched.
+    pub fn keys(&self) -> &[(Bytes, u64)] {
+        &self.keys
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        for (k, _) in &self.keys {
+            self.watches.unregister(k, &self.dirty);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    fn put(keys: &[&str]) -> WriteBatch {
+        let mut w = WriteBatch::new();
+        for k in keys {
+            w.put(keyspace::data_key(k.as_bytes()), "v");
+        }
+        w
+    }
+
+    #[test]
+    fn a_write_marks_only_the_connections_watching_its_keys() {
+        let reg = Arc::new(Watches::default());
+        let mut a = Watching::new(reg.clone());
+        let mut c = Watching::new(reg.clone());
+        a.watch(&b("x"), 1);
+        a.watch(&b("x"), 2);
+        c.watch(&b("y"), 1);
+        assert_eq!(reg.registrations(), 2, "a key watched twice counts once");
+        assert_eq!(a.keys(), &[(b("x"), 1)]);
+        reg.touch_batch(&put(&["z", "x"]));
+        assert!(a.touched() && !c.touched());
+        let mut del = WriteBatch::new();
+        del.delete(keyspace::data_key(b"y"));
+        reg.touch_batch(&del);
+        assert!(c.touched());
+        drop(a);
+        drop(c);
+        assert_eq!(reg.registrations(), 0);
+        assert!(
+            reg.keys.lock().is_empty(),
+            "nothing left of departed connections"
+        );
+    }
+
+    #[test]
+    fn a_range_deletion_marks_everyone_and_nothing_is_marked_when_nobody_watches() {
+        let reg = Arc::new(Watches::default());
+        reg.touch_batch(&put(&["x"]));
+        let mut a = Watching::new(reg.clone());
+        a.watch(&b("x"), 1);
+        let mut w = WriteBatch::new();
+        w.delete_range(keyspace::DB0_START, keyspace::DB0_END);
+        reg.touch_batch(&w);
+        assert!(a.touched());
+        let mut fresh = Watching::new(reg.clone());
+        fresh.watch(&b("x"), 3);
+        assert!(!fresh.touched(), "marks are per connection and per watch");
+    }
+}
