@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs redis-py's own tests/test_commands.py (string, keyspace, hash, list, set, sorted-set and
-# bitmap families, among others) against `strata serve`, unpatched. Installs everything it needs:
+# bitmap families, among others) and tests/test_pipeline.py (pipelines, MULTI/EXEC, WATCH)
+# against `strata serve`, unpatched. Installs everything it needs:
 # a Python venv with the redis sdist (its tests come from the sdist, fetched with pip download)
 # and pytest. Tests that need modules, ACL, cluster or commands outside the server's scope are
 # deselected by name from scripts/redis-py-deselect.txt, each with its reason.
@@ -46,9 +47,12 @@ while IFS= read -r line; do
   name=${line%%#*}
   name=$(echo "$name" | tr -d '[:space:]')
   [ -z "$name" ] && continue
-  DESELECT+=(--deselect "tests/test_commands.py::TestRedisCommands::$name")
+  case "$name" in
+    *::*) DESELECT+=(--deselect "tests/$name") ;;
+    *) DESELECT+=(--deselect "tests/test_commands.py::TestRedisCommands::$name") ;;
+  esac
 done <"$ROOT/scripts/redis-py-deselect.txt"
 
 cd "$WORK/redis-$REDIS_PY_VERSION"
-"$VPY" -m pytest tests/test_commands.py --redis-url="redis://127.0.0.1:$PORT/0" \
+"$VPY" -m pytest tests/test_commands.py tests/test_pipeline.py --redis-url="redis://127.0.0.1:$PORT/0" \
   -p no:cacheprovider -q --timeout 60 -W ignore -rfE "${DESELECT[@]}"

@@ -637,6 +637,53 @@ impl Gen {
     }
 }
 
+impl Gen {
+    /// A MULTI/EXEC block of ordinary commands (some of them arity errors, which abort it),
+    /// sometimes after WATCH — and sometimes a write of the watched key, which aborts it too
+    /// — sometimes ended by DISCARD. Commands whose replies are compared unordered or with a
+    /// tolerance (see `normalize`, `ttl_close`) are replaced by PING inside: EXEC's reply is
+    /// compared byte for byte.
+    fn transaction(&mut self) -> Vec<Vec<String>> {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let mut block = Vec::new();
+        if self.rng.one_in(3) {
+            let k = self.key();
+            block.push(s(&["WATCH", &k, &self.key()]));
+            if self.rng.one_in(2) {
+                let v = self.value();
+                block.push(s(&["SET", &k, &v]));
+            }
+        }
+        block.push(s(&["MULTI"]));
+        for _ in 0..1 + self.rng.below(8) {
+            let c = self.next();
+            let unordered = [
+                "SMEMBERS",
+                "SINTER",
+                "SUNION",
+                "SDIFF",
+                "KEYS",
+                "HKEYS",
+                "HVALS",
+                "HGETALL",
+                "TTL",
+                "EXPIRETIME",
+            ];
+            if unordered.contains(&c[0].to_ascii_uppercase().as_str()) {
+                block.push(s(&["PING"]));
+            } else {
+                block.push(c);
+            }
+        }
+        block.push(s(&[if self.rng.one_in(10) {
+            "DISCARD"
+        } else {
+            "EXEC"
+        }]));
+        block
+    }
+}
+
 fn run_stream(seed: u64, ops: usize, strata: &mut Wire, redis: &mut Wire) {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -647,8 +694,16 @@ fn run_stream(seed: u64, ops: usize, strata: &mut Wire, redis: &mut Wire) {
         now,
     };
     let mut history: Vec<String> = Vec::new();
-    for i in 0..ops {
-        let cmd = g.next();
+    let mut queue: std::collections::VecDeque<Vec<String>> = Default::default();
+    // A transaction started near the end runs to its end (the next stream starts outside
+    // MULTI).
+    let mut i = 0;
+    while i < ops || !queue.is_empty() {
+        i += 1;
+        if queue.is_empty() && g.rng.below(100) < 4 {
+            queue.extend(g.transaction());
+        }
+        let cmd = queue.pop_front().unwrap_or_else(|| g.next());
         let args: Vec<&[u8]> = cmd.iter().map(|a| a.as_bytes()).collect();
         let a = strata.call(&args);
         let b = redis.call(&args);
