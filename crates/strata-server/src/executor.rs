@@ -167,10 +167,12 @@ pub async fn run_batch_inline(
                 Outcome::Failed(e) => Err(e),
                 Outcome::Retry => {
                     session.close = close;
+                    seg.give_back(session);
                     return (i, Some(Deferred::Blocking));
                 }
                 Outcome::Stale => {
                     session.close = close;
+                    seg.give_back(session);
                     return (i, Some(chained.map_or(Deferred::Blocking, Deferred::Busy)));
                 }
             }
@@ -267,6 +269,9 @@ struct Prepared {
     misses: u64,
     /// Per-command latencies, recorded only if the segment is not discarded.
     timings: Vec<(&'static str, std::time::Duration)>,
+    /// An EXEC's transaction and watches, taken from the session: given back if the segment
+    /// is discarded after running (its commit retried), dropped with it otherwise.
+    exec: Option<(Multi, Option<Watching>)>,
 }
 
 /// Steps 1 and 2 of a segment (or its prefix, if its replies outgrow `room`): lock, run. Returns
@@ -463,6 +468,15 @@ impl Prepared {
             first_write: ran.first_write,
             ran: ran.ran,
             timings: ran.timings,
+            exec: None,
+        }
+    }
+
+    /// Gives a discarded EXEC's transaction and watches back to the session, for the rerun.
+    fn give_back(&mut self, session: &mut Session) {
+        if let Some((multi, watching)) = self.exec.take() {
+            session.multi = Some(multi);
+            session.watching = watching;
         }
     }
 
@@ -497,12 +511,17 @@ fn prepare_exec(
         ));
     };
     let watching = session.watching.take();
-    let r = exec_transaction(shared, session, &multi, watching.as_ref(), now, inline);
-    if r.is_err() {
-        session.multi = Some(multi);
-        session.watching = watching;
+    match exec_transaction(shared, session, &multi, watching.as_ref(), now, inline) {
+        Ok(mut seg) => {
+            seg.exec = Some((multi, watching));
+            Ok(seg)
+        }
+        Err(why) => {
+            session.multi = Some(multi);
+            session.watching = watching;
+            Err(why)
+        }
     }
-    r
 }
 
 fn exec_transaction(
@@ -516,9 +535,24 @@ fn exec_transaction(
     if multi.aborted {
         return Ok(Prepared::answered(None, Reply::error(multi::EXECABORT)));
     }
+    // Inline, only a queue that could have run inline (point lookups, no fsync to wait for):
+    // anything else reruns on the engine pool.
+    if inline {
+        let fsync = shared.store.sync_policy() == crate::config::SyncPolicy::Always;
+        let pool_only = |r: &Request| r.needs_engine() && (!r.inline_ok() || (fsync && r.writes()));
+        if multi.queued.iter().any(pool_only) {
+            return Err(Deferred::Blocking);
+        }
+    }
     let watched = watching.map_or(&[][..], Watching::keys);
     let scope = multi::isolation_scope(&multi.queued, watched.iter().map(|(k, _)| k));
     let (guard, mut pending) = lock_segment(shared, scope, inline)?;
+    // A chained segment runs before the writes of the group it chains on are applied, and
+    // those writes mark their watchers only once applied: the check below could pass on a
+    // key a member of that group is about to change. A watching EXEC never chains.
+    if watching.is_some() && pending.chain.is_some() {
+        return Err(Deferred::Blocking);
+    }
     if let Some(w) = watching {
         if w.touched() || watched_key_expired(shared, w, now, inline)? {
             return Ok(Prepared::answered(guard, Reply::NullArray));

@@ -3,7 +3,8 @@
 //! applied on write, the striped key locks (see `locks`), and bounded range scans.
 //!
 //! Invariants: `get` never returns an expired value; every write goes through [`Store::write`]
-//! (or `write_no_slowdown`), which marks the connections that WATCH its keys and applies the sync policy (`always` → the write is fsynced before it returns). Commands
+//! (or `write_no_slowdown`), which applies the sync policy (`always` → the write is fsynced
+//! before it returns) and then marks the connections that WATCH its keys. Commands
 //! build their batches through `commands::Ctx`, which rejects keys longer than
 //! `keyspace::MAX_USER_KEY`. This module performs blocking engine calls: call it from the
 //! engine pool only.
@@ -160,23 +161,38 @@ impl Store {
         &self.watches
     }
 
-    /// Applies `batch` atomically under the sync policy (first marking the connections that
-    /// watch a key it writes; the caller holds the keys' stripes, see `watch`).
+    /// Applies `batch` atomically under the sync policy, then marks the connections that
+    /// watch a key it wrote (the caller holds the keys' stripes, see `watch`).
     pub fn write(&self, batch: WriteBatch) -> StoreResult<()> {
-        self.watches.touch_batch(&batch);
-        self.db.write_opt(batch, &self.write_opts)?;
-        Ok(())
+        Ok(self.write_watched(batch, &self.write_opts)?)
     }
 
     /// [`Store::write`] that refuses to stall (`WriteOptions::no_slowdown`): an
     /// `ErrorKind::Incomplete` engine error means nothing was written.
     pub fn write_no_slowdown(&self, batch: WriteBatch) -> Result<(), strata::Error> {
-        self.watches.touch_batch(&batch);
         let opts = WriteOptions {
             no_slowdown: true,
             ..self.write_opts.clone()
         };
-        self.db.write_opt(batch, &opts)
+        self.write_watched(batch, &opts)
+    }
+
+    /// Writes `batch` and marks its keys' watchers — unless the engine refused it whole
+    /// (`Incomplete`, `InvalidArgument`: nothing was written, and the commit may be retried;
+    /// after any other error the batch may have been applied, so they are marked).
+    fn write_watched(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<(), strata::Error> {
+        let watchers = self.watches.watchers_of(&batch);
+        let r = self.db.write_opt(batch, opts);
+        let refused = r.as_ref().is_err_and(|e| {
+            matches!(
+                e.kind(),
+                strata::ErrorKind::Incomplete | strata::ErrorKind::InvalidArgument
+            )
+        });
+        if !refused {
+            crate::watch::mark(watchers);
+        }
+        r
     }
 
     /// Visits the live keys of database 0 (key, type, expiry) in engine order, starting at the

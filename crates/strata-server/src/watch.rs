@@ -2,9 +2,10 @@
 //! them was written after it watched it (optimistic check-and-set, redis' `touchWatchedKey`).
 //!
 //! [`Watches`] maps each watched user key to the flags of the connections that watch it. Every
-//! engine write of the server passes [`Watches::touch_batch`] (from `store::Store`, the one
-//! place writes go through) before it is applied: it sets the flag of every connection that
-//! watches a key the batch writes (or every flag, for a range deletion: FLUSHDB, FLUSHALL).
+//! engine write of the server goes through `store::Store`, which looks up the watchers of its
+//! keys before the write ([`Watches::watchers_of`]) and sets their flags once it is applied
+//! ([`mark`]) — every flag, for a range deletion (FLUSHDB, FLUSHALL). A write that fails marks
+//! nobody, so an EXEC whose commit is retried does not abort itself.
 //! A key that expires is not a write; EXEC checks expiry itself (`multi::Exec`, as redis'
 //! `isWatchedKeyExpired`).
 //!
@@ -12,9 +13,9 @@
 //! watches anything (`watching == 0`); the map is locked only while some connection watches.
 //!
 //! Invariants: (a) a connection registers a key only while it holds the key's stripe (WATCH
-//! locks its keys like a write, see `commands::CommandSpec::lock_scope`), and a writer touches
+//! locks its keys like a write, see `commands::CommandSpec::lock_scope`), and a writer marks
 //! while it holds the stripes of the keys it writes — so a write is either applied before the
-//! registration (it happened before WATCH) or touches the flag after it; (b) `watching` counts
+//! registration (it happened before WATCH) or marks the flag after it; (b) `watching` counts
 //! registrations in the map, and a [`Watching`] removes its own when dropped (UNWATCH, EXEC,
 //! DISCARD, or the connection closing), so the map never holds a departed connection.
 //! Depends on `keyspace` only.
@@ -40,30 +41,32 @@ pub struct Watches {
 }
 
 impl Watches {
-    /// Marks every connection watching a key that `batch` writes. Call before applying it,
-    /// holding the stripes of its keys.
-    pub fn touch_batch(&self, batch: &WriteBatch) {
+    /// The flags of the connections watching a key that `batch` writes (every flag, for a
+    /// range deletion): the caller sets them with [`mark`] once the batch is applied — not
+    /// before, so a write that fails (or a commit that is retried) marks nobody. Call
+    /// holding the stripes of the batch's keys, and keep holding them until the marks are set
+    /// (invariant (a)).
+    pub fn watchers_of(&self, batch: &WriteBatch) -> Vec<Arc<AtomicBool>> {
         if self.watching.load(SeqCst) == 0 {
-            return;
+            return Vec::new();
         }
         let keys = self.keys.lock();
+        let mut out = Vec::new();
         for op in batch.iter() {
             match op {
                 BatchOp::Put(k, _) | BatchOp::Delete(k) => {
                     // Element writes of a collection always come with a write of its
                     // metadata record (`collections::access`), which names the key.
-                    if let Some(user) = keyspace::user_key(k) {
-                        if let Some(flags) = keys.get(user) {
-                            flags.iter().for_each(|f| f.store(true, SeqCst));
-                        }
+                    if let Some(flags) = keyspace::user_key(k).and_then(|u| keys.get(u)) {
+                        out.extend(flags.iter().cloned());
                     }
                 }
                 BatchOp::DeleteRange(..) => {
-                    keys.values().flatten().for_each(|f| f.store(true, SeqCst));
-                    return;
+                    return keys.values().flatten().cloned().collect();
                 }
             }
         }
+        out
     }
 
     /// How many (connection, key) registrations there are (INFO `watching_clients` is the
@@ -99,6 +102,13 @@ pub struct Watching {
     dirty: Arc<AtomicBool>,
     /// Each watched key and the command time (Unix ms) at which it was watched.
     keys: Vec<(Bytes, u64)>,
+}
+
+/// Marks the connections [`Watches::watchers_of`] returned: their next EXEC aborts.
+pub fn mark(watchers: Vec<Arc<AtomicBool>>) {
+    for f in watchers {
+        f.store(true, SeqCst);
+    }
 }
 
 impl Watching {
@@ -165,11 +175,11 @@ mod tests {
         c.watch(&b("y"), 1);
         assert_eq!(reg.registrations(), 2, "a key watched twice counts once");
         assert_eq!(a.keys(), &[(b("x"), 1)]);
-        reg.touch_batch(&put(&["z", "x"]));
+        mark(reg.watchers_of(&put(&["z", "x"])));
         assert!(a.touched() && !c.touched());
         let mut del = WriteBatch::new();
         del.delete(keyspace::data_key(b"y"));
-        reg.touch_batch(&del);
+        mark(reg.watchers_of(&del));
         assert!(c.touched());
         drop(a);
         drop(c);
@@ -183,12 +193,12 @@ mod tests {
     #[test]
     fn a_range_deletion_marks_everyone_and_nothing_is_marked_when_nobody_watches() {
         let reg = Arc::new(Watches::default());
-        reg.touch_batch(&put(&["x"]));
+        assert!(reg.watchers_of(&put(&["x"])).is_empty());
         let mut a = Watching::new(reg.clone());
         a.watch(&b("x"), 1);
         let mut w = WriteBatch::new();
         w.delete_range(keyspace::DB0_START, keyspace::DB0_END);
-        reg.touch_batch(&w);
+        mark(reg.watchers_of(&w));
         assert!(a.touched());
         let mut fresh = Watching::new(reg.clone());
         fresh.watch(&b("x"), 3);

@@ -200,7 +200,8 @@ impl CommandSpec {
                     | "expiretime"
                     | "pexpiretime"
             ),
-            "transactions" => self.name == "watch",
+            // EXEC inline only when its queue could run inline (`executor::prepare_exec`).
+            "transactions" => matches!(self.name, "watch" | "exec"),
             _ => false,
         }
     }
