@@ -10,7 +10,8 @@
 //! `isWatchedKeyExpired`).
 //!
 //! Cost for clients that do not watch: one atomic load per engine write while no connection
-//! watches anything (`watching == 0`); the map is locked only while some connection watches.
+//! watches anything (`watching == 0`); while some connection watches, a shared lock of one of
+//! 64 shards and a hash lookup per key written.
 //!
 //! Invariants: (a) a connection registers a key only while it holds the key's stripe (WATCH
 //! locks its keys like a write, see `commands::CommandSpec::lock_scope`), and a writer marks
@@ -25,22 +26,42 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 use strata::batch::BatchOp;
 use strata::WriteBatch;
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::fasthash::FastHash;
 use crate::keyspace;
 
+/// Shards of the watched-key map: writers of different keys rarely meet on one lock.
+const SHARDS: usize = 64;
+
+type Shard = RwLock<HashMap<Bytes, Vec<Arc<AtomicBool>>, FastHash>>;
+
 /// The server's watched keys.
-#[derive(Default)]
 pub struct Watches {
-    /// Registrations in `keys` (0: no write looks at the map).
+    /// Registrations in the map (0: no write looks at it).
     watching: AtomicUsize,
-    keys: Mutex<HashMap<Bytes, Vec<Arc<AtomicBool>>, FastHash>>,
+    /// Watched key → the flags of the connections watching it, sharded by key hash; writers
+    /// take read locks only.
+    shards: Box<[Shard]>,
+}
+
+impl Default for Watches {
+    fn default() -> Self {
+        Watches {
+            watching: AtomicUsize::new(0),
+            shards: (0..SHARDS).map(|_| RwLock::default()).collect(),
+        }
+    }
 }
 
 impl Watches {
+    fn shard(&self, key: &[u8]) -> &Shard {
+        &self.shards[(xxh3_64(key) % SHARDS as u64) as usize]
+    }
+
     /// The flags of the connections watching a key that `batch` writes (every flag, for a
     /// range deletion): the caller sets them with [`mark`] once the batch is applied — not
     /// before, so a write that fails (or a commit that is retried) marks nobody. Call
@@ -50,19 +71,24 @@ impl Watches {
         if self.watching.load(SeqCst) == 0 {
             return Vec::new();
         }
-        let keys = self.keys.lock();
         let mut out = Vec::new();
         for op in batch.iter() {
             match op {
                 BatchOp::Put(k, _) | BatchOp::Delete(k) => {
                     // Element writes of a collection always come with a write of its
                     // metadata record (`collections::access`), which names the key.
-                    if let Some(flags) = keyspace::user_key(k).and_then(|u| keys.get(u)) {
-                        out.extend(flags.iter().cloned());
+                    if let Some(user) = keyspace::user_key(k) {
+                        if let Some(flags) = self.shard(user).read().get(user) {
+                            out.extend(flags.iter().cloned());
+                        }
                     }
                 }
                 BatchOp::DeleteRange(..) => {
-                    return keys.values().flatten().cloned().collect();
+                    return self
+                        .shards
+                        .iter()
+                        .flat_map(|s| s.read().values().flatten().cloned().collect::<Vec<_>>())
+                        .collect();
                 }
             }
         }
@@ -76,13 +102,13 @@ impl Watches {
     }
 
     fn register(&self, key: &Bytes, flag: &Arc<AtomicBool>) {
-        let mut keys = self.keys.lock();
+        let mut keys = self.shard(key).write();
         keys.entry(key.clone()).or_default().push(flag.clone());
         self.watching.fetch_add(1, SeqCst);
     }
 
     fn unregister(&self, key: &[u8], flag: &Arc<AtomicBool>) {
-        let mut keys = self.keys.lock();
+        let mut keys = self.shard(key).write();
         if let Some(flags) = keys.get_mut(key) {
             if let Some(i) = flags.iter().position(|f| Arc::ptr_eq(f, flag)) {
                 flags.swap_remove(i);
@@ -185,7 +211,7 @@ mod tests {
         drop(c);
         assert_eq!(reg.registrations(), 0);
         assert!(
-            reg.keys.lock().is_empty(),
+            reg.shards.iter().all(|s| s.read().is_empty()),
             "nothing left of departed connections"
         );
     }
