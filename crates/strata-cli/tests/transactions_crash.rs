@@ -1,6 +1,7 @@
-//! A MULTI/EXEC transaction is all or nothing across SIGKILL: `strata serve` under writers
-//! that each run large transactions (100-1,000 SETs plus a tenth as many hash fields and a
-//! marker, all carrying the transaction's generation), killed at a random moment and
+//! A MULTI/EXEC transaction or a Lua script is all or nothing across SIGKILL: `strata serve`
+//! under writers that each run large transactions (100-1,000 SETs plus a tenth as many hash
+//! fields and a marker, all carrying the transaction's generation; the last writer does the
+//! same in one EVAL, whose undeclared keys make it run holding every key lock), killed at a random moment and
 //! restarted, under `--sync always` and `--sync everysec`. After the restart, each writer's
 //! marker names the last transaction that survived, every key and field it wrote holds that
 //! generation, and no key holds a later one: never part of a transaction. Under `always` the
@@ -17,6 +18,14 @@ use common::{Rng, ServerProcess};
 
 const WRITERS: u64 = 3;
 const KEYS: u64 = 1000;
+
+/// The last writer's transaction as one script: the same writes as the MULTI/EXEC writers'.
+const SCRIPT: &str = "
+    local g, n = ARGV[1], tonumber(ARGV[2])
+    for i = 0, n - 1 do redis.call('SET', KEYS[1] .. i, g) end
+    for i = 0, math.floor(n / 10) - 1 do redis.call('HSET', KEYS[2], 'f' .. i, g) end
+    redis.call('SET', KEYS[3], g .. ':' .. n)
+    return n";
 
 /// Per writer: the generation (and size) of the last acknowledged transaction and of the one
 /// in flight.
@@ -42,6 +51,26 @@ fn writer(url: String, t: u64, seed: u64, progress: Arc<Mutex<Progress>>, deadli
             p.in_flight.map_or(p.acked.0, |f| f.0.max(p.acked.0)) + 1
         };
         let n = 100 + rng.below(901);
+        progress.lock().unwrap().in_flight = Some((g, n));
+        if t == WRITERS - 1 {
+            let r = redis::cmd("EVAL")
+                .arg(SCRIPT)
+                .arg(3)
+                .arg(format!("w{t}:k"))
+                .arg(format!("w{t}:h"))
+                .arg(format!("w{t}:marker"))
+                .arg(g)
+                .arg(n)
+                .query::<i64>(&mut c);
+            if r.is_err() {
+                return;
+            }
+            let mut p = progress.lock().unwrap();
+            p.acked = (g, n);
+            p.in_flight = None;
+            p.transactions += 1;
+            continue;
+        }
         let mut pipe = redis::pipe();
         pipe.atomic();
         for i in 0..n {
@@ -58,7 +87,6 @@ fn writer(url: String, t: u64, seed: u64, progress: Arc<Mutex<Progress>>, deadli
             .arg(format!("w{t}:marker"))
             .arg(format!("{g}:{n}"))
             .ignore();
-        progress.lock().unwrap().in_flight = Some((g, n));
         if pipe.query::<()>(&mut c).is_err() {
             return;
         }

@@ -294,16 +294,40 @@ fn prepare_segment(
     // 1. The stripes the segment's write commands name.
     let mut keys: Vec<&Bytes> = Vec::new();
     let mut all = false;
-    let mut writes = 0;
     for req in cmds {
-        writes += usize::from(req.writes());
         match req.lock_scope() {
             LockScope::None => {}
             LockScope::Keys(k) => keys.extend(k),
             LockScope::All => all = true,
         }
     }
-    let (guard, mut pending) = lock_segment(shared, (!all).then_some(keys), inline)?;
+    prepare_locked(
+        shared,
+        session,
+        cmds,
+        now,
+        room,
+        inline,
+        (!all).then_some(keys),
+    )
+}
+
+/// [`prepare_segment`] with its stripes named: `keys`, or every stripe for `None`. A script
+/// that calls a command on a key it did not declare (`Pending::needs_every_stripe`) reruns
+/// holding every stripe.
+fn prepare_locked(
+    shared: &Shared,
+    session: &mut Session,
+    cmds: &[Request],
+    now: u64,
+    room: usize,
+    inline: bool,
+    keys: Option<Vec<&Bytes>>,
+) -> Result<Prepared, Deferred> {
+    let every = keys.is_none();
+    let writes = cmds.iter().filter(|r| r.writes()).count();
+    let (guard, mut pending) = lock_segment(shared, keys, inline)?;
+    pending.every_stripe = every;
     // Sized once for the keys the segment's writes name (mostly one each), not grown.
     pending.overlay.reserve(writes);
     // 2. Run — after reading the keys of the segment's GETs and MGETs together, and hinting
@@ -316,6 +340,7 @@ fn prepare_segment(
     if cmds.len() >= PREFETCH_MIN && !cmds.iter().all(Request::blind_write) {
         close_reads = prefetch_keys(shared, cmds, &mut pending);
     }
+    let close = session.close;
     let ran = run_commands(
         shared,
         session,
@@ -326,6 +351,14 @@ fn prepare_segment(
         close_reads,
         guard.as_ref(),
     )?;
+    if pending.needs_every_stripe.get() && !every {
+        session.close = close;
+        drop(guard);
+        if inline {
+            return Err(Deferred::Blocking);
+        }
+        return prepare_locked(shared, session, cmds, now, room, inline, None);
+    }
     Ok(Prepared::new(guard, pending, ran))
 }
 
@@ -546,7 +579,23 @@ fn exec_transaction(
     }
     let watched = watching.map_or(&[][..], Watching::keys);
     let scope = multi::isolation_scope(&multi.queued, watched.iter().map(|(k, _)| k));
+    exec_locked(shared, session, multi, watching, now, inline, scope)
+}
+
+/// [`exec_transaction`] holding the stripes of `scope` (every stripe for `None`; a queued
+/// script that touches an undeclared key reruns the transaction so).
+fn exec_locked(
+    shared: &Shared,
+    session: &mut Session,
+    multi: &Multi,
+    watching: Option<&Watching>,
+    now: u64,
+    inline: bool,
+    scope: Option<Vec<&Bytes>>,
+) -> Result<Prepared, Deferred> {
+    let every = scope.is_none();
     let (guard, mut pending) = lock_segment(shared, scope, inline)?;
+    pending.every_stripe = every;
     // A chained segment runs before the writes of the group it chains on are applied, and
     // those writes mark their watchers only once applied: the check below could pass on a
     // key a member of that group is about to change. A watching EXEC never chains.
@@ -568,6 +617,13 @@ fn exec_transaction(
         None,
         guard.as_ref(),
     )?;
+    if pending.needs_every_stripe.get() && !every {
+        drop(guard);
+        if inline {
+            return Err(Deferred::Blocking);
+        }
+        return exec_locked(shared, session, multi, watching, now, inline, None);
+    }
     ran.replies = vec![Reply::Array(std::mem::take(&mut ran.replies))];
     ran.first_write = ran.first_write.map(|_| 0);
     ran.ran = 1;

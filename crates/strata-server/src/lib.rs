@@ -10,7 +10,7 @@
 //! locks, one engine write per segment), [`commit_group`] (inline segments of many connections
 //! committed as one engine write), [`resp`] (parser and writer),
 //! [`session`] (per-connection protocol state), [`multi`] (MULTI/EXEC queuing and isolation),
-//! [`watch`] (WATCH), [`clients`] (registry); commands: [`commands`]
+//! [`watch`] (WATCH), [`scripting`] (Lua: EVAL, SCRIPT), [`clients`] (registry); commands: [`commands`]
 //! (table, dispatch and one file per group); data: [`store`] (typed access to the engine),
 //! [`keyspace`] (key namespaces), [`value`] (value header), [`expiry`] (TTL arithmetic and the
 //! compaction filter), [`locks`] (striped key locks: atomic read-modify-write), [`cursor`]
@@ -55,6 +55,7 @@ pub mod pool;
 pub mod redis_float;
 pub mod resp;
 pub mod saves;
+pub mod scripting;
 pub mod server;
 pub mod session;
 pub mod shutdown;

@@ -79,6 +79,8 @@ pub struct Shared {
     pub metrics: Option<Arc<crate::metrics::ServerMetrics>>,
     /// `SAVE`/`BGSAVE` state.
     pub saves: Arc<crate::saves::Saves>,
+    /// Lua scripts (EVAL, SCRIPT LOAD) and their interpreters.
+    pub scripts: crate::scripting::Scripts,
 }
 
 /// A bound, ready-to-run server.
@@ -171,6 +173,7 @@ impl Server {
             expired_removed: expired,
             metrics,
             saves,
+            scripts: Default::default(),
         };
         Ok(Server {
             shared: Arc::new(shared),

@@ -56,6 +56,12 @@ pub struct Pending {
     pub stale: std::cell::Cell<bool>,
     /// The batch holds a range deletion (FLUSHDB, FLUSHALL).
     ranges: bool,
+    /// The segment holds every stripe (a script may then touch any key).
+    pub every_stripe: bool,
+    /// A script called a command on a key it did not declare while the segment holds only
+    /// the declared keys' stripes: the segment is discarded and rerun holding every stripe
+    /// (`scripting`).
+    pub needs_every_stripe: std::cell::Cell<bool>,
 }
 
 impl Pending {
@@ -79,6 +85,8 @@ impl Pending {
             chain: None,
             stale: std::cell::Cell::new(false),
             ranges: false,
+            every_stripe: false,
+            needs_every_stripe: std::cell::Cell::new(false),
         }
     }
 

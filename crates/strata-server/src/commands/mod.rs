@@ -29,6 +29,7 @@ pub mod keys;
 pub mod lcs;
 pub mod lists;
 mod request;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -120,7 +121,12 @@ impl CommandSpec {
     /// collection elements, or WATCHes keys (see `watch`: a key is registered under its
     /// stripe).
     fn may_lock(&self) -> bool {
-        self.writes() || self.reads_elements() || self.name == "watch"
+        self.writes()
+            || self.reads_elements()
+            || matches!(
+                self.name,
+                "watch" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro"
+            )
     }
 
     /// Commands that read the elements of collections (see `lock_scope`).
@@ -136,6 +142,7 @@ impl CommandSpec {
     pub fn alone(&self) -> bool {
         self.barrier()
             || self.group == "transactions"
+            || self.group == "scripting"
             || (matches!(self.group, "hash" | "list" | "set" | "sorted_set") && !self.inline_ok())
             || matches!(self.name, "rename" | "renamenx" | "copy" | "object")
     }
@@ -239,6 +246,7 @@ impl CommandSpec {
             "sintercard" | "zunion" | "zinter" | "zdiff" | "zintercard" => {
                 return LockScope::Keys(numkeys(1));
             }
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => return LockScope::Keys(numkeys(2)),
             "zunionstore" | "zinterstore" | "zdiffstore" => {
                 let mut k = numkeys(2);
                 k.push(&args[1]);
@@ -373,6 +381,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("select", 2, &["loading", "stale", "fast"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::select, "Changes the selected database."),
     cmd!("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::quit, "Closes the connection."),
     CommandSpec { subcommands: &["client|id", "client|getname", "client|setname", "client|setinfo", "client|list", "client|info", "client|help"], ..cmd!("client", -2, &[], (0, 0, 0), &["@slow"], "connection", "2.4.0", "Depends on subcommand.", false, connection::client, "A container for client connection commands.") },
+    // Scripting.
+    cmd!("eval", -3, &["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "2.6.0", "Depends on the script that is executed.", true, scripting::eval, "Executes a server-side Lua script."),
+    cmd!("evalsha", -3, &["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "2.6.0", "Depends on the script that is executed.", true, scripting::evalsha, "Executes a server-side Lua script by SHA1 digest."),
+    cmd!("eval_ro", -3, &["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "7.0.0", "Depends on the script that is executed.", true, scripting::eval_ro, "Executes a read-only server-side Lua script."),
+    cmd!("evalsha_ro", -3, &["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "7.0.0", "Depends on the script that is executed.", true, scripting::evalsha_ro, "Executes a read-only server-side Lua script by SHA1 digest."),
+    CommandSpec { subcommands: &["script|load", "script|exists", "script|flush", "script|kill", "script|help"], ..cmd!("script", -2, &[], (0, 0, 0), &["@slow"], "scripting", "2.6.0", "Depends on subcommand.", false, scripting::script, "A container for Lua scripts management commands.") },
     // Transactions.
     cmd!("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), &["@fast", "@transaction"], "transactions", "1.2.0", "O(1)", false, transactions::multi, "Starts a transaction."),
     cmd!("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], (0, 0, 0), &["@slow", "@transaction"], "transactions", "1.2.0", "Depends on commands in the transaction", true, transactions::exec, "Executes all commands in a transaction."),

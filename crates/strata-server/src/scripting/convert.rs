@@ -1,0 +1,146 @@
+//! Conversions between RESP replies and Lua values, by redis' rules (RESP2 scripts).
+//!
+//! Reply → Lua (what `redis.call` returns): integer → number; bulk → string; null bulk and
+//! null array → `false`; array → table; status → `{ok=...}`; error → `{err=...}`; the RESP3
+//! types as RESP2 shows them (map → flat array, set → array, double → its bulk string).
+//!
+//! Lua → reply (what a script returns): number → integer (truncated toward zero); string →
+//! bulk; `true` → 1; `false` and `nil` → null; a table with `err` → error, with `ok` →
+//! status; any other table → array of its elements up to the first `nil`.
+//! Depends on `resp` and mlua only.
+
+use bytes::Bytes;
+use mlua::{Lua, Value};
+
+use crate::resp::Reply;
+
+/// A reply as the Lua value `redis.call` returns.
+pub fn reply_to_lua(lua: &Lua, r: &Reply) -> mlua::Result<Value> {
+    Ok(match r {
+        Reply::Ok => status_table(lua, "OK")?,
+        Reply::Simple(s) => status_table(lua, s)?,
+        Reply::Error(e) => error_table(lua, e)?,
+        Reply::Int(i) => Value::Number(*i as f64),
+        Reply::Bulk(b) | Reply::Verbatim(_, b) => Value::String(lua.create_string(b)?),
+        Reply::Null | Reply::NullArray => Value::Boolean(false),
+        Reply::Array(items) | Reply::Set(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, reply_to_lua(lua, item)?)?;
+            }
+            Value::Table(t)
+        }
+        Reply::Map(pairs) => {
+            let t = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                t.raw_set(2 * i + 1, reply_to_lua(lua, k)?)?;
+                t.raw_set(2 * i + 2, reply_to_lua(lua, v)?)?;
+            }
+            Value::Table(t)
+        }
+        Reply::Double(d) => {
+            Value::String(lua.create_string(crate::redis_float::format_double(*d).as_bytes())?)
+        }
+    })
+}
+
+/// `{ok = s}`.
+pub fn status_table(lua: &Lua, s: &str) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set("ok", s)?;
+    Ok(Value::Table(t))
+}
+
+/// `{err = s}`.
+pub fn error_table(lua: &Lua, s: &str) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set("err", s)?;
+    Ok(Value::Table(t))
+}
+
+/// A script's result as the reply the client gets.
+pub fn lua_to_reply(v: &Value) -> Reply {
+    match v {
+        Value::Nil | Value::Boolean(false) => Reply::Null,
+        Value::Boolean(true) => Reply::Int(1),
+        Value::Integer(i) => Reply::Int(*i),
+        Value::Number(n) => Reply::Int(n.trunc() as i64),
+        Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Table(t) => {
+            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                let msg = e.to_string_lossy();
+                // An error without a code gets redis' generic one.
+                let first = msg.split(' ').next().unwrap_or("");
+                return if !first.is_empty() && first.chars().all(|c| c.is_ascii_uppercase()) {
+                    Reply::error(msg)
+                } else {
+                    Reply::error(format!("ERR {msg}"))
+                };
+            }
+            if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+                return Reply::simple(s.to_string_lossy().replace(['\r', '\n'], " "));
+            }
+            let mut items = Vec::new();
+            for i in 1.. {
+                match t.raw_get::<Value>(i) {
+                    Ok(Value::Nil) | Err(_) => break,
+                    Ok(v) => items.push(lua_to_reply(&v)),
+                }
+            }
+            Reply::Array(items)
+        }
+        _ => Reply::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lua_values_become_redis_replies() {
+        let lua = Lua::new();
+        let eval = |src: &str| -> Reply {
+            let v: Value = lua.load(src).eval().expect("valid Lua");
+            lua_to_reply(&v)
+        };
+        assert_eq!(eval("return 3.99"), Reply::Int(3));
+        assert_eq!(eval("return -3.99"), Reply::Int(-3));
+        assert_eq!(eval("return 'x'"), Reply::Bulk(Bytes::from_static(b"x")));
+        assert_eq!(eval("return true"), Reply::Int(1));
+        assert_eq!(eval("return false"), Reply::Null);
+        assert_eq!(eval("return nil"), Reply::Null);
+        assert_eq!(
+            eval("return {1, 'a', nil, 4}"),
+            Reply::Array(vec![Reply::Int(1), Reply::Bulk(Bytes::from_static(b"a"))]),
+            "arrays stop at the first nil"
+        );
+        assert_eq!(eval("return {err='boom'}"), Reply::error("ERR boom"));
+        assert_eq!(
+            eval("return {err='WRONGTYPE no'}"),
+            Reply::error("WRONGTYPE no")
+        );
+        assert_eq!(eval("return {ok='fine'}"), Reply::simple("fine"));
+    }
+
+    #[test]
+    fn replies_become_lua_values_and_back() {
+        let lua = Lua::new();
+        for r in [
+            Reply::Int(7),
+            Reply::Bulk(Bytes::from_static(b"v")),
+            Reply::Null,
+            Reply::Array(vec![Reply::Int(1), Reply::Array(vec![])]),
+            Reply::simple("PONG"),
+            Reply::error("ERR nope"),
+        ] {
+            let v = reply_to_lua(&lua, &r).unwrap();
+            assert_eq!(lua_to_reply(&v), r);
+        }
+        let m = Reply::Map(vec![(Reply::bulk_str("f"), Reply::Int(1))]);
+        assert_eq!(
+            lua_to_reply(&reply_to_lua(&lua, &m).unwrap()),
+            Reply::Array(vec![Reply::bulk_str("f"), Reply::Int(1)])
+        );
+    }
+}

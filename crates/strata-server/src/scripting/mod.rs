@@ -1,0 +1,343 @@
+//! Lua scripting (EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT): the script cache, a pool of Lua
+//! 5.1 interpreters (mlua with a vendored Lua, so nothing is installed by hand), the `redis`
+//! library a script sees, and running one script against a segment's [`Ctx`].
+//!
+//! A script runs in the executor as a segment of its own holding the stripes of the keys it
+//! declares (`KEYS`; `commands::CommandSpec::lock_scope`); its `redis.call`s run through the
+//! segment's pending batch, so they read each other's writes, and the whole script commits as
+//! one engine write — atomic and isolated like an EXEC. A `redis.call` of a key the script did
+//! not declare, while it holds only its declared stripes, stops the script
+//! ([`Pending::needs_every_stripe`]); the executor reruns it holding every stripe (a script's
+//! only effects are its pending writes, so a rerun is safe).
+//!
+//! The environment follows redis 7: Lua 5.1 with the base, table, string and math libraries
+//! plus `bit` and `cjson`; no `os`, `io`, `loadfile`, `dofile` or `print`; reading or creating
+//! an undeclared global is an error (globals protected); `KEYS` and `ARGV`; `redis.call`,
+//! `redis.pcall`, `redis.error_reply`, `redis.status_reply`, `redis.sha1hex`, `redis.log` and
+//! its levels, `redis.setresp` (RESP2 only). Each interpreter keeps the functions it compiled,
+//! by SHA1; the script texts live in [`Scripts`], shared by all of them.
+//! Depends on `commands` (dispatch, the table), `resp`, mlua; never on the network layer.
+
+mod convert;
+mod library;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use mlua::{Function, Lua, MultiValue, Value};
+use parking_lot::{Mutex, RwLock};
+
+use crate::commands::{self, Ctx, LockScope, Request};
+use crate::fasthash::FastHash;
+use crate::resp::Reply;
+
+pub use convert::{lua_to_reply, reply_to_lua};
+
+/// The error EVALSHA answers for an unknown SHA1.
+pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// Interpreters kept for reuse (more may exist while more scripts run at once).
+const POOL_MAX: usize = 16;
+
+/// The server's scripts: texts by SHA1 (what SCRIPT LOAD and EVAL add, SCRIPT FLUSH clears)
+/// and a pool of interpreters.
+#[derive(Default)]
+pub struct Scripts {
+    texts: RwLock<HashMap<String, Bytes, FastHash>>,
+    /// Bumped by SCRIPT FLUSH: an interpreter compiled under an older generation drops its
+    /// functions before its next script.
+    generation: std::sync::atomic::AtomicU64,
+    pool: Mutex<Vec<Vm>>,
+}
+
+/// One interpreter and the functions it compiled.
+struct Vm {
+    lua: Lua,
+    compiled: HashMap<String, Function, FastHash>,
+    generation: u64,
+}
+
+/// The lowercase hex SHA1 of `body` (how scripts are named).
+pub fn sha1_hex(body: &[u8]) -> String {
+    use sha1::Digest;
+    let d = sha1::Sha1::digest(body);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Scripts {
+    /// Caches `body` and returns its SHA1 (SCRIPT LOAD; EVAL does the same).
+    pub fn load(&self, body: &Bytes) -> String {
+        let sha = sha1_hex(body);
+        self.texts
+            .write()
+            .entry(sha.clone())
+            .or_insert_with(|| body.clone());
+        sha
+    }
+
+    /// The text of the script named `sha` (any case).
+    pub fn get(&self, sha: &[u8]) -> Option<Bytes> {
+        let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
+        self.texts.read().get(&sha).cloned()
+    }
+
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        self.get(sha).is_some()
+    }
+
+    /// Forgets every script (SCRIPT FLUSH).
+    pub fn flush(&self) {
+        self.texts.write().clear();
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many scripts are cached.
+    pub fn len(&self) -> usize {
+        self.texts.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn take_vm(&self) -> Result<Vm, Reply> {
+        let generation = self.generation.load(std::sync::atomic::Ordering::SeqCst);
+        let vm = self.pool.lock().pop();
+        match vm {
+            Some(mut vm) => {
+                if vm.generation != generation {
+                    vm.compiled.clear();
+                    vm.generation = generation;
+                }
+                Ok(vm)
+            }
+            None => Ok(Vm {
+                lua: library::new_interpreter()
+                    .map_err(|e| Reply::error(format!("ERR cannot start Lua: {e}")))?,
+                compiled: HashMap::default(),
+                generation,
+            }),
+        }
+    }
+
+    fn give_back(&self, vm: Vm) {
+        let mut pool = self.pool.lock();
+        if pool.len() < POOL_MAX {
+            pool.push(vm);
+        }
+    }
+}
+
+/// Runs the script `body` (named `sha`) with `keys` and `args` against `ctx` and returns its
+/// reply. `read_only` (EVAL_RO, EVALSHA_RO) refuses write commands.
+pub fn run(
+    ctx: &mut Ctx<'_>,
+    sha: &str,
+    body: &Bytes,
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only: bool,
+) -> Reply {
+    let scripts = &ctx.shared.scripts;
+    let mut vm = match scripts.take_vm() {
+        Ok(vm) => vm,
+        Err(e) => return e,
+    };
+    let reply = run_in(&mut vm, ctx, sha, body, keys, args, read_only);
+    ctx.shared.scripts.give_back(vm);
+    reply
+}
+
+fn run_in(
+    vm: &mut Vm,
+    ctx: &mut Ctx<'_>,
+    sha: &str,
+    body: &Bytes,
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only: bool,
+) -> Reply {
+    let f = match vm.compiled.get(sha) {
+        Some(f) => f.clone(),
+        None => match vm
+            .lua
+            .load(&body[..])
+            .set_name("@user_script")
+            .into_function()
+        {
+            Ok(f) => {
+                vm.compiled.insert(sha.to_string(), f.clone());
+                f
+            }
+            Err(e) => {
+                return Reply::error(format!(
+                    "ERR Error compiling script (new function): {}",
+                    one_line(&e.to_string())
+                ))
+            }
+        },
+    };
+    let lua = &vm.lua;
+    let declared: Vec<Bytes> = keys.to_vec();
+    let setup = || -> mlua::Result<()> {
+        let g = lua.globals();
+        g.raw_set(
+            "KEYS",
+            lua.create_sequence_from(
+                keys.iter()
+                    .map(|k| lua.create_string(k))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?,
+        )?;
+        g.raw_set(
+            "ARGV",
+            lua.create_sequence_from(
+                args.iter()
+                    .map(|a| lua.create_string(a))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?,
+        )?;
+        Ok(())
+    };
+    if let Err(e) = setup() {
+        return Reply::error(format!("ERR {}", one_line(&e.to_string())));
+    }
+    let ctx = RefCell::new(ctx);
+    let result = lua.scope(|scope| {
+        let call = |raise: bool| {
+            let ctx = &ctx;
+            let declared = &declared;
+            scope.create_function_mut(move |lua, argv: MultiValue| {
+                let reply = call_command(&mut ctx.borrow_mut(), argv, declared, read_only);
+                match reply {
+                    Err(e) if raise => Err(mlua::Error::external(ScriptError(e))),
+                    Err(e) => convert::error_table(lua, &e),
+                    Ok(r) => reply_to_lua(lua, &r),
+                }
+            })
+        };
+        let redis: mlua::Table = lua.globals().raw_get("redis")?;
+        redis.raw_set("call", call(true)?)?;
+        redis.raw_set("pcall", call(false)?)?;
+        let out = f.call::<Value>(());
+        redis.raw_set("call", Value::Nil)?;
+        redis.raw_set("pcall", Value::Nil)?;
+        Ok(match out {
+            Ok(v) => lua_to_reply(&v),
+            Err(e) => script_error(&e, sha),
+        })
+    });
+    result.unwrap_or_else(|e| Reply::error(format!("ERR {}", one_line(&e.to_string()))))
+}
+
+/// An error reply raised by `redis.call`, carried through Lua as an external error.
+#[derive(Debug)]
+struct ScriptError(String);
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+/// The reply for a script that raised `e`: a `redis.call` error keeps its code and text (as
+/// redis 7 does), anything else is `ERR` with Lua's message and where the script was.
+fn script_error(e: &mlua::Error, sha: &str) -> Reply {
+    let mut cur = e;
+    loop {
+        match cur {
+            mlua::Error::CallbackError { cause, .. } => cur = cause,
+            mlua::Error::ExternalError(inner) => {
+                if let Some(se) = inner.downcast_ref::<ScriptError>() {
+                    return Reply::error(format!("{} script: {sha}", se.0));
+                }
+                break;
+            }
+            mlua::Error::RuntimeError(msg) => {
+                // `error({err=...})` raises a table: its text is the error.
+                return Reply::error(format!(
+                    "ERR user_script:{} script: {sha}",
+                    one_line(msg.trim_start_matches("[string \"user_script\"]:"))
+                        .trim_start_matches("user_script:")
+                ));
+            }
+            _ => break,
+        }
+    }
+    Reply::error(format!("ERR {} script: {sha}", one_line(&e.to_string())))
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").replace('\r', " ")
+}
+
+/// `redis.call(name, args...)`: the command's reply, or its error text (`Err`) — an unknown
+/// command, a wrong arity, a command scripts may not run, a write from a read-only script, or
+/// the error reply the command itself gave.
+fn call_command(
+    ctx: &mut Ctx<'_>,
+    argv: MultiValue,
+    declared: &[Bytes],
+    read_only: bool,
+) -> Result<Reply, String> {
+    let mut args: Vec<Bytes> = Vec::with_capacity(argv.len());
+    for v in argv {
+        match v {
+            Value::String(s) => args.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(i) => args.push(Bytes::from(i.to_string())),
+            Value::Number(n) => args.push(Bytes::from(format_lua_number(n))),
+            _ => {
+                return Err(
+                    "ERR Lua redis lib command arguments must be strings or integers".into(),
+                )
+            }
+        }
+    }
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call".into());
+    }
+    let req = Request::new(args);
+    let Some((_, spec)) = req.command() else {
+        return Err("ERR Unknown Redis command called from script".into());
+    };
+    if !spec.arity_accepts(req.args().len()) {
+        return Err("ERR Wrong number of args calling Redis command from script".into());
+    }
+    if spec.flags.contains(&"noscript") {
+        return Err("ERR This Redis command is not allowed from script".into());
+    }
+    if read_only && spec.writes() {
+        return Err("ERR Write commands are not allowed from read-only scripts.".into());
+    }
+    // Isolation: a key the script did not declare needs every stripe (see the module doc).
+    if !ctx.pending.every_stripe && spec.engine {
+        let undeclared = match spec.key_scope(req.args()) {
+            LockScope::None => false,
+            LockScope::All => true,
+            LockScope::Keys(k) => k.iter().any(|k| !declared.contains(k)),
+        };
+        if undeclared {
+            ctx.pending.needs_every_stripe.set(true);
+            return Err("ERR the script is rerun holding every key lock".into());
+        }
+    }
+    let reply = commands::dispatch(ctx, &req);
+    match reply {
+        Reply::Error(e) => Err(e.into_owned()),
+        r => Ok(r),
+    }
+}
+
+/// A Lua number as redis passes it to a command: integers without a fraction, others with
+/// Lua's `%.17g`.
+fn format_lua_number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e17 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}

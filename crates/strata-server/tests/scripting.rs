@@ -1,0 +1,262 @@
+//! Lua scripts against a real server with a real client: the environment and conversions a
+//! script sees, EVALSHA and SCRIPT, read-only scripts, atomicity (one batch; other clients see
+//! all of a script's writes or none) and isolation (transfers as scripts, with declared and
+//! undeclared keys, never change the sum a concurrent reader sees), scripts inside MULTI/EXEC.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::{run, test_config, Rng, TestServer};
+use redis::Value;
+
+fn bulk(s: &str) -> Value {
+    Value::BulkString(s.as_bytes().to_vec())
+}
+
+#[test]
+fn scripts_see_redis_environment_and_replies_convert() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    let eval = |c: &mut redis::Connection, script: &str, keys: &[&str], args: &[&str]| {
+        let n = keys.len().to_string();
+        let mut v = vec!["EVAL", script, &n];
+        v.extend_from_slice(keys);
+        v.extend_from_slice(args);
+        run(c, &v)
+    };
+    assert_eq!(
+        eval(
+            &mut c,
+            "return redis.call('INCRBY', KEYS[1], ARGV[1])",
+            &["n"],
+            &["5"]
+        ),
+        Ok(Value::Int(5))
+    );
+    assert_eq!(eval(&mut c, "return 3.7", &[], &[]), Ok(Value::Int(3)));
+    assert_eq!(
+        eval(&mut c, "return {1, 'a', false, 4}", &[], &[]),
+        Ok(Value::Array(vec![
+            Value::Int(1),
+            bulk("a"),
+            Value::Nil,
+            Value::Int(4)
+        ]))
+    );
+    assert_eq!(
+        eval(&mut c, "return {1, nil, 3}", &[], &[]),
+        Ok(Value::Array(vec![Value::Int(1)]))
+    );
+    assert_eq!(
+        eval(&mut c, "return redis.call('GET', 'none')", &[], &[]),
+        Ok(Value::Nil)
+    );
+    assert_eq!(
+        eval(
+            &mut c,
+            "return redis.call('SET', KEYS[1], 'v')",
+            &["k"],
+            &[]
+        ),
+        Ok(Value::Okay)
+    );
+    assert_eq!(
+        eval(
+            &mut c,
+            "return type(redis.call('GET', 'missing'))",
+            &[],
+            &[]
+        ),
+        Ok(bulk("boolean")),
+        "nil bulk is false in Lua"
+    );
+    assert_eq!(
+        eval(&mut c, "return redis.sha1hex('')", &[], &[]),
+        Ok(bulk("da39a3ee5e6b4b0d3255bfef95601890afd80709"))
+    );
+    assert_eq!(
+        eval(
+            &mut c,
+            "return cjson.decode(ARGV[1]).a",
+            &[],
+            &["{\"a\": \"x\"}"]
+        ),
+        Ok(bulk("x"))
+    );
+    let e = eval(
+        &mut c,
+        "return redis.call('LPUSH', KEYS[1], 'x')",
+        &["k"],
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.starts_with("WRONGTYPE"), "{e}");
+    let r = eval(
+        &mut c,
+        "local r = redis.pcall('LPUSH', KEYS[1], 'x') return r['err']",
+        &["k"],
+        &[],
+    );
+    assert!(
+        matches!(&r, Ok(Value::BulkString(b)) if b.starts_with(b"WRONGTYPE")),
+        "{r:?}"
+    );
+    for (script, want) in [
+        ("x = 1", "create global variable"),
+        ("return y", "nonexistent global variable"),
+        ("return os.time()", "nonexistent global variable"),
+        ("return (", "Error compiling script"),
+        ("return redis.call('MULTI')", "not allowed from script"),
+        ("return redis.call('NOSUCH')", "Unknown Redis command"),
+        ("return redis.error_reply('MY bad')", "MY bad"),
+    ] {
+        let e = eval(&mut c, script, &[], &[]).unwrap_err();
+        assert!(e.contains(want), "{script}: {e}");
+    }
+    // SCRIPT LOAD / EXISTS / FLUSH and EVALSHA.
+    let Ok(Value::BulkString(sha)) = run(&mut c, &["SCRIPT", "LOAD", "return ARGV[1]"]) else {
+        panic!()
+    };
+    let sha = String::from_utf8(sha).unwrap();
+    assert_eq!(run(&mut c, &["EVALSHA", &sha, "0", "hi"]), Ok(bulk("hi")));
+    assert_eq!(
+        run(&mut c, &["EVALSHA", &sha.to_uppercase(), "0", "hi"]),
+        Ok(bulk("hi"))
+    );
+    assert_eq!(
+        run(&mut c, &["SCRIPT", "EXISTS", &sha, "ffff"]),
+        Ok(Value::Array(vec![Value::Int(1), Value::Int(0)]))
+    );
+    assert_eq!(run(&mut c, &["SCRIPT", "FLUSH"]), Ok(Value::Okay));
+    let e = run(&mut c, &["EVALSHA", &sha, "0"]).unwrap_err();
+    assert!(e.starts_with("NOSCRIPT"), "{e}");
+    // Read-only scripts read and refuse writes.
+    assert_eq!(
+        run(
+            &mut c,
+            &["EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "k"]
+        ),
+        Ok(bulk("v"))
+    );
+    let e = run(
+        &mut c,
+        &["EVAL_RO", "return redis.call('DEL', KEYS[1])", "1", "k"],
+    )
+    .unwrap_err();
+    assert!(e.contains("read-only"), "{e}");
+    let e = run(&mut c, &["EVAL", "return 1", "2", "a"]).unwrap_err();
+    assert!(e.contains("greater than number of args"), "{e}");
+}
+
+#[test]
+fn a_script_is_one_batch_and_reads_its_own_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    // Collection writes then scans within one script, and an undeclared key (the script
+    // reruns holding every stripe).
+    let script = "
+        redis.call('RPUSH', KEYS[1], 'a', 'b')
+        redis.call('HSET', KEYS[2], 'f', '1')
+        redis.call('SET', 'undeclared', 'u')
+        local l = redis.call('LRANGE', KEYS[1], 0, -1)
+        local h = redis.call('HGETALL', KEYS[2])
+        return {#l, #h, redis.call('GET', 'undeclared'), redis.call('DBSIZE')}";
+    assert_eq!(
+        run(&mut c, &["EVAL", script, "2", "l", "h"]),
+        Ok(Value::Array(vec![
+            Value::Int(2),
+            Value::Int(2),
+            bulk("u"),
+            Value::Int(3)
+        ]))
+    );
+    // An error midway keeps what ran before it (redis does not roll a script back).
+    let e = run(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.call('SET', KEYS[1], '1') redis.call('LPUSH', KEYS[1], 'x') return 1",
+            "1",
+            "e",
+        ],
+    )
+    .unwrap_err();
+    assert!(e.starts_with("WRONGTYPE"), "{e}");
+    assert_eq!(run(&mut c, &["GET", "e"]), Ok(bulk("1")));
+    // Inside MULTI/EXEC.
+    run(&mut c, &["MULTI"]).unwrap();
+    run(&mut c, &["SET", "m", "1"]).unwrap();
+    run(
+        &mut c,
+        &["EVAL", "return redis.call('INCR', KEYS[1])", "1", "m"],
+    )
+    .unwrap();
+    assert_eq!(
+        run(&mut c, &["EXEC"]),
+        Ok(Value::Array(vec![Value::Okay, Value::Int(2)]))
+    );
+}
+
+const ACCOUNTS: usize = 6;
+
+/// Transfers by script — some declaring both accounts, some declaring none (so they rerun
+/// holding every stripe) — while a script sums all accounts: the sum never changes.
+#[test]
+fn concurrent_script_transfers_never_change_the_sum() {
+    let seed = common::seed("script-transfers");
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    for i in 0..ACCOUNTS {
+        run(&mut c, &["SET", &format!("acct{i}"), "100"]).unwrap();
+    }
+    let transfer = "
+        local from, to, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
+        local have = tonumber(redis.call('GET', from))
+        redis.call('SET', from, have - n)
+        redis.call('INCRBY', to, n)
+        return 1";
+    let Ok(Value::BulkString(sha)) = run(&mut c, &["SCRIPT", "LOAD", transfer]) else {
+        panic!()
+    };
+    let sha = String::from_utf8(sha).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for t in 0..4u64 {
+        let mut w = s.conn();
+        let sha = sha.clone();
+        let stop = stop.clone();
+        workers.push(std::thread::spawn(move || {
+            let mut rng = Rng::new(seed ^ t);
+            let mut done = 0;
+            while !stop.load(Ordering::Relaxed) && done < 300 {
+                let a = format!("acct{}", rng.below(ACCOUNTS as u64));
+                let b = format!("acct{}", rng.below(ACCOUNTS as u64));
+                let n = (1 + rng.below(9)).to_string();
+                let r = if t % 2 == 0 {
+                    run(&mut w, &["EVALSHA", &sha, "2", &a, &b, &a, &b, &n])
+                } else {
+                    run(&mut w, &["EVALSHA", &sha, "0", &a, &b, &n])
+                };
+                assert_eq!(r, Ok(Value::Int(1)), "seed {seed}");
+                done += 1;
+            }
+        }));
+    }
+    let sum = "local s = 0 for i = 0, tonumber(ARGV[1]) - 1 do s = s + tonumber(redis.call('GET', 'acct' .. i)) end return s";
+    let mut reads = 0;
+    while workers.iter().any(|w| !w.is_finished()) {
+        let r = run(&mut c, &["EVAL", sum, "0", &ACCOUNTS.to_string()]);
+        assert_eq!(r, Ok(Value::Int(100 * ACCOUNTS as i64)), "seed {seed}");
+        reads += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert!(reads > 0);
+}
