@@ -291,5 +291,5 @@ fn inline_ok(shared: &Shared, batch: &[Request]) -> bool {
     let fsync = shared.store.sync_policy() == crate::config::SyncPolicy::Always;
     batch
         .iter()
-        .all(|r| !r.needs_engine() || (r.inline_ok() && !(fsync && r.writes())))
+        .all(|r| !r.needs_engine() || (r.inline_ok() && !(fsync && r.may_write())))
 }

@@ -572,7 +572,8 @@ fn exec_transaction(
     // anything else reruns on the engine pool.
     if inline {
         let fsync = shared.store.sync_policy() == crate::config::SyncPolicy::Always;
-        let pool_only = |r: &Request| r.needs_engine() && (!r.inline_ok() || (fsync && r.writes()));
+        let pool_only =
+            |r: &Request| r.needs_engine() && (!r.inline_ok() || (fsync && r.may_write()));
         if multi.queued.iter().any(pool_only) {
             return Err(Deferred::Blocking);
         }

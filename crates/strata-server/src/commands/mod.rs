@@ -108,6 +108,18 @@ impl CommandSpec {
         self.flags.contains(&"write")
     }
 
+    /// EVAL, EVALSHA and their read-only forms.
+    pub fn runs_script(&self) -> bool {
+        matches!(self.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro")
+    }
+
+    /// Whether running it may write (a write command, or a script that is not read-only):
+    /// such a command does not run inline under `sync = always`, where its commit would wait
+    /// for an fsync on the event loop.
+    pub fn may_write(&self) -> bool {
+        self.writes() || matches!(self.name, "eval" | "evalsha")
+    }
+
     /// Commands that see the whole key range (scans, FLUSH*, INFO): they run in a segment of
     /// their own, after every earlier write of the batch is committed.
     pub fn barrier(&self) -> bool {
@@ -121,12 +133,7 @@ impl CommandSpec {
     /// collection elements, or WATCHes keys (see `watch`: a key is registered under its
     /// stripe).
     fn may_lock(&self) -> bool {
-        self.writes()
-            || self.reads_elements()
-            || matches!(
-                self.name,
-                "watch" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro"
-            )
+        self.writes() || self.reads_elements() || self.name == "watch" || self.runs_script()
     }
 
     /// Commands that read the elements of collections (see `lock_scope`).
@@ -142,7 +149,6 @@ impl CommandSpec {
     pub fn alone(&self) -> bool {
         self.barrier()
             || self.group == "transactions"
-            || self.group == "scripting"
             || (matches!(self.group, "hash" | "list" | "set" | "sorted_set") && !self.inline_ok())
             || matches!(self.name, "rename" | "renamenx" | "copy" | "object")
     }
@@ -209,6 +215,9 @@ impl CommandSpec {
             ),
             // EXEC inline only when its queue could run inline (`executor::prepare_exec`).
             "transactions" => matches!(self.name, "watch" | "exec"),
+            // A script inline reads through `cache_only` like a point command; one that scans
+            // or needs I/O reruns on the pool (`Pending::would_block`).
+            "scripting" => self.runs_script(),
             _ => false,
         }
     }

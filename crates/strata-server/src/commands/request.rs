@@ -28,6 +28,8 @@ struct Traits {
     alone: bool,
     inline_ok: bool,
     writes: bool,
+    /// [`CommandSpec::may_write`].
+    may_write: bool,
     /// `lock_scope` can name stripes (it writes or reads collection elements).
     locks: bool,
     /// It writes its keys without reading them (MSET, SETEX, PSETEX; SET without options is
@@ -47,6 +49,7 @@ fn traits_of(i: usize) -> Traits {
                 alone: c.alone(),
                 inline_ok: c.inline_ok(),
                 writes: c.writes(),
+                may_write: c.may_write(),
                 locks: c.may_lock(),
                 blind: matches!(c.name, "mset" | "setex" | "psetex"),
                 set: c.name == "set",
@@ -100,6 +103,11 @@ impl Request {
     /// [`CommandSpec::writes`] (false for an unknown command).
     pub fn writes(&self) -> bool {
         self.traits.writes
+    }
+
+    /// [`CommandSpec::may_write`] (false for an unknown command).
+    pub fn may_write(&self) -> bool {
+        self.traits.may_write
     }
 
     /// Whether it writes its keys without reading them first (SET with no option, MSET,

@@ -14,8 +14,8 @@
 //! plus `bit` and `cjson`; no `os`, `io`, `loadfile`, `dofile` or `print`; reading or creating
 //! an undeclared global is an error (globals protected); `KEYS` and `ARGV`; `redis.call`,
 //! `redis.pcall`, `redis.error_reply`, `redis.status_reply`, `redis.sha1hex`, `redis.log` and
-//! its levels, `redis.setresp` (RESP2 only). Each interpreter keeps the functions it compiled,
-//! by SHA1; the script texts live in [`Scripts`], shared by all of them.
+//! its levels, `redis.setresp` (RESP2 only). Each thread has its own interpreter, which keeps
+//! the functions it compiled, by SHA1; the script texts live in [`Scripts`], shared by all.
 //! Depends on `commands` (dispatch, the table), `resp`, mlua; never on the network layer.
 
 mod convert;
@@ -26,7 +26,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use mlua::{Function, Lua, MultiValue, Value};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
 use crate::commands::{self, Ctx, LockScope, Request};
 use crate::fasthash::FastHash;
@@ -37,18 +37,21 @@ pub use convert::{lua_to_reply, reply_to_lua};
 /// The error EVALSHA answers for an unknown SHA1.
 pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
-/// Interpreters kept for reuse (more may exist while more scripts run at once).
-const POOL_MAX: usize = 16;
-
-/// The server's scripts: texts by SHA1 (what SCRIPT LOAD and EVAL add, SCRIPT FLUSH clears)
-/// and a pool of interpreters.
+/// The server's scripts: their texts by SHA1 (what SCRIPT LOAD and EVAL add, SCRIPT FLUSH
+/// clears). Each thread that runs scripts has an interpreter of its own ([`VM`]), which
+/// compiles a script the first time it runs it there.
 #[derive(Default)]
 pub struct Scripts {
     texts: RwLock<HashMap<String, Bytes, FastHash>>,
     /// Bumped by SCRIPT FLUSH: an interpreter compiled under an older generation drops its
     /// functions before its next script.
     generation: std::sync::atomic::AtomicU64,
-    pool: Mutex<Vec<Vm>>,
+}
+
+thread_local! {
+    /// This thread's interpreter (event-loop and engine-pool threads run scripts; a Lua state
+    /// never moves between threads, so it needs no lock).
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
 }
 
 /// One interpreter and the functions it compiled.
@@ -101,33 +104,6 @@ impl Scripts {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    fn take_vm(&self) -> Result<Vm, Reply> {
-        let generation = self.generation.load(std::sync::atomic::Ordering::SeqCst);
-        let vm = self.pool.lock().pop();
-        match vm {
-            Some(mut vm) => {
-                if vm.generation != generation {
-                    vm.compiled.clear();
-                    vm.generation = generation;
-                }
-                Ok(vm)
-            }
-            None => Ok(Vm {
-                lua: library::new_interpreter()
-                    .map_err(|e| Reply::error(format!("ERR cannot start Lua: {e}")))?,
-                compiled: HashMap::default(),
-                generation,
-            }),
-        }
-    }
-
-    fn give_back(&self, vm: Vm) {
-        let mut pool = self.pool.lock();
-        if pool.len() < POOL_MAX {
-            pool.push(vm);
-        }
-    }
 }
 
 /// Runs the script `body` (named `sha`) with `keys` and `args` against `ctx` and returns its
@@ -140,14 +116,37 @@ pub fn run(
     args: &[Bytes],
     read_only: bool,
 ) -> Reply {
-    let scripts = &ctx.shared.scripts;
-    let mut vm = match scripts.take_vm() {
-        Ok(vm) => vm,
-        Err(e) => return e,
-    };
-    let reply = run_in(&mut vm, ctx, sha, body, keys, args, read_only);
-    ctx.shared.scripts.give_back(vm);
-    reply
+    let generation = ctx
+        .shared
+        .scripts
+        .generation
+        .load(std::sync::atomic::Ordering::SeqCst);
+    VM.with(|slot| {
+        // Scripts cannot call EVAL (`noscript`), so the interpreter is never borrowed twice.
+        let Ok(mut slot) = slot.try_borrow_mut() else {
+            return Reply::error("ERR a script is already running on this thread");
+        };
+        if slot.is_none() {
+            match library::new_interpreter() {
+                Ok(lua) => {
+                    *slot = Some(Vm {
+                        lua,
+                        compiled: HashMap::default(),
+                        generation,
+                    })
+                }
+                Err(e) => return Reply::error(format!("ERR cannot start Lua: {e}")),
+            }
+        }
+        let Some(vm) = slot.as_mut() else {
+            return Reply::error("ERR cannot start Lua");
+        };
+        if vm.generation != generation {
+            vm.compiled.clear();
+            vm.generation = generation;
+        }
+        run_in(vm, ctx, sha, body, keys, args, read_only)
+    })
 }
 
 fn run_in(
