@@ -1,5 +1,5 @@
 //! The environment a script runs in (redis 7's): which standard libraries, the `redis` table
-//! (all but `call`/`pcall`, which `scripting::run` binds to the running segment), `bit`,
+//! (`call`/`pcall` reach the running segment through `scripting::redis_call`), `bit`,
 //! `cjson`, and protected globals.
 //! Depends on mlua, serde_json; nothing else in the crate.
 
@@ -45,6 +45,14 @@ pub fn new_interpreter() -> mlua::Result<Lua> {
 
 fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
+    t.raw_set(
+        "call",
+        lua.create_function(|lua, argv: mlua::MultiValue| super::redis_call(lua, argv, true))?,
+    )?;
+    t.raw_set(
+        "pcall",
+        lua.create_function(|lua, argv: mlua::MultiValue| super::redis_call(lua, argv, false))?,
+    )?;
     t.raw_set(
         "sha1hex",
         lua.create_function(|_, s: mlua::LuaString| Ok(super::sha1_hex(&s.as_bytes())))?,

@@ -179,7 +179,6 @@ fn run_in(
         },
     };
     let lua = &vm.lua;
-    let declared: Vec<Bytes> = keys.to_vec();
     let setup = || -> mlua::Result<()> {
         let g = lua.globals();
         g.raw_set(
@@ -203,32 +202,70 @@ fn run_in(
     if let Err(e) = setup() {
         return Reply::error(format!("ERR {}", one_line(&e.to_string())));
     }
-    let ctx = RefCell::new(ctx);
-    let result = lua.scope(|scope| {
-        let call = |raise: bool| {
-            let ctx = &ctx;
-            let declared = &declared;
-            scope.create_function_mut(move |lua, argv: MultiValue| {
-                let reply = call_command(&mut ctx.borrow_mut(), argv, declared, read_only);
-                match reply {
-                    Err(e) if raise => Err(mlua::Error::external(ScriptError(e))),
-                    Err(e) => convert::error_table(lua, &e),
-                    Ok(r) => reply_to_lua(lua, &r),
-                }
-            })
-        };
-        let redis: mlua::Table = lua.globals().raw_get("redis")?;
-        redis.raw_set("call", call(true)?)?;
-        redis.raw_set("pcall", call(false)?)?;
-        let out = f.call::<Value>(());
-        redis.raw_set("call", Value::Nil)?;
-        redis.raw_set("pcall", Value::Nil)?;
-        Ok(match out {
-            Ok(v) => lua_to_reply(&v),
-            Err(e) => script_error(&e, sha),
-        })
-    });
-    result.unwrap_or_else(|e| Reply::error(format!("ERR {}", one_line(&e.to_string()))))
+    let running = Running {
+        ctx: (ctx as *mut Ctx<'_>).cast::<Ctx<'static>>(),
+        declared: keys as *const [Bytes],
+        read_only,
+    };
+    let out = {
+        let _on = RunningGuard::set(running);
+        f.call::<Value>(())
+    };
+    match out {
+        Ok(v) => lua_to_reply(&v),
+        Err(e) => script_error(&e, sha),
+    }
+}
+
+/// What `redis.call` needs of the script running on this thread: its segment's context, its
+/// declared keys, whether it is read-only. Set by [`run_in`] for exactly the duration of one
+/// script call ([`RunningGuard`]), on the thread that runs it.
+#[derive(Clone, Copy)]
+struct Running {
+    ctx: *mut Ctx<'static>,
+    declared: *const [Bytes],
+    read_only: bool,
+}
+
+thread_local! {
+    static RUNNING: std::cell::Cell<Option<Running>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sets [`RUNNING`] and clears it when dropped (also when the script call unwinds).
+struct RunningGuard;
+
+impl RunningGuard {
+    fn set(r: Running) -> RunningGuard {
+        RUNNING.with(|c| c.set(Some(r)));
+        RunningGuard
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        RUNNING.with(|c| c.set(None));
+    }
+}
+
+/// `redis.call` (`raise`) and `redis.pcall`: created once per interpreter (`library`), they
+/// find the running script's context in [`RUNNING`].
+pub(crate) fn redis_call(lua: &Lua, argv: MultiValue, raise: bool) -> mlua::Result<Value> {
+    let Some(r) = RUNNING.with(|c| c.get()) else {
+        return Err(mlua::Error::runtime(
+            "redis.call and redis.pcall work only while a script runs",
+        ));
+    };
+    // SAFETY: `r` was set by `run_in` from a `&mut Ctx` and a `&[Bytes]` that outlive the
+    // script call it makes on this thread, and is cleared when that call returns or unwinds
+    // (`RunningGuard`); `run_in` does not touch the context while the script runs, and a
+    // script cannot start another script (EVAL is `noscript`), so this is the only live
+    // reference to the context, for the duration of this callback.
+    let (ctx, declared) = unsafe { (&mut *r.ctx, &*r.declared) };
+    match call_command(ctx, argv, declared, r.read_only) {
+        Err(e) if raise => Err(mlua::Error::external(ScriptError(e))),
+        Err(e) => convert::error_table(lua, &e),
+        Ok(reply) => reply_to_lua(lua, &reply),
+    }
 }
 
 /// An error reply raised by `redis.call`, carried through Lua as an external error.
