@@ -7,9 +7,11 @@ use mlua::{Lua, LuaOptions, StdLib, Table, Value};
 
 /// A fresh interpreter with the script environment.
 pub fn new_interpreter() -> mlua::Result<Lua> {
+    // A Rust panic inside `redis.call` must not be caught by a script's `pcall` (the script
+    // would go on and its half-run command's writes be committed): it propagates.
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
-        LuaOptions::default(),
+        LuaOptions::new().catch_rust_panics(false),
     )?;
     let g = lua.globals();
     for name in [
