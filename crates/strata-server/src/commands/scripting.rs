@@ -36,10 +36,9 @@ fn eval_body(ctx: &mut Ctx<'_>, a: &[Bytes], read_only: bool) -> CmdResult {
 
 fn eval_sha(ctx: &mut Ctx<'_>, a: &[Bytes], read_only: bool) -> CmdResult {
     let (keys, args) = keys_and_args(a)?;
-    let Some(body) = ctx.shared.scripts.get(&a[1]) else {
+    let Some((sha, body)) = ctx.shared.scripts.get(&a[1]) else {
         return Err(Reply::error(scripting::NOSCRIPT));
     };
-    let sha = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
     Ok(scripting::run(ctx, &sha, &body, keys, args, read_only))
 }
 

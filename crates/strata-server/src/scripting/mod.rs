@@ -79,10 +79,11 @@ impl Scripts {
         sha
     }
 
-    /// The text of the script named `sha` (any case).
-    pub fn get(&self, sha: &[u8]) -> Option<Bytes> {
+    /// The script named `sha` (any case): its name in lowercase and its text.
+    pub fn get(&self, sha: &[u8]) -> Option<(String, Bytes)> {
         let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
-        self.texts.read().get(&sha).cloned()
+        let text = self.texts.read().get(&sha).cloned()?;
+        Some((sha, text))
     }
 
     pub fn exists(&self, sha: &[u8]) -> bool {
@@ -179,25 +180,17 @@ fn run_in(
         },
     };
     let lua = &vm.lua;
+    // KEYS and ARGV as fresh arrays (filled in place: no intermediate vector per call).
+    let array = |name: &str, items: &[Bytes]| -> mlua::Result<()> {
+        let t = lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, item) in items.iter().enumerate() {
+            t.raw_set(i + 1, lua.create_string(item)?)?;
+        }
+        lua.globals().raw_set(name, t)
+    };
     let setup = || -> mlua::Result<()> {
-        let g = lua.globals();
-        g.raw_set(
-            "KEYS",
-            lua.create_sequence_from(
-                keys.iter()
-                    .map(|k| lua.create_string(k))
-                    .collect::<mlua::Result<Vec<_>>>()?,
-            )?,
-        )?;
-        g.raw_set(
-            "ARGV",
-            lua.create_sequence_from(
-                args.iter()
-                    .map(|a| lua.create_string(a))
-                    .collect::<mlua::Result<Vec<_>>>()?,
-            )?,
-        )?;
-        Ok(())
+        array("KEYS", keys)?;
+        array("ARGV", args)
     };
     if let Err(e) = setup() {
         return Reply::error(format!("ERR {}", one_line(&e.to_string())));
