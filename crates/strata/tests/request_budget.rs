@@ -56,15 +56,17 @@ fn background_requests_stay_within_the_budget() {
     let seed = 7;
     let (free_rate, _, db, _dir) = run(seed, None, 4.0);
     db.close().unwrap();
-    let budget = 20.0;
+    // The budget is a quarter of what this machine sends unbudgeted (a loaded CI runner sent
+    // 43/s where an idle one sends hundreds), so the budget binds however fast the run is.
+    let budget = (free_rate / 4.0).floor().clamp(2.0, 20.0);
     assert!(
-        free_rate > 3.0 * budget,
+        free_rate >= 3.0 * budget,
         "the workload must exceed the budget unbudgeted: {free_rate:.1} requests/s"
     );
 
     let secs = 8.0;
     let start = Instant::now();
-    let (_, keys, db, _dir) = run(seed, Some("20/s"), secs);
+    let (_, keys, db, _dir) = run(seed, Some(&format!("{budget}/s")), secs);
     let s = db.stats();
     let window = start.elapsed().as_secs_f64();
     let requests = s.tier.capacity_requests.total();
@@ -85,7 +87,7 @@ fn background_requests_stay_within_the_budget() {
         assert!(db.get(key(i)).unwrap().is_some(), "key {i}");
     }
     eprintln!(
-        "request budget: unbudgeted {free_rate:.0} requests/s; budgeted 20/s: {requests} requests in {window:.1}s ({:.1}/s), {} waits, {:.1}s waited, {} fast bytes pending upload",
+        "request budget: unbudgeted {free_rate:.0} requests/s; budgeted {budget}/s: {requests} requests in {window:.1}s ({:.1}/s), {} waits, {:.1}s waited, {} fast bytes pending upload",
         requests as f64 / window,
         b.waits,
         b.wait_secs,
