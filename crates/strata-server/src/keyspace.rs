@@ -5,6 +5,7 @@
 //! | prefix | contents |
 //! |---|---|
 //! | `0x01` | server metadata (`0x01 "format"` → the layout version, [`LAYOUT_VERSION`]) |
+//! | `0x02` | function libraries: `0x02 ‖ library name` → `0x01 ‖ library code` (FUNCTION LOAD) |
 //! | `0x10` | database 0: `0x10 ‖ hash32(user key) ‖ user key` → an encoded value (see `value`) |
 //! | `0x11` | elements of database 0's collections (hashes, lists, sets, sorted sets): see `collections::subkey` |
 //!
@@ -26,6 +27,23 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// Namespace byte of server metadata.
 pub const NS_META: u8 = 0x01;
+/// Namespace byte of function libraries.
+pub const NS_FUNCTIONS: u8 = 0x02;
+/// First engine key of the function libraries (inclusive).
+pub const FUNCTIONS_START: &[u8] = &[NS_FUNCTIONS];
+/// End of the function libraries (exclusive).
+pub const FUNCTIONS_END: &[u8] = &[NS_FUNCTIONS + 1];
+/// Version byte leading a stored library's code.
+pub const FUNCTION_VALUE_VERSION: u8 = 1;
+
+/// The engine key of the function library `name`.
+pub fn function_key(name: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + name.len());
+    k.push(NS_FUNCTIONS);
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
 /// Namespace byte of database 0.
 pub const NS_DB0: u8 = 0x10;
 /// First engine key of database 0 (inclusive).

@@ -81,6 +81,8 @@ pub struct Shared {
     pub saves: Arc<crate::saves::Saves>,
     /// Lua scripts (EVAL, SCRIPT LOAD) and their interpreters.
     pub scripts: crate::scripting::Scripts,
+    /// Function libraries (FUNCTION LOAD, FCALL), read back from the database at start-up.
+    pub functions: crate::scripting::functions::Functions,
 }
 
 /// A bound, ready-to-run server.
@@ -174,7 +176,10 @@ impl Server {
             metrics,
             saves,
             scripts: Default::default(),
+            functions: Default::default(),
         };
+        crate::commands::functions::load_stored(&shared)
+            .map_err(|e| ServerError::Store(StoreError::Layout(e)))?;
         Ok(Server {
             shared: Arc::new(shared),
             listener,

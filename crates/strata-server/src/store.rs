@@ -195,6 +195,34 @@ impl Store {
         r
     }
 
+    /// The stored function libraries' codes (`keyspace::NS_FUNCTIONS`), read at start-up. A
+    /// value with an unknown version is an error, not skipped.
+    pub fn function_libraries(&self) -> StoreResult<Vec<bytes::Bytes>> {
+        let mut it = self.db.iter(ReadOptions {
+            lower_bound: Some(keyspace::FUNCTIONS_START.to_vec()),
+            upper_bound: Some(keyspace::FUNCTIONS_END.to_vec()),
+            ..Default::default()
+        })?;
+        it.seek_to_first();
+        let mut out = Vec::new();
+        while it.valid() {
+            match it.value().split_first() {
+                Some((&keyspace::FUNCTION_VALUE_VERSION, code)) => {
+                    out.push(bytes::Bytes::copy_from_slice(code))
+                }
+                _ => {
+                    return Err(StoreError::Layout(format!(
+                        "function library {:?}: unknown value version",
+                        String::from_utf8_lossy(&it.key()[1..])
+                    )))
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
     /// Visits the live keys of database 0 (key, type, expiry) in engine order, starting at the
     /// engine key `from` (inclusive; `None` for the beginning). At most `max_examined` keys are
     /// read (expired ones included, so the work is bounded). Returns the engine key to resume

@@ -56,6 +56,9 @@ pub struct Pending {
     pub stale: std::cell::Cell<bool>,
     /// The batch holds a range deletion (FLUSHDB, FLUSHALL).
     ranges: bool,
+    /// The batch holds writes outside database 0 (function libraries), which `take_batch`
+    /// must keep as they are.
+    unkeyed: bool,
     /// The segment holds every stripe (a script may then touch any key).
     pub every_stripe: bool,
     /// A script called a command on a key it did not declare while the segment holds only
@@ -85,6 +88,7 @@ impl Pending {
             chain: None,
             stale: std::cell::Cell::new(false),
             ranges: false,
+            unkeyed: false,
             every_stripe: false,
             needs_every_stripe: std::cell::Cell::new(false),
         }
@@ -98,7 +102,7 @@ impl Pending {
     /// the segment no longer refuses it).
     pub fn take_batch(&mut self) -> WriteBatch {
         let written = self.overlay.len() + self.elems.len();
-        if self.ranges || self.batch.len() <= written {
+        if self.ranges || self.unkeyed || self.batch.len() <= written {
             return std::mem::take(&mut self.batch);
         }
         self.batch.clear();
@@ -416,6 +420,29 @@ impl Ctx<'_> {
         let batch = &mut self.pending.batch;
         keyspace::with_data_key(key, |k| batch.delete(k));
         self.pending.overlay.insert(key.to_vec(), None);
+    }
+
+    /// Stores the function library `name` (FUNCTION LOAD, RESTORE); committed with the
+    /// segment.
+    pub fn put_function_library(&mut self, name: &str, code: &[u8]) {
+        let mut v = Vec::with_capacity(1 + code.len());
+        v.push(keyspace::FUNCTION_VALUE_VERSION);
+        v.extend_from_slice(code);
+        self.pending.batch.put(keyspace::function_key(name), v);
+        self.pending.unkeyed = true;
+    }
+
+    /// Deletes the stored function library `name`, or every one with `None` (FUNCTION DELETE,
+    /// FLUSH, RESTORE FLUSH); committed with the segment.
+    pub fn delete_function_libraries(&mut self, name: Option<&str>) {
+        match name {
+            Some(n) => self.pending.batch.delete(keyspace::function_key(n)),
+            None => self
+                .pending
+                .batch
+                .delete_range(keyspace::FUNCTIONS_START, keyspace::FUNCTIONS_END),
+        }
+        self.pending.unkeyed = true;
     }
 
     /// Deletes every key of the database (FLUSHDB). Only for barrier commands, which run in a

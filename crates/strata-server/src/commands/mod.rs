@@ -23,6 +23,7 @@ pub mod connection;
 mod context;
 pub mod errors;
 pub mod expire;
+pub mod functions;
 pub mod hashes;
 pub mod introspection;
 pub mod keys;
@@ -108,16 +109,19 @@ impl CommandSpec {
         self.flags.contains(&"write")
     }
 
-    /// EVAL, EVALSHA and their read-only forms.
+    /// EVAL, EVALSHA, FCALL and their read-only forms.
     pub fn runs_script(&self) -> bool {
-        matches!(self.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro")
+        matches!(
+            self.name,
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+        )
     }
 
     /// Whether running it may write (a write command, or a script that is not read-only):
     /// such a command does not run inline under `sync = always`, where its commit would wait
     /// for an fsync on the event loop.
     pub fn may_write(&self) -> bool {
-        self.writes() || matches!(self.name, "eval" | "evalsha")
+        self.writes() || matches!(self.name, "eval" | "evalsha" | "fcall")
     }
 
     /// Commands that see the whole key range (scans, FLUSH*, INFO): they run in a segment of
@@ -255,7 +259,9 @@ impl CommandSpec {
             "sintercard" | "zunion" | "zinter" | "zdiff" | "zintercard" => {
                 return LockScope::Keys(numkeys(1));
             }
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => return LockScope::Keys(numkeys(2)),
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
+                return LockScope::Keys(numkeys(2))
+            }
             "zunionstore" | "zinterstore" | "zdiffstore" => {
                 let mut k = numkeys(2);
                 k.push(&args[1]);
@@ -395,6 +401,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("evalsha", -3, &["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "2.6.0", "Depends on the script that is executed.", true, scripting::evalsha, "Executes a server-side Lua script by SHA1 digest."),
     cmd!("eval_ro", -3, &["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "7.0.0", "Depends on the script that is executed.", true, scripting::eval_ro, "Executes a read-only server-side Lua script."),
     cmd!("evalsha_ro", -3, &["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "7.0.0", "Depends on the script that is executed.", true, scripting::evalsha_ro, "Executes a read-only server-side Lua script by SHA1 digest."),
+    cmd!("fcall", -3, &["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "7.0.0", "Depends on the function that is executed.", true, functions::fcall, "Invokes a function."),
+    cmd!("fcall_ro", -3, &["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "7.0.0", "Depends on the function that is executed.", true, functions::fcall_ro, "Invokes a read-only function."),
+    CommandSpec { subcommands: &["function|load", "function|delete", "function|flush", "function|list", "function|dump", "function|restore", "function|stats", "function|kill", "function|help"], ..cmd!("function", -2, &[], (0, 0, 0), &["@slow"], "scripting", "7.0.0", "Depends on subcommand.", true, functions::function, "A container for function commands.") },
     CommandSpec { subcommands: &["script|load", "script|exists", "script|flush", "script|kill", "script|help"], ..cmd!("script", -2, &[], (0, 0, 0), &["@slow"], "scripting", "2.6.0", "Depends on subcommand.", false, scripting::script, "A container for Lua scripts management commands.") },
     // Transactions.
     cmd!("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), &["@fast", "@transaction"], "transactions", "1.2.0", "O(1)", false, transactions::multi, "Starts a transaction."),

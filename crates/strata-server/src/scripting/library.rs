@@ -5,8 +5,88 @@
 
 use mlua::{Lua, LuaOptions, StdLib, Table, Value};
 
+/// The Lua that turns a fresh interpreter into the sandbox (run once per interpreter):
+///
+/// - every global moves into a hidden table (`env`, returned); the real globals table is left
+///   empty and reads through to `env` (a plain `__index` table, so a global costs one table
+///   lookup), raising on a nonexistent name and on any assignment;
+/// - `redis`, `string`, `table`, `math`, `bit`, `cjson`, `coroutine` are replaced by read-only
+///   proxies, and the string metatable is locked, so no script can change what the next one
+///   (or another client's) sees;
+/// - `rawset` refuses the globals table and the proxies; `setfenv`, `getfenv` and `newproxy`
+///   (which reach environments and metatables) are removed; `loadstring` refuses bytecode.
+///
+/// Every table is locked with `__metatable = false`, so `getmetatable` gives nothing to edit.
+const SANDBOX: &str = r#"
+local G = _G
+local rawset, setmetatable, getmetatable, error, tostring, type, pairs, loadstring =
+    rawset, setmetatable, getmetatable, error, tostring, type, pairs, loadstring
+local readonly = setmetatable({}, { __mode = "k" })
+local function deny() error("Attempt to modify a readonly table", 2) end
+local function protect(t)
+    local p = setmetatable({}, { __index = t, __newindex = deny, __metatable = false })
+    readonly[p] = true
+    return p
+end
+local env = {}
+for k, v in pairs(G) do env[k] = v end
+for _, name in pairs({ "redis", "string", "table", "math", "bit", "cjson", "coroutine" }) do
+    if env[name] then env[name] = protect(env[name]) end
+end
+env._G = G
+env.setfenv, env.getfenv, env.newproxy = nil, nil, nil
+env.rawset = function(t, k, v)
+    if readonly[t] then deny() end
+    return rawset(t, k, v)
+end
+env.loadstring = function(s, name)
+    if type(s) == "string" and s:byte(1) == 27 then
+        return nil, "loading binary chunks is not allowed"
+    end
+    return loadstring(s, name)
+end
+local names = {}
+for k in pairs(G) do names[#names + 1] = k end
+for _, k in pairs(names) do rawset(G, k, nil) end
+setmetatable(env, {
+    __index = function(_, k)
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end,
+    __metatable = false,
+})
+setmetatable(G, {
+    __index = env,
+    __newindex = function(_, k)
+        error("Script attempted to create global variable '" .. tostring(k) .. "'", 2)
+    end,
+    __metatable = false,
+})
+readonly[G] = true
+getmetatable("").__metatable = false
+-- A function library's environment (FUNCTION LOAD): globals read through to `env`, writes
+-- refused, and `redis` is `load_redis` (register_function, log) until `finish` is called —
+-- the library's functions, which keep this environment, then see the full `redis`.
+local function library_env(load_redis)
+    local overlay = setmetatable({ redis = load_redis }, { __index = env, __metatable = false })
+    return protect(overlay), function() rawset(overlay, "redis", nil) end
+end
+return env, protect, library_env
+"#;
+
+/// An interpreter with the script environment (`new_interpreter`).
+pub struct Sandbox {
+    pub lua: Lua,
+    /// The hidden globals (where the runner puts `KEYS` and `ARGV`; scripts read it through
+    /// the locked globals table).
+    pub env: Table,
+    /// `protect(t)`: a read-only proxy of `t`.
+    pub protect: mlua::Function,
+    /// `library_env(load_redis)` → (environment, finish): see [`SANDBOX`].
+    pub library_env: mlua::Function,
+}
+
 /// A fresh interpreter with the script environment.
-pub fn new_interpreter() -> mlua::Result<Lua> {
+pub fn new_interpreter() -> mlua::Result<Sandbox> {
     // A Rust panic inside `redis.call` must not be caught by a script's `pcall` (the script
     // would go on and its half-run command's writes be committed): it propagates.
     let lua = Lua::new_with(
@@ -21,28 +101,24 @@ pub fn new_interpreter() -> mlua::Result<Lua> {
         "module",
         "require",
         "collectgarbage",
+        "gcinfo",
     ] {
         g.raw_set(name, Value::Nil)?;
     }
     g.raw_set("redis", redis_table(&lua)?)?;
     g.raw_set("bit", bit_table(&lua)?)?;
     g.raw_set("cjson", cjson_table(&lua)?)?;
-    // Globals are protected: scripts must use `local`.
-    lua.load(
-        r#"
-        setmetatable(_G, {
-            __index = function(_, k)
-                error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-            end,
-            __newindex = function(_, k)
-                error("Script attempted to create global variable '" .. tostring(k) .. "'", 2)
-            end,
-        })
-        "#,
-    )
-    .set_name("=protect")
-    .exec()?;
-    Ok(lua)
+    let (env, protect, library_env) = lua
+        .load(SANDBOX)
+        .set_name("=sandbox")
+        .set_mode(mlua::chunk::ChunkMode::Text)
+        .eval()?;
+    Ok(Sandbox {
+        lua,
+        env,
+        protect,
+        library_env,
+    })
 }
 
 fn redis_table(lua: &Lua) -> mlua::Result<Table> {
@@ -273,8 +349,10 @@ mod tests {
 
     #[test]
     fn the_sandbox_has_redis_libraries_and_protects_globals() {
-        let lua = new_interpreter().unwrap();
-        for gone in ["os", "io", "loadfile", "dofile", "print"] {
+        let lua = new_interpreter().unwrap().lua;
+        for gone in [
+            "os", "io", "loadfile", "dofile", "print", "setfenv", "getfenv", "newproxy",
+        ] {
             let e = eval::<Value>(&lua, &format!("return {gone}")).unwrap_err();
             assert!(
                 e.to_string().contains("nonexistent global variable"),
@@ -316,6 +394,41 @@ mod tests {
         assert_eq!(
             eval::<String>(&lua, "return cjson.encode({a = 'b'})").unwrap(),
             "{\"a\":\"b\"}"
+        );
+    }
+
+    #[test]
+    fn no_script_can_change_what_the_next_one_sees() {
+        let lua = new_interpreter().unwrap().lua;
+        for (attack, expect) in [
+            ("redis.call = nil", "readonly"),
+            ("string.rep = nil", "readonly"),
+            ("math.floor = function() return 0 end", "readonly"),
+            ("cjson.encode = 1", "readonly"),
+            ("rawset(_G, 'x', 1)", "readonly"),
+            ("rawset(redis, 'call', 1)", "readonly"),
+            ("rawset(string, 'rep', 1)", "readonly"),
+            ("_G.tostring = nil", "create global variable 'tostring'"),
+            ("tonumber = nil", "create global variable 'tonumber'"),
+            ("getmetatable(_G).__index = {}", "index a boolean"),
+            ("getmetatable('').__index = {}", "index a boolean"),
+            ("setmetatable(_G, {})", "protected metatable"),
+            ("setmetatable(redis, {})", "protected metatable"),
+            ("loadstring('x = 1')()", "create global variable 'x'"),
+            ("assert(loadstring(string.dump(function() end)))", "binary chunks"),
+        ] {
+            let e = lua.load(attack).exec().unwrap_err().to_string();
+            assert!(e.contains(expect), "{attack}: {e}");
+        }
+        // The libraries still work, through the proxies and the string metatable.
+        assert_eq!(
+            eval::<String>(&lua, "return ('ab'):rep(2) .. string.upper('c')").unwrap(),
+            "ababC"
+        );
+        assert_eq!(eval::<i64>(&lua, "return math.floor(2.5)").unwrap(), 2);
+        assert_eq!(
+            eval::<i64>(&lua, "local t = {} rawset(t, 'a', 3) return t.a").unwrap(),
+            3
         );
     }
 }

@@ -19,6 +19,7 @@
 //! Depends on `commands` (dispatch, the table), `resp`, mlua; never on the network layer.
 
 mod convert;
+pub mod functions;
 mod library;
 
 use std::cell::RefCell;
@@ -56,9 +57,55 @@ thread_local! {
 
 /// One interpreter and the functions it compiled.
 struct Vm {
-    lua: Lua,
+    sb: library::Sandbox,
+    /// Scripts compiled here, by SHA1, under [`Scripts`] generation `generation`.
     compiled: HashMap<String, Function, FastHash>,
     generation: u64,
+    /// Function libraries loaded here (their functions by name), by library name, under
+    /// [`functions::Functions`] generation `fn_generation`.
+    libraries: HashMap<String, HashMap<String, Function>, FastHash>,
+    fn_generation: u64,
+}
+
+/// Runs `f` with this thread's interpreter (created on first use), its caches dropped when
+/// SCRIPT FLUSH or a FUNCTION change made them stale.
+fn with_vm(shared: &crate::server::Shared, f: impl FnOnce(&mut Vm) -> Reply) -> Reply {
+    use std::sync::atomic::Ordering;
+    let generation = shared.scripts.generation.load(Ordering::SeqCst);
+    let fn_generation = shared.functions.generation();
+    VM.with(|slot| {
+        // Scripts cannot call EVAL or FCALL (`noscript`), so the interpreter is never
+        // borrowed twice.
+        let Ok(mut slot) = slot.try_borrow_mut() else {
+            return Reply::error("ERR a script is already running on this thread");
+        };
+        if slot.is_none() {
+            match library::new_interpreter() {
+                Ok(sb) => {
+                    *slot = Some(Vm {
+                        sb,
+                        compiled: HashMap::default(),
+                        generation,
+                        libraries: HashMap::default(),
+                        fn_generation,
+                    })
+                }
+                Err(e) => return Reply::error(format!("ERR cannot start Lua: {e}")),
+            }
+        }
+        let Some(vm) = slot.as_mut() else {
+            return Reply::error("ERR cannot start Lua");
+        };
+        if vm.generation != generation {
+            vm.compiled.clear();
+            vm.generation = generation;
+        }
+        if vm.fn_generation != fn_generation {
+            vm.libraries.clear();
+            vm.fn_generation = fn_generation;
+        }
+        f(vm)
+    })
 }
 
 /// The lowercase hex SHA1 of `body` (how scripts are named).
@@ -117,37 +164,8 @@ pub fn run(
     args: &[Bytes],
     read_only: bool,
 ) -> Reply {
-    let generation = ctx
-        .shared
-        .scripts
-        .generation
-        .load(std::sync::atomic::Ordering::SeqCst);
-    VM.with(|slot| {
-        // Scripts cannot call EVAL (`noscript`), so the interpreter is never borrowed twice.
-        let Ok(mut slot) = slot.try_borrow_mut() else {
-            return Reply::error("ERR a script is already running on this thread");
-        };
-        if slot.is_none() {
-            match library::new_interpreter() {
-                Ok(lua) => {
-                    *slot = Some(Vm {
-                        lua,
-                        compiled: HashMap::default(),
-                        generation,
-                    })
-                }
-                Err(e) => return Reply::error(format!("ERR cannot start Lua: {e}")),
-            }
-        }
-        let Some(vm) = slot.as_mut() else {
-            return Reply::error("ERR cannot start Lua");
-        };
-        if vm.generation != generation {
-            vm.compiled.clear();
-            vm.generation = generation;
-        }
-        run_in(vm, ctx, sha, body, keys, args, read_only)
-    })
+    let shared = ctx.shared;
+    with_vm(shared, |vm| run_in(vm, ctx, sha, body, keys, args, read_only))
 }
 
 fn run_in(
@@ -162,9 +180,11 @@ fn run_in(
     let f = match vm.compiled.get(sha) {
         Some(f) => f.clone(),
         None => match vm
+            .sb
             .lua
             .load(&body[..])
             .set_name("@user_script")
+            .set_mode(mlua::chunk::ChunkMode::Text)
             .into_function()
         {
             Ok(f) => {
@@ -179,34 +199,48 @@ fn run_in(
             }
         },
     };
-    let lua = &vm.lua;
     // KEYS and ARGV as fresh arrays (filled in place: no intermediate vector per call).
-    let array = |name: &str, items: &[Bytes]| -> mlua::Result<()> {
-        let t = lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, item) in items.iter().enumerate() {
-            t.raw_set(i + 1, lua.create_string(item)?)?;
-        }
-        lua.globals().raw_set(name, t)
-    };
     let setup = || -> mlua::Result<()> {
-        array("KEYS", keys)?;
-        array("ARGV", args)
+        vm.sb.env.raw_set("KEYS", array(&vm.sb.lua, keys)?)?;
+        vm.sb.env.raw_set("ARGV", array(&vm.sb.lua, args)?)
     };
     if let Err(e) = setup() {
         return Reply::error(format!("ERR {}", one_line(&e.to_string())));
     }
+    call(ctx, &f, (), keys, read_only, sha)
+}
+
+/// A Lua array of `items` as strings.
+fn array(lua: &Lua, items: &[Bytes]) -> mlua::Result<mlua::Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}
+
+/// Calls the script or function `f` with `fargs`, its `redis.call`s running against `ctx`
+/// (`declared` keys, `read_only`), and converts its result; `name` labels its errors.
+fn call(
+    ctx: &mut Ctx<'_>,
+    f: &Function,
+    fargs: impl mlua::IntoLuaMulti,
+    declared: &[Bytes],
+    read_only: bool,
+    name: &str,
+) -> Reply {
     let running = Running {
         ctx: (ctx as *mut Ctx<'_>).cast::<Ctx<'static>>(),
-        declared: keys as *const [Bytes],
+        declared: declared as *const [Bytes],
         read_only,
     };
     let out = {
         let _on = RunningGuard::set(running);
-        f.call::<Value>(())
+        f.call::<Value>(fargs)
     };
     match out {
         Ok(v) => lua_to_reply(&v),
-        Err(e) => script_error(&e, sha),
+        Err(e) => script_error(&e, name),
     }
 }
 
@@ -237,6 +271,68 @@ impl RunningGuard {
 impl Drop for RunningGuard {
     fn drop(&mut self) {
         RUNNING.with(|c| c.set(None));
+    }
+}
+
+/// Runs the function `name` with `keys` and `args` (FCALL; FCALL_RO with `read_only`).
+pub fn fcall(
+    ctx: &mut Ctx<'_>,
+    name: &[u8],
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only: bool,
+) -> Reply {
+    let shared = ctx.shared;
+    let Some((lib, info)) = shared.functions.find(name) else {
+        return Reply::error("ERR Function not found");
+    };
+    let no_writes = info.flags.iter().any(|f| f == "no-writes");
+    if read_only && !no_writes {
+        return Reply::error("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    with_vm(shared, |vm| {
+        if !vm.libraries.contains_key(&lib.name) {
+            match functions::load(&vm.sb, &lib.code) {
+                Ok(loaded) => {
+                    let by_name = loaded.functions.into_iter().map(|f| (f.name, f.callback));
+                    vm.libraries
+                        .insert(lib.name.clone(), by_name.collect());
+                }
+                Err(e) => return Reply::error(e),
+            }
+        }
+        let Some(f) = vm
+            .libraries
+            .get(&lib.name)
+            .and_then(|fs| fs.get(&info.name))
+            .cloned()
+        else {
+            return Reply::error("ERR Function not found");
+        };
+        let lua = &vm.sb.lua;
+        let tables = array(lua, keys).and_then(|k| Ok((k, array(lua, args)?)));
+        match tables {
+            Ok(t) => call(ctx, &f, t, keys, read_only || no_writes, &info.name),
+            Err(e) => Reply::error(format!("ERR {}", one_line(&e.to_string()))),
+        }
+    })
+}
+
+/// Checks a function library's code and lists its functions, on this thread's interpreter
+/// (FUNCTION LOAD and RESTORE, and the libraries read back at start-up).
+pub fn compile_library(
+    shared: &crate::server::Shared,
+    code: &Bytes,
+) -> Result<functions::Library, String> {
+    let mut out = None;
+    let vm = with_vm(shared, |vm| {
+        out = Some(functions::load(&vm.sb, code).map(|l| l.describe(code)));
+        Reply::Ok
+    });
+    match (out, vm) {
+        (Some(out), _) => out,
+        (None, Reply::Error(e)) => Err(e.into_owned()),
+        (None, _) => Err("ERR cannot start Lua".into()),
     }
 }
 
