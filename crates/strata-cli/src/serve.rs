@@ -64,6 +64,9 @@ pub struct ServeArgs {
     /// Disconnect clients idle for this many seconds; 0 never [default: 0]
     #[arg(long, help_heading = "Network")]
     pub timeout: Option<u64>,
+    /// Milliseconds a script may run before other clients get BUSY [default: 5000]
+    #[arg(long, value_name = "MS", help_heading = "Network")]
+    pub lua_time_limit: Option<u64>,
     /// When the write-ahead log is fsynced: always, everysec or no [default: everysec]
     #[arg(long, value_name = "POLICY", help_heading = "Durability")]
     pub sync: Option<String>,
@@ -269,6 +272,7 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set("maxclients", args.maxclients.map(i))?;
     set("tcp-backlog", args.tcp_backlog.map(|b| i(u64::from(b))))?;
     set("timeout", args.timeout.map(i))?;
+    set("lua-time-limit", args.lua_time_limit.map(i))?;
     set(
         "sync",
         args.sync.as_ref().map(|v| s(&v.to_ascii_lowercase())),

@@ -218,3 +218,107 @@ fn sigkill_keeps_each_transaction_whole_under_sync_always() {
 fn sigkill_keeps_each_transaction_whole_under_sync_everysec() {
     sigkill_rounds("everysec", 2);
 }
+
+/// FUNCTION LOAD, DELETE and RESTORE are durable when acknowledged (`--sync always`): a
+/// SIGKILL right after each leaves a restarted server with exactly the libraries it had
+/// answered for, their functions callable, and a library that failed to load absent.
+#[test]
+fn sigkill_keeps_acknowledged_function_libraries() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = [
+        "--sync",
+        "always",
+        "--log-level",
+        "warn",
+        "--capacity",
+        "none",
+    ];
+    let lib = |name: &str, f: &str, body: &str| {
+        format!(
+            "#!lua name={name}\nredis.register_function('{f}', function(keys, args) {body} end)"
+        )
+    };
+    let cmd = |c: &mut redis::Connection, args: &[&str]| -> redis::RedisResult<redis::Value> {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(c)
+    };
+    let restart = |server: &mut ServerProcess| {
+        server.child.kill().expect("SIGKILL");
+        server.wait(Duration::from_secs(30));
+        ServerProcess::start(dir.path(), &opts)
+    };
+    let mut server = ServerProcess::start(dir.path(), &opts);
+    let mut c = server.conn();
+    let set = lib(
+        "setlib",
+        "setk",
+        "return redis.call('SET', keys[1], args[1])",
+    );
+    let get = lib("getlib", "getk", "return redis.call('GET', keys[1])");
+    cmd(&mut c, &["FUNCTION", "LOAD", &set]).unwrap();
+    cmd(&mut c, &["FUNCTION", "LOAD", &get]).unwrap();
+    // Refused: a function name another library has. Must leave nothing behind.
+    let clash = lib("clash", "getk", "return 1");
+    assert!(cmd(&mut c, &["FUNCTION", "LOAD", &clash]).is_err());
+    let dump: Vec<u8> = redis::cmd("FUNCTION").arg("DUMP").query(&mut c).unwrap();
+
+    server = restart(&mut server);
+    let mut c = server.conn();
+    let v: String = redis::cmd("FCALL")
+        .arg("setk")
+        .arg(1)
+        .arg("k")
+        .arg("v")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(v, "OK");
+    let v: String = redis::cmd("FCALL")
+        .arg("getk")
+        .arg(1)
+        .arg("k")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(v, "v");
+    let listed: redis::Value = cmd(&mut c, &["FUNCTION", "LIST"]).unwrap();
+    let text = format!("{listed:?}");
+    assert!(
+        text.contains("setlib") && text.contains("getlib") && !text.contains("clash"),
+        "{text}"
+    );
+
+    cmd(&mut c, &["FUNCTION", "DELETE", "setlib"]).unwrap();
+    server = restart(&mut server);
+    let mut c = server.conn();
+    let e = cmd(&mut c, &["FCALL", "setk", "1", "k", "w"]).unwrap_err();
+    assert!(e.to_string().contains("Function not found"), "{e}");
+
+    let restored: String = redis::cmd("FUNCTION")
+        .arg("RESTORE")
+        .arg(&dump)
+        .arg("FLUSH")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(restored, "OK");
+    server = restart(&mut server);
+    let mut c = server.conn();
+    let v: String = redis::cmd("FCALL")
+        .arg("setk")
+        .arg(1)
+        .arg("k")
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(v, "OK");
+    // getk has no `no-writes` flag: FCALL_RO refuses it, as redis does.
+    let e = cmd(&mut c, &["FCALL_RO", "getk", "1", "k"]).unwrap_err();
+    assert!(e.to_string().contains("write flag"), "{e}");
+    cmd(&mut c, &["FUNCTION", "FLUSH"]).unwrap();
+    server = restart(&mut server);
+    let mut c = server.conn();
+    let listed: Vec<redis::Value> = redis::cmd("FUNCTION").arg("LIST").query(&mut c).unwrap();
+    assert!(listed.is_empty(), "{listed:?}");
+    drop(server);
+}

@@ -493,6 +493,10 @@ pub struct ServerConfig {
     pub tcp_backlog: u32,
     /// Seconds a client may stay idle before it is disconnected; 0 never. Default 0.
     pub timeout: u64,
+    /// Milliseconds a script (EVAL, FCALL) may run before other clients are answered `BUSY`
+    /// and `SCRIPT KILL` may stop it (redis' `lua-time-limit`, also `busy-reply-threshold`).
+    /// Default 5000.
+    pub lua_time_limit: u64,
     /// When the log is fsynced. Default `everysec`.
     pub sync: SyncPolicy,
     /// `error`, `warn`, `info`, `debug` or `trace` (or a `tracing` target list). Default `info`.
@@ -544,6 +548,7 @@ impl Default for ServerConfig {
             maxclients: 10_000,
             tcp_backlog: 511,
             timeout: 0,
+            lua_time_limit: 5000,
             sync: SyncPolicy::Everysec,
             log_level: "info".to_string(),
             proto_max_bulk_len: ByteSize(MAX_STRING_LEN),

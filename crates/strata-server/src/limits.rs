@@ -19,6 +19,7 @@ use crate::resp::ParseLimits;
 pub struct Limits {
     maxclients: AtomicUsize,
     timeout_secs: AtomicU64,
+    lua_time_limit_ms: AtomicU64,
     proto_max_bulk_len: AtomicU64,
     max_multibulk_len: AtomicUsize,
     query_buffer_limit: AtomicU64,
@@ -30,6 +31,7 @@ impl Limits {
         Limits {
             maxclients: AtomicUsize::new(c.maxclients),
             timeout_secs: AtomicU64::new(c.timeout),
+            lua_time_limit_ms: AtomicU64::new(c.lua_time_limit),
             proto_max_bulk_len: AtomicU64::new(c.proto_max_bulk_len.0),
             max_multibulk_len: AtomicUsize::new(c.max_multibulk_len),
             query_buffer_limit: AtomicU64::new(c.client_query_buffer_limit.0),
@@ -54,6 +56,15 @@ impl Limits {
             0 => None,
             s => Some(Duration::from_secs(s)),
         }
+    }
+
+    /// How long a script runs before it makes the server busy (`scripting::busy`).
+    pub fn lua_time_limit(&self) -> Duration {
+        Duration::from_millis(self.lua_time_limit_ms.load(Relaxed))
+    }
+
+    pub fn set_lua_time_limit_ms(&self, ms: u64) {
+        self.lua_time_limit_ms.store(ms, Relaxed);
     }
 
     pub fn timeout_secs(&self) -> u64 {

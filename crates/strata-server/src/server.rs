@@ -83,6 +83,8 @@ pub struct Shared {
     pub scripts: crate::scripting::Scripts,
     /// Function libraries (FUNCTION LOAD, FCALL), read back from the database at start-up.
     pub functions: crate::scripting::functions::Functions,
+    /// Scripts running past `lua-time-limit` (BUSY, SCRIPT KILL).
+    pub busy: Arc<crate::scripting::busy::Busy>,
 }
 
 /// A bound, ready-to-run server.
@@ -177,6 +179,7 @@ impl Server {
             saves,
             scripts: Default::default(),
             functions: Default::default(),
+            busy: Default::default(),
         };
         crate::commands::functions::load_stored(&shared)
             .map_err(|e| ServerError::Store(StoreError::Layout(e)))?;

@@ -260,3 +260,96 @@ fn concurrent_script_transfers_never_change_the_sum() {
     }
     assert!(reads > 0);
 }
+
+/// Functions against a real server: FCALL and FCALL_RO with flags, a `no-writes` function
+/// refused a write, FCALL inside MULTI/EXEC, and a script that tries to change the
+/// environment leaves the next script (and function) an intact one.
+#[test]
+fn functions_run_with_their_flags_and_the_sandbox_holds_across_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    let lib = "#!lua name=bank\n\
+        redis.register_function('move', function(keys, args)\n\
+          redis.call('DECRBY', keys[1], args[1])\n\
+          return redis.call('INCRBY', keys[2], args[1])\n\
+        end)\n\
+        redis.register_function{function_name='peek', callback=function(keys)\n\
+          return redis.call('GET', keys[1]) end, flags={'no-writes'}}\n\
+        redis.register_function{function_name='sneak', callback=function(keys)\n\
+          return redis.call('SET', keys[1], 'x') end, flags={'no-writes'}}";
+    assert_eq!(run(&mut c, &["FUNCTION", "LOAD", lib]), Ok(bulk("bank")));
+    assert_eq!(
+        run(&mut c, &["FCALL", "move", "2", "a", "b", "5"]),
+        Ok(Value::Int(5))
+    );
+    assert_eq!(run(&mut c, &["FCALL_RO", "peek", "1", "b"]), Ok(bulk("5")));
+    let e = run(&mut c, &["FCALL", "sneak", "1", "a"]).unwrap_err();
+    assert!(e.contains("Write commands are not allowed"), "{e}");
+    let e = run(&mut c, &["FCALL_RO", "move", "2", "a", "b", "1"]).unwrap_err();
+    assert!(e.contains("write flag"), "{e}");
+    run(&mut c, &["MULTI"]).unwrap();
+    run(&mut c, &["FCALL", "move", "2", "a", "b", "1"]).unwrap();
+    run(&mut c, &["GET", "a"]).unwrap();
+    assert_eq!(
+        run(&mut c, &["EXEC"]),
+        Ok(Value::Array(vec![Value::Int(6), bulk("-6")]))
+    );
+    for attack in [
+        "string.rep = function() return 'pwned' end",
+        "rawset(_G, 'redis', {})",
+        "getmetatable('').__index = {}",
+        "redis.call = function() return 'pwned' end",
+    ] {
+        assert!(run(&mut c, &["EVAL", attack, "0"]).is_err(), "{attack}");
+    }
+    assert_eq!(
+        run(&mut c, &["EVAL", "return string.rep('a', 2)", "0"]),
+        Ok(bulk("aa"))
+    );
+    assert_eq!(run(&mut c, &["FCALL_RO", "peek", "1", "b"]), Ok(bulk("6")));
+    assert!(run(&mut c, &["FUNCTION", "LOAD", "#!lua name=bank\nreturn 1"]).is_err());
+    assert_eq!(run(&mut c, &["FCALL_RO", "peek", "1", "b"]), Ok(bulk("6")));
+    s.stop();
+}
+
+/// `lua-time-limit`: a script past it makes other clients get BUSY, FUNCTION STATS names
+/// it, SCRIPT KILL stops it (it wrote nothing), its client gets the kill error and the server
+/// serves again.
+#[test]
+fn a_script_past_the_time_limit_is_busy_until_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    run(&mut c, &["CONFIG", "SET", "lua-time-limit", "50"]).unwrap();
+    assert_eq!(
+        run(&mut c, &["CONFIG", "GET", "busy-reply-threshold"]),
+        Ok(Value::Array(vec![bulk("busy-reply-threshold"), bulk("50")]))
+    );
+    assert!(run(&mut c, &["SCRIPT", "KILL"])
+        .unwrap_err()
+        .contains("NOTBUSY"));
+    let url = s.url();
+    let looping = std::thread::spawn(move || {
+        let mut c = common::connect(&url);
+        run(
+            &mut c,
+            &["EVAL", "local n = 0 while true do n = n + 1 end", "0"],
+        )
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match run(&mut c, &["GET", "k"]) {
+            Err(e) if e.contains("BUSY") => break,
+            _ if std::time::Instant::now() > deadline => panic!("never BUSY"),
+            _ => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    }
+    let stats = format!("{:?}", run(&mut c, &["FUNCTION", "STATS"]).unwrap());
+    assert!(stats.contains("duration_ms"), "{stats}");
+    assert_eq!(run(&mut c, &["SCRIPT", "KILL"]), Ok(Value::Okay));
+    let e = looping.join().unwrap().unwrap_err();
+    assert!(e.contains("killed"), "{e}");
+    assert_eq!(run(&mut c, &["GET", "k"]), Ok(Value::Nil));
+    s.stop();
+}

@@ -53,7 +53,11 @@ pub fn function(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         return Ok(Reply::Ok);
     }
     if is(sub, "FLUSH") {
-        if rest.len() > 1 || rest.first().is_some_and(|m| !is(m, "ASYNC") && !is(m, "SYNC")) {
+        if rest.len() > 1
+            || rest
+                .first()
+                .is_some_and(|m| !is(m, "ASYNC") && !is(m, "SYNC"))
+        {
             return Err(err(SYNTAX));
         }
         flush(ctx);
@@ -66,7 +70,9 @@ pub fn function(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         if !rest.is_empty() {
             return Err(wrong_args("function|dump"));
         }
-        return Ok(Reply::bulk(functions::dump(&ctx.shared.functions.snapshot())));
+        return Ok(Reply::bulk(functions::dump(
+            &ctx.shared.functions.snapshot(),
+        )));
     }
     if is(sub, "RESTORE") {
         return restore(ctx, rest);
@@ -87,7 +93,19 @@ pub fn function(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             ),
         ]);
         return Ok(Reply::Map(vec![
-            (Reply::bulk_str("running_script"), Reply::Null),
+            (
+                Reply::bulk_str("running_script"),
+                match ctx.shared.busy.running() {
+                    None => Reply::Null,
+                    Some((name, ran)) => Reply::Map(vec![
+                        (Reply::bulk_str("name"), Reply::bulk_str(&name)),
+                        (
+                            Reply::bulk_str("duration_ms"),
+                            Reply::Int(ran.as_millis() as i64),
+                        ),
+                    ]),
+                },
+            ),
             (
                 Reply::bulk_str("engines"),
                 Reply::Map(vec![(Reply::bulk_str("LUA"), lua)]),
@@ -95,7 +113,15 @@ pub fn function(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         ]));
     }
     if is(sub, "KILL") {
-        return Err(Reply::error("NOTBUSY No scripts in execution right now."));
+        if !rest.is_empty() {
+            return Err(wrong_args("function|kill"));
+        }
+        return ctx
+            .shared
+            .busy
+            .kill()
+            .map(|()| Reply::Ok)
+            .map_err(Reply::error);
     }
     if is(sub, "HELP") {
         let lines = [
@@ -219,20 +245,26 @@ fn restore(ctx: &mut Ctx<'_>, rest: &[Bytes]) -> CmdResult {
         Replace,
         Flush,
     }
-    let (payload, policy) = match rest {
-        [p] => (p, Policy::Append),
-        [p, m] if is(m, "APPEND") => (p, Policy::Append),
-        [p, m] if is(m, "REPLACE") => (p, Policy::Replace),
-        [p, m] if is(m, "FLUSH") => (p, Policy::Flush),
-        [_, _] => return Err(Reply::error("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")),
-        _ => return Err(wrong_args("function|restore")),
-    };
+    let (payload, policy) =
+        match rest {
+            [p] => (p, Policy::Append),
+            [p, m] if is(m, "APPEND") => (p, Policy::Append),
+            [p, m] if is(m, "REPLACE") => (p, Policy::Replace),
+            [p, m] if is(m, "FLUSH") => (p, Policy::Flush),
+            [_, _] => return Err(Reply::error(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            )),
+            _ => return Err(wrong_args("function|restore")),
+        };
     let codes = functions::undump(payload).map_err(Reply::error)?;
     let mut libs = Vec::with_capacity(codes.len());
     for code in &codes {
         libs.push(scripting::compile_library(ctx.shared, code).map_err(Reply::error)?);
     }
-    let names: Vec<(String, Bytes)> = libs.iter().map(|l| (l.name.clone(), l.code.clone())).collect();
+    let names: Vec<(String, Bytes)> = libs
+        .iter()
+        .map(|l| (l.name.clone(), l.code.clone()))
+        .collect();
     ctx.shared
         .functions
         .update(|r| {

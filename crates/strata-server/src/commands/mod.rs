@@ -470,9 +470,24 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
     if !ctx.session.authenticated && !spec.no_auth() && ctx.shared.limits.auth_required() {
         return errors::err(errors::NOAUTH);
     }
+    if ctx.shared.busy.is_busy() && !allowed_when_busy(spec, args) && !crate::scripting::in_script()
+    {
+        return Reply::error(crate::scripting::busy::BUSY);
+    }
     ctx.session.client.last_cmd.store(i as u64 + 1, Relaxed);
     match (spec.handler)(ctx, args) {
         Ok(r) | Err(r) => r,
+    }
+}
+
+/// What other clients may run while a script is busy (redis' `allow-busy` commands).
+fn allowed_when_busy(spec: &CommandSpec, args: &[Bytes]) -> bool {
+    let sub = |w: &str| args.get(1).is_some_and(|a| is(a, w));
+    match spec.name {
+        "auth" | "hello" | "shutdown" => true,
+        "script" => sub("KILL"),
+        "function" => sub("KILL") || sub("STATS"),
+        _ => false,
     }
 }
 

@@ -85,8 +85,15 @@ pub fn script(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         return Ok(Reply::Ok);
     }
     if is(sub, "KILL") {
-        // Scripts run to their end on the engine pool; none can be stopped yet.
-        return Err(Reply::error("NOTBUSY No scripts in execution right now."));
+        if a.len() != 2 {
+            return Err(wrong_args("script|kill"));
+        }
+        return ctx
+            .shared
+            .busy
+            .kill()
+            .map(|()| Reply::Ok)
+            .map_err(Reply::error);
     }
     if is(sub, "HELP") {
         let lines = [

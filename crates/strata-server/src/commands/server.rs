@@ -84,6 +84,14 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(String, String)> {
         ("maxclients".into(), l.maxclients().to_string()),
         ("tcp-backlog".into(), c.tcp_backlog.to_string()),
         ("timeout".into(), l.timeout_secs().to_string()),
+        (
+            "lua-time-limit".into(),
+            l.lua_time_limit().as_millis().to_string(),
+        ),
+        (
+            "busy-reply-threshold".into(),
+            l.lua_time_limit().as_millis().to_string(),
+        ),
         ("appendonly".into(), "yes".into()),
         ("appendfsync".into(), c.sync.name().into()),
         ("save".into(), String::new()),
@@ -156,6 +164,7 @@ fn apply(ctx: &Ctx<'_>, name: &str, value: &[u8]) -> Result<(), Reply> {
             .set_maxclients(usize::try_from(int()?).unwrap_or(usize::MAX))
             .map_err(|e| set_failed(name, &e))?,
         "timeout" => l.set_timeout_secs(int()?),
+        "lua-time-limit" | "busy-reply-threshold" => l.set_lua_time_limit_ms(int()?),
         "proto-max-bulk-len" => l
             .set_proto_max_bulk_len(size()?)
             .map_err(|e| set_failed(name, &e))?,

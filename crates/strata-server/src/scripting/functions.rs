@@ -122,7 +122,10 @@ impl Functions {
     }
 
     /// Changes the registry under its lock; a change that succeeds bumps the generation.
-    pub fn update<R>(&self, f: impl FnOnce(&mut Registry) -> Result<R, String>) -> Result<R, String> {
+    pub fn update<R>(
+        &self,
+        f: impl FnOnce(&mut Registry) -> Result<R, String>,
+    ) -> Result<R, String> {
         let mut reg = self.registry.write();
         let mut next = reg.clone();
         let r = f(&mut next)?;
@@ -168,10 +171,7 @@ pub fn parse_shebang(code: &[u8]) -> Result<(String, &[u8]), String> {
 }
 
 fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// A library's code loaded into one interpreter: its functions, callable.
@@ -221,7 +221,9 @@ pub fn load(sb: &Sandbox, code: &Bytes) -> Result<Loaded, String> {
             let f = parse_registration(args)?;
             let mut sink = sink.borrow_mut();
             if sink.iter().any(|g| g.name == f.name) {
-                return Err(mlua::Error::runtime("Function already exists in the library"));
+                return Err(mlua::Error::runtime(
+                    "Function already exists in the library",
+                ));
             }
             sink.push(f);
             Ok(())
@@ -230,7 +232,14 @@ pub fn load(sb: &Sandbox, code: &Bytes) -> Result<Loaded, String> {
     let full: Table = sb.env.raw_get("redis").map_err(lua_err)?;
     let setup = || -> mlua::Result<()> {
         load_redis.raw_set("register_function", register)?;
-        for k in ["log", "LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING", "setresp"] {
+        for k in [
+            "log",
+            "LOG_DEBUG",
+            "LOG_VERBOSE",
+            "LOG_NOTICE",
+            "LOG_WARNING",
+            "setresp",
+        ] {
             load_redis.raw_set(k, full.get::<Value>(k)?)?;
         }
         Ok(())
@@ -244,7 +253,12 @@ pub fn load(sb: &Sandbox, code: &Bytes) -> Result<Loaded, String> {
         .set_mode(mlua::chunk::ChunkMode::Text)
         .set_environment(env)
         .into_function()
-        .map_err(|e| format!("ERR Error compiling function: {}", first_line(&e.to_string())))?;
+        .map_err(|e| {
+            format!(
+                "ERR Error compiling function: {}",
+                first_line(&e.to_string())
+            )
+        })?;
     let ran = chunk.call::<()>(());
     finish.call::<()>(()).map_err(lua_err)?;
     if let Err(e) = ran {
@@ -282,17 +296,19 @@ fn parse_registration(args: mlua::MultiValue) -> mlua::Result<Registered> {
                     ("function_name", Value::String(s)) => name = Some(s.to_string_lossy()),
                     ("callback", Value::Function(f)) => callback = Some(f),
                     ("flags", Value::Table(f)) => flags = Some(f),
-                    ("description", Value::String(s)) => {
-                        description = Some(s.to_string_lossy())
-                    }
+                    ("description", Value::String(s)) => description = Some(s.to_string_lossy()),
                     ("function_name" | "callback" | "flags" | "description", _) => {
-                        return Err(bad(&format!("{k} argument given to redis.register_function has the wrong type")))
+                        return Err(bad(&format!(
+                            "{k} argument given to redis.register_function has the wrong type"
+                        )))
                     }
                     _ => return Err(bad("unknown argument given to redis.register_function")),
                 }
             }
-            let name = name.ok_or_else(|| bad("redis.register_function must get a function name argument"))?;
-            let callback = callback.ok_or_else(|| bad("redis.register_function must get a callback argument"))?;
+            let name = name
+                .ok_or_else(|| bad("redis.register_function must get a function name argument"))?;
+            let callback = callback
+                .ok_or_else(|| bad("redis.register_function must get a callback argument"))?;
             (name, callback, flags, description)
         }
         _ => return Err(bad("wrong number of arguments to redis.register_function")),
@@ -386,7 +402,10 @@ mod tests {
             ("#!LUA name=a_1 \n", Ok("a_1")),
             ("#!lua\n", Err("Library name was not given")),
             ("#!py name=x\n", Err("Engine 'py' not found")),
-            ("#!lua name=x foo=bar\n", Err("Invalid metadata value given: foo=bar")),
+            (
+                "#!lua name=x foo=bar\n",
+                Err("Invalid metadata value given: foo=bar"),
+            ),
             ("#!lua name=a-b\n", Err("Library names can only contain")),
             ("return 1", Err("Missing library metadata")),
         ] {
@@ -451,15 +470,23 @@ mod tests {
         let lib = |n: &str, f: &str| {
             load(
                 &sb,
-                &code(&format!("#!lua name={n}\nredis.register_function('{f}', function() end)")),
+                &code(&format!(
+                    "#!lua name={n}\nredis.register_function('{f}', function() end)"
+                )),
             )
             .unwrap()
             .describe(&code(n))
         };
         let mut r = Registry::default();
         r.insert(lib("a", "f"), false).unwrap();
-        assert!(r.insert(lib("a", "g"), false).unwrap_err().contains("already exists"));
-        assert!(r.insert(lib("b", "f"), false).unwrap_err().contains("Function f already exists"));
+        assert!(r
+            .insert(lib("a", "g"), false)
+            .unwrap_err()
+            .contains("already exists"));
+        assert!(r
+            .insert(lib("b", "f"), false)
+            .unwrap_err()
+            .contains("Function f already exists"));
         r.insert(lib("a", "g"), true).unwrap();
         r.insert(lib("b", "f"), false).unwrap();
         assert_eq!(r.function_count(), 2);

@@ -415,7 +415,10 @@ mod tests {
             ("setmetatable(_G, {})", "protected metatable"),
             ("setmetatable(redis, {})", "protected metatable"),
             ("loadstring('x = 1')()", "create global variable 'x'"),
-            ("assert(loadstring(string.dump(function() end)))", "binary chunks"),
+            (
+                "assert(loadstring(string.dump(function() end)))",
+                "binary chunks",
+            ),
         ] {
             let e = lua.load(attack).exec().unwrap_err().to_string();
             assert!(e.contains(expect), "{attack}: {e}");

@@ -18,6 +18,7 @@
 //! the functions it compiled, by SHA1; the script texts live in [`Scripts`], shared by all.
 //! Depends on `commands` (dispatch, the table), `resp`, mlua; never on the network layer.
 
+pub mod busy;
 mod convert;
 pub mod functions;
 mod library;
@@ -80,7 +81,12 @@ fn with_vm(shared: &crate::server::Shared, f: impl FnOnce(&mut Vm) -> Reply) -> 
             return Reply::error("ERR a script is already running on this thread");
         };
         if slot.is_none() {
-            match library::new_interpreter() {
+            let started = library::new_interpreter().and_then(|sb| {
+                let every = mlua::HookTriggers::new().every_nth_instruction(busy::HOOK_EVERY);
+                sb.lua.set_hook(every, |_, _| busy::check())?;
+                Ok(sb)
+            });
+            match started {
                 Ok(sb) => {
                     *slot = Some(Vm {
                         sb,
@@ -165,7 +171,9 @@ pub fn run(
     read_only: bool,
 ) -> Reply {
     let shared = ctx.shared;
-    with_vm(shared, |vm| run_in(vm, ctx, sha, body, keys, args, read_only))
+    with_vm(shared, |vm| {
+        run_in(vm, ctx, sha, body, keys, args, read_only)
+    })
 }
 
 fn run_in(
@@ -229,6 +237,8 @@ fn call(
     read_only: bool,
     name: &str,
 ) -> Reply {
+    let limit = ctx.shared.limits.lua_time_limit();
+    let watched = busy::watch(&ctx.shared.busy, name, limit, ctx.pending.inline);
     let running = Running {
         ctx: (ctx as *mut Ctx<'_>).cast::<Ctx<'static>>(),
         declared: declared as *const [Bytes],
@@ -238,6 +248,10 @@ fn call(
         let _on = RunningGuard::set(running);
         f.call::<Value>(fargs)
     };
+    if watched.moved() {
+        // Ran too long for an event loop: the executor reruns the script on the pool.
+        ctx.pending.would_block.set(true);
+    }
     match out {
         Ok(v) => lua_to_reply(&v),
         Err(e) => script_error(&e, name),
@@ -256,6 +270,11 @@ struct Running {
 
 thread_local! {
     static RUNNING: std::cell::Cell<Option<Running>> = const { std::cell::Cell::new(None) };
+}
+
+/// Whether a script is running on this thread (its `redis.call`s are not answered `BUSY`).
+pub fn in_script() -> bool {
+    RUNNING.with(|c| c.get().is_some())
 }
 
 /// Sets [`RUNNING`] and clears it when dropped (also when the script call unwinds).
@@ -292,11 +311,15 @@ pub fn fcall(
     }
     with_vm(shared, |vm| {
         if !vm.libraries.contains_key(&lib.name) {
-            match functions::load(&vm.sb, &lib.code) {
+            let limit = shared.limits.lua_time_limit();
+            let loaded = {
+                let _watched = busy::watch(&shared.busy, &lib.name, limit, false);
+                functions::load(&vm.sb, &lib.code)
+            };
+            match loaded {
                 Ok(loaded) => {
                     let by_name = loaded.functions.into_iter().map(|f| (f.name, f.callback));
-                    vm.libraries
-                        .insert(lib.name.clone(), by_name.collect());
+                    vm.libraries.insert(lib.name.clone(), by_name.collect());
                 }
                 Err(e) => return Reply::error(e),
             }
@@ -325,6 +348,8 @@ pub fn compile_library(
     code: &Bytes,
 ) -> Result<functions::Library, String> {
     let mut out = None;
+    let limit = shared.limits.lua_time_limit();
+    let _watched = busy::watch(&shared.busy, "FUNCTION LOAD", limit, false);
     let vm = with_vm(shared, |vm| {
         out = Some(functions::load(&vm.sb, code).map(|l| l.describe(code)));
         Reply::Ok
@@ -372,6 +397,9 @@ impl std::error::Error for ScriptError {}
 /// The reply for a script that raised `e`: a `redis.call` error keeps its code and text (as
 /// redis 7 does), anything else is `ERR` with Lua's message and where the script was.
 fn script_error(e: &mlua::Error, sha: &str) -> Reply {
+    if e.to_string().contains(busy::KILLED) {
+        return Reply::error(busy::KILLED);
+    }
     let mut cur = e;
     loop {
         match cur {
@@ -438,6 +466,7 @@ fn call_command(
     if read_only && spec.writes() {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }
+    busy::before_command(spec.writes())?;
     // Isolation: a key the script did not declare needs every stripe (see the module doc).
     if !ctx.pending.every_stripe && spec.engine {
         let undeclared = match spec.key_scope(req.args()) {
