@@ -1,7 +1,9 @@
 //! Differential test: one seeded stream of random commands from every supported family
 //! (strings, keys and expiry, hashes, lists, sets, sorted sets, bitmaps, LCS, server) sent to
 //! `strata serve` and to a real redis-server, every reply compared byte for byte as it came off
-//! the wire (RESP2, then a stream in RESP3; no client library in between).
+//! the wire (RESP2, then a stream in RESP3; no client library in between). About 4% of the
+//! stream is MULTI/EXEC blocks (with queued errors, WATCH aborts and DISCARD) and 3% EVAL of
+//! generated scripts (`Gen::script`).
 //!
 //! The only normalizations, each because the two servers are allowed to differ there: the
 //! elements of replies whose order Redis leaves unspecified (SMEMBERS, SINTER/SUNION/SDIFF,
@@ -637,12 +639,51 @@ impl Gen {
     }
 }
 
+/// Commands whose replies are compared unordered or with a tolerance (see `normalize`,
+/// `ttl_close`): left out of transactions and scripts, whose replies are compared as they are.
+const UNORDERED: &[&str] = &[
+    "SMEMBERS",
+    "SINTER",
+    "SUNION",
+    "SDIFF",
+    "KEYS",
+    "HKEYS",
+    "HVALS",
+    "HGETALL",
+    "TTL",
+    "EXPIRETIME",
+];
+
 impl Gen {
+    /// An EVAL of a generated script: one to four ordinary commands (arity errors and unknown
+    /// commands included) through `redis.pcall`, their arguments in `ARGV`, returning the
+    /// array of their replies — so the script environment, the Lua conversions both ways
+    /// (errors as `{err=...}`, statuses, nulls as `false`, nested arrays) and the rerun of a
+    /// script whose keys are undeclared (`numkeys` 0) are compared with redis byte for byte.
+    fn script(&mut self) -> Vec<String> {
+        let mut body = String::from("local r = {}\n");
+        let mut argv: Vec<String> = Vec::new();
+        for _ in 0..1 + self.rng.below(4) {
+            let c = self.next();
+            if UNORDERED.contains(&c[0].to_ascii_uppercase().as_str()) {
+                continue;
+            }
+            let refs: Vec<String> = (0..c.len())
+                .map(|j| format!("ARGV[{}]", argv.len() + j + 1))
+                .collect();
+            body.push_str(&format!("r[#r + 1] = redis.pcall({})\n", refs.join(", ")));
+            argv.extend(c);
+        }
+        body.push_str("return r\n");
+        let mut cmd = vec!["EVAL".to_string(), body, "0".to_string()];
+        cmd.extend(argv);
+        cmd
+    }
+
     /// A MULTI/EXEC block of ordinary commands (some of them arity errors, which abort it),
     /// sometimes after WATCH — and sometimes a write of the watched key, which aborts it too
-    /// — sometimes ended by DISCARD. Commands whose replies are compared unordered or with a
-    /// tolerance (see `normalize`, `ttl_close`) are replaced by PING inside: EXEC's reply is
-    /// compared byte for byte.
+    /// — sometimes ended by DISCARD. [`UNORDERED`] commands are replaced by PING inside:
+    /// EXEC's reply is compared byte for byte.
     fn transaction(&mut self) -> Vec<Vec<String>> {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let mut block = Vec::new();
@@ -657,19 +698,7 @@ impl Gen {
         block.push(s(&["MULTI"]));
         for _ in 0..1 + self.rng.below(8) {
             let c = self.next();
-            let unordered = [
-                "SMEMBERS",
-                "SINTER",
-                "SUNION",
-                "SDIFF",
-                "KEYS",
-                "HKEYS",
-                "HVALS",
-                "HGETALL",
-                "TTL",
-                "EXPIRETIME",
-            ];
-            if unordered.contains(&c[0].to_ascii_uppercase().as_str()) {
+            if UNORDERED.contains(&c[0].to_ascii_uppercase().as_str()) {
                 block.push(s(&["PING"]));
             } else {
                 block.push(c);
@@ -700,8 +729,12 @@ fn run_stream(seed: u64, ops: usize, strata: &mut Wire, redis: &mut Wire) {
     let mut i = 0;
     while i < ops || !queue.is_empty() {
         i += 1;
-        if queue.is_empty() && g.rng.below(100) < 4 {
-            queue.extend(g.transaction());
+        if queue.is_empty() {
+            match g.rng.below(100) {
+                0..=3 => queue.extend(g.transaction()),
+                4..=6 => queue.push_back(g.script()),
+                _ => {}
+            }
         }
         let cmd = queue.pop_front().unwrap_or_else(|| g.next());
         let args: Vec<&[u8]> = cmd.iter().map(|a| a.as_bytes()).collect();

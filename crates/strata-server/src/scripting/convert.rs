@@ -58,13 +58,26 @@ pub fn error_table(lua: &Lua, s: &str) -> mlua::Result<Value> {
     Ok(Value::Table(t))
 }
 
+/// A Lua number as redis converts it to an integer reply, C's `(long long)` on x86-64: toward
+/// zero, and `i64::MIN` (the CPU's "integer indefinite") for NaN and anything out of range —
+/// where Rust's `as` would saturate (2^63, a counter incremented past `i64::MAX` as a double,
+/// is `-9223372036854775808` from redis).
+fn c_long_long(n: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if n.is_nan() || n >= LIMIT || n < -LIMIT {
+        i64::MIN
+    } else {
+        n.trunc() as i64
+    }
+}
+
 /// A script's result as the reply the client gets.
 pub fn lua_to_reply(v: &Value) -> Reply {
     match v {
         Value::Nil | Value::Boolean(false) => Reply::Null,
         Value::Boolean(true) => Reply::Int(1),
         Value::Integer(i) => Reply::Int(*i),
-        Value::Number(n) => Reply::Int(n.trunc() as i64),
+        Value::Number(n) => Reply::Int(c_long_long(*n)),
         Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
         Value::Table(t) => {
             if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
@@ -142,5 +155,26 @@ mod tests {
             lua_to_reply(&reply_to_lua(&lua, &m).unwrap()),
             Reply::Array(vec![Reply::bulk_str("f"), Reply::Int(1)])
         );
+    }
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::c_long_long;
+
+    #[test]
+    fn numbers_convert_like_c_on_x86_64() {
+        for (n, want) in [
+            (3.7, 3),
+            (-3.7, -3),
+            (9_223_372_036_854_775_807.0, i64::MIN),
+            (-9_223_372_036_854_775_808.0, i64::MIN),
+            (-1e300, i64::MIN),
+            (f64::NAN, i64::MIN),
+            (f64::INFINITY, i64::MIN),
+            (9_007_199_254_740_993.0, 9_007_199_254_740_992),
+        ] {
+            assert_eq!(c_long_long(n), want, "{n}");
+        }
     }
 }
