@@ -269,6 +269,8 @@ struct Prepared {
     misses: u64,
     /// Per-command latencies, recorded only if the segment is not discarded.
     timings: Vec<(&'static str, std::time::Duration)>,
+    /// The commands run, for INFO `commandstats` (likewise).
+    calls: Vec<crate::stats::Call>,
     /// An EXEC's transaction and watches, taken from the session: given back if the segment
     /// is discarded after running (its commit retried), dropped with it otherwise.
     exec: Option<(Multi, Option<Watching>)>,
@@ -497,6 +499,7 @@ impl Prepared {
                 records: pending.overlay,
                 elems: pending.elems,
             },
+            calls: std::mem::take(&mut pending.calls),
             replies: ran.replies,
             first_write: ran.first_write,
             ran: ran.ran,
@@ -594,6 +597,7 @@ fn exec_locked(
     inline: bool,
     scope: Option<Vec<&Bytes>>,
 ) -> Result<Prepared, Deferred> {
+    let started = std::time::Instant::now();
     let every = scope.is_none();
     let (guard, mut pending) = lock_segment(shared, scope, inline)?;
     pending.every_stripe = every;
@@ -628,6 +632,14 @@ fn exec_locked(
     ran.replies = vec![Reply::Array(std::mem::take(&mut ran.replies))];
     ran.first_write = ran.first_write.map(|_| 0);
     ran.ran = 1;
+    // EXEC itself is not dispatched: count it here (its queued commands counted themselves).
+    if let Some((i, _)) = crate::commands::lookup(b"exec") {
+        pending.calls.push(crate::stats::Call {
+            command: i as u32,
+            usec: u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX),
+            outcome: crate::stats::Outcome::Ok,
+        });
+    }
     Ok(Prepared::new(guard, pending, ran))
 }
 
@@ -793,8 +805,10 @@ fn finish_segment(
         hits,
         misses,
         timings,
+        calls,
         ..
     } = seg;
+    shared.command_stats.record(&calls);
     if let Err(e) = committed {
         tracing::error!("write failed: {e}");
         let r = Reply::from(e);

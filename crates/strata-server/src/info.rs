@@ -36,6 +36,22 @@ pub const DEFAULT_SECTIONS: &[&str] = &[
     "strata",
 ];
 
+/// Every section, in the order they are shown: the default ones and `commandstats` (shown
+/// by `INFO all`, `INFO everything` or by name, as in redis).
+const ALL_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "commandstats",
+    "cluster",
+    "keyspace",
+    "strata",
+];
+
 /// Live keys, keys with a TTL, average TTL of those (ms), and whether the count is exact.
 pub struct KeyspaceFigures {
     pub keys: u64,
@@ -98,16 +114,17 @@ pub fn render(shared: &Shared, requested: &[String], now: u64) -> StoreResult<St
     }
     for r in requested {
         match r.as_str() {
-            "all" | "everything" | "default" => wanted.extend(DEFAULT_SECTIONS),
+            "all" | "everything" => wanted.extend(ALL_SECTIONS),
+            "default" => wanted.extend(DEFAULT_SECTIONS),
             s => {
-                if let Some(known) = DEFAULT_SECTIONS.iter().find(|d| **d == s) {
+                if let Some(known) = ALL_SECTIONS.iter().find(|d| **d == s) {
                     wanted.push(known);
                 }
             }
         }
     }
     let mut out = String::new();
-    for name in DEFAULT_SECTIONS {
+    for name in ALL_SECTIONS {
         if !wanted.contains(name) {
             continue;
         }
@@ -124,6 +141,7 @@ pub fn render(shared: &Shared, requested: &[String], now: u64) -> StoreResult<St
             "persistence" => "Persistence",
             "stats" => "Stats",
             "keyspace" => "Keyspace",
+            "commandstats" => "Commandstats",
             _ => "Strata",
         };
         let _ = write!(out, "# {title}\r\n");
@@ -138,10 +156,34 @@ pub fn render(shared: &Shared, requested: &[String], now: u64) -> StoreResult<St
             "persistence" => persistence(shared, &mut s),
             "stats" => stats(shared, &mut s),
             "keyspace" => keyspace(shared, &mut s, now)?,
+            "commandstats" => commandstats(shared, &mut s),
             _ => strata(shared, &mut s),
         }
     }
     Ok(out)
+}
+
+/// `cmdstat_<name>:calls=,usec=,usec_per_call=,rejected_calls=,failed_calls=` for every
+/// command that ran or was refused since the start (or `CONFIG RESETSTAT`).
+fn commandstats(shared: &Shared, s: &mut Section<'_>) {
+    for (i, spec) in crate::commands::all_commands().enumerate() {
+        let t = shared.command_stats.totals(i);
+        if t.calls == 0 && t.rejected == 0 {
+            continue;
+        }
+        let per_call = if t.calls == 0 {
+            0.0
+        } else {
+            t.usec as f64 / t.calls as f64
+        };
+        s.kv(
+            &format!("cmdstat_{}", spec.name),
+            format!(
+                "calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
+                t.calls, t.usec, t.rejected, t.failed
+            ),
+        );
+    }
 }
 
 fn server(shared: &Shared, s: &mut Section<'_>, now: u64) {

@@ -83,6 +83,8 @@ pub struct Shared {
     pub scripts: crate::scripting::Scripts,
     /// Function libraries (FUNCTION LOAD, FCALL), read back from the database at start-up.
     pub functions: crate::scripting::functions::Functions,
+    /// Per-command counters (INFO `commandstats`).
+    pub command_stats: crate::stats::CommandStats,
     /// Scripts running past `lua-time-limit` (BUSY, SCRIPT KILL).
     pub busy: Arc<crate::scripting::busy::Busy>,
 }
@@ -180,6 +182,7 @@ impl Server {
             scripts: Default::default(),
             functions: Default::default(),
             busy: Default::default(),
+            command_stats: crate::stats::CommandStats::new(crate::commands::command_count()),
         };
         crate::commands::functions::load_stored(&shared)
             .map_err(|e| ServerError::Store(StoreError::Layout(e)))?;

@@ -71,3 +71,164 @@ impl ServerStats {
         }
     }
 }
+
+/// Per-command counters (INFO `commandstats`), by command-table index: calls, microseconds
+/// spent, calls refused before running (arity, NOAUTH, BUSY: `rejected_calls`) and calls that
+/// ran and answered an error (`failed_calls`). Commands inside EXEC and scripts' `redis.call`s
+/// count as calls of their own, as in redis.
+///
+/// Sharded: each thread counts into one of [`COMMAND_SHARDS`] copies (picked once per thread),
+/// so threads that run the same hot command do not contend on one cache line; INFO sums them.
+pub struct CommandStats {
+    shards: Vec<Box<[CommandCounters]>>,
+}
+
+/// One command run, as [`CommandStats::record`] counts it.
+#[derive(Debug, Clone, Copy)]
+pub struct Call {
+    /// The command's table index.
+    pub command: u32,
+    pub usec: u32,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Outcome {
+    Ok,
+    /// Refused before running (arity, NOAUTH, BUSY).
+    Rejected,
+    /// Ran and answered an error.
+    Failed,
+}
+
+/// Copies of the per-command counters (see [`CommandStats`]).
+pub const COMMAND_SHARDS: usize = 16;
+
+#[derive(Default)]
+pub struct CommandCounters {
+    pub calls: AtomicU64,
+    pub usec: AtomicU64,
+    pub rejected: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+/// One command's totals.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct CommandTotals {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+thread_local! {
+    static SHARD: usize = {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        NEXT.fetch_add(1, Relaxed) as usize % COMMAND_SHARDS
+    };
+}
+
+impl CommandStats {
+    pub fn new(commands: usize) -> Self {
+        CommandStats {
+            shards: (0..COMMAND_SHARDS)
+                .map(|_| (0..commands).map(|_| CommandCounters::default()).collect())
+                .collect(),
+        }
+    }
+
+    /// Counts the calls a finished segment ran.
+    pub fn record(&self, calls: &[Call]) {
+        if calls.is_empty() {
+            return;
+        }
+        SHARD.with(|&s| {
+            let shard = &self.shards[s];
+            for c in calls {
+                let Some(k) = shard.get(c.command as usize) else {
+                    continue;
+                };
+                match c.outcome {
+                    Outcome::Rejected => {
+                        k.rejected.fetch_add(1, Relaxed);
+                        continue;
+                    }
+                    Outcome::Failed => {
+                        k.failed.fetch_add(1, Relaxed);
+                    }
+                    Outcome::Ok => {}
+                }
+                k.calls.fetch_add(1, Relaxed);
+                k.usec.fetch_add(u64::from(c.usec), Relaxed);
+            }
+        })
+    }
+
+    /// Command `i`'s totals over every shard.
+    pub fn totals(&self, i: usize) -> CommandTotals {
+        let mut t = CommandTotals::default();
+        for s in &self.shards {
+            if let Some(c) = s.get(i) {
+                t.calls += c.calls.load(Relaxed);
+                t.usec += c.usec.load(Relaxed);
+                t.rejected += c.rejected.load(Relaxed);
+                t.failed += c.failed.load(Relaxed);
+            }
+        }
+        t
+    }
+
+    /// `CONFIG RESETSTAT`.
+    pub fn reset(&self) {
+        for c in self.shards.iter().flat_map(|s| s.iter()) {
+            for a in [&c.calls, &c.usec, &c.rejected, &c.failed] {
+                a.store(0, Relaxed);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_totals_sum_every_thread() {
+        let stats = std::sync::Arc::new(CommandStats::new(3));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let stats = stats.clone();
+                std::thread::spawn(move || {
+                    let call = |outcome| Call {
+                        command: 1,
+                        usec: 5,
+                        outcome,
+                    };
+                    stats.record(&[
+                        call(Outcome::Ok),
+                        call(Outcome::Failed),
+                        call(Outcome::Rejected),
+                        Call {
+                            command: 9,
+                            ..call(Outcome::Ok)
+                        },
+                    ]);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(
+            stats.totals(1),
+            CommandTotals {
+                calls: 16,
+                usec: 80,
+                rejected: 8,
+                failed: 8
+            }
+        );
+        stats.reset();
+        assert_eq!(stats.totals(1), CommandTotals::default());
+    }
+}

@@ -353,3 +353,57 @@ fn a_script_past_the_time_limit_is_busy_until_killed() {
     assert_eq!(run(&mut c, &["GET", "k"]), Ok(Value::Nil));
     s.stop();
 }
+
+/// INFO commandstats counts EXEC and EVAL and the commands they ran, once each (a script
+/// whose undeclared key makes it rerun holding every lock counts once), failed calls and
+/// rejected ones; CONFIG RESETSTAT clears them.
+#[test]
+fn commandstats_count_transactions_scripts_and_what_they_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    run(&mut c, &["SET", "a", "x"]).unwrap();
+    run(&mut c, &["MULTI"]).unwrap();
+    run(&mut c, &["SET", "b", "1"]).unwrap();
+    run(&mut c, &["INCR", "a"]).unwrap();
+    // The client reports EXEC's array with INCR's error in it as an error.
+    assert!(run(&mut c, &["EXEC"])
+        .unwrap_err()
+        .contains("not an integer"));
+    // Undeclared key `b`: the script reruns holding every stripe, and counts once.
+    run(&mut c, &["EVAL", "return redis.call('GET', 'b')", "0"]).unwrap();
+    assert!(run(&mut c, &["GET"]).is_err());
+    let info = match run(&mut c, &["INFO", "commandstats"]).unwrap() {
+        Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let stat = |name: &str| -> String {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:")))
+            .unwrap_or_else(|| panic!("no cmdstat_{name} in {info}"))
+            .to_string()
+    };
+    let field = |name: &str, f: &str| -> u64 {
+        stat(name)
+            .split(',')
+            .find_map(|kv| kv.strip_prefix(&format!("{f}=")))
+            .unwrap()
+            .parse::<f64>()
+            .unwrap() as u64
+    };
+    assert!(info.starts_with("# Commandstats\r\n"), "{info}");
+    assert_eq!(field("set", "calls"), 2, "{info}");
+    assert_eq!(field("exec", "calls"), 1, "{info}");
+    assert_eq!(field("incr", "calls"), 1, "{info}");
+    assert_eq!(field("incr", "failed_calls"), 1, "{info}");
+    assert_eq!(field("eval", "calls"), 1, "{info}");
+    assert_eq!(field("get", "calls"), 1, "{info}");
+    assert_eq!(field("get", "rejected_calls"), 1, "{info}");
+    run(&mut c, &["CONFIG", "RESETSTAT"]).unwrap();
+    let info = match run(&mut c, &["INFO", "commandstats"]).unwrap() {
+        Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert!(!info.contains("cmdstat_set"), "{info}");
+    s.stop();
+}

@@ -30,6 +30,9 @@ use crate::value::{self, Entry, ValueType};
 #[derive(Default)]
 pub struct Pending {
     pub batch: WriteBatch,
+    /// The commands this segment ran, for INFO `commandstats` (counted when the segment is
+    /// finished, so a segment discarded and rerun counts once).
+    pub calls: Vec<crate::stats::Call>,
     pub(crate) overlay: HashMap<Vec<u8>, Option<Bytes>, FastHash>,
     /// The same for collection elements, by engine sub-key: what the point-lookup collection
     /// commands of the segment wrote (see `CommandSpec::alone`).
@@ -77,6 +80,7 @@ impl Pending {
 impl Pending {
     pub fn new(inline: bool) -> Self {
         Pending {
+            calls: Vec::new(),
             batch: WriteBatch::default(),
             overlay: HashMap::default(),
             elems: HashMap::default(),

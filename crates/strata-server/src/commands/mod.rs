@@ -46,6 +46,7 @@ use bytes::Bytes;
 
 use crate::fasthash::FastHash;
 use crate::resp::Reply;
+use crate::stats::{Call, Outcome};
 
 pub use context::{Ctx, Pending};
 pub use request::Request;
@@ -464,20 +465,39 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
     let Some((i, spec)) = req.command() else {
         return errors::unknown_command(args);
     };
-    if !spec.arity_ok(args.len()) {
-        return errors::wrong_args(spec.name);
-    }
-    if !ctx.session.authenticated && !spec.no_auth() && ctx.shared.limits.auth_required() {
-        return errors::err(errors::NOAUTH);
-    }
-    if ctx.shared.busy.is_busy() && !allowed_when_busy(spec, args) && !crate::scripting::in_script()
+    let rejected = if !spec.arity_ok(args.len()) {
+        Some(errors::wrong_args(spec.name))
+    } else if !ctx.session.authenticated && !spec.no_auth() && ctx.shared.limits.auth_required() {
+        Some(errors::err(errors::NOAUTH))
+    } else if ctx.shared.busy.is_busy()
+        && !allowed_when_busy(spec, args)
+        && !crate::scripting::in_script()
     {
-        return Reply::error(crate::scripting::busy::BUSY);
+        Some(Reply::error(crate::scripting::busy::BUSY))
+    } else {
+        None
+    };
+    let call = |usec: u128, outcome| Call {
+        command: i as u32,
+        usec: u32::try_from(usec).unwrap_or(u32::MAX),
+        outcome,
+    };
+    if let Some(r) = rejected {
+        ctx.pending.calls.push(call(0, Outcome::Rejected));
+        return r;
     }
     ctx.session.client.last_cmd.store(i as u64 + 1, Relaxed);
-    match (spec.handler)(ctx, args) {
-        Ok(r) | Err(r) => r,
-    }
+    let start = std::time::Instant::now();
+    let (Ok(r) | Err(r)) = (spec.handler)(ctx, args);
+    let outcome = if r.is_error() {
+        Outcome::Failed
+    } else {
+        Outcome::Ok
+    };
+    ctx.pending
+        .calls
+        .push(call(start.elapsed().as_micros(), outcome));
+    r
 }
 
 /// What other clients may run while a script is busy (redis' `allow-busy` commands).

@@ -218,6 +218,7 @@ pub fn config(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             return Err(wrong_args("config|resetstat"));
         }
         ctx.shared.stats.reset();
+        ctx.shared.command_stats.reset();
         Ok(Reply::Ok)
     } else if is(sub, "HELP") {
         Ok(help_reply(CONFIG_HELP))

@@ -64,7 +64,7 @@ pub fn error_table(lua: &Lua, s: &str) -> mlua::Result<Value> {
 /// is `-9223372036854775808` from redis).
 fn c_long_long(n: f64) -> i64 {
     const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
-    if n.is_nan() || n >= LIMIT || n < -LIMIT {
+    if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {
         i64::MIN
     } else {
         n.trunc() as i64
