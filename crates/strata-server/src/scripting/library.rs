@@ -1,7 +1,7 @@
 //! The environment a script runs in (redis 7's): which standard libraries, the `redis` table
 //! (`call`/`pcall` reach the running segment through `scripting::redis_call`), `bit`,
-//! `cjson`, and protected globals.
-//! Depends on mlua, serde_json; nothing else in the crate.
+//! `cjson` (here), `cmsgpack` and `struct` (their own modules), and the read-only sandbox.
+//! Depends on mlua, serde_json and those two modules; nothing else in the crate.
 
 use mlua::{Lua, LuaOptions, StdLib, Table, Value};
 
@@ -10,7 +10,8 @@ use mlua::{Lua, LuaOptions, StdLib, Table, Value};
 /// - every global moves into a hidden table (`env`, returned); the real globals table is left
 ///   empty and reads through to `env` (a plain `__index` table, so a global costs one table
 ///   lookup), raising on a nonexistent name and on any assignment;
-/// - `redis`, `string`, `table`, `math`, `bit`, `cjson`, `coroutine` are replaced by read-only
+/// - `redis`, `string`, `table`, `math`, `bit`, `cjson`, `cmsgpack`, `struct`, `coroutine` are
+///   replaced by read-only
 ///   proxies, and the string metatable is locked, so no script can change what the next one
 ///   (or another client's) sees;
 /// - `rawset` refuses the globals table and the proxies; `setfenv`, `getfenv` and `newproxy`
@@ -30,7 +31,7 @@ local function protect(t)
 end
 local env = {}
 for k, v in pairs(G) do env[k] = v end
-for _, name in pairs({ "redis", "string", "table", "math", "bit", "cjson", "coroutine" }) do
+for _, name in pairs({ "redis", "string", "table", "math", "bit", "cjson", "cmsgpack", "struct", "coroutine" }) do
     if env[name] then env[name] = protect(env[name]) end
 end
 env._G = G
@@ -108,6 +109,8 @@ pub fn new_interpreter() -> mlua::Result<Sandbox> {
     g.raw_set("redis", redis_table(&lua)?)?;
     g.raw_set("bit", bit_table(&lua)?)?;
     g.raw_set("cjson", cjson_table(&lua)?)?;
+    g.raw_set("cmsgpack", super::cmsgpack::table(&lua)?)?;
+    g.raw_set("struct", super::lua_struct::table(&lua)?)?;
     let (env, protect, library_env) = lua
         .load(SANDBOX)
         .set_name("=sandbox")

@@ -11,7 +11,7 @@
 //! only effects are its pending writes, so a rerun is safe).
 //!
 //! The environment follows redis 7: Lua 5.1 with the base, table, string and math libraries
-//! plus `bit` and `cjson`; no `os`, `io`, `loadfile`, `dofile` or `print`; reading or creating
+//! plus `bit`, `cjson`, `cmsgpack` and `struct`; no `os`, `io`, `loadfile`, `dofile` or `print`; reading or creating
 //! an undeclared global is an error (globals protected); `KEYS` and `ARGV`; `redis.call`,
 //! `redis.pcall`, `redis.error_reply`, `redis.status_reply`, `redis.sha1hex`, `redis.log` and
 //! its levels, `redis.setresp` (RESP2 only). Each thread has its own interpreter, which keeps
@@ -19,9 +19,11 @@
 //! Depends on `commands` (dispatch, the table), `resp`, mlua; never on the network layer.
 
 pub mod busy;
+mod cmsgpack;
 mod convert;
 pub mod functions;
 mod library;
+mod lua_struct;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
