@@ -429,6 +429,7 @@ fn run_commands(
     let mut reply_bytes = 0usize;
     let mut ran = 0;
     let mut timings = Vec::new();
+    pending.calls.reserve(cmds.len());
     for (i, req) in cmds.iter().enumerate() {
         if close_reads == Some(i) {
             pending.reads.close();

@@ -86,7 +86,7 @@ pub struct Shared {
     /// Per-command counters (INFO `commandstats`).
     pub command_stats: crate::stats::CommandStats,
     /// Scripts running past `lua-time-limit` (BUSY, SCRIPT KILL).
-    pub busy: Arc<crate::scripting::busy::Busy>,
+    pub busy: crate::scripting::busy::Busy,
 }
 
 /// A bound, ready-to-run server.

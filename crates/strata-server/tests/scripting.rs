@@ -407,3 +407,54 @@ fn commandstats_count_transactions_scripts_and_what_they_ran() {
     assert!(!info.contains("cmdstat_set"), "{info}");
     s.stop();
 }
+
+/// `redis.setresp(3)`: `redis.call` gives maps, sets, doubles and nulls as redis 7 does in
+/// RESP3 (`{map=}`, `{set=}`, `{double=}`, `nil`), and a script may return those tables,
+/// which reach a RESP2 client as RESP2 shows them.
+#[test]
+fn setresp_3_converts_resp3_replies_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    run(&mut c, &["HSET", "h", "f", "v"]).unwrap();
+    run(&mut c, &["ZADD", "z", "1.5", "m"]).unwrap();
+    let eval = |c: &mut redis::Connection, script: &str| run(c, &["EVAL", script, "0"]);
+    // Undeclared keys: each script reruns holding every stripe (fine for a test).
+    assert_eq!(
+        eval(
+            &mut c,
+            "redis.setresp(3) return redis.call('HGETALL', 'h').map.f"
+        ),
+        Ok(bulk("v"))
+    );
+    assert_eq!(
+        eval(
+            &mut c,
+            "redis.setresp(3) return redis.call('GET', 'none') == nil"
+        ),
+        Ok(Value::Int(1))
+    );
+    assert_eq!(
+        eval(
+            &mut c,
+            "redis.setresp(3) return redis.call('ZSCORE', 'z', 'm').double * 2"
+        ),
+        Ok(Value::Int(3))
+    );
+    // Without setresp(3) (each script starts in RESP2): a flat array and `false`.
+    assert_eq!(
+        eval(&mut c, "return redis.call('HGETALL', 'h')"),
+        Ok(Value::Array(vec![bulk("f"), bulk("v")]))
+    );
+    assert_eq!(
+        eval(&mut c, "return redis.call('GET', 'none') == false"),
+        Ok(Value::Int(1))
+    );
+    assert_eq!(
+        eval(&mut c, "return {map={a='b'}}"),
+        Ok(Value::Array(vec![bulk("a"), bulk("b")]))
+    );
+    assert_eq!(eval(&mut c, "return {double=2.5}"), Ok(bulk("2.5")));
+    assert!(eval(&mut c, "redis.setresp(4)").is_err());
+    s.stop();
+}

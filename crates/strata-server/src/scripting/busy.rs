@@ -102,10 +102,13 @@ impl Busy {
     }
 }
 
-/// The running script of this thread, as the hook sees it.
+/// The running script of this thread, as the hook sees it. Set for every script call, so it
+/// costs no allocation and no shared-counter traffic: the server's [`Busy`] by pointer (see
+/// [`watch`]) and the name inline (cut at [`NAME_MAX`] bytes).
 struct Watchdog {
-    busy: Arc<Busy>,
-    name: String,
+    busy: *const Busy,
+    name: [u8; NAME_MAX],
+    name_len: usize,
     started: Instant,
     limit: Duration,
     wrote: bool,
@@ -120,16 +123,24 @@ thread_local! {
     static WATCHDOG: RefCell<Option<Watchdog>> = const { RefCell::new(None) };
 }
 
-/// Watches the script call it was created for; unregisters it when dropped.
-pub struct Guard(());
+/// The longest script name the watchdog keeps (a SHA1 is 40 bytes).
+const NAME_MAX: usize = 64;
+
+/// Watches the script call it was created for; unregisters it when dropped. Borrows the
+/// server's [`Busy`] for as long as the thread-local watchdog points at it.
+pub struct Guard<'a>(std::marker::PhantomData<&'a Busy>);
 
 /// Starts watching the script `name` that is about to run on this thread (`inline`: on an
 /// event loop).
-pub fn watch(busy: &Arc<Busy>, name: &str, limit: Duration, inline: bool) -> Guard {
+pub fn watch<'a>(busy: &'a Busy, name: &str, limit: Duration, inline: bool) -> Guard<'a> {
+    let mut buf = [0u8; NAME_MAX];
+    let name_len = name.len().min(NAME_MAX);
+    buf[..name_len].copy_from_slice(&name.as_bytes()[..name_len]);
     WATCHDOG.with(|w| {
         *w.borrow_mut() = Some(Watchdog {
-            busy: busy.clone(),
-            name: name.to_string(),
+            busy: busy as *const Busy,
+            name: buf,
+            name_len,
             started: Instant::now(),
             limit,
             wrote: false,
@@ -138,17 +149,17 @@ pub fn watch(busy: &Arc<Busy>, name: &str, limit: Duration, inline: bool) -> Gua
             moved: false,
         })
     });
-    Guard(())
+    Guard(std::marker::PhantomData)
 }
 
-impl Guard {
+impl Guard<'_> {
     /// Whether the script was stopped to be rerun on the engine pool (its result is void).
     pub fn moved(&self) -> bool {
         WATCHDOG.with(|w| w.borrow().as_ref().is_some_and(|w| w.moved))
     }
 }
 
-impl Drop for Guard {
+impl Drop for Guard<'_> {
     fn drop(&mut self) {
         let w = WATCHDOG.with(|w| w.borrow_mut().take());
         if let Some(Watchdog {
@@ -165,7 +176,9 @@ impl Drop for Guard {
                 limit.as_millis(),
                 if s.kill.load(Relaxed) { ", killed" } else { "" }
             );
-            busy.unregister(&s);
+            // SAFETY: the watchdog is set by `watch` from a `&'a Busy` and taken here, in the
+            // drop of the `Guard<'a>` that borrows it: the pointer is live.
+            unsafe { &*busy }.unregister(&s);
         }
     }
 }
@@ -186,12 +199,13 @@ pub fn check() -> mlua::Result<mlua::VmState> {
             Some(_) => Ok(mlua::VmState::Continue),
             None if w.started.elapsed() >= w.limit => {
                 let s = Arc::new(Slow {
-                    name: w.name.clone(),
+                    name: String::from_utf8_lossy(&w.name[..w.name_len]).into_owned(),
                     started: w.started,
                     kill: AtomicBool::new(false),
                     wrote: AtomicBool::new(w.wrote),
                 });
-                w.busy.register(s.clone());
+                // SAFETY: as in `Guard::drop`: set from a borrow its guard still holds.
+                unsafe { &*w.busy }.register(s.clone());
                 w.slow = Some(s);
                 Ok(mlua::VmState::Continue)
             }
@@ -229,7 +243,7 @@ mod tests {
 
     #[test]
     fn a_slow_script_registers_and_only_one_without_writes_can_be_killed() {
-        let busy = Arc::new(Busy::default());
+        let busy = Busy::default();
         assert_eq!(
             busy.kill(),
             Err("NOTBUSY No scripts in execution right now.")

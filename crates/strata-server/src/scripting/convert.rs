@@ -2,11 +2,14 @@
 //!
 //! Reply → Lua (what `redis.call` returns): integer → number; bulk → string; null bulk and
 //! null array → `false`; array → table; status → `{ok=...}`; error → `{err=...}`; the RESP3
-//! types as RESP2 shows them (map → flat array, set → array, double → its bulk string).
+//! types as RESP2 shows them (map → flat array, set → array, double → its bulk string) —
+//! unless the script called `redis.setresp(3)`: then null → `nil`, map → `{map={k=v}}`, set →
+//! `{set={member=true}}`, double → `{double=n}`.
 //!
 //! Lua → reply (what a script returns): number → integer (truncated toward zero); string →
 //! bulk; `true` → 1; `false` and `nil` → null; a table with `err` → error, with `ok` →
-//! status; any other table → array of its elements up to the first `nil`.
+//! status, with `double`, `map` or `set` → that RESP3 type (shown as RESP2 shows it to a
+//! RESP2 client); any other table → array of its elements up to the first `nil`.
 //! Depends on `resp` and mlua only.
 
 use bytes::Bytes;
@@ -15,7 +18,33 @@ use mlua::{Lua, Value};
 use crate::resp::Reply;
 
 /// A reply as the Lua value `redis.call` returns.
-pub fn reply_to_lua(lua: &Lua, r: &Reply) -> mlua::Result<Value> {
+pub fn reply_to_lua(lua: &Lua, r: &Reply, resp3: bool) -> mlua::Result<Value> {
+    if resp3 {
+        let field = |name: &str, v: Value| -> mlua::Result<Value> {
+            let t = lua.create_table()?;
+            t.raw_set(name, v)?;
+            Ok(Value::Table(t))
+        };
+        match r {
+            Reply::Null | Reply::NullArray => return Ok(Value::Nil),
+            Reply::Double(d) => return field("double", Value::Number(*d)),
+            Reply::Map(pairs) => {
+                let m = lua.create_table_with_capacity(0, pairs.len())?;
+                for (k, v) in pairs {
+                    m.raw_set(reply_to_lua(lua, k, true)?, reply_to_lua(lua, v, true)?)?;
+                }
+                return field("map", Value::Table(m));
+            }
+            Reply::Set(items) => {
+                let s = lua.create_table_with_capacity(0, items.len())?;
+                for item in items {
+                    s.raw_set(reply_to_lua(lua, item, true)?, true)?;
+                }
+                return field("set", Value::Table(s));
+            }
+            _ => {}
+        }
+    }
     Ok(match r {
         Reply::Ok => status_table(lua, "OK")?,
         Reply::Simple(s) => status_table(lua, s)?,
@@ -26,15 +55,15 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply) -> mlua::Result<Value> {
         Reply::Array(items) | Reply::Set(items) => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, reply_to_lua(lua, item)?)?;
+                t.raw_set(i + 1, reply_to_lua(lua, item, resp3)?)?;
             }
             Value::Table(t)
         }
         Reply::Map(pairs) => {
             let t = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
             for (i, (k, v)) in pairs.iter().enumerate() {
-                t.raw_set(2 * i + 1, reply_to_lua(lua, k)?)?;
-                t.raw_set(2 * i + 2, reply_to_lua(lua, v)?)?;
+                t.raw_set(2 * i + 1, reply_to_lua(lua, k, resp3)?)?;
+                t.raw_set(2 * i + 2, reply_to_lua(lua, v, resp3)?)?;
             }
             Value::Table(t)
         }
@@ -93,6 +122,23 @@ pub fn lua_to_reply(v: &Value) -> Reply {
             if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
                 return Reply::simple(s.to_string_lossy().replace(['\r', '\n'], " "));
             }
+            match t.raw_get::<Value>("double") {
+                Ok(Value::Number(n)) => return Reply::Double(n),
+                Ok(Value::Integer(i)) => return Reply::Double(i as f64),
+                _ => {}
+            }
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+                let pairs = m.pairs::<Value, Value>().filter_map(Result::ok);
+                return Reply::Map(
+                    pairs
+                        .map(|(k, v)| (lua_to_reply(&k), lua_to_reply(&v)))
+                        .collect(),
+                );
+            }
+            if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
+                let members = s.pairs::<Value, Value>().filter_map(Result::ok);
+                return Reply::Set(members.map(|(k, _)| lua_to_reply(&k)).collect());
+            }
             let mut items = Vec::new();
             for i in 1.. {
                 match t.raw_get::<Value>(i) {
@@ -147,12 +193,12 @@ mod tests {
             Reply::simple("PONG"),
             Reply::error("ERR nope"),
         ] {
-            let v = reply_to_lua(&lua, &r).unwrap();
+            let v = reply_to_lua(&lua, &r, false).unwrap();
             assert_eq!(lua_to_reply(&v), r);
         }
         let m = Reply::Map(vec![(Reply::bulk_str("f"), Reply::Int(1))]);
         assert_eq!(
-            lua_to_reply(&reply_to_lua(&lua, &m).unwrap()),
+            lua_to_reply(&reply_to_lua(&lua, &m, false).unwrap()),
             Reply::Array(vec![Reply::bulk_str("f"), Reply::Int(1)])
         );
     }

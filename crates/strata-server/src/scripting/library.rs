@@ -174,10 +174,10 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     t.raw_set(
         "setresp",
         lua.create_function(|_, v: i64| match v {
-            2 => Ok(()),
-            3 => Err(mlua::Error::runtime(
-                "RESP3 replies inside scripts are not supported by strata serve yet",
-            )),
+            2 | 3 => {
+                super::set_resp3(v == 3);
+                Ok(())
+            }
             _ => Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
         })?,
     )?;

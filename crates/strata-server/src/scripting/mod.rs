@@ -240,7 +240,9 @@ fn call(
     name: &str,
 ) -> Reply {
     let limit = ctx.shared.limits.lua_time_limit();
-    let watched = busy::watch(&ctx.shared.busy, name, limit, ctx.pending.inline);
+    let shared = ctx.shared;
+    let watched = busy::watch(&shared.busy, name, limit, ctx.pending.inline);
+    set_resp3(false);
     let running = Running {
         ctx: (ctx as *mut Ctx<'_>).cast::<Ctx<'static>>(),
         declared: declared as *const [Bytes],
@@ -272,6 +274,16 @@ struct Running {
 
 thread_local! {
     static RUNNING: std::cell::Cell<Option<Running>> = const { std::cell::Cell::new(None) };
+}
+
+thread_local! {
+    /// The running script called `redis.setresp(3)`: `redis.call` converts RESP3 replies.
+    static RESP3: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `redis.setresp(3)` (`true`) or `redis.setresp(2)` for the script running on this thread.
+pub(crate) fn set_resp3(on: bool) {
+    RESP3.with(|c| c.set(on));
 }
 
 /// Whether a script is running on this thread (its `redis.call`s are not answered `BUSY`).
@@ -380,7 +392,7 @@ pub(crate) fn redis_call(lua: &Lua, argv: MultiValue, raise: bool) -> mlua::Resu
     match call_command(ctx, argv, declared, r.read_only) {
         Err(e) if raise => Err(mlua::Error::external(ScriptError(e))),
         Err(e) => convert::error_table(lua, &e),
-        Ok(reply) => reply_to_lua(lua, &reply),
+        Ok(reply) => reply_to_lua(lua, &reply, RESP3.with(|c| c.get())),
     }
 }
 
