@@ -14,7 +14,7 @@
 //! plus `bit`, `cjson`, `cmsgpack` and `struct`; no `os`, `io`, `loadfile`, `dofile` or `print`; reading or creating
 //! an undeclared global is an error (globals protected); `KEYS` and `ARGV`; `redis.call`,
 //! `redis.pcall`, `redis.error_reply`, `redis.status_reply`, `redis.sha1hex`, `redis.log` and
-//! its levels, `redis.setresp` (RESP2 only). Each thread has its own interpreter, which keeps
+//! its levels, `redis.setresp` (RESP2 and RESP3 conversions, `convert`). Each thread has its own interpreter, which keeps
 //! the functions it compiled, by SHA1; the script texts live in [`Scripts`], shared by all.
 //! Depends on `commands` (dispatch, the table), `resp`, mlua; never on the network layer.
 
