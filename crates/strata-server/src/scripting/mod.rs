@@ -493,7 +493,16 @@ fn call_command(
             return Err("ERR the script is rerun holding every key lock".into());
         }
     }
+    // A script's commands answer in the script's protocol (RESP2 unless it called
+    // `redis.setresp(3)`), not its caller's: ZRANGE WITHSCORES gives a flat array.
+    let script_protocol = if RESP3.with(|c| c.get()) {
+        crate::resp::Protocol::Resp3
+    } else {
+        crate::resp::Protocol::Resp2
+    };
+    let caller_protocol = std::mem::replace(&mut ctx.session.protocol, script_protocol);
     let reply = commands::dispatch(ctx, &req);
+    ctx.session.protocol = caller_protocol;
     match reply {
         Reply::Error(e) => Err(e.into_owned()),
         r => Ok(r),
