@@ -385,3 +385,44 @@ fn concurrent_transfers_never_change_the_sum() {
     eprintln!("{reads} consistent reads; {aborted} check-and-set transfers aborted and retried");
     assert!(reads > 0);
 }
+
+/// A blocking command inside EXEC or a script never blocks, as in redis: on empty keys it
+/// answers its timeout reply (null); outside them strata refuses to block.
+#[test]
+fn blocking_commands_answer_null_inside_exec_and_scripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    run(&mut c, &["MULTI"]).unwrap();
+    run(&mut c, &["BLPOP", "empty", "0"]).unwrap();
+    run(&mut c, &["BRPOPLPUSH", "empty", "dst", "0"]).unwrap();
+    run(&mut c, &["BZPOPMIN", "emptyz", "0"]).unwrap();
+    run(&mut c, &["RPUSH", "l", "x"]).unwrap();
+    run(&mut c, &["BLPOP", "l", "0"]).unwrap();
+    assert_eq!(
+        run(&mut c, &["EXEC"]),
+        Ok(Value::Array(vec![
+            Value::Nil,
+            Value::Nil,
+            Value::Nil,
+            Value::Int(1),
+            Value::Array(vec![bulk("l"), bulk("x")]),
+        ]))
+    );
+    assert_eq!(
+        run(
+            &mut c,
+            &[
+                "EVAL",
+                "return redis.call('BLPOP', KEYS[1], 0) == false",
+                "1",
+                "empty"
+            ]
+        ),
+        Ok(Value::Int(1))
+    );
+    assert!(run(&mut c, &["BLPOP", "empty", "0"])
+        .unwrap_err()
+        .contains("would block"));
+    s.stop();
+}

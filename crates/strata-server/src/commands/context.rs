@@ -59,6 +59,8 @@ pub struct Pending {
     pub stale: std::cell::Cell<bool>,
     /// The batch holds a range deletion (FLUSHDB, FLUSHALL).
     ranges: bool,
+    /// The segment runs an EXEC's queue (blocking commands answer as if timed out).
+    pub in_exec: bool,
     /// The batch holds writes outside database 0 (function libraries), which `take_batch`
     /// must keep as they are.
     unkeyed: bool,
@@ -93,6 +95,7 @@ impl Pending {
             stale: std::cell::Cell::new(false),
             ranges: false,
             unkeyed: false,
+            in_exec: false,
             every_stripe: false,
             needs_every_stripe: std::cell::Cell::new(false),
         }

@@ -495,11 +495,16 @@ pub fn lmpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(mpop(ctx, keys, left, count)?.unwrap_or(Reply::NullArray))
 }
 
-/// The error a blocking command answers when it would have to wait.
-pub fn would_block(cmd: &str) -> Reply {
-    Reply::error(format!(
+/// What a blocking command answers when it would have to wait: inside EXEC or a script,
+/// `timed_out` — the reply of a timeout, as redis gives there (it never blocks in them) —
+/// else an error (strata does not park clients yet).
+pub fn would_block(ctx: &Ctx<'_>, cmd: &str, timed_out: Reply) -> CmdResult {
+    if ctx.pending.in_exec || crate::scripting::in_script() {
+        return Ok(timed_out);
+    }
+    Err(Reply::error(format!(
         "ERR {cmd} would block (every key is empty); strata serve does not support blocking commands, use the non-blocking form"
-    ))
+    )))
 }
 
 fn check_timeout(a: &[u8]) -> Result<(), Reply> {
@@ -522,7 +527,7 @@ fn bpop(ctx: &mut Ctx<'_>, a: &[Bytes], left: bool, name: &str) -> CmdResult {
             }
         }
     }
-    Err(would_block(name))
+    would_block(ctx, name, Reply::NullArray)
 }
 
 pub fn blpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
@@ -535,7 +540,7 @@ pub fn brpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 pub fn brpoplpush(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     check_timeout(&a[3])?;
     match move_generic(ctx, &a[1], &a[2], false, true)? {
-        Reply::Null => Err(would_block("BRPOPLPUSH")),
+        Reply::Null => would_block(ctx, "BRPOPLPUSH", Reply::Null),
         r => Ok(r),
     }
 }
@@ -544,7 +549,7 @@ pub fn blmove(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let (f, t) = (side(&a[3])?, side(&a[4])?);
     check_timeout(&a[5])?;
     match move_generic(ctx, &a[1], &a[2], f, t)? {
-        Reply::Null => Err(would_block("BLMOVE")),
+        Reply::Null => would_block(ctx, "BLMOVE", Reply::Null),
         r => Ok(r),
     }
 }
@@ -552,5 +557,8 @@ pub fn blmove(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 pub fn blmpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     check_timeout(&a[1])?;
     let (keys, left, count) = mpop_args(a, 2)?;
-    mpop(ctx, keys, left, count)?.ok_or_else(|| would_block("BLMPOP"))
+    match mpop(ctx, keys, left, count)? {
+        Some(r) => Ok(r),
+        None => would_block(ctx, "BLMPOP", Reply::NullArray),
+    }
 }

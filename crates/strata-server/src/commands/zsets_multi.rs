@@ -105,7 +105,7 @@ fn bzpop(ctx: &mut Ctx<'_>, a: &[Bytes], max: bool, name: &str) -> CmdResult {
             }
         }
     }
-    Err(would_block(name))
+    would_block(ctx, name, Reply::NullArray)
 }
 
 pub fn bzpopmin(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
@@ -165,7 +165,10 @@ pub fn zmpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 
 pub fn bzmpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     check_timeout(&a[1])?;
-    mpop(ctx, a, 2)?.ok_or_else(|| would_block("BZMPOP"))
+    match mpop(ctx, a, 2)? {
+        Some(r) => Ok(r),
+        None => would_block(ctx, "BZMPOP", Reply::NullArray),
+    }
 }
 
 pub fn zrandmember(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {

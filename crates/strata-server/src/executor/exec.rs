@@ -91,6 +91,7 @@ fn exec_locked(
     let every = scope.is_none();
     let (guard, mut pending) = lock_segment(shared, scope, inline)?;
     pending.every_stripe = every;
+    pending.in_exec = true;
     // A chained segment runs before the writes of the group it chains on are applied, and
     // those writes mark their watchers only once applied: the check below could pass on a
     // key a member of that group is about to change. A watching EXEC never chains.
