@@ -458,3 +458,34 @@ fn setresp_3_converts_resp3_replies_both_ways() {
     assert!(eval(&mut c, "redis.setresp(4)").is_err());
     s.stop();
 }
+
+/// A script that does not compile is refused by SCRIPT LOAD and EVAL and not cached; scripts
+/// cannot run CONFIG, CLIENT, SCRIPT or FUNCTION (their subcommands are `noscript` in redis).
+#[test]
+fn uncompilable_scripts_are_not_cached_and_admin_commands_are_refused_in_scripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    let bad = "return (";
+    let e = run(&mut c, &["SCRIPT", "LOAD", bad]).unwrap_err();
+    assert!(e.contains("Error compiling script"), "{e}");
+    let e = run(&mut c, &["EVAL", bad, "0"]).unwrap_err();
+    assert!(e.contains("Error compiling script"), "{e}");
+    let sha = "728acb63e2aaef0ee859ece5db586bff5d800d1e"; // SHA1 of "return ("
+    assert_eq!(
+        run(&mut c, &["SCRIPT", "EXISTS", sha]),
+        Ok(Value::Array(vec![Value::Int(0)]))
+    );
+    for cmd in [
+        "CONFIG GET port",
+        "CLIENT ID",
+        "SCRIPT FLUSH",
+        "FUNCTION FLUSH",
+    ] {
+        let args: Vec<String> = cmd.split(' ').map(|a| format!("'{a}'")).collect();
+        let script = format!("return redis.call({})", args.join(", "));
+        let e = run(&mut c, &["EVAL", &script, "0"]).unwrap_err();
+        assert!(e.contains("not allowed from script"), "{cmd}: {e}");
+    }
+    s.stop();
+}

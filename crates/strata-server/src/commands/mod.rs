@@ -504,10 +504,9 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
 fn allowed_when_busy(spec: &CommandSpec, args: &[Bytes]) -> bool {
     let sub = |w: &str| args.get(1).is_some_and(|a| is(a, w));
     match spec.name {
-        "auth" | "hello" | "shutdown" => true,
         "script" => sub("KILL"),
         "function" => sub("KILL") || sub("STATS"),
-        _ => false,
+        _ => spec.flags.contains(&"allow_busy"),
     }
 }
 

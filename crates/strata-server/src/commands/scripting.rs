@@ -30,7 +30,10 @@ pub(super) fn keys_and_args(a: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> 
 fn eval_body(ctx: &mut Ctx<'_>, a: &[Bytes], read_only: bool) -> CmdResult {
     let (keys, args) = keys_and_args(a)?;
     let body = a[1].clone();
-    let sha = ctx.shared.scripts.load(&body);
+    // A script that does not compile is not cached (as in redis).
+    let sha = scripting::sha1_hex(&body);
+    scripting::compile(ctx.shared, &sha, &body)?;
+    ctx.shared.scripts.load_as(&sha, &body);
     Ok(scripting::run(ctx, &sha, &body, keys, args, read_only))
 }
 
@@ -65,7 +68,10 @@ pub fn script(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         if a.len() != 3 {
             return Err(wrong_args("script|load"));
         }
-        return Ok(Reply::bulk(scripts.load(&a[2]).into_bytes()));
+        let sha = scripting::sha1_hex(&a[2]);
+        scripting::compile(ctx.shared, &sha, &a[2])?;
+        scripts.load_as(&sha, &a[2]);
+        return Ok(Reply::bulk(sha.into_bytes()));
     }
     if is(sub, "EXISTS") {
         if a.len() < 3 {

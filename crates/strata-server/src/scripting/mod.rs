@@ -124,14 +124,16 @@ pub fn sha1_hex(body: &[u8]) -> String {
 }
 
 impl Scripts {
-    /// Caches `body` and returns its SHA1 (SCRIPT LOAD; EVAL does the same).
-    pub fn load(&self, body: &Bytes) -> String {
-        let sha = sha1_hex(body);
+    /// Caches `body` under its SHA1 `sha` (SCRIPT LOAD and EVAL, once it compiled); a script
+    /// cached before costs only a shared lock.
+    pub fn load_as(&self, sha: &str, body: &Bytes) {
+        if self.texts.read().contains_key(sha) {
+            return;
+        }
         self.texts
             .write()
-            .entry(sha.clone())
+            .entry(sha.to_string())
             .or_insert_with(|| body.clone());
-        sha
     }
 
     /// The script named `sha` (any case): its name in lowercase and its text.
@@ -187,27 +189,9 @@ fn run_in(
     args: &[Bytes],
     read_only: bool,
 ) -> Reply {
-    let f = match vm.compiled.get(sha) {
-        Some(f) => f.clone(),
-        None => match vm
-            .sb
-            .lua
-            .load(&body[..])
-            .set_name("@user_script")
-            .set_mode(mlua::chunk::ChunkMode::Text)
-            .into_function()
-        {
-            Ok(f) => {
-                vm.compiled.insert(sha.to_string(), f.clone());
-                f
-            }
-            Err(e) => {
-                return Reply::error(format!(
-                    "ERR Error compiling script (new function): {}",
-                    one_line(&e.to_string())
-                ))
-            }
-        },
+    let f = match compiled(vm, sha, body) {
+        Ok(f) => f,
+        Err(e) => return e,
     };
     // KEYS and ARGV as fresh arrays (filled in place: no intermediate vector per call).
     let setup = || -> mlua::Result<()> {
@@ -355,6 +339,42 @@ pub fn fcall(
     })
 }
 
+/// Compiles the script `body` (named `sha`) on this thread's interpreter, keeping it there:
+/// SCRIPT LOAD refuses a script that does not compile, as redis does.
+pub fn compile(shared: &crate::server::Shared, sha: &str, body: &Bytes) -> Result<(), Reply> {
+    match with_vm(shared, |vm| match compiled(vm, sha, body) {
+        Ok(_) => Reply::Ok,
+        Err(e) => e,
+    }) {
+        Reply::Error(e) => Err(Reply::Error(e)),
+        _ => Ok(()),
+    }
+}
+
+/// The function of script `sha` in `vm`, compiled from `body` the first time.
+fn compiled(vm: &mut Vm, sha: &str, body: &Bytes) -> Result<Function, Reply> {
+    if let Some(f) = vm.compiled.get(sha) {
+        return Ok(f.clone());
+    }
+    match vm
+        .sb
+        .lua
+        .load(&body[..])
+        .set_name("@user_script")
+        .set_mode(mlua::chunk::ChunkMode::Text)
+        .into_function()
+    {
+        Ok(f) => {
+            vm.compiled.insert(sha.to_string(), f.clone());
+            Ok(f)
+        }
+        Err(e) => Err(Reply::error(format!(
+            "ERR Error compiling script (new function): {}",
+            one_line(&e.to_string())
+        ))),
+    }
+}
+
 /// Checks a function library's code and lists its functions, on this thread's interpreter
 /// (FUNCTION LOAD and RESTORE, and the libraries read back at start-up).
 pub fn compile_library(
@@ -474,7 +494,10 @@ fn call_command(
     if !spec.arity_accepts(req.args().len()) {
         return Err("ERR Wrong number of args calling Redis command from script".into());
     }
-    if spec.flags.contains(&"noscript") {
+    // The containers' subcommands are all `noscript` in redis 7 (the table keeps flags per
+    // command, not per subcommand).
+    let noscript_container = matches!(spec.name, "config" | "client" | "script" | "function");
+    if spec.flags.contains(&"noscript") || noscript_container {
         return Err("ERR This Redis command is not allowed from script".into());
     }
     if read_only && spec.writes() {
