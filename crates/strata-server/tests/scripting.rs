@@ -456,6 +456,18 @@ fn setresp_3_converts_resp3_replies_both_ways() {
     );
     assert_eq!(eval(&mut c, "return {double=2.5}"), Ok(bulk("2.5")));
     assert!(eval(&mut c, "redis.setresp(4)").is_err());
+    // Booleans: null/1 without setresp(3); a RESP3 boolean with it (0/1 to a RESP2 client).
+    assert_eq!(eval(&mut c, "return false"), Ok(Value::Nil));
+    assert_eq!(
+        eval(&mut c, "redis.setresp(3) return false"),
+        Ok(Value::Int(0))
+    );
+    let mut c3 = s.conn3();
+    assert_eq!(
+        eval(&mut c3, "redis.setresp(3) return true"),
+        Ok(Value::Boolean(true))
+    );
+    assert_eq!(eval(&mut c3, "return true"), Ok(Value::Int(1)));
     s.stop();
 }
 

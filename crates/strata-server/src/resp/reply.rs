@@ -31,6 +31,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A double: `,` in RESP3, a bulk string in RESP2.
     Double(f64),
+    /// A boolean: `#t`/`#f` in RESP3, the integer 1 or 0 in RESP2 (what a script that called
+    /// `redis.setresp(3)` returns for a Lua boolean).
+    Bool(bool),
     /// A verbatim string with its three-letter format (`txt`): `=` in RESP3, bulk in RESP2.
     Verbatim(&'static str, Bytes),
 }

@@ -91,6 +91,10 @@ pub fn encode(out: &mut BytesMut, reply: &Reply, proto: Protocol) {
                 Protocol::Resp2 => put_bulk(out, text.as_bytes()),
             }
         }
+        Reply::Bool(b) => match proto {
+            Protocol::Resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+            Protocol::Resp2 => out.put_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
+        },
         Reply::Verbatim(fmt, body) => match proto {
             Protocol::Resp3 => {
                 put_int_line(out, b'=', (body.len() + 4) as i64);
@@ -129,6 +133,8 @@ mod tests {
         let m = Reply::Map(vec![(Reply::bulk_str("a"), Reply::Int(1))]);
         assert_eq!(enc(&m, Resp2), "*2\r\n$1\r\na\r\n:1\r\n");
         assert_eq!(enc(&m, Resp3), "%1\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(&Reply::Bool(true), Resp3), "#t\r\n");
+        assert_eq!(enc(&Reply::Bool(false), Resp2), ":0\r\n");
         let v = Reply::Verbatim("txt", Bytes::from_static(b"hi"));
         assert_eq!(enc(&v, Resp3), "=6\r\ntxt:hi\r\n");
         assert_eq!(enc(&v, Resp2), "$2\r\nhi\r\n");

@@ -52,6 +52,13 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp3: bool) -> mlua::Result<Value> {
         Reply::Int(i) => Value::Number(*i as f64),
         Reply::Bulk(b) | Reply::Verbatim(_, b) => Value::String(lua.create_string(b)?),
         Reply::Null | Reply::NullArray => Value::Boolean(false),
+        Reply::Bool(b) => {
+            if resp3 {
+                Value::Boolean(*b)
+            } else {
+                Value::Number(f64::from(u8::from(*b)))
+            }
+        }
         Reply::Array(items) | Reply::Set(items) => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
@@ -100,9 +107,12 @@ fn c_long_long(n: f64) -> i64 {
     }
 }
 
-/// A script's result as the reply the client gets.
-pub fn lua_to_reply(v: &Value) -> Reply {
+/// A script's result as the reply the client gets; `resp3`: the script called
+/// `redis.setresp(3)`, so a Lua boolean is a RESP3 boolean (1 or 0 to a RESP2 client) rather
+/// than 1 or null.
+pub fn lua_to_reply(v: &Value, resp3: bool) -> Reply {
     match v {
+        Value::Boolean(b) if resp3 => Reply::Bool(*b),
         Value::Nil | Value::Boolean(false) => Reply::Null,
         Value::Boolean(true) => Reply::Int(1),
         Value::Integer(i) => Reply::Int(*i),
@@ -131,19 +141,19 @@ pub fn lua_to_reply(v: &Value) -> Reply {
                 let pairs = m.pairs::<Value, Value>().filter_map(Result::ok);
                 return Reply::Map(
                     pairs
-                        .map(|(k, v)| (lua_to_reply(&k), lua_to_reply(&v)))
+                        .map(|(k, v)| (lua_to_reply(&k, resp3), lua_to_reply(&v, resp3)))
                         .collect(),
                 );
             }
             if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
                 let members = s.pairs::<Value, Value>().filter_map(Result::ok);
-                return Reply::Set(members.map(|(k, _)| lua_to_reply(&k)).collect());
+                return Reply::Set(members.map(|(k, _)| lua_to_reply(&k, resp3)).collect());
             }
             let mut items = Vec::new();
             for i in 1.. {
                 match t.raw_get::<Value>(i) {
                     Ok(Value::Nil) | Err(_) => break,
-                    Ok(v) => items.push(lua_to_reply(&v)),
+                    Ok(v) => items.push(lua_to_reply(&v, resp3)),
                 }
             }
             Reply::Array(items)
@@ -161,7 +171,7 @@ mod tests {
         let lua = Lua::new();
         let eval = |src: &str| -> Reply {
             let v: Value = lua.load(src).eval().expect("valid Lua");
-            lua_to_reply(&v)
+            lua_to_reply(&v, false)
         };
         assert_eq!(eval("return 3.99"), Reply::Int(3));
         assert_eq!(eval("return -3.99"), Reply::Int(-3));
@@ -194,11 +204,11 @@ mod tests {
             Reply::error("ERR nope"),
         ] {
             let v = reply_to_lua(&lua, &r, false).unwrap();
-            assert_eq!(lua_to_reply(&v), r);
+            assert_eq!(lua_to_reply(&v, false), r);
         }
         let m = Reply::Map(vec![(Reply::bulk_str("f"), Reply::Int(1))]);
         assert_eq!(
-            lua_to_reply(&reply_to_lua(&lua, &m, false).unwrap()),
+            lua_to_reply(&reply_to_lua(&lua, &m, false).unwrap(), false),
             Reply::Array(vec![Reply::bulk_str("f"), Reply::Int(1)])
         );
     }

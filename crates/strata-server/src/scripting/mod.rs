@@ -241,7 +241,7 @@ fn call(
         ctx.pending.would_block.set(true);
     }
     match out {
-        Ok(v) => lua_to_reply(&v),
+        Ok(v) => lua_to_reply(&v, RESP3.with(|c| c.get())),
         Err(e) => script_error(&e, name),
     }
 }
