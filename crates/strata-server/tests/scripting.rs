@@ -315,7 +315,8 @@ fn functions_run_with_their_flags_and_the_sandbox_holds_across_calls() {
 
 /// `lua-time-limit`: a script past it makes other clients get BUSY, FUNCTION STATS names
 /// it, SCRIPT KILL stops it (it wrote nothing), its client gets the kill error and the server
-/// serves again.
+/// serves again — also scripts that catch errors with `pcall`/`xpcall` in a loop, and ones
+/// that loop inside coroutines.
 #[test]
 fn a_script_past_the_time_limit_is_busy_until_killed() {
     let dir = tempfile::tempdir().unwrap();
@@ -329,28 +330,37 @@ fn a_script_past_the_time_limit_is_busy_until_killed() {
     assert!(run(&mut c, &["SCRIPT", "KILL"])
         .unwrap_err()
         .contains("NOTBUSY"));
-    let url = s.url();
-    let looping = std::thread::spawn(move || {
-        let mut c = common::connect(&url);
-        run(
-            &mut c,
-            &["EVAL", "local n = 0 while true do n = n + 1 end", "0"],
-        )
-    });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        match run(&mut c, &["GET", "k"]) {
-            Err(e) if e.contains("BUSY") => break,
-            _ if std::time::Instant::now() > deadline => panic!("never BUSY"),
-            _ => std::thread::sleep(std::time::Duration::from_millis(10)),
+    for script in [
+        "local n = 0 while true do n = n + 1 end",
+        "while true do pcall(function() while true do end end) end",
+        "while true do xpcall(function() while true do end end, function(e) return e end) end",
+        "coroutine.wrap(function() while true do end end)()",
+        "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+    ] {
+        let url = s.url();
+        let looping = std::thread::spawn(move || {
+            let mut c = common::connect(&url);
+            run(&mut c, &["EVAL", script, "0"])
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match run(&mut c, &["GET", "k"]) {
+                Err(e) if e.contains("BUSY") => break,
+                _ if std::time::Instant::now() > deadline => panic!("never BUSY: {script}"),
+                _ => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
         }
+        let stats = format!("{:?}", run(&mut c, &["FUNCTION", "STATS"]).unwrap());
+        assert!(stats.contains("duration_ms"), "{stats}");
+        assert_eq!(
+            run(&mut c, &["SCRIPT", "KILL"]),
+            Ok(Value::Okay),
+            "{script}"
+        );
+        let e = looping.join().unwrap().unwrap_err();
+        assert!(e.contains("killed"), "{script}: {e}");
+        assert_eq!(run(&mut c, &["GET", "k"]), Ok(Value::Nil));
     }
-    let stats = format!("{:?}", run(&mut c, &["FUNCTION", "STATS"]).unwrap());
-    assert!(stats.contains("duration_ms"), "{stats}");
-    assert_eq!(run(&mut c, &["SCRIPT", "KILL"]), Ok(Value::Okay));
-    let e = looping.join().unwrap().unwrap_err();
-    assert!(e.contains("killed"), "{e}");
-    assert_eq!(run(&mut c, &["GET", "k"]), Ok(Value::Nil));
     s.stop();
 }
 

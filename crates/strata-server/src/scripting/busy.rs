@@ -214,6 +214,16 @@ pub fn check() -> mlua::Result<mlua::VmState> {
     })
 }
 
+/// Whether the script running on this thread was killed or moved off its event loop: the
+/// sandbox's `pcall`, `xpcall` and `coroutine.resume` then re-raise what they caught.
+pub fn stopped() -> bool {
+    WATCHDOG.with(|w| {
+        w.borrow()
+            .as_ref()
+            .is_some_and(|w| w.moved || w.slow.as_ref().is_some_and(|s| s.kill.load(Relaxed)))
+    })
+}
+
 /// Before a script's command: refuses it when the script was killed; records a write.
 pub fn before_command(writes: bool) -> Result<(), &'static str> {
     WATCHDOG.with(|w| {
@@ -225,6 +235,10 @@ pub fn before_command(writes: bool) -> Result<(), &'static str> {
             return Err(MOVED);
         }
         if let Some(s) = &w.slow {
+            // Under the list's lock, as `Busy::kill` decides: a kill either sees this write
+            // (UNKILLABLE) or stops the script before it.
+            // SAFETY: as in `Guard::drop`: set from a borrow its guard still holds.
+            let _decide = unsafe { &*w.busy }.slow.lock();
             if s.kill.load(Relaxed) {
                 return Err(KILLED);
             }

@@ -14,14 +14,21 @@ use mlua::{Lua, LuaOptions, StdLib, Table, Value};
 ///   replaced by read-only
 ///   proxies, and the string metatable is locked, so no script can change what the next one
 ///   (or another client's) sees;
-/// - `rawset` refuses the globals table and the proxies; `setfenv`, `getfenv` and `newproxy`
-///   (which reach environments and metatables) are removed; `loadstring` refuses bytecode.
+/// - `rawset`, `table.insert`, `table.remove` and `table.sort` (which write with `rawseti`)
+///   refuse the globals table and the proxies; `setfenv`, `getfenv` and `newproxy` (which
+///   reach environments and metatables) are removed; `loadstring` and `load` refuse bytecode
+///   (crafted bytecode reads and writes memory: redis' CVE-2015-4335);
+/// - `pcall`, `xpcall` and `coroutine.resume` re-raise the error that stops a script killed by
+///   SCRIPT KILL or moved off an event loop (`stopped`, the chunk's argument, says which), so
+///   no script can catch it and run on.
 ///
 /// Every table is locked with `__metatable = false`, so `getmetatable` gives nothing to edit.
 const SANDBOX: &str = r#"
+local stopped = ...
 local G = _G
 local rawset, setmetatable, getmetatable, error, tostring, type, pairs, loadstring =
     rawset, setmetatable, getmetatable, error, tostring, type, pairs, loadstring
+local pcall, xpcall, concat = pcall, xpcall, table.concat
 local readonly = setmetatable({}, { __mode = "k" })
 local function deny() error("Attempt to modify a readonly table", 2) end
 local function protect(t)
@@ -29,8 +36,28 @@ local function protect(t)
     readonly[p] = true
     return p
 end
-local env = {}
-for k, v in pairs(G) do env[k] = v end
+local function copy(t)
+    local c = {}
+    for k, v in pairs(t) do c[k] = v end
+    return c
+end
+local function rethrow(ok, ...)
+    if not ok and stopped() then error((...), 0) end
+    return ok, ...
+end
+local tbl = copy(table)
+for _, name in pairs({ "insert", "remove", "sort" }) do
+    local f = tbl[name]
+    tbl[name] = function(t, ...)
+        if readonly[t] then deny() end
+        return f(t, ...)
+    end
+end
+local co = copy(coroutine)
+local resume = co.resume
+co.resume = function(...) return rethrow(resume(...)) end
+local env = copy(G)
+env.table, env.coroutine = tbl, co
 for _, name in pairs({ "redis", "string", "table", "math", "bit", "cjson", "cmsgpack", "struct", "coroutine" }) do
     if env[name] then env[name] = protect(env[name]) end
 end
@@ -40,11 +67,26 @@ env.rawset = function(t, k, v)
     if readonly[t] then deny() end
     return rawset(t, k, v)
 end
+env.pcall = function(...) return rethrow(pcall(...)) end
+env.xpcall = function(...) return rethrow(xpcall(...)) end
 env.loadstring = function(s, name)
     if type(s) == "string" and s:byte(1) == 27 then
         return nil, "loading binary chunks is not allowed"
     end
     return loadstring(s, name)
+end
+env.load = function(reader, name)
+    if type(reader) ~= "function" then
+        return nil, "bad argument #1 to 'load' (function expected)"
+    end
+    local parts = {}
+    while true do
+        local piece = reader()
+        if piece == nil or piece == "" then break end
+        if type(piece) ~= "string" then return nil, "reader function must return a string" end
+        parts[#parts + 1] = piece
+    end
+    return env.loadstring(concat(parts), name)
 end
 local names = {}
 for k in pairs(G) do names[#names + 1] = k end
@@ -111,11 +153,12 @@ pub fn new_interpreter() -> mlua::Result<Sandbox> {
     g.raw_set("cjson", cjson_table(&lua)?)?;
     g.raw_set("cmsgpack", super::cmsgpack::table(&lua)?)?;
     g.raw_set("struct", super::lua_struct::table(&lua)?)?;
+    let stopped = lua.create_function(|_, ()| Ok(super::busy::stopped()))?;
     let (env, protect, library_env) = lua
         .load(SANDBOX)
         .set_name("=sandbox")
         .set_mode(mlua::chunk::ChunkMode::Text)
-        .eval()?;
+        .call(stopped)?;
     Ok(Sandbox {
         lua,
         env,
@@ -422,6 +465,14 @@ mod tests {
                 "assert(loadstring(string.dump(function() end)))",
                 "binary chunks",
             ),
+            (
+                "local d, done = string.dump(function() end), false \
+                 assert(load(function() if done then return nil end done = true return d end))",
+                "binary chunks",
+            ),
+            ("table.insert(_G, 1)", "readonly"),
+            ("table.insert(string, 'x')", "readonly"),
+            ("table.sort(redis)", "readonly"),
         ] {
             let e = lua.load(attack).exec().unwrap_err().to_string();
             assert!(e.contains(expect), "{attack}: {e}");

@@ -242,8 +242,9 @@ fn pack(fmt: &[u8], args: MultiValue) -> mlua::Result<Vec<u8>> {
 }
 
 fn unpack(lua: &Lua, fmt: &[u8], data: &[u8], pos: i64) -> mlua::Result<MultiValue> {
-    let mut pos = usize::try_from(pos - 1)
-        .ok()
+    let mut pos = pos
+        .checked_sub(1)
+        .and_then(|p| usize::try_from(p).ok())
         .filter(|&p| p <= data.len())
         .ok_or_else(|| err("bad argument to 'unpack' (offset must be 1 or greater)"))?;
     let mut out: Vec<Value> = Vec::new();
@@ -327,7 +328,7 @@ fn unpack(lua: &Lua, fmt: &[u8], data: &[u8], pos: i64) -> mlua::Result<MultiVal
 fn size(fmt: &[u8]) -> mlua::Result<i64> {
     let mut pos = 0usize;
     fields(fmt, |h, f| {
-        pos += match f {
+        let n = match f {
             Field::Pad => 1,
             Field::Int { size, .. } => gap(h, size, pos) + size,
             Field::Float => gap(h, 4, pos) + 4,
@@ -335,6 +336,9 @@ fn size(fmt: &[u8]) -> mlua::Result<i64> {
             Field::Chars(n) => n,
             Field::ZString => return Err(err("options 's' has no fixed size")),
         };
+        pos = pos
+            .checked_add(n)
+            .ok_or_else(|| err("format size overflows"))?;
         Ok(())
     })?;
     Ok(pos as i64)
@@ -379,6 +383,8 @@ mod tests {
             "struct.pack('i9', 1)",
             "struct.size('s')",
             "struct.pack('i')",
+            "struct.size('c18446744073709551615c1')",
+            "struct.unpack('b', 'x', -9223372036854775807 - 1)",
         ] {
             assert!(lua.load(bad).exec().is_err(), "{bad}");
         }

@@ -66,9 +66,17 @@ struct Vm {
     generation: u64,
     /// Function libraries loaded here (their functions by name), by library name, under
     /// [`functions::Functions`] generation `fn_generation`.
-    libraries: HashMap<String, HashMap<String, Function>, FastHash>,
+    /// Each entry keeps the registry's `Library` it was loaded from: a lookup made before a
+    /// change and a cache filled after it cannot pair an old library with a new generation.
+    libraries: HashMap<String, LoadedLibrary, FastHash>,
     fn_generation: u64,
 }
+
+/// A library loaded into one interpreter: the registry entry it came from, its functions.
+type LoadedLibrary = (
+    std::sync::Arc<functions::Library>,
+    HashMap<String, Function>,
+);
 
 /// Runs `f` with this thread's interpreter (created on first use), its caches dropped when
 /// SCRIPT FLUSH or a FUNCTION change made them stale.
@@ -85,7 +93,9 @@ fn with_vm(shared: &crate::server::Shared, f: impl FnOnce(&mut Vm) -> Reply) -> 
         if slot.is_none() {
             let started = library::new_interpreter().and_then(|sb| {
                 let every = mlua::HookTriggers::new().every_nth_instruction(busy::HOOK_EVERY);
-                sb.lua.set_hook(every, |_, _| busy::check())?;
+                // Global, not per thread: a coroutine a script creates inherits it (a thread
+                // hook switches itself off in a coroutine, which could then loop forever).
+                sb.lua.set_global_hook(every, |_, _| busy::check())?;
                 Ok(sb)
             });
             match started {
@@ -201,7 +211,12 @@ fn run_in(
     if let Err(e) = setup() {
         return Reply::error(format!("ERR {}", one_line(&e.to_string())));
     }
-    call(ctx, &f, (), keys, read_only, sha)
+    let reply = call(ctx, &f, (), keys, read_only, sha);
+    // Not left for the next script or function on this thread (another client's).
+    for name in ["KEYS", "ARGV"] {
+        let _ = vm.sb.env.raw_set(name, Value::Nil);
+    }
+    reply
 }
 
 /// A Lua array of `items` as strings.
@@ -307,17 +322,29 @@ pub fn fcall(
     if read_only && !no_writes {
         return Reply::error("ERR Can not execute a script with write flag using *_ro command.");
     }
+    let inline = ctx.pending.inline;
     with_vm(shared, |vm| {
-        if !vm.libraries.contains_key(&lib.name) {
+        let current = vm
+            .libraries
+            .get(&lib.name)
+            .is_some_and(|(from, _)| std::sync::Arc::ptr_eq(from, &lib));
+        if !current {
             let limit = shared.limits.lua_time_limit();
-            let loaded = {
-                let _watched = busy::watch(&shared.busy, &lib.name, limit, false);
-                functions::load(&vm.sb, &lib.code)
+            let (loaded, moved) = {
+                let watched = busy::watch(&shared.busy, &lib.name, limit, inline);
+                let loaded = functions::load(&vm.sb, &lib.code);
+                (loaded, watched.moved())
             };
+            if moved {
+                // Too long for an event loop: the executor reruns the call on the pool.
+                ctx.pending.would_block.set(true);
+                return Reply::error("ERR the function is rerun on the engine pool");
+            }
             match loaded {
                 Ok(loaded) => {
                     let by_name = loaded.functions.into_iter().map(|f| (f.name, f.callback));
-                    vm.libraries.insert(lib.name.clone(), by_name.collect());
+                    vm.libraries
+                        .insert(lib.name.clone(), (lib.clone(), by_name.collect()));
                 }
                 Err(e) => return Reply::error(e),
             }
@@ -325,7 +352,7 @@ pub fn fcall(
         let Some(f) = vm
             .libraries
             .get(&lib.name)
-            .and_then(|fs| fs.get(&info.name))
+            .and_then(|(_, fs)| fs.get(&info.name))
             .cloned()
         else {
             return Reply::error("ERR Function not found");
