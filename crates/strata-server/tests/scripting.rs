@@ -309,6 +309,33 @@ fn functions_run_with_their_flags_and_the_sandbox_holds_across_calls() {
     );
     assert_eq!(run(&mut c, &["FCALL_RO", "peek", "1", "b"]), Ok(bulk("6")));
     assert!(run(&mut c, &["FUNCTION", "LOAD", "#!lua name=bank\nreturn 1"]).is_err());
+    // In a transaction whose script reruns it holding every lock, the LOAD is staged again
+    // on the rerun (not refused as "already exists"), and takes effect once EXEC committed.
+    let lib2 = "#!lua name=two\nredis.register_function('two', function() return 2 end)";
+    run(&mut c, &["MULTI"]).unwrap();
+    run(
+        &mut c,
+        &["EVAL", "return redis.call('GET', 'undeclared')", "0"],
+    )
+    .unwrap();
+    run(&mut c, &["FUNCTION", "LOAD", lib2]).unwrap();
+    assert_eq!(
+        run(&mut c, &["EXEC"]),
+        Ok(Value::Array(vec![Value::Nil, bulk("two")]))
+    );
+    assert_eq!(run(&mut c, &["FCALL", "two", "0"]), Ok(Value::Int(2)));
+    // Pipelined: a FUNCTION LOAD is a segment of its own, so the FCALL after it sees it.
+    let lib3 = "#!lua name=three\nredis.register_function('three', function() return 3 end)";
+    let got: Vec<Value> = redis::pipe()
+        .cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib3)
+        .cmd("FCALL")
+        .arg("three")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got, vec![bulk("three"), Value::Int(3)]);
     assert_eq!(run(&mut c, &["FCALL_RO", "peek", "1", "b"]), Ok(bulk("6")));
     s.stop();
 }

@@ -59,6 +59,12 @@ pub struct Pending {
     pub stale: std::cell::Cell<bool>,
     /// The batch holds a range deletion (FLUSHDB, FLUSHALL).
     ranges: bool,
+    /// The function registry as this segment's FUNCTION commands left it (see
+    /// `commands::functions`): installed only once the segment's write committed.
+    pub functions: Option<crate::scripting::functions::Registry>,
+    /// The segment was started while a script was busy: its commands are refused `BUSY` (but
+    /// the allowed few) even if the script ends while it runs (`executor::busy_segment`).
+    pub refuse_busy: bool,
     /// The segment runs an EXEC's queue (blocking commands answer as if timed out).
     pub in_exec: bool,
     /// The batch holds writes outside database 0 (function libraries), which `take_batch`
@@ -96,6 +102,8 @@ impl Pending {
             ranges: false,
             unkeyed: false,
             in_exec: false,
+            refuse_busy: false,
+            functions: None,
             every_stripe: false,
             needs_every_stripe: std::cell::Cell::new(false),
         }

@@ -1,9 +1,14 @@
 //! Function commands: FCALL, FCALL_RO and FUNCTION (LOAD, DELETE, FLUSH, LIST, DUMP, RESTORE,
 //! STATS, KILL, HELP). The registry, library loading and the dump payload live in
-//! `scripting::functions`; these handlers parse arguments, change the registry and write the
-//! change to the database in the command's segment (`Ctx::put_function_library`), so a
-//! library survives a restart exactly when the command's write is durable.
-//! Invariant: the registry changes only after the new code loaded cleanly.
+//! `scripting::functions`; these handlers parse arguments, stage the changed registry in the
+//! command's segment (`Pending::functions`) and write the change to the database in it
+//! (`Ctx::put_function_library`). The executor installs the staged registry only once that
+//! write committed, so the server runs exactly the libraries it stored; a segment that is
+//! discarded and rerun stages again from the installed registry.
+//! Invariants: the registry changes only after the new code loaded cleanly; the mutating
+//! subcommands hold one lock stripe (`CommandSpec::key_scope`), so two of them never stage
+//! from the same registry; a FUNCTION command is a segment of its own (`CommandSpec::alone`),
+//! so a pipelined FCALL after a FUNCTION LOAD sees the library.
 //! Depends on `commands` helpers and `scripting`.
 
 use bytes::Bytes;
@@ -39,16 +44,9 @@ pub fn function(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             return Err(wrong_args("function|delete"));
         };
         let name = String::from_utf8_lossy(name).into_owned();
-        ctx.shared
-            .functions
-            .update(|r| {
-                if r.remove(&name) {
-                    Ok(())
-                } else {
-                    Err("ERR Library not found".into())
-                }
-            })
-            .map_err(Reply::error)?;
+        if !staged(ctx).remove(&name) {
+            return Err(Reply::error("ERR Library not found"));
+        }
         ctx.delete_function_libraries(Some(&name));
         return Ok(Reply::Ok);
     }
@@ -157,25 +155,31 @@ fn load(ctx: &mut Ctx<'_>, rest: &[Bytes]) -> CmdResult {
     let (replace, code) = match rest {
         [code] => (false, code),
         [r, code] if is(r, "REPLACE") => (true, code),
-        [_, _] => return Err(Reply::error("ERR Unknown option given: ")),
+        [opt, _] => {
+            return Err(Reply::error(format!(
+                "ERR Unknown option given: {}",
+                String::from_utf8_lossy(opt)
+            )))
+        }
         _ => return Err(wrong_args("function|load")),
     };
     let lib = scripting::compile_library(ctx.shared, code).map_err(Reply::error)?;
     let name = lib.name.clone();
-    ctx.shared
-        .functions
-        .update(|r| r.insert(lib, replace))
-        .map_err(Reply::error)?;
+    staged(ctx).insert(lib, replace).map_err(Reply::error)?;
     ctx.put_function_library(&name, code);
     Ok(Reply::bulk(name.into_bytes()))
 }
 
+/// The registry as this segment's FUNCTION commands left it, staged from the installed one.
+fn staged<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut functions::Registry {
+    let shared = ctx.shared;
+    ctx.pending
+        .functions
+        .get_or_insert_with(|| shared.functions.snapshot())
+}
+
 fn flush(ctx: &mut Ctx<'_>) {
-    // Clearing cannot fail.
-    let _ = ctx.shared.functions.update(|r| {
-        *r = functions::Registry::default();
-        Ok(())
-    });
+    *staged(ctx) = functions::Registry::default();
     ctx.delete_function_libraries(None);
 }
 
@@ -265,18 +269,22 @@ fn restore(ctx: &mut Ctx<'_>, rest: &[Bytes]) -> CmdResult {
         .iter()
         .map(|l| (l.name.clone(), l.code.clone()))
         .collect();
-    ctx.shared
-        .functions
-        .update(|r| {
-            if policy == Policy::Flush {
-                *r = functions::Registry::default();
+    // All or nothing: onto a copy, staged only if every library goes in.
+    let mut next = staged(ctx).clone();
+    match policy {
+        Policy::Flush => next = functions::Registry::default(),
+        // Every library being replaced goes first, so functions may move between them.
+        Policy::Replace => {
+            for (name, _) in &names {
+                next.remove(name);
             }
-            for lib in libs {
-                r.insert(lib, policy == Policy::Replace)?;
-            }
-            Ok(())
-        })
-        .map_err(Reply::error)?;
+        }
+        Policy::Append => {}
+    }
+    for lib in libs {
+        next.insert(lib, false).map_err(Reply::error)?;
+    }
+    *staged(ctx) = next;
     if policy == Policy::Flush {
         ctx.delete_function_libraries(None);
     }

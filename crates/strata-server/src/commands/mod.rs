@@ -138,7 +138,10 @@ impl CommandSpec {
     /// collection elements, or WATCHes keys (see `watch`: a key is registered under its
     /// stripe).
     fn may_lock(&self) -> bool {
-        self.writes() || self.reads_elements() || self.name == "watch" || self.runs_script()
+        self.writes()
+            || self.reads_elements()
+            || matches!(self.name, "watch" | "function")
+            || self.runs_script()
     }
 
     /// Commands that read the elements of collections (see `lock_scope`).
@@ -155,7 +158,10 @@ impl CommandSpec {
         self.barrier()
             || self.group == "transactions"
             || (matches!(self.group, "hash" | "list" | "set" | "sorted_set") && !self.inline_ok())
-            || matches!(self.name, "rename" | "renamenx" | "copy" | "object")
+            || matches!(
+                self.name,
+                "rename" | "renamenx" | "copy" | "object" | "function"
+            )
     }
 
     /// Whether the command may run inline on the connection's event-loop thread (see
@@ -262,6 +268,20 @@ impl CommandSpec {
             }
             "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
                 return LockScope::Keys(numkeys(2))
+            }
+            // The subcommands that change the libraries hold one stripe: they stage the
+            // registry from the installed one (`commands::functions`).
+            "function" => {
+                let changes = args.get(1).is_some_and(|s| {
+                    ["LOAD", "DELETE", "FLUSH", "RESTORE"]
+                        .iter()
+                        .any(|w| s.eq_ignore_ascii_case(w.as_bytes()))
+                });
+                return if changes {
+                    LockScope::Keys(vec![&FUNCTIONS_LOCK])
+                } else {
+                    LockScope::None
+                };
             }
             "zunionstore" | "zinterstore" | "zdiffstore" => {
                 let mut k = numkeys(2);
@@ -469,7 +489,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
         Some(errors::wrong_args(spec.name))
     } else if !ctx.session.authenticated && !spec.no_auth() && ctx.shared.limits.auth_required() {
         Some(errors::err(errors::NOAUTH))
-    } else if ctx.shared.busy.is_busy()
+    } else if (ctx.pending.refuse_busy || ctx.shared.busy.is_busy())
         && !allowed_when_busy(spec, args)
         && !crate::scripting::in_script()
     {
@@ -500,12 +520,19 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
     r
 }
 
+/// The pseudo-key whose stripe FUNCTION LOAD, DELETE, FLUSH and RESTORE hold (no user key
+/// maps to this stripe's holders in a way that matters: sharing it only serializes).
+static FUNCTIONS_LOCK: Bytes = Bytes::from_static(b"\x00strata:function-libraries");
+
 /// What other clients may run while a script is busy (redis' `allow-busy` commands).
 fn allowed_when_busy(spec: &CommandSpec, args: &[Bytes]) -> bool {
     let sub = |w: &str| args.get(1).is_some_and(|a| is(a, w));
     match spec.name {
         "script" => sub("KILL"),
         "function" => sub("KILL") || sub("STATS"),
+        // Redis allows WATCH, but a watch registers under its key's stripe, which a busy
+        // segment does not hold (`executor::busy_segment`).
+        "watch" => false,
         _ => spec.flags.contains(&"allow_busy"),
     }
 }

@@ -275,6 +275,8 @@ struct Prepared {
     timings: Vec<(&'static str, std::time::Duration)>,
     /// The commands run, for INFO `commandstats` (likewise).
     calls: Vec<crate::stats::Call>,
+    /// The function registry after the segment's FUNCTION changes (installed if it commits).
+    functions: Option<crate::scripting::functions::Registry>,
     /// An EXEC's transaction and watches, taken from the session: given back if the segment
     /// is discarded after running (its commit retried), dropped with it otherwise.
     exec: Option<(Multi, Option<Watching>)>,
@@ -292,6 +294,9 @@ fn prepare_segment(
     room: usize,
     inline: bool,
 ) -> Result<Prepared, Deferred> {
+    if shared.busy.is_busy() {
+        return busy_segment(shared, session, cmds, now, room, inline);
+    }
     if let [req] = cmds {
         if session.multi.is_some() && req.spec().is_some_and(|c| c.name == "exec") {
             return prepare_exec(shared, session, now, inline);
@@ -316,6 +321,25 @@ fn prepare_segment(
         inline,
         (!all).then_some(keys),
     )
+}
+
+/// A segment while a script runs past `lua-time-limit` (`scripting::busy`): nothing is locked
+/// (a client must not wait on the busy script's stripes, nor fill the engine pool so that
+/// FUNCTION KILL cannot run) and every command but the few redis allows then is answered
+/// `BUSY` by `commands::dispatch` — for the whole segment, even if the script ends meanwhile
+/// (`Pending::refuse_busy`): an EXEC is refused whole, never half run.
+fn busy_segment(
+    shared: &Shared,
+    session: &mut Session,
+    cmds: &[Request],
+    now: u64,
+    room: usize,
+    inline: bool,
+) -> Result<Prepared, Deferred> {
+    let mut pending = Pending::new(inline);
+    pending.refuse_busy = true;
+    let ran = run_commands(shared, session, cmds, now, room, &mut pending, None, None)?;
+    Ok(Prepared::new(None, pending, ran))
 }
 
 /// [`prepare_segment`] with its stripes named: `keys`, or every stripe for `None`. A script
@@ -505,6 +529,7 @@ impl Prepared {
                 elems: pending.elems,
             },
             calls: std::mem::take(&mut pending.calls),
+            functions: pending.functions.take(),
             replies: ran.replies,
             first_write: ran.first_write,
             ran: ran.ran,
@@ -663,9 +688,15 @@ fn finish_segment(
         misses,
         timings,
         calls,
+        functions,
         ..
     } = seg;
     shared.command_stats.record(&calls);
+    // The segment's FUNCTION changes take effect once their write is durable, while its
+    // stripes (the functions' lock among them) are still held.
+    if let (Some(reg), Ok(())) = (functions, &committed) {
+        shared.functions.install(reg);
+    }
     if let Err(e) = committed {
         tracing::error!("write failed: {e}");
         let r = Reply::from(e);

@@ -11,7 +11,9 @@
 //!
 //! Invariants: a function name belongs to at most one library; the registry changes only
 //! under its write lock, after the new code loaded cleanly. Persisting the libraries (engine
-//! keys `0x02 ‖ name`, see `keyspace`) is the caller's job, in the same write as the command.
+//! keys `0x02 ‖ name`, see `keyspace`) is the caller's job, in the same write as the command:
+//! FUNCTION commands stage a new registry in their segment and the executor installs it only
+//! when that write committed (`commands::functions`).
 //! Depends on mlua and `library` (the sandbox); not on the command layer.
 
 use std::cell::RefCell;
@@ -119,6 +121,12 @@ impl Functions {
     /// A copy of the registry (FUNCTION LIST, DUMP, STATS).
     pub fn snapshot(&self) -> Registry {
         self.registry.read().clone()
+    }
+
+    /// Replaces the registry (a segment's staged FUNCTION changes, once committed).
+    pub fn install(&self, next: Registry) {
+        *self.registry.write() = next;
+        self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Changes the registry under its lock; a change that succeeds bumps the generation.
