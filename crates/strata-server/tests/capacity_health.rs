@@ -103,6 +103,11 @@ impl Proxy {
         }
     }
 
+    /// Whether it refuses connections (between `refuse` and `accept_again`).
+    fn refusing(&self) -> bool {
+        self.state.lock().unwrap().stop.load(Ordering::Acquire)
+    }
+
     /// Accepts connections again, on the same port.
     fn accept_again(&self) {
         std::thread::sleep(Duration::from_millis(50)); // the old loop sees `stop`
@@ -233,8 +238,23 @@ fn an_outage_is_reported_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let s = TestServer::start(config(dir.path(), env, "outage"));
     let mut c = s.conn();
+    // A read of a key on the capacity tier during the outage fails only once every retry
+    // failed: the engine's six attempts, each bounded by the 30 s request timeout and each
+    // retried inside object_store as well, can take minutes — longer than the client's
+    // usual 30 s read timeout (an error or the right value is what the test checks).
+    c.set_read_timeout(Some(Duration::from_secs(400))).unwrap();
     let mut acked = 0u64;
     let _store = env.store.lock().unwrap_or_else(|e| e.into_inner());
+    // However this test ends, the store answers again for the other test.
+    struct AcceptAgain<'a>(&'a Proxy);
+    impl Drop for AcceptAgain<'_> {
+        fn drop(&mut self) {
+            if self.0.refusing() {
+                self.0.accept_again();
+            }
+        }
+    }
+    let _accept = AcceptAgain(&env.proxy);
     load_until_on_capacity(&mut c, &mut acked);
     let before = info(&mut c);
     assert_eq!(before["capacity_tier_state"], "up");
