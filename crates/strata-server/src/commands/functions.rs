@@ -143,9 +143,7 @@ pub fn function(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             "HELP",
             "    Print this help.",
         ];
-        return Ok(Reply::Array(
-            lines.iter().map(|l| Reply::simple(*l)).collect(),
-        ));
+        return Ok(super::connection::help_reply(&lines));
     }
     Err(unknown_subcommand(sub, "FUNCTION"))
 }
@@ -301,11 +299,12 @@ pub fn load_stored(shared: &crate::server::Shared) -> Result<usize, String> {
         .store
         .function_libraries()
         .map_err(|e| format!("reading the function libraries: {e}"))?;
-    let n = codes.len();
+    let mut reg = functions::Registry::default();
     for code in &codes {
         let lib = scripting::compile_library(shared, code)
             .map_err(|e| format!("loading a stored function library: {e}"))?;
-        shared.functions.update(|r| r.insert(lib, false))?;
+        reg.insert(lib, false)?;
     }
-    Ok(n)
+    shared.functions.install(reg);
+    Ok(codes.len())
 }

@@ -115,9 +115,7 @@ pub fn script(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             "HELP",
             "    Print this help.",
         ];
-        return Ok(Reply::Array(
-            lines.iter().map(|l| Reply::simple(*l)).collect(),
-        ));
+        return Ok(super::connection::help_reply(&lines));
     }
     Err(unknown_subcommand(sub, "SCRIPT"))
 }

@@ -129,19 +129,6 @@ impl Functions {
         self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Changes the registry under its lock; a change that succeeds bumps the generation.
-    pub fn update<R>(
-        &self,
-        f: impl FnOnce(&mut Registry) -> Result<R, String>,
-    ) -> Result<R, String> {
-        let mut reg = self.registry.write();
-        let mut next = reg.clone();
-        let r = f(&mut next)?;
-        *reg = next;
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        Ok(r)
-    }
-
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)
     }
