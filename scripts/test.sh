@@ -40,6 +40,8 @@ if [ -z "${STRATA_S3_URL:-}" ]; then
 fi
 echo "capacity-tier tests use $STRATA_S3_URL at $AWS_ENDPOINT_URL (${STRATA_S3_SERVER:-an external server})"
 
+# On CI (a fresh clone, built once) incremental compilation only costs disk: ~4 GB of target/.
+if [ "${CI:-}" = "true" ]; then export CARGO_INCREMENTAL=0; fi
 cargo test --workspace --features strata/invariants "$@"
 # The foyer peer cache (feature `foyer`, off by default) keeps building and working.
 cargo test -p strata --features foyer --lib cache::persistent::foyer "$@"
