@@ -2,7 +2,8 @@
 # Runs redis-py's own tests/test_commands.py (string, keyspace, hash, list, set, sorted-set and
 # bitmap families, among others), tests/test_pipeline.py (pipelines, MULTI/EXEC, WATCH),
 # tests/test_scripting.py (EVAL, EVALSHA, SCRIPT), tests/test_function.py (FUNCTION, FCALL) and
-# tests/test_lock.py (redis-py's Lock, on Lua scripts) against `strata serve`, unpatched. Installs everything it needs:
+# tests/test_lock.py (redis-py's Lock, on Lua scripts), tests/test_pubsub.py and
+# tests/test_asyncio/test_pubsub.py (Pub/Sub, sync and asyncio clients) against `strata serve`, unpatched. Installs everything it needs:
 # a Python venv with the redis sdist (its tests come from the sdist, fetched with pip download)
 # and pytest. Tests that need modules, ACL, cluster or commands outside the server's scope are
 # deselected by name from scripts/redis-py-deselect.txt, each with its reason.
@@ -56,5 +57,6 @@ done <"$ROOT/scripts/redis-py-deselect.txt"
 
 cd "$WORK/redis-$REDIS_PY_VERSION"
 "$VPY" -m pytest tests/test_commands.py tests/test_pipeline.py tests/test_scripting.py \
-  tests/test_lock.py tests/test_function.py --redis-url="redis://127.0.0.1:$PORT/0" \
+  tests/test_lock.py tests/test_function.py tests/test_pubsub.py tests/test_asyncio/test_pubsub.py \
+  --redis-url="redis://127.0.0.1:$PORT/0" \
   -p no:cacheprovider -q --timeout 60 -W ignore -rfE "${DESELECT[@]}"

@@ -86,8 +86,8 @@ bash scripts/book.sh
 # missing docs, which clippy -D warnings turns into an error).
 RUSTDOCFLAGS="-D missing-docs" cargo doc -q -p strata --no-deps
 
-# redis-py's own test_commands.py, test_pipeline.py, test_scripting.py, test_function.py and
-# test_lock.py against `strata serve` (needs python3 with venv and pip).
+# redis-py's own test_commands.py, test_pipeline.py, test_scripting.py, test_function.py,
+# test_lock.py and the Pub/Sub tests against `strata serve` (needs python3 with venv and pip).
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "== installing python3-venv (apt-get)"

@@ -67,6 +67,10 @@ pub struct ServeArgs {
     /// Milliseconds a script may run before other clients get BUSY [default: 5000]
     #[arg(long, value_name = "MS", help_heading = "Network")]
     pub lua_time_limit: Option<u64>,
+    /// Disconnect a Pub/Sub subscriber whose unread messages pass <hard>, or stay over <soft>
+    /// for <seconds> (0 disables) [default: "32mb 8mb 60"]
+    #[arg(long, value_name = "HARD SOFT SECONDS", help_heading = "Network")]
+    pub client_output_buffer_limit_pubsub: Option<String>,
     /// When the write-ahead log is fsynced: always, everysec or no [default: everysec]
     #[arg(long, value_name = "POLICY", help_heading = "Durability")]
     pub sync: Option<String>,
@@ -273,6 +277,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set("tcp-backlog", args.tcp_backlog.map(|b| i(u64::from(b))))?;
     set("timeout", args.timeout.map(i))?;
     set("lua-time-limit", args.lua_time_limit.map(i))?;
+    set(
+        "client-output-buffer-limit-pubsub",
+        args.client_output_buffer_limit_pubsub.as_ref().map(s),
+    )?;
     set(
         "sync",
         args.sync.as_ref().map(|v| s(&v.to_ascii_lowercase())),

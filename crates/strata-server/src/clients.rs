@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,12 +33,41 @@ pub struct ClientHandle {
     pub resp: AtomicU8,
     /// Bytes waiting in the query buffer when last measured.
     pub qbuf: AtomicU64,
+    /// Pub/Sub subscriptions: channels, patterns, shard channels.
+    pub sub: AtomicU32,
+    pub psub: AtomicU32,
+    pub ssub: AtomicU32,
+    /// CLIENT KILL: set, then the connection is woken and closes (see `connection`).
+    killed: std::sync::atomic::AtomicBool,
+    kill: tokio::sync::Notify,
 }
 
 impl ClientHandle {
     pub fn touch(&self) {
         self.last_active_ms
             .store(self.created.elapsed().as_millis() as u64, Relaxed);
+    }
+
+    /// Whether the client has a Pub/Sub subscription (CLIENT LIST `flags=P`, `TYPE pubsub`).
+    pub fn is_subscriber(&self) -> bool {
+        self.sub.load(Relaxed) + self.psub.load(Relaxed) + self.ssub.load(Relaxed) > 0
+    }
+
+    /// Asks the client's connection to close (CLIENT KILL).
+    pub fn kill(&self) {
+        self.killed.store(true, Relaxed);
+        self.kill.notify_one();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Relaxed)
+    }
+
+    /// Resolves once [`ClientHandle::kill`] was called (at once if it already was).
+    pub async fn killed(&self) {
+        if !self.is_killed() {
+            self.kill.notified().await;
+        }
     }
 
     pub fn age_secs(&self) -> u64 {
@@ -93,6 +122,11 @@ impl ClientRegistry {
             last_cmd: AtomicU64::new(0),
             resp: AtomicU8::new(2),
             qbuf: AtomicU64::new(0),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
+            killed: Default::default(),
+            kill: tokio::sync::Notify::new(),
         });
         map.insert(id, h.clone());
         Some(h)

@@ -24,7 +24,7 @@ pub const MAX_STRING_LEN: u64 = (strata::MAX_VALUE_SIZE - HEADER_LEN_EXPIRY) as 
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
-pub use crate::config_values::{ByteSize, SyncPolicy};
+pub use crate::config_values::{ByteSize, OutputLimit, SyncPolicy};
 
 /// Parses a compression name: `none`, `lz4`, `zstd` (level 3) or `zstd:<level>`.
 pub fn parse_compression(s: &str) -> Result<Compression, ConfigError> {
@@ -497,6 +497,10 @@ pub struct ServerConfig {
     /// and `SCRIPT KILL` may stop it (redis' `lua-time-limit`, also `busy-reply-threshold`).
     /// Default 5000.
     pub lua_time_limit: u64,
+    /// redis' `client-output-buffer-limit pubsub`: `<hard> <soft> <soft seconds>`. A Pub/Sub
+    /// subscriber whose undelivered messages pass the hard size, or stay over the soft size
+    /// for the seconds given, is disconnected (0 disables a limit). Default `32mb 8mb 60`.
+    pub client_output_buffer_limit_pubsub: OutputLimit,
     /// When the log is fsynced. Default `everysec`.
     pub sync: SyncPolicy,
     /// `error`, `warn`, `info`, `debug` or `trace` (or a `tracing` target list). Default `info`.
@@ -549,6 +553,7 @@ impl Default for ServerConfig {
             tcp_backlog: 511,
             timeout: 0,
             lua_time_limit: 5000,
+            client_output_buffer_limit_pubsub: OutputLimit::DEFAULT,
             sync: SyncPolicy::Everysec,
             log_level: "info".to_string(),
             proto_max_bulk_len: ByteSize(MAX_STRING_LEN),

@@ -113,3 +113,53 @@ impl<'de> Deserialize<'de> for ByteSize {
         d.deserialize_any(V)
     }
 }
+
+/// redis' `client-output-buffer-limit` for one class: `<hard> <soft> <soft seconds>`, sizes as
+/// [`ByteSize`] (`32mb 8mb 60`); 0 disables a limit. What passes the hard limit, or stays over
+/// the soft one for the seconds given, is disconnected (see `pubsub`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
+}
+
+impl FromStr for OutputLimit {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        let parts: Vec<&str> = s.split_whitespace().collect();
+        let [hard, soft, secs] = parts[..] else {
+            return Err(ConfigError(format!(
+                "invalid output buffer limit '{s}': expected '<hard> <soft> <soft seconds>'"
+            )));
+        };
+        let secs = secs
+            .parse()
+            .map_err(|_| ConfigError(format!("invalid soft-limit seconds '{secs}'")))?;
+        Ok(OutputLimit {
+            hard: hard.parse::<ByteSize>()?.0,
+            soft: soft.parse::<ByteSize>()?.0,
+            soft_seconds: secs,
+        })
+    }
+}
+
+impl fmt::Display for OutputLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.hard, self.soft, self.soft_seconds)
+    }
+}
+
+impl Serialize for OutputLimit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for OutputLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse()
+            .map_err(|e: ConfigError| serde::de::Error::custom(e.0))
+    }
+}

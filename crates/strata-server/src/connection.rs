@@ -9,6 +9,12 @@
 //! pass the executor's soft limit, the rest of the batch stays queued and runs after they are
 //! written.
 //!
+//! Pub/Sub: a subscribed client's messages wait in its mailbox (`pubsub`) and are written
+//! between batches: before each batch's replies (those published before it ran) and whenever
+//! the client is waiting for input. Their bytes count against the mailbox until written, so a
+//! subscriber that does not read is disconnected at `client-output-buffer-limit pubsub`. A
+//! subscribed client is exempt from the idle `timeout`, as in redis.
+//!
 //! Memory: a connection allocates its read and reply buffers when bytes arrive and releases both
 //! when it has nothing received and nothing owed, so an idle client costs its task, socket and
 //! registry entry only (about 2-3 KiB; redis-server's is 8-11 KiB). A large request or reply
@@ -72,7 +78,31 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
     // Parsed requests not yet executed, and a protocol error found after them.
     let mut queued: Vec<Request> = Vec::new();
     let mut protocol_error = None;
+    // Pub/Sub message bytes in `out`, released from the mailbox's count once written.
+    let mut owed: u64 = 0;
     loop {
+        if client.is_killed() {
+            debug!("client {} killed (CLIENT KILL)", client.id);
+            let _ = sock.shutdown().await;
+            return;
+        }
+        // 0. Messages published to this client so far go before the next replies.
+        if let Some(subs) = &session.pubsub {
+            if subs.mailbox.killed() {
+                warn!(
+                    "client {} closed: its unread Pub/Sub messages passed \
+                     client-output-buffer-limit pubsub",
+                    client.id
+                );
+                return;
+            }
+            let (msgs, bytes) = subs.mailbox.take();
+            for m in &msgs {
+                encode(&mut out, &m.reply(), session.protocol);
+            }
+            owed += bytes;
+        }
+
         // 1. Parse what has arrived (after what is left of the previous batch).
         let limits = shared.limits.parse_limits();
         let mut batch_bytes: usize = queued.iter().flat_map(|r| r.args()).map(Bytes::len).sum();
@@ -133,6 +163,12 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
             }
             ServerStats::add(&shared.stats.net_output_bytes, out.len() as u64);
             out.clear();
+            if owed > 0 {
+                if let Some(subs) = &session.pubsub {
+                    subs.mailbox.written(owed);
+                }
+                owed = 0;
+            }
             if out.capacity() > KEEP_OUT_CAPACITY {
                 out = BytesMut::with_capacity(READ_CHUNK);
             }
@@ -178,8 +214,20 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
         let want = parser.wanted().map_or(READ_CHUNK, |w| {
             w.saturating_sub(inbuf.len()).max(READ_CHUNK)
         });
-        let idle = shared.limits.idle_timeout();
+        let idle = match session.subscribed() {
+            true => None,
+            false => shared.limits.idle_timeout(),
+        };
+        let mailbox = session.pubsub.as_ref().map(|s| s.mailbox.clone());
         let n = tokio::select! {
+            _ = client.killed() => continue,
+            // A message for a subscriber: back to the top, which writes it.
+            _ = async {
+                match &mailbox {
+                    Some(m) => m.notified().await,
+                    None => std::future::pending().await,
+                }
+            } => continue,
             r = async {
                 let read = read_when_ready(&sock, &mut inbuf, want);
                 match idle {

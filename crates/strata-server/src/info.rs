@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::commands::connection::REDIS_VERSION;
+use crate::pubsub::Kind;
 use crate::server::Shared;
 use crate::stats::ServerStats;
 use crate::store::StoreResult;
@@ -222,6 +223,15 @@ fn clients(shared: &Shared, s: &mut Section<'_>) {
     s.kv("connected_clients", shared.clients.count());
     s.kv("maxclients", shared.limits.maxclients());
     s.kv("blocked_clients", 0);
+    s.kv(
+        "pubsub_clients",
+        shared
+            .clients
+            .list()
+            .iter()
+            .filter(|c| c.is_subscriber())
+            .count(),
+    );
 }
 
 /// Resident set size of this process in bytes (Linux `/proc/self/statm`; 0 elsewhere).
@@ -329,6 +339,13 @@ fn stats(shared: &Shared, s: &mut Section<'_>) {
     s.kv("expired_keys", shared.expired_removed.load(Relaxed));
     s.kv("evicted_keys", 0);
     s.kv("keyspace_hits", g(&st.keyspace_hits));
+    s.kv("pubsub_channels", shared.pubsub.count(Kind::Channel));
+    s.kv("pubsub_patterns", shared.pubsub.count(Kind::Pattern));
+    s.kv("pubsub_shardchannels", shared.pubsub.count(Kind::Shard));
+    s.kv(
+        "client_output_buffer_limit_disconnections",
+        shared.pubsub.disconnections.load(Relaxed),
+    );
     s.kv("keyspace_misses", g(&st.keyspace_misses));
     s.kv("total_error_replies", g(&st.error_replies));
     s.kv("protocol_errors", g(&st.protocol_errors));

@@ -52,6 +52,7 @@ pub mod metrics;
 pub mod multi;
 pub mod numbers;
 pub mod pool;
+pub mod pubsub;
 pub mod redis_float;
 pub mod resp;
 pub mod saves;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use parking_lot::RwLock;
 
 use crate::config::{ServerConfig, MAX_STRING_LEN};
+use crate::config_values::OutputLimit;
 use crate::resp::ParseLimits;
 
 /// Runtime-adjustable limits and credentials.
@@ -24,6 +25,7 @@ pub struct Limits {
     max_multibulk_len: AtomicUsize,
     query_buffer_limit: AtomicU64,
     requirepass: RwLock<Option<String>>,
+    pubsub_output_limit: parking_lot::Mutex<OutputLimit>,
 }
 
 impl Limits {
@@ -36,6 +38,7 @@ impl Limits {
             max_multibulk_len: AtomicUsize::new(c.max_multibulk_len),
             query_buffer_limit: AtomicU64::new(c.client_query_buffer_limit.0),
             requirepass: RwLock::new(c.requirepass.clone().filter(|p| !p.is_empty())),
+            pubsub_output_limit: parking_lot::Mutex::new(c.client_output_buffer_limit_pubsub),
         }
     }
 
@@ -65,6 +68,15 @@ impl Limits {
 
     pub fn set_lua_time_limit_ms(&self, ms: u64) {
         self.lua_time_limit_ms.store(ms, Relaxed);
+    }
+
+    /// `client-output-buffer-limit pubsub` (see `pubsub`).
+    pub fn pubsub_output_limit(&self) -> OutputLimit {
+        *self.pubsub_output_limit.lock()
+    }
+
+    pub fn set_pubsub_output_limit(&self, l: OutputLimit) {
+        *self.pubsub_output_limit.lock() = l;
     }
 
     pub fn timeout_secs(&self) -> u64 {

@@ -61,7 +61,12 @@ pub fn queue(multi: &mut Multi, req: &Request, authenticated: bool) -> Reply {
             Some(errors::wrong_args(spec.name))
         }
         Some((_, spec)) if !authenticated && !spec.no_auth() => Some(errors::err(errors::NOAUTH)),
-        Some((_, spec)) if spec.flags.contains(&"no_multi") => {
+        // SUBSCRIBE and its kin answer once per channel, which an EXEC's one-reply-per-command
+        // array cannot carry (redis lets them in and breaks the reply's framing).
+        Some((_, spec))
+            if spec.flags.contains(&"no_multi")
+                || (spec.group == "pubsub" && spec.name.ends_with("subscribe")) =>
+        {
             Some(Reply::error("ERR Command not allowed inside a transaction"))
         }
         Some(_) if multi.queued.len() >= MAX_QUEUED => Some(Reply::error(format!(

@@ -87,6 +87,8 @@ pub struct Shared {
     pub command_stats: crate::stats::CommandStats,
     /// Scripts running past `lua-time-limit` (BUSY, SCRIPT KILL).
     pub busy: crate::scripting::busy::Busy,
+    /// Pub/Sub subscriptions (see `pubsub`).
+    pub pubsub: Arc<crate::pubsub::PubSub>,
 }
 
 /// A bound, ready-to-run server.
@@ -182,6 +184,7 @@ impl Server {
             scripts: Default::default(),
             functions: Default::default(),
             busy: Default::default(),
+            pubsub: Default::default(),
             command_stats: crate::stats::CommandStats::new(crate::commands::command_count()),
         };
         crate::commands::functions::load_stored(&shared)

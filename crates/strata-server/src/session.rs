@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::clients::ClientHandle;
 use crate::multi::Multi;
+use crate::pubsub::Subscriptions;
 use crate::resp::Protocol;
 use crate::watch::Watching;
 
@@ -34,6 +35,9 @@ pub struct Session {
     pub multi: Option<Multi>,
     /// The keys WATCHed since the last EXEC, DISCARD or UNWATCH (dropping it unregisters them).
     pub watching: Option<Watching>,
+    /// Pub/Sub subscriptions and the mailbox of messages for this client (created by the first
+    /// subscribe; dropping it unsubscribes from everything).
+    pub pubsub: Option<Subscriptions>,
 }
 
 impl Session {
@@ -45,7 +49,18 @@ impl Session {
             close: Close::Open,
             multi: None,
             watching: None,
+            pubsub: None,
         }
+    }
+
+    /// Whether the client has any subscription.
+    pub fn subscribed(&self) -> bool {
+        self.pubsub.as_ref().is_some_and(Subscriptions::active)
+    }
+
+    /// RESP2 subscribed mode: only the (un)subscribe commands, PING, QUIT and RESET run.
+    pub fn resp2_subscribed(&self) -> bool {
+        self.protocol == Protocol::Resp2 && self.subscribed()
     }
 
     pub fn set_protocol(&mut self, p: Protocol) {

@@ -20,7 +20,17 @@ use crate::session::Close;
 /// The Redis version reported to clients (the command set and replies follow 7.0).
 pub const REDIS_VERSION: &str = "7.0.15";
 
-pub fn ping(_ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+pub fn ping(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    if ctx.session.resp2_subscribed() {
+        // In subscribed mode a RESP2 client gets a push-shaped pong (redis' reply there).
+        return match a.len() {
+            1 | 2 => Ok(Reply::Array(vec![
+                Reply::bulk_str("pong"),
+                Reply::Bulk(a.get(1).cloned().unwrap_or_default()),
+            ])),
+            _ => Err(wrong_args("ping")),
+        };
+    }
     match a.len() {
         1 => Ok(Reply::simple("PONG")),
         2 => Ok(Reply::Bulk(a[1].clone())),
@@ -43,6 +53,24 @@ pub fn select(_ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 pub fn quit(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     ctx.session.close = Close::AfterReply;
     Ok(Reply::Ok)
+}
+
+/// RESET: leaves MULTI, forgets WATCHed keys, unsubscribes from everything, goes back to
+/// RESP2 and no client name, and (with a password configured) back to unauthenticated.
+pub fn reset(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    let s = &mut *ctx.session;
+    s.multi = None;
+    s.watching = None;
+    if let Some(p) = s.pubsub.as_mut() {
+        p.clear();
+    }
+    for c in [&s.client.sub, &s.client.psub, &s.client.ssub] {
+        c.store(0, Relaxed);
+    }
+    s.set_protocol(Protocol::Resp2);
+    *s.client.name.lock() = None;
+    s.authenticated = !ctx.shared.limits.auth_required();
+    Ok(Reply::simple("RESET"))
 }
 
 /// Checks `user`/`pass` for the only user, `default`. With no password configured, `default`
@@ -142,6 +170,92 @@ fn set_name(client: &ClientHandle, name: &[u8]) {
     *client.name.lock() = (!name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned());
 }
 
+/// CLIENT KILL: the old form (`ip:port`, answers OK or an error) and the filter form (answers
+/// how many clients it killed; SKIPME defaults to yes). A killed connection closes once its
+/// current batch is answered, so a client that kills itself still gets its reply.
+fn client_kill(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let me = ctx.session.client.id;
+    if a.len() == 3 {
+        let addr = String::from_utf8_lossy(&a[2]);
+        let found = ctx
+            .shared
+            .clients
+            .list()
+            .into_iter()
+            .find(|c| c.addr.to_string() == addr);
+        return match found {
+            Some(c) => {
+                c.kill();
+                Ok(Reply::Ok)
+            }
+            None => Err(Reply::error("ERR No such client")),
+        };
+    }
+    if !a.len().is_multiple_of(2) {
+        return Err(err(errors::SYNTAX));
+    }
+    let mut id = None;
+    let mut addr = None;
+    let mut laddr = None;
+    let mut kind: Option<bool> = None; // Some(true): normal; Some(false): pubsub
+    let mut none = false;
+    let mut skipme = true;
+    for pair in a[2..].chunks(2) {
+        let (opt, v) = (&pair[0], &pair[1]);
+        if is(opt, "ID") {
+            match crate::numbers::parse_i64(v) {
+                Some(n) if n > 0 => id = Some(n as u64),
+                _ => return Err(Reply::error("ERR client-id should be greater than 0")),
+            }
+        } else if is(opt, "ADDR") {
+            addr = Some(String::from_utf8_lossy(v).into_owned());
+        } else if is(opt, "LADDR") {
+            laddr = Some(String::from_utf8_lossy(v).into_owned());
+        } else if is(opt, "TYPE") {
+            if is(v, "normal") {
+                kind = Some(true);
+            } else if is(v, "pubsub") {
+                kind = Some(false);
+            } else if is(v, "master") || is(v, "replica") || is(v, "slave") {
+                none = true;
+            } else {
+                return Err(Reply::error(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(v)
+                )));
+            }
+        } else if is(opt, "USER") {
+            // `default` is the only user, and every client is authenticated as it.
+            none |= &v[..] != b"default";
+        } else if is(opt, "SKIPME") {
+            if is(v, "yes") {
+                skipme = true;
+            } else if is(v, "no") {
+                skipme = false;
+            } else {
+                return Err(err(errors::SYNTAX));
+            }
+        } else {
+            return Err(err(errors::SYNTAX));
+        }
+    }
+    let mut killed = 0;
+    if !none {
+        for c in ctx.shared.clients.list() {
+            let hit = id.is_none_or(|i| i == c.id)
+                && addr.as_ref().is_none_or(|x| *x == c.addr.to_string())
+                && laddr.as_ref().is_none_or(|x| *x == c.laddr.to_string())
+                && kind.is_none_or(|n| n != c.is_subscriber())
+                && !(skipme && c.id == me);
+            if hit {
+                c.kill();
+                killed += 1;
+            }
+        }
+    }
+    Ok(Reply::Int(killed))
+}
+
 /// One CLIENT LIST line (without the trailing newline), with Redis 7's fields; fields Strata
 /// does not track are reported as Redis reports an idle client.
 pub fn client_line(c: &ClientHandle) -> String {
@@ -149,8 +263,8 @@ pub fn client_line(c: &ClientHandle) -> String {
     let opt = |m: &parking_lot::Mutex<Option<String>>| m.lock().clone().unwrap_or_default();
     let _ = write!(
         s,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 \
-         multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={} psub={} \
+         ssub={} multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 \
          tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
@@ -159,6 +273,10 @@ pub fn client_line(c: &ClientHandle) -> String {
         opt(&c.name),
         c.age_secs(),
         c.idle_secs(),
+        if c.is_subscriber() { "P" } else { "N" },
+        c.sub.load(Relaxed),
+        c.psub.load(Relaxed),
+        c.ssub.load(Relaxed),
         c.qbuf.load(Relaxed),
         super::name_of(c.last_cmd.load(Relaxed)),
         c.resp.load(Relaxed),
@@ -176,6 +294,22 @@ const CLIENT_HELP: &[&str] = &[
     "    Return the ID of the current connection.",
     "INFO",
     "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "    * ID <client-id>",
+    "      Kill connections by client id.",
     "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
     "    Return information about client connections.",
     "SETINFO <LIB-NAME|LIB-VER> <value>",
@@ -244,15 +378,19 @@ pub fn client(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         Ok(Reply::Verbatim("txt", Bytes::from(line)))
     } else if is(sub, "LIST") {
         let mut ids: Option<Vec<u64>> = None;
-        let mut normal = true;
+        // None: every client; Some(true): those not subscribed; Some(false): subscribers.
+        let mut normal: Option<bool> = None;
+        let mut none = false;
         let mut i = 2;
         while i < a.len() {
             if is(&a[i], "TYPE") && i + 1 < a.len() {
                 let t = &a[i + 1];
                 if is(t, "normal") {
-                    normal = true;
-                } else if is(t, "master") || is(t, "replica") || is(t, "pubsub") {
-                    normal = false;
+                    normal = Some(true);
+                } else if is(t, "pubsub") {
+                    normal = Some(false);
+                } else if is(t, "master") || is(t, "replica") || is(t, "slave") {
+                    none = true;
                 } else {
                     return Err(Reply::error(format!(
                         "ERR Unknown client type '{}'",
@@ -275,15 +413,19 @@ pub fn client(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             }
         }
         let mut text = String::new();
-        if normal {
+        if !none {
             for c in ctx.shared.clients.list() {
-                if ids.as_ref().is_none_or(|v| v.contains(&c.id)) {
+                if ids.as_ref().is_none_or(|v| v.contains(&c.id))
+                    && normal.is_none_or(|n| n != c.is_subscriber())
+                {
                     text.push_str(&client_line(&c));
                     text.push('\n');
                 }
             }
         }
         Ok(Reply::Verbatim("txt", Bytes::from(text)))
+    } else if is(sub, "KILL") {
+        client_kill(ctx, a)
     } else if is(sub, "HELP") {
         arity(2, "client|help")?;
         Ok(help_reply(CLIENT_HELP))

@@ -29,6 +29,7 @@ pub mod introspection;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
+pub mod pubsub;
 mod request;
 pub mod scripting;
 pub mod server;
@@ -355,6 +356,8 @@ const KS_W: &[&str] = &["@keyspace", "@write", "@slow"];
 const KS_RF: &[&str] = &["@keyspace", "@read", "@fast"];
 const KS_R: &[&str] = &["@keyspace", "@read", "@slow"];
 const CONN: &[&str] = &["@fast", "@connection"];
+const PS: &[&str] = &["pubsub", "noscript", "loading", "stale"];
+const PS_ACL: &[&str] = &["@pubsub", "@slow"];
 
 /// Every supported command.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -416,7 +419,18 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "1.0.0", "O(N) where N is the number of passwords defined for the user", false, connection::auth, "Authenticates the connection."),
     cmd!("select", 2, &["loading", "stale", "fast"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::select, "Changes the selected database."),
     cmd!("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::quit, "Closes the connection."),
-    CommandSpec { subcommands: &["client|id", "client|getname", "client|setname", "client|setinfo", "client|list", "client|info", "client|help"], ..cmd!("client", -2, &[], (0, 0, 0), &["@slow"], "connection", "2.4.0", "Depends on subcommand.", false, connection::client, "A container for client connection commands.") },
+    CommandSpec { subcommands: &["client|id", "client|getname", "client|setname", "client|setinfo", "client|list", "client|info", "client|kill", "client|help"], ..cmd!("client", -2, &[], (0, 0, 0), &["@slow"], "connection", "2.4.0", "Depends on subcommand.", false, connection::client, "A container for client connection commands.") },
+    cmd!("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "6.2.0", "O(1)", false, connection::reset, "Resets the connection."),
+    // Pub/Sub.
+    cmd!("subscribe", -2, PS, (0, 0, 0), PS_ACL, "pubsub", "2.0.0", "O(N) where N is the number of channels to subscribe to.", false, pubsub::subscribe, "Listens for messages published to channels."),
+    cmd!("unsubscribe", -1, PS, (0, 0, 0), PS_ACL, "pubsub", "2.0.0", "O(N) where N is the number of channels to unsubscribe.", false, pubsub::unsubscribe, "Stops listening to messages posted to channels."),
+    cmd!("psubscribe", -2, PS, (0, 0, 0), PS_ACL, "pubsub", "2.0.0", "O(N) where N is the number of patterns to subscribe to.", false, pubsub::psubscribe, "Listens for messages published to channels that match one or more patterns."),
+    cmd!("punsubscribe", -1, PS, (0, 0, 0), PS_ACL, "pubsub", "2.0.0", "O(N) where N is the number of patterns to unsubscribe.", false, pubsub::punsubscribe, "Stops listening to messages published to channels that match one or more patterns."),
+    cmd!("ssubscribe", -2, PS, (1, -1, 1), PS_ACL, "pubsub", "7.0.0", "O(N) where N is the number of shard channels to subscribe to.", false, pubsub::ssubscribe, "Listens for messages published to shard channels."),
+    cmd!("sunsubscribe", -1, PS, (1, -1, 1), PS_ACL, "pubsub", "7.0.0", "O(N) where N is the number of shard channels to unsubscribe.", false, pubsub::sunsubscribe, "Stops listening to messages posted to shard channels."),
+    cmd!("publish", 3, &["pubsub", "loading", "stale", "fast", "may_replicate"], (0, 0, 0), &["@pubsub", "@fast"], "pubsub", "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", false, pubsub::publish, "Posts a message to a channel."),
+    cmd!("spublish", 3, &["pubsub", "loading", "stale", "fast", "may_replicate"], (1, 1, 1), &["@pubsub", "@fast"], "pubsub", "7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.", false, pubsub::spublish, "Post a message to a shard channel"),
+    CommandSpec { subcommands: &["pubsub|channels", "pubsub|numsub", "pubsub|numpat", "pubsub|shardchannels", "pubsub|shardnumsub", "pubsub|help"], ..cmd!("pubsub", -2, &[], (0, 0, 0), &["@slow"], "pubsub", "2.8.0", "Depends on subcommand.", false, pubsub::pubsub, "A container for Pub/Sub commands.") },
     // Scripting.
     cmd!("eval", -3, &["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "2.6.0", "Depends on the script that is executed.", true, scripting::eval, "Executes a server-side Lua script."),
     cmd!("evalsha", -3, &["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale"], (0, 0, 0), &["@slow", "@scripting"], "scripting", "2.6.0", "Depends on the script that is executed.", true, scripting::evalsha, "Executes a server-side Lua script by SHA1 digest."),
@@ -489,6 +503,8 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
         Some(errors::wrong_args(spec.name))
     } else if !ctx.session.authenticated && !spec.no_auth() && ctx.shared.limits.auth_required() {
         Some(errors::err(errors::NOAUTH))
+    } else if ctx.session.resp2_subscribed() && !pubsub::allowed_when_subscribed(spec) {
+        Some(pubsub::not_allowed_when_subscribed(spec.name))
     } else if (ctx.pending.refuse_busy || ctx.shared.busy.is_busy())
         && !allowed_when_busy(spec, args)
         && !crate::scripting::in_script()

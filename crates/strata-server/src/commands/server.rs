@@ -92,6 +92,13 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(String, String)> {
             "busy-reply-threshold".into(),
             l.lua_time_limit().as_millis().to_string(),
         ),
+        (
+            "client-output-buffer-limit".into(),
+            format!(
+                "normal 0 0 0 slave 0 0 0 pubsub {}",
+                l.pubsub_output_limit()
+            ),
+        ),
         ("appendonly".into(), "yes".into()),
         ("appendfsync".into(), c.sync.name().into()),
         ("save".into(), String::new()),
@@ -165,6 +172,9 @@ fn apply(ctx: &Ctx<'_>, name: &str, value: &[u8]) -> Result<(), Reply> {
             .map_err(|e| set_failed(name, &e))?,
         "timeout" => l.set_timeout_secs(int()?),
         "lua-time-limit" | "busy-reply-threshold" => l.set_lua_time_limit_ms(int()?),
+        "client-output-buffer-limit" => {
+            set_output_limits(l, &text).map_err(|e| set_failed(name, &e))?
+        }
         "proto-max-bulk-len" => l
             .set_proto_max_bulk_len(size()?)
             .map_err(|e| set_failed(name, &e))?,
@@ -183,6 +193,40 @@ fn apply(ctx: &Ctx<'_>, name: &str, value: &[u8]) -> Result<(), Reply> {
                 ))
             })
         }
+    }
+    Ok(())
+}
+
+/// `client-output-buffer-limit <class> <hard> <soft> <seconds> [<class> ...]`: the pubsub
+/// class is applied; `normal 0 0 0` and `replica 0 0 0` are accepted as they are (strata's
+/// normal clients are bounded by request batching, see `connection`, and it has no replicas).
+fn set_output_limits(l: &crate::limits::Limits, text: &str) -> Result<(), String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.is_empty() || !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut pubsub = None;
+    for w in words.chunks(4) {
+        let limit: crate::config::OutputLimit = w[1..]
+            .join(" ")
+            .parse()
+            .map_err(|e: crate::config::ConfigError| e.0)?;
+        match w[0].to_ascii_lowercase().as_str() {
+            "pubsub" => pubsub = Some(limit),
+            "normal" | "replica" | "slave" if limit.hard == 0 && limit.soft == 0 => {}
+            "normal" | "replica" | "slave" => {
+                return Err(format!(
+                    "strata serve applies output buffer limits to the pubsub class only, not {}",
+                    w[0]
+                ))
+            }
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        }
+    }
+    if let Some(p) = pubsub {
+        l.set_pubsub_output_limit(p);
     }
     Ok(())
 }

@@ -36,6 +36,12 @@ pub enum Reply {
     Bool(bool),
     /// A verbatim string with its three-letter format (`txt`): `=` in RESP3, bulk in RESP2.
     Verbatim(&'static str, Bytes),
+    /// Out-of-band data (Pub/Sub messages and subscription confirmations): `>` in RESP3, an
+    /// array in RESP2.
+    Push(Vec<Reply>),
+    /// Several replies to one command, written one after another (SUBSCRIBE with several
+    /// channels confirms each). Only at the top level: never inside another reply.
+    Many(Vec<Reply>),
 }
 
 impl Reply {
@@ -69,7 +75,9 @@ impl Reply {
         match self {
             Reply::Bulk(b) | Reply::Verbatim(_, b) => b.len() + 16,
             Reply::Simple(s) | Reply::Error(s) => s.len() + 3,
-            Reply::Array(v) | Reply::Set(v) => 16 + v.iter().map(Reply::approx_len).sum::<usize>(),
+            Reply::Array(v) | Reply::Set(v) | Reply::Push(v) | Reply::Many(v) => {
+                16 + v.iter().map(Reply::approx_len).sum::<usize>()
+            }
             Reply::Map(v) => {
                 16 + v
                     .iter()

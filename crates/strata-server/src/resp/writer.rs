@@ -67,6 +67,18 @@ pub fn encode(out: &mut BytesMut, reply: &Reply, proto: Protocol) {
                 encode(out, r, proto);
             }
         }
+        Reply::Push(items) => {
+            let p = if proto == Protocol::Resp3 { b'>' } else { b'*' };
+            put_int_line(out, p, items.len() as i64);
+            for r in items {
+                encode(out, r, proto);
+            }
+        }
+        Reply::Many(replies) => {
+            for r in replies {
+                encode(out, r, proto);
+            }
+        }
         Reply::Set(items) => {
             let p = if proto == Protocol::Resp3 { b'~' } else { b'*' };
             put_int_line(out, p, items.len() as i64);

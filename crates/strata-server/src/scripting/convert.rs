@@ -59,7 +59,7 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp3: bool) -> mlua::Result<Value> {
                 Value::Number(f64::from(u8::from(*b)))
             }
         }
-        Reply::Array(items) | Reply::Set(items) => {
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Many(items) => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
                 t.raw_set(i + 1, reply_to_lua(lua, item, resp3)?)?;
