@@ -110,7 +110,19 @@ pub fn store_from_url(url: &str) -> Result<(Arc<dyn ObjectStore>, ObjPath)> {
         }
         "s3" => {
             let bucket = u.host_str().ok_or_else(|| bad("missing bucket".into()))?;
-            let mut b = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
+            // strata's `Retry` is the retry policy (counted, bounded per attempt, reported to
+            // the tier's health). object_store's own retries run inside each of its attempts:
+            // by default 10 within 3 minutes, which made a read during an outage take minutes
+            // to fail. They stay, few and short, for the multipart upload calls, which only
+            // object_store retries.
+            let inner = object_store::RetryConfig {
+                max_retries: 2,
+                retry_timeout: Duration::from_secs(10),
+                ..Default::default()
+            };
+            let mut b = object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_retry(inner);
             if let Ok(ep) = std::env::var("AWS_ENDPOINT_URL") {
                 b = b.with_endpoint(&ep);
                 if ep.starts_with("http://") {
@@ -165,7 +177,9 @@ impl Retry {
         F: Fn() -> Fut,
         Fut: Future<Output = object_store::Result<T>>,
     {
-        let mut delay = Duration::from_millis(20);
+        // 50 ms, doubling to at most 2 s: six attempts span about 1.5 s of backoff (a throttled
+        // request, S3's SlowDown, gets room; an unreachable store fails in seconds).
+        let mut delay = Duration::from_millis(50);
         let mut attempt = 1;
         // The last transient failure, if the previous attempt failed so.
         let mut failing: Option<String> = None;
