@@ -141,7 +141,14 @@ impl ClientRegistry {
     }
 
     /// Every client, by id.
+    /// The connected clients, in id order — without those CLIENT KILL closed whose
+    /// connections have not finished leaving (they are gone as far as any client can tell).
     pub fn list(&self) -> Vec<Arc<ClientHandle>> {
-        self.clients.lock().values().cloned().collect()
+        self.clients
+            .lock()
+            .values()
+            .filter(|c| !c.is_killed())
+            .cloned()
+            .collect()
     }
 }

@@ -15,6 +15,10 @@
 //! subscriber that does not read is disconnected at `client-output-buffer-limit pubsub`. A
 //! subscribed client is exempt from the idle `timeout`, as in redis.
 //!
+//! Blocking commands: a client whose command waits for keys (see `blocking`) parks here, with
+//! no buffers, no thread and no lock, until a wake (the command reruns), its timeout or CLIENT
+//! UNBLOCK (its timeout reply), CLIENT KILL or a disconnect.
+//!
 //! Memory: a connection allocates its read and reply buffers when bytes arrive and releases both
 //! when it has nothing received and nothing owed, so an idle client costs its task, socket and
 //! registry entry only (about 2-3 KiB; redis-server's is 8-11 KiB). A large request or reply
@@ -179,6 +183,28 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
             let _ = sock.shutdown().await;
             return;
         }
+        // A blocked command (first in `queued`) waits here, holding no thread and no lock.
+        if session.blocked.is_some() {
+            // Like an idle client, a blocked one holds no buffers while it waits (its request,
+            // copied out, no longer pins the read buffer).
+            if inbuf.is_empty() && !parser.in_request() {
+                queued[0] = queued[0].detached();
+                inbuf = BytesMut::new();
+            }
+            out = BytesMut::new();
+            match wait_blocked(&shared, &sock, &client, &mut session, &mut inbuf).await {
+                Some(Some(reply)) => {
+                    encode(&mut out, &reply, session.protocol);
+                    queued.remove(0);
+                }
+                Some(None) => {}
+                None => {
+                    let _ = sock.shutdown().await;
+                    return;
+                }
+            }
+            continue;
+        }
         if full || !queued.is_empty() {
             continue;
         }
@@ -249,6 +275,61 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
         };
         ServerStats::add(&shared.stats.net_input_bytes, n as u64);
     }
+}
+
+/// Waits for what ends or advances a blocked command's wait (see `blocking`): a wake (the
+/// command reruns: `Some(None)`), its timeout or CLIENT UNBLOCK (its final reply:
+/// `Some(Some(reply))`, the session no longer blocked), more input or CLIENT KILL (`Some(None)`:
+/// the caller's loop reads or closes), or the client leaving or the server shutting down
+/// (`None`).
+async fn wait_blocked(
+    shared: &Shared,
+    sock: &TcpStream,
+    client: &ClientHandle,
+    session: &mut Session,
+    inbuf: &mut BytesMut,
+) -> Option<Option<Reply>> {
+    let b = session.blocked.as_ref()?;
+    let waiter = b.registration.waiter.clone();
+    let deadline = b.deadline;
+    let timed_out = tokio::select! {
+        _ = waiter.notified() => false,
+        _ = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        } => true,
+        _ = client.killed() => return Some(None),
+        _ = shared.shutdown.wait() => return None,
+        r = read_when_ready(sock, inbuf, READ_CHUNK) => match r {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => {
+                // Requests pipelined behind the blocked one: parsed and queued behind it
+                // (which reruns, and blocks again if its keys are still empty).
+                ServerStats::add(&shared.stats.net_input_bytes, n as u64);
+                return Some(None);
+            }
+        },
+    };
+    let end = if timed_out {
+        Some(b.timed_out.clone())
+    } else {
+        match waiter.unblocked() {
+            Some(crate::blocking::Unblock::Timeout) => Some(b.timed_out.clone()),
+            Some(crate::blocking::Unblock::Error) => Some(Reply::error(
+                "UNBLOCKED client unblocked via CLIENT UNBLOCK",
+            )),
+            None => {
+                waiter.take_wake();
+                None
+            }
+        }
+    };
+    if end.is_some() {
+        session.blocked = None;
+    }
+    Some(end)
 }
 
 /// Waits until the socket is readable, then reads into `inbuf`, first giving it room for at

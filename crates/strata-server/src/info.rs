@@ -222,7 +222,7 @@ fn server(shared: &Shared, s: &mut Section<'_>, now: u64) {
 fn clients(shared: &Shared, s: &mut Section<'_>) {
     s.kv("connected_clients", shared.clients.count());
     s.kv("maxclients", shared.limits.maxclients());
-    s.kv("blocked_clients", 0);
+    s.kv("blocked_clients", shared.blocking.blocked_clients());
     s.kv(
         "pubsub_clients",
         shared

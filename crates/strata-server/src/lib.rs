@@ -32,6 +32,7 @@
 //! # }
 //! ```
 
+pub mod blocking;
 pub mod clients;
 pub mod collections;
 pub mod commands;

@@ -89,6 +89,8 @@ pub struct Shared {
     pub busy: crate::scripting::busy::Busy,
     /// Pub/Sub subscriptions (see `pubsub`).
     pub pubsub: Arc<crate::pubsub::PubSub>,
+    /// Clients parked by blocking commands (see `blocking`).
+    pub blocking: Arc<crate::blocking::Blocking>,
 }
 
 /// A bound, ready-to-run server.
@@ -185,6 +187,7 @@ impl Server {
             functions: Default::default(),
             busy: Default::default(),
             pubsub: Default::default(),
+            blocking: Default::default(),
             command_stats: crate::stats::CommandStats::new(crate::commands::command_count()),
         };
         crate::commands::functions::load_stored(&shared)

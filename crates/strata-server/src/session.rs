@@ -1,14 +1,17 @@
 //! [`Session`]: the per-connection protocol state commands read and change — protocol version,
-//! authentication, whether to close, the transaction being queued (MULTI, see `multi`) and the
-//! keys it watches (WATCH, see `watch`) — plus the client's registry entry.
+//! authentication, whether to close, the transaction being queued (MULTI, see `multi`), the
+//! keys it watches (WATCH, see `watch`), its Pub/Sub subscriptions (`pubsub`) and the blocking
+//! command it waits in (`blocking`) — plus the client's registry entry. A connection is in one
+//! of normal, MULTI (queuing), subscribed (RESP2 with a subscription) or blocked mode.
 //!
 //! Invariant: a session is owned by exactly one connection task and moved (never shared) into
-//! the engine pool for a batch, so it needs no locking. Depends on `clients`, `resp`, `multi`
-//! and `watch`.
+//! the engine pool for a batch, so it needs no locking. Depends on `clients`, `resp`, `multi`,
+//! `watch`, `pubsub` and `blocking`.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+use crate::blocking::Blocked;
 use crate::clients::ClientHandle;
 use crate::multi::Multi;
 use crate::pubsub::Subscriptions;
@@ -38,6 +41,9 @@ pub struct Session {
     /// Pub/Sub subscriptions and the mailbox of messages for this client (created by the first
     /// subscribe; dropping it unsubscribes from everything).
     pub pubsub: Option<Subscriptions>,
+    /// A blocking command waiting for its keys (see `blocking`): its place in the queues,
+    /// deadline and timeout reply. The command stays first in the connection's queue.
+    pub blocked: Option<Blocked>,
 }
 
 impl Session {
@@ -50,6 +56,7 @@ impl Session {
             multi: None,
             watching: None,
             pubsub: None,
+            blocked: None,
         }
     }
 

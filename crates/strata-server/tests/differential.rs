@@ -9,8 +9,8 @@
 //! elements of replies whose order Redis leaves unspecified (SMEMBERS, SINTER/SUNION/SDIFF,
 //! KEYS, HKEYS, HVALS, HGETALL pairs) are compared sorted, and a positive TTL or EXPIRETIME may differ by
 //! one second (the two servers read the clock at different instants). Random-result commands
-//! (SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER), cursors (SCAN family), OBJECT and blocking
-//! commands are left out; every expiry is ≥ 100 s away so nothing expires mid-run; lexicographic
+//! (SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER), cursors (SCAN family) and OBJECT are left
+//! out; blocking commands run with a 10 ms timeout (served at once, or timing out); every expiry is ≥ 100 s away so nothing expires mid-run; lexicographic
 //! ranges run on sorted sets whose scores are all 0 (Redis leaves them unspecified otherwise).
 //!
 //! Needs redis-server on PATH: skipped without it, unless `STRATA_REQUIRE_REDIS_TOOLS=1`
@@ -21,71 +21,11 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::redis_server::redis_server_or_skip;
 use common::{resp, seed, test_config, Rng, TestServer};
-
-/// A redis-server child on a free loopback port, killed on drop.
-struct RedisServer {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl RedisServer {
-    fn start() -> Option<RedisServer> {
-        let dir = tempfile::tempdir().unwrap();
-        for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let child = match Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-                .arg("--dir")
-                .arg(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-            {
-                Ok(c) => c,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-                Err(e) => panic!("cannot start redis-server: {e}"),
-            };
-            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-            let mut server = RedisServer {
-                child,
-                addr,
-                _dir: tempfile::tempdir().unwrap(),
-            };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = server.child.try_wait() {
-                    break; // lost the port race: try another
-                }
-                if let Ok(mut c) = Wire::connect(addr) {
-                    if c.call(&[b"PING"]) == b"+PONG\r\n" {
-                        server._dir = dir;
-                        return Some(server);
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        panic!("redis-server did not start");
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A raw RESP2 connection: sends a request, returns the reply's exact bytes.
 struct Wire {
@@ -424,6 +364,13 @@ impl Gen {
                 }
                 c
             }
+            // The blocking forms with a 10 ms timeout: served, or timed out, never parked long.
+            51 if self.rng.one_in(3) => vec![
+                self.pick(&["BLPOP", "BRPOP"]).into(),
+                k,
+                self.key(),
+                "0.01".into(),
+            ],
             51 => {
                 let mut c = vec![self.pick(&["LPOP", "RPOP"]).into(), k];
                 if self.rng.one_in(2) {
@@ -445,6 +392,14 @@ impl Gen {
             57 => vec!["LTRIM".into(), k, self.int(-4, 2), self.int(-3, 6)],
             58 => s(&["LLEN", &k]),
             59 => vec!["LPOS".into(), k, self.member()],
+            60 if self.rng.one_in(3) => vec![
+                "BLMOVE".into(),
+                k,
+                self.key(),
+                self.pick(&["LEFT", "RIGHT"]).into(),
+                self.pick(&["LEFT", "RIGHT"]).into(),
+                "0.01".into(),
+            ],
             60 => vec![
                 "LMOVE".into(),
                 k,
@@ -452,6 +407,7 @@ impl Gen {
                 self.pick(&["LEFT", "RIGHT"]).into(),
                 self.pick(&["LEFT", "RIGHT"]).into(),
             ],
+            61 if self.rng.one_in(3) => vec!["BRPOPLPUSH".into(), k, self.key(), "0.01".into()],
             61 => vec!["RPOPLPUSH".into(), k, self.key()],
             // Sets.
             62..=64 => {
@@ -571,6 +527,12 @@ impl Gen {
                 self.int(-2, 3),
             ],
             88 => vec!["ZREMRANGEBYSCORE".into(), k, self.bound(), self.bound()],
+            89 if self.rng.one_in(3) => vec![
+                self.pick(&["BZPOPMIN", "BZPOPMAX"]).into(),
+                k,
+                self.key(),
+                "0.01".into(),
+            ],
             89 => {
                 let mut c = vec![self.pick(&["ZPOPMIN", "ZPOPMAX"]).into(), k];
                 if self.rng.one_in(2) {
@@ -772,11 +734,7 @@ fn run_stream(seed: u64, ops: usize, strata: &mut Wire, redis: &mut Wire) {
 
 #[test]
 fn replies_match_redis_server_byte_for_byte() {
-    let Some(redis) = RedisServer::start() else {
-        if std::env::var("STRATA_REQUIRE_REDIS_TOOLS").as_deref() == Ok("1") {
-            panic!("redis-server is required (STRATA_REQUIRE_REDIS_TOOLS=1) but not on PATH");
-        }
-        eprintln!("redis-server not on PATH: skipping the differential test");
+    let Some(redis) = redis_server_or_skip("the differential test") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

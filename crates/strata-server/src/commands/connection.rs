@@ -258,7 +258,7 @@ fn client_kill(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 
 /// One CLIENT LIST line (without the trailing newline), with Redis 7's fields; fields Strata
 /// does not track are reported as Redis reports an idle client.
-pub fn client_line(c: &ClientHandle) -> String {
+pub fn client_line(c: &ClientHandle, blocked: bool) -> String {
     let mut s = String::with_capacity(256);
     let opt = |m: &parking_lot::Mutex<Option<String>>| m.lock().clone().unwrap_or_default();
     let _ = write!(
@@ -273,7 +273,11 @@ pub fn client_line(c: &ClientHandle) -> String {
         opt(&c.name),
         c.age_secs(),
         c.idle_secs(),
-        if c.is_subscriber() { "P" } else { "N" },
+        match (c.is_subscriber(), blocked) {
+            (true, _) => "P",
+            (false, true) => "b",
+            (false, false) => "N",
+        },
         c.sub.load(Relaxed),
         c.psub.load(Relaxed),
         c.ssub.load(Relaxed),
@@ -311,6 +315,8 @@ const CLIENT_HELP: &[&str] = &[
     "    * ID <client-id>",
     "      Kill connections by client id.",
     "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "    Return information about client connections.",
     "SETINFO <LIB-NAME|LIB-VER> <value>",
     "    Set client library name or version.",
@@ -373,7 +379,7 @@ pub fn client(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         Ok(Reply::Ok)
     } else if is(sub, "INFO") {
         arity(2, "client|info")?;
-        let mut line = client_line(&client);
+        let mut line = client_line(&client, false);
         line.push('\n');
         Ok(Reply::Verbatim("txt", Bytes::from(line)))
     } else if is(sub, "LIST") {
@@ -418,7 +424,7 @@ pub fn client(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 if ids.as_ref().is_none_or(|v| v.contains(&c.id))
                     && normal.is_none_or(|n| n != c.is_subscriber())
                 {
-                    text.push_str(&client_line(&c));
+                    text.push_str(&client_line(&c, ctx.shared.blocking.is_blocked(c.id)));
                     text.push('\n');
                 }
             }
@@ -426,6 +432,25 @@ pub fn client(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         Ok(Reply::Verbatim("txt", Bytes::from(text)))
     } else if is(sub, "KILL") {
         client_kill(ctx, a)
+    } else if is(sub, "UNBLOCK") {
+        if a.len() != 3 && a.len() != 4 {
+            return Err(wrong_args("client|unblock"));
+        }
+        let id = match crate::numbers::parse_i64(&a[2]) {
+            Some(id) if id > 0 => id as u64,
+            _ => return Err(err(errors::NOT_INTEGER)),
+        };
+        let how = match a.get(3) {
+            None => crate::blocking::Unblock::Timeout,
+            Some(w) if is(w, "TIMEOUT") => crate::blocking::Unblock::Timeout,
+            Some(w) if is(w, "ERROR") => crate::blocking::Unblock::Error,
+            Some(_) => {
+                return Err(Reply::error(
+                    "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+                ))
+            }
+        };
+        Ok(Reply::Int(i64::from(ctx.shared.blocking.unblock(id, how))))
     } else if is(sub, "HELP") {
         arity(2, "client|help")?;
         Ok(help_reply(CLIENT_HELP))

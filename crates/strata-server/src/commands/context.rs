@@ -67,6 +67,15 @@ pub struct Pending {
     pub refuse_busy: bool,
     /// The segment runs an EXEC's queue (blocking commands answer as if timed out).
     pub in_exec: bool,
+    /// A blocking command found its keys empty and registered to wait (see `blocking`); the
+    /// executor moves it into the session and stops the batch there.
+    pub block: Option<crate::blocking::Blocked>,
+    /// A blocked command rerun after a wake found its keys empty again: it waits on, in its
+    /// place.
+    pub blocks_again: bool,
+    /// The user keys the segment wrote, collected only while some client is blocked: they are
+    /// signalled once the write committed (`executor::finish_segment`).
+    pub touched: Vec<Bytes>,
     /// The batch holds writes outside database 0 (function libraries), which `take_batch`
     /// must keep as they are.
     unkeyed: bool,
@@ -102,6 +111,9 @@ impl Pending {
             ranges: false,
             unkeyed: false,
             in_exec: false,
+            block: None,
+            blocks_again: false,
+            touched: Vec::new(),
             refuse_busy: false,
             functions: None,
             every_stripe: false,

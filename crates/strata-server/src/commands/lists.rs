@@ -495,16 +495,39 @@ pub fn lmpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(mpop(ctx, keys, left, count)?.unwrap_or(Reply::NullArray))
 }
 
-/// What a blocking command answers when it would have to wait: inside EXEC or a script,
-/// `timed_out` — the reply of a timeout, as redis gives there (it never blocks in them) —
-/// else an error (strata does not park clients yet).
-pub fn would_block(ctx: &Ctx<'_>, cmd: &str, timed_out: Reply) -> CmdResult {
+/// A blocking command found every key in `keys` empty. Inside EXEC or a script it answers
+/// `timed_out` at once — the reply of a timeout, as redis gives there (it never blocks in
+/// them). Otherwise the client waits (see `blocking`): registered now, while the segment holds
+/// the keys' stripes (so no write to them is missed), or left in its place if this is a rerun
+/// after a wake; the executor discards the returned reply and parks the client until a write
+/// to one of the keys wakes it, `timeout` seconds pass (0: forever), or CLIENT UNBLOCK.
+pub fn wait_for_keys(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    timeout: &[u8],
+    timed_out: Reply,
+) -> CmdResult {
     if ctx.pending.in_exec || crate::scripting::in_script() {
         return Ok(timed_out);
     }
-    Err(Reply::error(format!(
-        "ERR {cmd} would block (every key is empty); strata serve does not support blocking commands, use the non-blocking form"
-    )))
+    if ctx.session.blocked.is_some() {
+        ctx.pending.blocks_again = true;
+        return Ok(timed_out);
+    }
+    let secs = crate::numbers::parse_f64(timeout).unwrap_or(0.0);
+    let deadline = (secs > 0.0)
+        .then(|| std::time::Duration::try_from_secs_f64(secs).ok())
+        .flatten()
+        .and_then(|d| std::time::Instant::now().checked_add(d));
+    let registration = ctx.shared.blocking.register(ctx.session.client.id, keys);
+    // After a real wait redis answers every list and sorted-set form's timeout with the null
+    // array (BLMOVE and BRPOPLPUSH too, whose immediate form in MULTI answers a null bulk).
+    ctx.pending.block = Some(crate::blocking::Blocked {
+        registration,
+        deadline,
+        timed_out: Reply::NullArray,
+    });
+    Ok(timed_out)
 }
 
 fn check_timeout(a: &[u8]) -> Result<(), Reply> {
@@ -515,7 +538,7 @@ fn check_timeout(a: &[u8]) -> Result<(), Reply> {
     }
 }
 
-fn bpop(ctx: &mut Ctx<'_>, a: &[Bytes], left: bool, name: &str) -> CmdResult {
+fn bpop(ctx: &mut Ctx<'_>, a: &[Bytes], left: bool) -> CmdResult {
     check_timeout(&a[a.len() - 1])?;
     let keys = &a[1..a.len() - 1];
     for k in keys {
@@ -527,20 +550,20 @@ fn bpop(ctx: &mut Ctx<'_>, a: &[Bytes], left: bool, name: &str) -> CmdResult {
             }
         }
     }
-    would_block(ctx, name, Reply::NullArray)
+    wait_for_keys(ctx, keys, &a[a.len() - 1], Reply::NullArray)
 }
 
 pub fn blpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    bpop(ctx, a, true, "BLPOP")
+    bpop(ctx, a, true)
 }
 pub fn brpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    bpop(ctx, a, false, "BRPOP")
+    bpop(ctx, a, false)
 }
 
 pub fn brpoplpush(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     check_timeout(&a[3])?;
     match move_generic(ctx, &a[1], &a[2], false, true)? {
-        Reply::Null => would_block(ctx, "BRPOPLPUSH", Reply::Null),
+        Reply::Null => wait_for_keys(ctx, &a[1..2], &a[3], Reply::Null),
         r => Ok(r),
     }
 }
@@ -549,7 +572,7 @@ pub fn blmove(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let (f, t) = (side(&a[3])?, side(&a[4])?);
     check_timeout(&a[5])?;
     match move_generic(ctx, &a[1], &a[2], f, t)? {
-        Reply::Null => would_block(ctx, "BLMOVE", Reply::Null),
+        Reply::Null => wait_for_keys(ctx, &a[1..2], &a[5], Reply::Null),
         r => Ok(r),
     }
 }
@@ -559,6 +582,6 @@ pub fn blmpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let (keys, left, count) = mpop_args(a, 2)?;
     match mpop(ctx, keys, left, count)? {
         Some(r) => Ok(r),
-        None => would_block(ctx, "BLMPOP", Reply::NullArray),
+        None => wait_for_keys(ctx, keys, &a[1], Reply::NullArray),
     }
 }

@@ -1,7 +1,8 @@
 //! The command table and dispatch: name lookup (case-insensitive, once per request: see
 //! [`Request`]), arity, authentication, then the handler. Handlers live in one file per command
 //! group: [`strings`], [`keys`], [`expire`], [`connection`] (PING, HELLO, AUTH, CLIENT...),
-//! [`server`] (INFO, CONFIG, SHUTDOWN, DBSIZE, FLUSH*, TIME), [`introspection`] (COMMAND), and
+//! [`server`] (INFO, CONFIG, SHUTDOWN, DBSIZE, FLUSH*, TIME, WAIT), [`introspection`] (COMMAND),
+//! [`pubsub`] (SUBSCRIBE, PUBLISH, PUBSUB...), and
 //! the data types: [`hashes`], [`lists`], [`sets`], [`zsets`], [`zsets_multi`], [`bitmaps`]
 //! (their table is in `types_table`).
 //!
@@ -410,6 +411,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { subcommands: &["config|get", "config|set", "config|resetstat", "config|help"], ..cmd!("config", -2, &[], (0, 0, 0), &["@slow"], "server", "2.0.0", "Depends on subcommand.", false, server::config, "A container for server configuration commands.") },
     cmd!("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(tables) in Strata: a checkpoint (hard links, shared capacity tables).", true, server::save, "Synchronously saves the database(s) to disk."),
     cmd!("bgsave", -1, &["admin", "noscript", "no_async_loading"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(1) to start; a checkpoint in the background.", true, server::bgsave, "Asynchronously saves the database(s) to disk."),
+    cmd!("wait", 3, &["noscript"], (0, 0, 0), &["@slow", "@connection"], "generic", "3.0.0", "O(1)", false, server::wait, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
     cmd!("lastsave", 1, &["loading", "stale", "fast"], (0, 0, 0), &["@admin", "@fast", "@dangerous"], "server", "1.0.0", "O(1)", false, server::lastsave, "Returns the Unix timestamp of the last successful save to disk."),
     cmd!("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(1)", false, server::shutdown, "Synchronously saves the database(s) to disk and shuts down the Redis server."),
     // Connection.
@@ -419,7 +421,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "1.0.0", "O(N) where N is the number of passwords defined for the user", false, connection::auth, "Authenticates the connection."),
     cmd!("select", 2, &["loading", "stale", "fast"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::select, "Changes the selected database."),
     cmd!("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "1.0.0", "O(1)", false, connection::quit, "Closes the connection."),
-    CommandSpec { subcommands: &["client|id", "client|getname", "client|setname", "client|setinfo", "client|list", "client|info", "client|kill", "client|help"], ..cmd!("client", -2, &[], (0, 0, 0), &["@slow"], "connection", "2.4.0", "Depends on subcommand.", false, connection::client, "A container for client connection commands.") },
+    CommandSpec { subcommands: &["client|id", "client|getname", "client|setname", "client|setinfo", "client|list", "client|info", "client|kill", "client|unblock", "client|help"], ..cmd!("client", -2, &[], (0, 0, 0), &["@slow"], "connection", "2.4.0", "Depends on subcommand.", false, connection::client, "A container for client connection commands.") },
     cmd!("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], (0, 0, 0), CONN, "connection", "6.2.0", "O(1)", false, connection::reset, "Resets the connection."),
     // Pub/Sub.
     cmd!("subscribe", -2, PS, (0, 0, 0), PS_ACL, "pubsub", "2.0.0", "O(N) where N is the number of channels to subscribe to.", false, pubsub::subscribe, "Listens for messages published to channels."),

@@ -90,6 +90,21 @@ impl Request {
         }
     }
 
+    /// The same request with its arguments copied out of the read buffer they were parsed
+    /// from (which they would otherwise keep allocated): for a request that waits (a blocked
+    /// command).
+    pub fn detached(&self) -> Request {
+        Request {
+            args: self
+                .args
+                .iter()
+                .map(|a| Bytes::copy_from_slice(a))
+                .collect(),
+            cmd: self.cmd,
+            traits: self.traits,
+        }
+    }
+
     /// [`CommandSpec::alone`] (false for an unknown command).
     pub fn alone(&self) -> bool {
         self.traits.alone

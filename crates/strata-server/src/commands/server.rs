@@ -53,6 +53,17 @@ pub fn info(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(Reply::Verbatim("txt", Bytes::from(text)))
 }
 
+/// WAIT: strata serve has no replicas, so the count of replicas that acknowledged is 0 at once
+/// (redis without replicas would wait out the timeout for a count it can never reach).
+pub fn wait(_ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let n = super::int_arg(&a[1])?;
+    let t = super::int_arg(&a[2])?;
+    if n < 0 || t < 0 {
+        return Err(Reply::error("ERR timeout is negative"));
+    }
+    Ok(Reply::Int(0))
+}
+
 pub fn shutdown(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     for w in &a[1..] {
         if is(w, "ABORT") {

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::errors::{self, err};
-use super::lists::would_block;
+use super::lists::wait_for_keys;
 use super::zsets::{all, del_member, pairs_reply, parse_range, put_member, select, walk, ZSET};
 use super::{int_arg, is, CmdResult, Ctx};
 use crate::collections::access::Coll;
@@ -92,7 +92,7 @@ fn check_timeout(a: &[u8]) -> Result<(), Reply> {
     }
 }
 
-fn bzpop(ctx: &mut Ctx<'_>, a: &[Bytes], max: bool, name: &str) -> CmdResult {
+fn bzpop(ctx: &mut Ctx<'_>, a: &[Bytes], max: bool) -> CmdResult {
     check_timeout(&a[a.len() - 1])?;
     for k in &a[1..a.len() - 1] {
         if let Some(mut c) = ctx.coll(k, ZSET)? {
@@ -105,14 +105,14 @@ fn bzpop(ctx: &mut Ctx<'_>, a: &[Bytes], max: bool, name: &str) -> CmdResult {
             }
         }
     }
-    would_block(ctx, name, Reply::NullArray)
+    wait_for_keys(ctx, &a[1..a.len() - 1], &a[a.len() - 1], Reply::NullArray)
 }
 
 pub fn bzpopmin(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    bzpop(ctx, a, false, "BZPOPMIN")
+    bzpop(ctx, a, false)
 }
 pub fn bzpopmax(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    bzpop(ctx, a, true, "BZPOPMAX")
+    bzpop(ctx, a, true)
 }
 
 fn mpop(ctx: &mut Ctx<'_>, a: &[Bytes], first: usize) -> Result<Option<Reply>, Reply> {
@@ -167,7 +167,10 @@ pub fn bzmpop(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     check_timeout(&a[1])?;
     match mpop(ctx, a, 2)? {
         Some(r) => Ok(r),
-        None => would_block(ctx, "BZMPOP", Reply::NullArray),
+        None => {
+            let n = int_arg(&a[2])? as usize;
+            wait_for_keys(ctx, &a[3..3 + n], &a[1], Reply::NullArray)
+        }
     }
 }
 

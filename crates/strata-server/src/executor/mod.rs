@@ -33,7 +33,10 @@
 //! [`OUTPUT_SOFT_LIMIT`], the batch stops after the current segment's commands so far (at least
 //! one request always runs) and the caller keeps the rest for later, so the output buffer stays
 //! bounded even for pipelines of large GETs. Runs inline on the event loop
-//! ([`run_batch_inline`]) or on the engine pool ([`run_batch_mode`]); see `connection`.
+//! ([`run_batch_inline`]) or on the engine pool ([`run_batch_mode`]); see `connection`. (f) A
+//! blocking command that found its keys empty (see `blocking`) ends the batch unanswered: it
+//! stays first in the connection's queue and reruns when woken; a segment that wrote keys
+//! while clients are blocked signals them after its commit.
 //! Depends on `commands`, `commit_group`, `store`, `locks`, `resp`, `session`, `stats`.
 
 use bytes::{Bytes, BytesMut};
@@ -114,6 +117,10 @@ pub fn run_batch_mode(
             shared.store.write(writes)
         };
         at.done += finish_segment(shared, session, seg, committed, out, false);
+        // A blocking command waits (first of what is left): the batch stops here.
+        if session.blocked.is_some() {
+            break;
+        }
     }
     at.done
 }
@@ -182,6 +189,9 @@ pub async fn run_batch_inline(
             }
         };
         at.done += finish_segment(shared, session, seg, committed, out, true);
+        if session.blocked.is_some() {
+            break;
+        }
     }
     (at.done, None)
 }
@@ -280,6 +290,8 @@ struct Prepared {
     /// An EXEC's transaction and watches, taken from the session: given back if the segment
     /// is discarded after running (its commit retried), dropped with it otherwise.
     exec: Option<(Multi, Option<Watching>)>,
+    /// Keys written that blocked clients may wait for (see `blocking`).
+    touched: Vec<Bytes>,
 }
 
 /// Steps 1 and 2 of a segment (or its prefix, if its replies outgrow `room`): lock, run. Returns
@@ -491,6 +503,23 @@ fn run_commands(
             let stripe = guard.and_then(MultiGuard::chained_stripe);
             return Err(stripe.map_or(Deferred::Blocking, Deferred::Busy));
         }
+        // A blocking command that found its keys empty: the client waits (see `blocking`),
+        // the command stays queued (not run, not counted, its reply discarded) and the batch
+        // stops here. One served on a rerun leaves the blocked state.
+        let newly_blocked = match pending.block.take() {
+            Some(b) => {
+                session.blocked = Some(b);
+                true
+            }
+            None => false,
+        };
+        if newly_blocked || std::mem::take(&mut pending.blocks_again) {
+            pending.calls.pop();
+            ran -= 1;
+            break;
+        }
+        // A blocked command rerun after a wake got its answer (an element, or an error).
+        session.blocked = None;
         if first_write.is_none() && pending.batch.len() > before {
             first_write = Some(replies.len());
         }
@@ -502,6 +531,14 @@ fn run_commands(
         if session.close == Close::AfterReply || reply_bytes >= room {
             break;
         }
+    }
+    // Clients wait for keys: the ones this segment wrote are signalled once it commits.
+    if shared.blocking.active() {
+        pending.touched = pending
+            .overlay
+            .keys()
+            .map(|k| Bytes::copy_from_slice(k))
+            .collect();
     }
     Ok(Ran {
         replies,
@@ -530,6 +567,7 @@ impl Prepared {
             },
             calls: std::mem::take(&mut pending.calls),
             functions: pending.functions.take(),
+            touched: std::mem::take(&mut pending.touched),
             replies: ran.replies,
             first_write: ran.first_write,
             ran: ran.ran,
@@ -689,6 +727,7 @@ fn finish_segment(
         timings,
         calls,
         functions,
+        touched,
         ..
     } = seg;
     shared.command_stats.record(&calls);
@@ -696,6 +735,9 @@ fn finish_segment(
     // stripes (the functions' lock among them) are still held.
     if let (Some(reg), Ok(())) = (functions, &committed) {
         shared.functions.install(reg);
+    }
+    if committed.is_ok() && !touched.is_empty() {
+        shared.blocking.signal(touched.iter().map(|k| &k[..]));
     }
     if let Err(e) = committed {
         tracing::error!("write failed: {e}");
