@@ -5,7 +5,7 @@
 # tests/test_lock.py (redis-py's Lock, on Lua scripts), tests/test_pubsub.py and
 # tests/test_asyncio/test_pubsub.py (Pub/Sub, sync and asyncio clients) against `strata serve`, unpatched. Installs everything it needs:
 # a Python venv with the redis sdist (its tests come from the sdist, fetched with pip download)
-# and pytest. Tests that need modules, ACL, cluster or commands outside the server's scope are
+# and pytest, and Celery for scripts/job-queue-test.py, run last. Tests that need modules, ACL, cluster or commands outside the server's scope are
 # deselected by name from scripts/redis-py-deselect.txt, each with its reason.
 #
 # Usage: scripts/redis-py-tests.sh [path/to/strata]   (default: builds target/debug/strata)
@@ -31,7 +31,8 @@ if [ ! -d "$WORK/redis-$REDIS_PY_VERSION/tests" ]; then
   "$VPY" -m pip download -q --no-deps --no-binary :all: -d "$WORK" "redis==$REDIS_PY_VERSION"
   tar -xzf "$WORK/redis-$REDIS_PY_VERSION.tar.gz" -C "$WORK"
 fi
-"$VPY" -m pip install -q "$WORK/redis-$REDIS_PY_VERSION" pytest pytest-asyncio pytest-timeout packaging
+"$VPY" -m pip install -q "$WORK/redis-$REDIS_PY_VERSION" pytest pytest-asyncio pytest-timeout packaging \
+  "celery==${CELERY_VERSION:-5.7.0}"
 
 PORT=${PORT:-$(( 20000 + RANDOM % 20000 ))}
 DATA="$WORK/data"
@@ -60,3 +61,8 @@ cd "$WORK/redis-$REDIS_PY_VERSION"
   tests/test_lock.py tests/test_function.py tests/test_pubsub.py tests/test_asyncio/test_pubsub.py \
   --redis-url="redis://127.0.0.1:$PORT/0" \
   -p no:cacheprovider -q --timeout 60 -W ignore -rfE "${DESELECT[@]}"
+
+# A real job-queue library end to end on the same server: Celery (Redis broker and result
+# backend), a worker killed mid-task and its task redelivered (scripts/job-queue-test.py).
+cd "$ROOT"
+"$VPY" scripts/job-queue-test.py "$PORT"

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 
 use crate::fasthash::FastHash;
 use crate::resp::Reply;
@@ -77,7 +77,9 @@ struct Queues {
 /// The server's blocked clients.
 #[derive(Default)]
 pub struct Blocking {
-    queues: Mutex<Queues>,
+    /// Written by registrations and removals; read by signals (which mark a waiter woken with
+    /// an atomic), so commits that signal do not serialize on it.
+    queues: RwLock<Queues>,
     /// Blocked clients (INFO `blocked_clients`); checked before collecting a segment's keys.
     count: AtomicUsize,
     /// Wakes sent (for tests and INFO).
@@ -106,7 +108,7 @@ impl Blocking {
             unblock: AtomicU8::new(0),
             notify: tokio::sync::Notify::new(),
         });
-        let mut q = self.queues.lock();
+        let mut q = self.queues.write();
         for k in &w.keys {
             q.by_key.entry(k.clone()).or_default().push_back(w.clone());
         }
@@ -122,13 +124,18 @@ impl Blocking {
     /// `keys` were written (and committed): wakes, for each, its longest-blocked waiter not
     /// already woken.
     pub fn signal<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>) {
-        let q = self.queues.lock();
+        let q = self.queues.read();
         for k in keys {
             let Some(waiters) = q.by_key.get(k) else {
                 continue;
             };
-            if let Some(w) = waiters.iter().find(|w| !w.woken.load(Relaxed)) {
-                w.woken.store(true, Relaxed);
+            // Concurrent signals of one key each claim a different waiter.
+            let claimed = waiters.iter().find(|w| {
+                w.woken
+                    .compare_exchange(false, true, Relaxed, Relaxed)
+                    .is_ok()
+            });
+            if let Some(w) = claimed {
                 w.notify.notify_one();
                 self.wakes.fetch_add(1, Relaxed);
             }
@@ -137,7 +144,7 @@ impl Blocking {
 
     /// CLIENT UNBLOCK: ends `client_id`'s wait; false if it is not blocked.
     pub fn unblock(&self, client_id: u64, how: Unblock) -> bool {
-        let q = self.queues.lock();
+        let q = self.queues.read();
         let Some(w) = q.by_client.get(&client_id) else {
             return false;
         };
@@ -152,11 +159,11 @@ impl Blocking {
 
     /// Whether `client_id` is blocked (CLIENT LIST `flags=b`).
     pub fn is_blocked(&self, client_id: u64) -> bool {
-        self.queues.lock().by_client.contains_key(&client_id)
+        self.queues.read().by_client.contains_key(&client_id)
     }
 
     fn remove(&self, w: &Arc<Waiter>) {
-        let mut q = self.queues.lock();
+        let mut q = self.queues.write();
         for k in &w.keys {
             if let Some(waiters) = q.by_key.get_mut(k) {
                 waiters.retain(|x| !Arc::ptr_eq(x, w));
@@ -241,7 +248,7 @@ mod tests {
         assert!(next.waiter.take_wake());
         assert!(!next.waiter.take_wake(), "taken once");
         drop(next);
-        assert!(hub.queues.lock().by_key.is_empty());
+        assert!(hub.queues.read().by_key.is_empty());
     }
 
     #[test]
