@@ -48,6 +48,11 @@ pub struct Waiter {
 }
 
 impl Waiter {
+    /// The keys it waits for.
+    pub fn keys(&self) -> &[Bytes] {
+        &self.keys
+    }
+
     /// Waits for a signal or CLIENT UNBLOCK (at once if one came since the last wait).
     pub async fn notified(&self) {
         self.notify.notified().await
@@ -191,6 +196,9 @@ pub struct Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         self.hub.remove(&self.waiter);
+        // A wake it did not use goes to the next waiters of its keys. (A wake it used and
+        // was served by: the executor signals the keys its command did not write, see
+        // `executor::finish_segment`.)
         if self.waiter.take_wake() {
             let keys: Vec<&[u8]> = self.waiter.keys.iter().map(|k| &k[..]).collect();
             self.hub.signal(keys);
@@ -249,6 +257,19 @@ mod tests {
         assert!(!next.waiter.take_wake(), "taken once");
         drop(next);
         assert!(hub.queues.read().by_key.is_empty());
+    }
+
+    #[test]
+    fn a_used_wake_is_not_passed_on() {
+        // The next waiter is woken by the served waiter's own write, after it: were leaving
+        // to signal too, the third waiter would race the second.
+        let hub = Arc::new(Blocking::default());
+        let first = hub.register(1, &[b("q")]);
+        let second = hub.register(2, &[b("q")]);
+        hub.signal([&b"q"[..]]);
+        assert!(first.waiter.take_wake()); // it reruns and is served
+        drop(first);
+        assert!(!second.waiter.woken.load(Relaxed));
     }
 
     #[test]

@@ -84,6 +84,8 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
     let mut protocol_error = None;
     // Pub/Sub message bytes in `out`, released from the mailbox's count once written.
     let mut owed: u64 = 0;
+    // A blocked command was woken: it reruns at step 2.
+    let mut rerun_blocked = false;
     loop {
         if client.is_killed() {
             debug!("client {} killed (CLIENT KILL)", client.id);
@@ -127,8 +129,9 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
             }
         }
 
-        // 2. Execute (only a prefix if the replies grow large; the rest stays queued).
-        if !queued.is_empty() {
+        // 2. Execute (only a prefix if the replies grow large; the rest stays queued). A
+        // blocked command (first in the queue) reruns only when woken.
+        if !queued.is_empty() && (session.blocked.is_none() || std::mem::take(&mut rerun_blocked)) {
             client.touch();
             let batch = std::mem::take(&mut queued);
             match execute(&shared, session, batch, out).await {
@@ -162,7 +165,32 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
 
         // 3. Reply.
         if !out.is_empty() {
-            if sock.write_all(&out).await.is_err() {
+            // A client that does not read blocks this write; CLIENT KILL, or its mailbox
+            // passing the Pub/Sub output limit, still closes it (a shutdown lets it finish:
+            // these replies acknowledge writes).
+            let mailbox = session.pubsub.as_ref().map(|s| s.mailbox.clone());
+            let wrote = tokio::select! {
+                r = sock.write_all(&out) => r.is_ok(),
+                _ = client.killed() => false,
+                _ = async {
+                    match &mailbox {
+                        Some(m) => {
+                            while !m.killed() {
+                                m.notified().await;
+                            }
+                        }
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    warn!(
+                        "client {} closed: its unread Pub/Sub messages passed \
+                         client-output-buffer-limit pubsub",
+                        client.id
+                    );
+                    false
+                }
+            };
+            if !wrote {
                 return;
             }
             ServerStats::add(&shared.stats.net_output_bytes, out.len() as u64);
@@ -192,13 +220,23 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
                 inbuf = BytesMut::new();
             }
             out = BytesMut::new();
+            let held = (inbuf.len() + parser.pending_bytes()) as u64;
+            if held > shared.limits.query_buffer_limit() {
+                warn!(
+                    "client {} closed: query buffer of {held} bytes (pipelined behind a blocked \
+                     command) exceeds client-query-buffer-limit",
+                    client.id
+                );
+                return;
+            }
             match wait_blocked(&shared, &sock, &client, &mut session, &mut inbuf).await {
-                Some(Some(reply)) => {
+                BlockedWait::Rerun => rerun_blocked = true,
+                BlockedWait::Answer(reply) => {
                     encode(&mut out, &reply, session.protocol);
                     queued.remove(0);
                 }
-                Some(None) => {}
-                None => {
+                BlockedWait::Other => {}
+                BlockedWait::Close => {
                     let _ = sock.shutdown().await;
                     return;
                 }
@@ -277,21 +315,35 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
     }
 }
 
-/// Waits for what ends or advances a blocked command's wait (see `blocking`): a wake (the
-/// command reruns: `Some(None)`), its timeout or CLIENT UNBLOCK (its final reply:
-/// `Some(Some(reply))`, the session no longer blocked), more input or CLIENT KILL (`Some(None)`:
-/// the caller's loop reads or closes), or the client leaving or the server shutting down
-/// (`None`).
+/// How a blocked command's wait ended (see [`wait_blocked`]).
+enum BlockedWait {
+    /// Woken by a write to one of its keys: the command reruns.
+    Rerun,
+    /// Its timeout passed, or CLIENT UNBLOCK: its final reply (the session is no longer
+    /// blocked).
+    Answer(Reply),
+    /// More input, a Pub/Sub message or CLIENT KILL: the caller's loop reads, writes the
+    /// message or closes, and the command waits on without rerunning (a rerun could take an
+    /// element meant for a client woken before it).
+    Other,
+    /// The client left or the server is shutting down.
+    Close,
+}
+
+/// Waits for what ends or advances a blocked command's wait (see `blocking`).
 async fn wait_blocked(
     shared: &Shared,
     sock: &TcpStream,
     client: &ClientHandle,
     session: &mut Session,
     inbuf: &mut BytesMut,
-) -> Option<Option<Reply>> {
-    let b = session.blocked.as_ref()?;
+) -> BlockedWait {
+    let Some(b) = session.blocked.as_ref() else {
+        return BlockedWait::Other;
+    };
     let waiter = b.registration.waiter.clone();
     let deadline = b.deadline;
+    let mailbox = session.pubsub.as_ref().map(|s| s.mailbox.clone());
     let timed_out = tokio::select! {
         _ = waiter.notified() => false,
         _ = async {
@@ -300,36 +352,39 @@ async fn wait_blocked(
                 None => std::future::pending().await,
             }
         } => true,
-        _ = client.killed() => return Some(None),
-        _ = shared.shutdown.wait() => return None,
+        _ = client.killed() => return BlockedWait::Other,
+        _ = async {
+            match &mailbox {
+                Some(m) => m.notified().await,
+                None => std::future::pending().await,
+            }
+        } => return BlockedWait::Other,
+        _ = shared.shutdown.wait() => return BlockedWait::Close,
         r = read_when_ready(sock, inbuf, READ_CHUNK) => match r {
-            Ok(0) | Err(_) => return None,
+            Ok(0) | Err(_) => return BlockedWait::Close,
             Ok(n) => {
-                // Requests pipelined behind the blocked one: parsed and queued behind it
-                // (which reruns, and blocks again if its keys are still empty).
+                // Requests pipelined behind the blocked one: parsed and queued behind it.
                 ServerStats::add(&shared.stats.net_input_bytes, n as u64);
-                return Some(None);
+                return BlockedWait::Other;
             }
         },
     };
     let end = if timed_out {
-        Some(b.timed_out.clone())
+        b.timed_out.clone()
     } else {
         match waiter.unblocked() {
-            Some(crate::blocking::Unblock::Timeout) => Some(b.timed_out.clone()),
-            Some(crate::blocking::Unblock::Error) => Some(Reply::error(
-                "UNBLOCKED client unblocked via CLIENT UNBLOCK",
-            )),
+            Some(crate::blocking::Unblock::Timeout) => b.timed_out.clone(),
+            Some(crate::blocking::Unblock::Error) => {
+                Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+            }
             None => {
                 waiter.take_wake();
-                None
+                return BlockedWait::Rerun;
             }
         }
     };
-    if end.is_some() {
-        session.blocked = None;
-    }
-    Some(end)
+    session.blocked = None;
+    BlockedWait::Answer(end)
 }
 
 /// Waits until the socket is readable, then reads into `inbuf`, first giving it room for at

@@ -147,8 +147,10 @@ impl Mailbox {
         }
         let size = m.size();
         self.soft.store(limit.soft, Relaxed);
-        self.queue.lock().push_back(m);
+        // Counted before it is queued: a connection that takes and writes it at once then
+        // never subtracts bytes not yet added.
         let bytes = self.bytes.fetch_add(size, Relaxed) + size;
+        self.queue.lock().push_back(m);
         let now = Instant::now();
         let since = {
             let mut s = self.over_soft_since.lock();
@@ -200,6 +202,15 @@ impl Mailbox {
     pub async fn notified(&self) {
         self.notify.notified().await
     }
+}
+
+/// A message a command published, delivered when its segment is finished.
+#[derive(Clone, Debug)]
+pub struct Publish {
+    /// `Kind::Channel` (PUBLISH) or `Kind::Shard` (SPUBLISH).
+    pub kind: Kind,
+    pub channel: Bytes,
+    pub payload: Bytes,
 }
 
 /// Which of the three subscription kinds.
@@ -274,6 +285,16 @@ impl PubSub {
         n
     }
 
+    /// Delivers what a segment published, in order.
+    pub fn deliver(&self, publishes: Vec<Publish>, limit: OutputLimit) {
+        for p in publishes {
+            match p.kind {
+                Kind::Shard => self.spublish(&p.channel, &p.payload, limit),
+                _ => self.publish(&p.channel, &p.payload, limit),
+            };
+        }
+    }
+
     /// SPUBLISH: delivers to the subscribers of shard channel `channel`.
     pub fn spublish(&self, channel: &Bytes, payload: &Bytes, limit: OutputLimit) -> usize {
         let map = self.shard.read();
@@ -308,6 +329,23 @@ impl PubSub {
             .collect();
         v.sort();
         v
+    }
+
+    /// How many deliveries [`PubSub::publish`] (or, for `Kind::Shard`, `spublish`) of a
+    /// message to `channel` would make now.
+    pub fn receivers(&self, kind: Kind, channel: &[u8]) -> usize {
+        let direct = self.subscribers(kind, channel);
+        if kind == Kind::Shard {
+            return direct;
+        }
+        direct
+            + self
+                .patterns
+                .read()
+                .iter()
+                .filter(|(p, _)| glob::matches(p, channel, false))
+                .map(|(_, subs)| subs.len())
+                .sum::<usize>()
     }
 
     /// Subscribers of `name` (PUBSUB NUMSUB, SHARDNUMSUB).

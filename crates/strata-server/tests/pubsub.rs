@@ -351,3 +351,58 @@ fn a_subscriber_that_does_not_read_is_disconnected_at_the_output_limit() {
             ]))
     });
 }
+
+#[test]
+fn client_kill_closes_a_subscriber_stuck_writing_to_a_client_that_does_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut p = s.conn();
+    // No output limit: only CLIENT KILL can end this subscriber.
+    run(
+        &mut p,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 0 0 0",
+        ],
+    )
+    .unwrap();
+    let mut stalled = Raw::connect(s.addr);
+    stalled.expect(
+        &resp(&[b"SUBSCRIBE", b"feed"]),
+        "*3\r\n$9\r\nsubscribe\r\n$4\r\nfeed\r\n:1\r\n",
+    );
+    let id = {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query(&mut p)
+            .unwrap();
+        list.split(' ')
+            .next()
+            .unwrap()
+            .strip_prefix("id=")
+            .unwrap()
+            .to_string()
+    };
+    // 32 MB for a client that reads nothing: its connection blocks writing them.
+    let payload = vec![b'x'; 64 * 1024];
+    for _ in 0..512 {
+        redis::cmd("PUBLISH")
+            .arg("feed")
+            .arg(&payload[..])
+            .query::<i64>(&mut p)
+            .unwrap();
+    }
+    assert_eq!(int(run(&mut p, &["CLIENT", "KILL", "ID", &id])), 1);
+    eventually("the killed subscriber to leave the registry", || {
+        run(&mut p, &["PUBSUB", "NUMSUB", "feed"])
+            == Ok(Value::Array(vec![
+                Value::BulkString(b"feed".to_vec()),
+                Value::Int(0),
+            ]))
+    });
+    drop(stalled);
+}

@@ -58,19 +58,26 @@ pub fn quit(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
 /// RESET: leaves MULTI, forgets WATCHed keys, unsubscribes from everything, goes back to
 /// RESP2 and no client name, and (with a password configured) back to unauthenticated.
 pub fn reset(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    if let Some(p) = ctx.session.pubsub.as_mut() {
+        p.clear();
+    }
+    // Messages that arrived before the unsubscription go before the reply.
+    let msgs = super::pubsub::queued_messages(ctx);
     let s = &mut *ctx.session;
     s.multi = None;
     s.watching = None;
-    if let Some(p) = s.pubsub.as_mut() {
-        p.clear();
-    }
     for c in [&s.client.sub, &s.client.psub, &s.client.ssub] {
         c.store(0, Relaxed);
     }
     s.set_protocol(Protocol::Resp2);
     *s.client.name.lock() = None;
     s.authenticated = !ctx.shared.limits.auth_required();
-    Ok(Reply::simple("RESET"))
+    if msgs.is_empty() {
+        return Ok(Reply::simple("RESET"));
+    }
+    let mut out = msgs;
+    out.push(Reply::simple("RESET"));
+    Ok(Reply::Many(out))
 }
 
 /// Checks `user`/`pass` for the only user, `default`. With no password configured, `default`
@@ -226,7 +233,12 @@ fn client_kill(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             }
         } else if is(opt, "USER") {
             // `default` is the only user, and every client is authenticated as it.
-            none |= &v[..] != b"default";
+            if &v[..] != b"default" {
+                return Err(Reply::error(format!(
+                    "ERR No such user '{}'",
+                    String::from_utf8_lossy(v)
+                )));
+            }
         } else if is(opt, "SKIPME") {
             if is(v, "yes") {
                 skipme = true;
@@ -437,8 +449,8 @@ pub fn client(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             return Err(wrong_args("client|unblock"));
         }
         let id = match crate::numbers::parse_i64(&a[2]) {
-            Some(id) if id > 0 => id as u64,
-            _ => return Err(err(errors::NOT_INTEGER)),
+            Some(id) => u64::try_from(id).unwrap_or(0),
+            None => return Err(err(errors::NOT_INTEGER)),
         };
         let how = match a.get(3) {
             None => crate::blocking::Unblock::Timeout,

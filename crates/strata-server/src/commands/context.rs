@@ -76,6 +76,13 @@ pub struct Pending {
     /// The user keys the segment wrote, collected only while some client is blocked: they are
     /// signalled once the write committed (`executor::finish_segment`).
     pub touched: Vec<Bytes>,
+    /// Messages PUBLISHed by the segment's commands, delivered once it is finished (a segment
+    /// discarded and rerun must not deliver twice).
+    pub publishes: Vec<crate::pubsub::Publish>,
+    /// The keys of a blocked command that was served (or failed) on its rerun in this segment:
+    /// those its segment did not write are signalled after the commit, since a wake for one
+    /// of them may have been used by a pop from another (see `executor::finish_segment`).
+    pub released: Vec<Bytes>,
     /// The batch holds writes outside database 0 (function libraries), which `take_batch`
     /// must keep as they are.
     unkeyed: bool,
@@ -114,6 +121,8 @@ impl Pending {
             block: None,
             blocks_again: false,
             touched: Vec::new(),
+            publishes: Vec::new(),
+            released: Vec::new(),
             refuse_busy: false,
             functions: None,
             every_stripe: false,

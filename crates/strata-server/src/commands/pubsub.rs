@@ -16,7 +16,7 @@ use bytes::Bytes;
 use super::connection::help_reply;
 use super::errors::{unknown_subcommand, wrong_args};
 use super::{is, CmdResult, CommandSpec, Ctx};
-use crate::pubsub::{Kind, Subscriptions};
+use crate::pubsub::{Kind, Publish, Subscriptions};
 use crate::resp::Reply;
 
 fn word(w: &'static str) -> Reply {
@@ -62,6 +62,18 @@ fn mirror(ctx: &Ctx<'_>) {
     c.ssub.store(h as u32, Relaxed);
 }
 
+/// The messages already in the client's mailbox, as replies: they were published before the
+/// command that takes them ran, so they go before its reply — after an UNSUBSCRIBE that leaves
+/// subscribed mode, a RESP2 client reads no more pushes.
+pub fn queued_messages(ctx: &Ctx<'_>) -> Vec<Reply> {
+    let Some(subs) = &ctx.session.pubsub else {
+        return Vec::new();
+    };
+    let (msgs, bytes) = subs.mailbox.take();
+    subs.mailbox.written(bytes);
+    msgs.iter().map(crate::pubsub::Message::reply).collect()
+}
+
 fn count_for(subs: &Subscriptions, kind: Kind) -> i64 {
     match kind {
         Kind::Shard => subs.len(Kind::Shard) as i64,
@@ -91,6 +103,7 @@ fn subscribe_to(ctx: &mut Ctx<'_>, a: &[Bytes], kind: Kind, what: &'static str) 
 
 fn unsubscribe_from(ctx: &mut Ctx<'_>, a: &[Bytes], kind: Kind, what: &'static str) -> CmdResult {
     let mut out = Vec::new();
+    let mut unsubscribed = false;
     if let Some(subs) = ctx.session.pubsub.as_mut() {
         let names = if a.len() == 1 {
             subs.names(kind)
@@ -98,7 +111,7 @@ fn unsubscribe_from(ctx: &mut Ctx<'_>, a: &[Bytes], kind: Kind, what: &'static s
             a[1..].to_vec()
         };
         for name in names {
-            subs.unsubscribe(kind, &name);
+            unsubscribed |= subs.unsubscribe(kind, &name);
             out.push(Reply::Push(vec![
                 word(what),
                 Reply::Bulk(name),
@@ -124,6 +137,13 @@ fn unsubscribe_from(ctx: &mut Ctx<'_>, a: &[Bytes], kind: Kind, what: &'static s
         out.push(Reply::Push(vec![word(what), Reply::Null, Reply::Int(n)]));
     }
     mirror(ctx);
+    if unsubscribed {
+        let mut msgs = queued_messages(ctx);
+        if !msgs.is_empty() {
+            msgs.append(&mut out);
+            out = msgs;
+        }
+    }
     Ok(Reply::Many(out))
 }
 
@@ -151,16 +171,25 @@ pub fn sunsubscribe(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     unsubscribe_from(ctx, a, Kind::Shard, "sunsubscribe")
 }
 
-pub fn publish(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let limit = ctx.shared.limits.pubsub_output_limit();
-    let n = ctx.shared.pubsub.publish(&a[1], &a[2], limit);
+/// PUBLISH and SPUBLISH answer how many deliveries there will be; the message goes out when
+/// the segment is finished (`executor::finish_segment`), so a segment discarded and rerun (an
+/// inline start that needed I/O, a retried commit) delivers it once.
+fn stage(ctx: &mut Ctx<'_>, a: &[Bytes], kind: Kind) -> CmdResult {
+    let n = ctx.shared.pubsub.receivers(kind, &a[1]);
+    ctx.pending.publishes.push(Publish {
+        kind,
+        channel: a[1].clone(),
+        payload: a[2].clone(),
+    });
     Ok(Reply::Int(n as i64))
 }
 
+pub fn publish(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    stage(ctx, a, Kind::Channel)
+}
+
 pub fn spublish(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let limit = ctx.shared.limits.pubsub_output_limit();
-    let n = ctx.shared.pubsub.spublish(&a[1], &a[2], limit);
-    Ok(Reply::Int(n as i64))
+    stage(ctx, a, Kind::Shard)
 }
 
 const PUBSUB_HELP: &[&str] = &[

@@ -292,6 +292,10 @@ struct Prepared {
     exec: Option<(Multi, Option<Watching>)>,
     /// Keys written that blocked clients may wait for (see `blocking`).
     touched: Vec<Bytes>,
+    /// Messages published by its commands (delivered once it is finished).
+    publishes: Vec<crate::pubsub::Publish>,
+    /// The keys of a blocked command served in it (see `Pending::released`).
+    released: Vec<Bytes>,
 }
 
 /// Steps 1 and 2 of a segment (or its prefix, if its replies outgrow `room`): lock, run. Returns
@@ -519,7 +523,11 @@ fn run_commands(
             break;
         }
         // A blocked command rerun after a wake got its answer (an element, or an error).
-        session.blocked = None;
+        if let Some(b) = session.blocked.take() {
+            pending
+                .released
+                .extend(b.registration.waiter.keys().iter().cloned());
+        }
         if first_write.is_none() && pending.batch.len() > before {
             first_write = Some(replies.len());
         }
@@ -568,6 +576,8 @@ impl Prepared {
             calls: std::mem::take(&mut pending.calls),
             functions: pending.functions.take(),
             touched: std::mem::take(&mut pending.touched),
+            publishes: std::mem::take(&mut pending.publishes),
+            released: std::mem::take(&mut pending.released),
             replies: ran.replies,
             first_write: ran.first_write,
             ran: ran.ran,
@@ -728,6 +738,8 @@ fn finish_segment(
         calls,
         functions,
         touched,
+        publishes,
+        released,
         ..
     } = seg;
     shared.command_stats.record(&calls);
@@ -738,6 +750,21 @@ fn finish_segment(
     }
     if committed.is_ok() && !touched.is_empty() {
         shared.blocking.signal(touched.iter().map(|k| &k[..]));
+    }
+    // A served blocked command's other keys: it may have been woken by a push to one of them
+    // and taken from another (or failed, or its write failed), leaving that element for the
+    // next waiter there. Keys it wrote were signalled above (once: signalling them again
+    // would wake a second waiter to race the first).
+    if !released.is_empty() {
+        let written = |k: &Bytes| committed.is_ok() && touched.contains(k);
+        shared
+            .blocking
+            .signal(released.iter().filter(|k| !written(k)).map(|k| &k[..]));
+    }
+    // Messages go out once the segment is final (with its writes, if it has any).
+    if committed.is_ok() && !publishes.is_empty() {
+        let limit = shared.limits.pubsub_output_limit();
+        shared.pubsub.deliver(publishes, limit);
     }
     if let Err(e) = committed {
         tracing::error!("write failed: {e}");
