@@ -39,6 +39,36 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// PUBSUB NUMSUB of one channel.
+fn numsub(c: &mut redis::Connection, channel: &str) -> i64 {
+    match run(c, &["PUBSUB", "NUMSUB", channel]) {
+        Ok(Value::Array(v)) if v.len() == 2 => match v[1] {
+            Value::Int(n) => n,
+            _ => panic!("NUMSUB count: {v:?}"),
+        },
+        other => panic!("PUBSUB NUMSUB: {other:?}"),
+    }
+}
+
+/// A server with `client-output-buffer-limit pubsub <limit>`, a connection to it, and a raw
+/// client subscribed to `feed` that never reads.
+fn stalled_subscriber(dir: &std::path::Path, limit: &str) -> (TestServer, redis::Connection, Raw) {
+    let s = TestServer::start(test_config(dir));
+    let mut p = s.conn();
+    let value = format!("pubsub {limit}");
+    run(
+        &mut p,
+        &["CONFIG", "SET", "client-output-buffer-limit", &value],
+    )
+    .unwrap();
+    let mut stalled = Raw::connect(s.addr);
+    stalled.expect(
+        &resp(&[b"SUBSCRIBE", b"feed"]),
+        "*3\r\n$9\r\nsubscribe\r\n$4\r\nfeed\r\n:1\r\n",
+    );
+    (s, p, stalled)
+}
+
 #[test]
 fn messages_arrive_in_publish_order_to_channel_and_pattern_subscribers() {
     let dir = tempfile::tempdir().unwrap();
@@ -263,30 +293,14 @@ fn client_kill_closes_the_connection_it_names() {
 #[test]
 fn a_subscriber_that_does_not_read_is_disconnected_at_the_output_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let s = TestServer::start(test_config(dir.path()));
-    let mut p = s.conn();
-    run(
-        &mut p,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "pubsub 4mb 1mb 60",
-        ],
-    )
-    .unwrap();
+    // The stalled subscriber subscribes and then never reads.
+    let (s, mut p, mut stalled) = stalled_subscriber(dir.path(), "4mb 1mb 60");
     assert_eq!(
         run(&mut p, &["CONFIG", "GET", "client-output-buffer-limit"]),
         Ok(Value::Array(vec![
             Value::BulkString(b"client-output-buffer-limit".to_vec()),
             Value::BulkString(b"normal 0 0 0 slave 0 0 0 pubsub 4194304 1048576 60".to_vec()),
         ]))
-    );
-    // The stalled subscriber subscribes and then never reads.
-    let mut stalled = Raw::connect(s.addr);
-    stalled.expect(
-        &resp(&[b"SUBSCRIBE", b"feed"]),
-        "*3\r\n$9\r\nsubscribe\r\n$4\r\nfeed\r\n:1\r\n",
     );
     // A reader on another thread keeps up and must see every message (the publisher waits
     // for it to be within 16 messages, 1 MB, so only a reader that stops falls behind).
@@ -308,13 +322,7 @@ fn a_subscriber_that_does_not_read_is_disconnected_at_the_output_limit() {
             seen_by_reader.store(n, std::sync::atomic::Ordering::Relaxed);
         }
     });
-    eventually("both subscribers", || {
-        run(&mut p, &["PUBSUB", "NUMSUB", "feed"])
-            == Ok(Value::Array(vec![
-                Value::BulkString(b"feed".to_vec()),
-                Value::Int(2),
-            ]))
-    });
+    eventually("both subscribers", || numsub(&mut p, "feed") == 2);
     // 64 MB published: far past what the kernel's socket buffers absorb for the stalled one.
     let mut payload = vec![b'x'; 64 * 1024];
     const COUNT: usize = 1024;
@@ -344,35 +352,15 @@ fn a_subscriber_that_does_not_read_is_disconnected_at_the_output_limit() {
         "1"
     );
     eventually("the stalled subscriber to leave the registry", || {
-        run(&mut p, &["PUBSUB", "NUMSUB", "feed"])
-            == Ok(Value::Array(vec![
-                Value::BulkString(b"feed".to_vec()),
-                Value::Int(0),
-            ]))
+        numsub(&mut p, "feed") == 0
     });
 }
 
 #[test]
 fn client_kill_closes_a_subscriber_stuck_writing_to_a_client_that_does_not_read() {
     let dir = tempfile::tempdir().unwrap();
-    let s = TestServer::start(test_config(dir.path()));
-    let mut p = s.conn();
     // No output limit: only CLIENT KILL can end this subscriber.
-    run(
-        &mut p,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "pubsub 0 0 0",
-        ],
-    )
-    .unwrap();
-    let mut stalled = Raw::connect(s.addr);
-    stalled.expect(
-        &resp(&[b"SUBSCRIBE", b"feed"]),
-        "*3\r\n$9\r\nsubscribe\r\n$4\r\nfeed\r\n:1\r\n",
-    );
+    let (_s, mut p, stalled) = stalled_subscriber(dir.path(), "0 0 0");
     let id = {
         let list: String = redis::cmd("CLIENT")
             .arg("LIST")
@@ -398,11 +386,7 @@ fn client_kill_closes_a_subscriber_stuck_writing_to_a_client_that_does_not_read(
     }
     assert_eq!(int(run(&mut p, &["CLIENT", "KILL", "ID", &id])), 1);
     eventually("the killed subscriber to leave the registry", || {
-        run(&mut p, &["PUBSUB", "NUMSUB", "feed"])
-            == Ok(Value::Array(vec![
-                Value::BulkString(b"feed".to_vec()),
-                Value::Int(0),
-            ]))
+        numsub(&mut p, "feed") == 0
     });
     drop(stalled);
 }
