@@ -169,7 +169,10 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
             // passing the Pub/Sub output limit, still closes it (a shutdown lets it finish:
             // these replies acknowledge writes).
             let mailbox = session.pubsub.as_ref().map(|s| s.mailbox.clone());
+            // `biased`: a write that completes at once (the usual case) never polls the other
+            // arms, which would register with their notifiers on every batch.
             let wrote = tokio::select! {
+                biased;
                 r = sock.write_all(&out) => r.is_ok(),
                 _ = client.killed() => false,
                 _ = async {

@@ -61,28 +61,20 @@ pub fn encode(out: &mut BytesMut, reply: &Reply, proto: Protocol) {
             Protocol::Resp2 => out.put_slice(b"*-1\r\n"),
             Protocol::Resp3 => out.put_slice(b"_\r\n"),
         },
-        Reply::Array(items) => {
-            put_int_line(out, b'*', items.len() as i64);
-            for r in items {
-                encode(out, r, proto);
-            }
-        }
-        Reply::Push(items) => {
-            let p = if proto == Protocol::Resp3 { b'>' } else { b'*' };
-            put_int_line(out, p, items.len() as i64);
+        // Arrays, pushes and sets share a shape; RESP2 writes all three as arrays.
+        Reply::Array(items) | Reply::Push(items) | Reply::Set(items) => {
+            let prefix = match (reply, proto) {
+                (Reply::Push(_), Protocol::Resp3) => b'>',
+                (Reply::Set(_), Protocol::Resp3) => b'~',
+                _ => b'*',
+            };
+            put_int_line(out, prefix, items.len() as i64);
             for r in items {
                 encode(out, r, proto);
             }
         }
         Reply::Many(replies) => {
             for r in replies {
-                encode(out, r, proto);
-            }
-        }
-        Reply::Set(items) => {
-            let p = if proto == Protocol::Resp3 { b'~' } else { b'*' };
-            put_int_line(out, p, items.len() as i64);
-            for r in items {
                 encode(out, r, proto);
             }
         }
