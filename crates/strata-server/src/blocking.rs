@@ -1,4 +1,5 @@
-//! Blocked clients (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP): who
+//! Blocked clients (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP,
+//! XREAD BLOCK, XREADGROUP BLOCK): who
 //! waits for which keys, in what order, and waking them when a write makes a key ready.
 //!
 //! A blocking command that finds every key empty registers a [`Waiter`] on its keys (from its
@@ -213,6 +214,9 @@ pub struct Blocked {
     /// `None`: wait forever (a timeout of 0).
     pub deadline: Option<Instant>,
     pub timed_out: Reply,
+    /// What the command resolved when it blocked and must use again when it reruns (XREAD's
+    /// `$`: the last ID then, not at the rerun).
+    pub memo: Vec<Bytes>,
 }
 
 #[cfg(test)]

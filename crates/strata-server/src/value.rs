@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! byte 0      format version (1)
-//! byte 1      bits 0..=3: value type (0 string, 1 hash, 2 list, 3 set, 4 zset); bit 7: has expiry; bits 4..=6: zero
+//! byte 1      bits 0..=3: value type (0 string, 1 hash, 2 list, 3 set, 4 zset, 5 stream); bit 7: has expiry; bits 4..=6: zero
 //! bytes 2..10 expiry, absolute Unix time in milliseconds, u64 little-endian (only with bit 7)
 //! rest        payload
 //! ```
@@ -31,6 +31,7 @@ pub enum ValueType {
     List = 2,
     Set = 3,
     ZSet = 4,
+    Stream = 5,
 }
 
 impl ValueType {
@@ -41,6 +42,7 @@ impl ValueType {
             2 => Some(ValueType::List),
             3 => Some(ValueType::Set),
             4 => Some(ValueType::ZSet),
+            5 => Some(ValueType::Stream),
             _ => None,
         }
     }
@@ -53,6 +55,7 @@ impl ValueType {
             ValueType::List => "list",
             ValueType::Set => "set",
             ValueType::ZSet => "zset",
+            ValueType::Stream => "stream",
         }
     }
 

@@ -111,9 +111,10 @@ impl Ctx<'_> {
         self.pending.elems.insert(k, None);
     }
 
-    /// Writes `c`'s metadata (keeping its expiry), or deletes the key if it is empty.
+    /// Writes `c`'s metadata (keeping its expiry), or deletes the key if it is empty (but a
+    /// stream, which exists empty as in redis).
     pub fn coll_save(&mut self, c: &Coll) -> Result<(), Reply> {
-        if c.meta.size == 0 {
+        if c.meta.size == 0 && c.vtype != ValueType::Stream {
             self.delete(&c.key);
             return Ok(());
         }
@@ -228,10 +229,10 @@ impl Ctx<'_> {
 
     /// Copies every element of `from` into `to` (a new version of another key), for RENAME.
     pub fn elems_copy(&mut self, from: &Coll, to: &Coll) -> Result<(), Reply> {
-        let kinds: &[u8] = if from.vtype == ValueType::ZSet {
-            &[subkey::ELEM, subkey::SCORE]
-        } else {
-            &[subkey::ELEM]
+        let kinds: &[u8] = match from.vtype {
+            ValueType::ZSet => &[subkey::ELEM, subkey::SCORE],
+            ValueType::Stream => &[subkey::ELEM, subkey::GROUP, subkey::PEL, subkey::CONSUMER],
+            _ => &[subkey::ELEM],
         };
         for &kind in kinds {
             let mut items: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();

@@ -105,6 +105,7 @@ mod tests {
             size: 1,
             head: 0,
             tail: 0,
+            ..Default::default()
         };
         encode(vtype, expire_at, &meta::encode(vtype, &m))
     }

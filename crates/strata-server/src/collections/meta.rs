@@ -8,6 +8,12 @@
 //! lists only:
 //! bytes 17..25  head: index of the first element, u64 little-endian
 //! bytes 25..33  tail: index one past the last element, u64 little-endian (tail - head = size)
+//! streams only (size may be 0: a stream outlives its entries, as in redis):
+//! bytes 17..33  last generated ID (ms u64 LE, seq u64 LE)
+//! bytes 33..49  first entry's ID (0-0 when empty)
+//! bytes 49..65  largest ID ever deleted by XDEL
+//! bytes 65..73  entries ever added, u64 LE
+//! bytes 73..81  consumer groups, u64 LE
 //! ```
 //!
 //! Invariants: `decode(t, encode(t, m)) == m`; decoding rejects wrong lengths, unknown encoding
@@ -19,6 +25,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::stream::StreamId;
 use crate::value::{DecodeError, ValueType};
 
 /// Current metadata encoding version.
@@ -27,7 +34,7 @@ pub const META_VERSION: u8 = 1;
 pub const LIST_START: u64 = 1 << 63;
 
 /// A collection's metadata.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Meta {
     pub version: u64,
     pub size: u64,
@@ -35,6 +42,18 @@ pub struct Meta {
     pub head: u64,
     /// Lists only (0 for other types).
     pub tail: u64,
+    /// Streams only (zero for other types).
+    pub stream: StreamMeta,
+}
+
+/// The stream-wide state of a stream (its length is `Meta::size`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamMeta {
+    pub last_id: StreamId,
+    pub first_id: StreamId,
+    pub max_deleted: StreamId,
+    pub entries_added: u64,
+    pub groups: u64,
 }
 
 impl Meta {
@@ -50,6 +69,7 @@ impl Meta {
             size: 0,
             head,
             tail,
+            stream: StreamMeta::default(),
         }
     }
 }
@@ -63,6 +83,15 @@ pub fn encode(vtype: ValueType, m: &Meta) -> Vec<u8> {
     if vtype == ValueType::List {
         v.extend_from_slice(&m.head.to_le_bytes());
         v.extend_from_slice(&m.tail.to_le_bytes());
+    }
+    if vtype == ValueType::Stream {
+        let s = &m.stream;
+        for id in [s.last_id, s.first_id, s.max_deleted] {
+            v.extend_from_slice(&id.ms.to_le_bytes());
+            v.extend_from_slice(&id.seq.to_le_bytes());
+        }
+        v.extend_from_slice(&s.entries_added.to_le_bytes());
+        v.extend_from_slice(&s.groups.to_le_bytes());
     }
     v
 }
@@ -84,7 +113,11 @@ pub fn decode(vtype: ValueType, b: &[u8]) -> Result<Meta, DecodeError> {
     if !vtype.is_collection() {
         return Err(DecodeError("not a collection"));
     }
-    let want = if vtype == ValueType::List { 33 } else { 17 };
+    let want = match vtype {
+        ValueType::List => 33,
+        ValueType::Stream => 81,
+        _ => 17,
+    };
     if b.len() != want {
         return Err(DecodeError("collection metadata of the wrong length"));
     }
@@ -93,7 +126,7 @@ pub fn decode(vtype: ValueType, b: &[u8]) -> Result<Meta, DecodeError> {
     }
     let version = u64_at(b, 1, true)?;
     let size = u64_at(b, 9, false)?;
-    if size == 0 {
+    if size == 0 && vtype != ValueType::Stream {
         return Err(DecodeError("collection metadata with size 0"));
     }
     let (head, tail) = if vtype == ValueType::List {
@@ -105,11 +138,31 @@ pub fn decode(vtype: ValueType, b: &[u8]) -> Result<Meta, DecodeError> {
     } else {
         (0, 0)
     };
+    let mut stream = StreamMeta::default();
+    if vtype == ValueType::Stream {
+        let id = |at| -> Result<StreamId, DecodeError> {
+            Ok(StreamId::new(
+                u64_at(b, at, false)?,
+                u64_at(b, at + 8, false)?,
+            ))
+        };
+        stream = StreamMeta {
+            last_id: id(17)?,
+            first_id: id(33)?,
+            max_deleted: id(49)?,
+            entries_added: u64_at(b, 65, false)?,
+            groups: u64_at(b, 73, false)?,
+        };
+        if stream.entries_added < size || (size > 0 && stream.first_id > stream.last_id) {
+            return Err(DecodeError("stream metadata disagrees with its length"));
+        }
+    }
     Ok(Meta {
         version,
         size,
         head,
         tail,
+        stream,
     })
 }
 
@@ -143,6 +196,7 @@ mod tests {
                 size: 3,
                 head: 0,
                 tail: 0,
+                ..Default::default()
             };
             assert_eq!(decode(t, &encode(t, &m)).unwrap(), m);
         }
@@ -151,6 +205,7 @@ mod tests {
             size: 2,
             head: LIST_START - 1,
             tail: LIST_START + 1,
+            ..Default::default()
         };
         assert_eq!(
             decode(ValueType::List, &encode(ValueType::List, &m)).unwrap(),
@@ -167,6 +222,7 @@ mod tests {
                 size: 1,
                 head: 0,
                 tail: 0,
+                ..Default::default()
             },
         );
         assert!(decode(ValueType::Hash, &good[..16]).is_err());
@@ -185,9 +241,29 @@ mod tests {
                 size: 5,
                 head: 10,
                 tail: 11,
+                ..Default::default()
             },
         );
         assert!(decode(ValueType::List, &list).is_err());
+    }
+
+    #[test]
+    fn stream_metadata_round_trips_and_may_be_empty() {
+        let t = ValueType::Stream;
+        let mut m = Meta::fresh(t);
+        assert_eq!(decode(t, &encode(t, &m)).unwrap(), m, "an empty stream");
+        m.size = 2;
+        m.stream = StreamMeta {
+            last_id: StreamId::new(9, 1),
+            first_id: StreamId::new(3, 0),
+            max_deleted: StreamId::new(5, 0),
+            entries_added: 4,
+            groups: 1,
+        };
+        assert_eq!(decode(t, &encode(t, &m)).unwrap(), m);
+        m.stream.entries_added = 1;
+        assert!(decode(t, &encode(t, &m)).is_err(), "fewer added than held");
+        assert!(decode(t, &encode(ValueType::Hash, &m)).is_err());
     }
 
     #[test]

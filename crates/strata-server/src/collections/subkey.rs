@@ -6,7 +6,8 @@
 //!
 //! `kind` [`ELEM`] (0): hash field, set member, sorted-set member (rest = the field or member)
 //! or list element (rest = index u64 BE); [`SCORE`] (1): the sorted-set score index (rest =
-//! `score::encode(score)` ‖ member, empty value). The key length makes the prefix of one
+//! `score::encode(score)` ‖ member, empty value); [`GROUP`], [`PEL`], [`CONSUMER`]: a stream's
+//! groups, pending entries and consumers (see `stream`). The key length makes the prefix of one
 //! (key, version) never a prefix of another's; the hash keeps comparisons decided in the first
 //! bytes, as for data keys (see `keyspace`).
 //! Invariants: [`parse`] inverts [`element`] and rejects any other byte string (a hash that does
@@ -20,6 +21,12 @@ use crate::keyspace::{key_hash, NS_SUB};
 pub const ELEM: u8 = 0;
 /// Kind byte of the sorted-set score index.
 pub const SCORE: u8 = 1;
+/// Kind byte of a stream's consumer groups (see `stream`).
+pub const GROUP: u8 = 2;
+/// Kind byte of a stream's pending-entries lists.
+pub const PEL: u8 = 3;
+/// Kind byte of a stream's consumers.
+pub const CONSUMER: u8 = 4;
 /// Bytes a sub-key adds to the user key and the element's own bytes.
 pub const OVERHEAD: usize = 1 + 4 + 4 + 8 + 1;
 
@@ -79,7 +86,7 @@ pub fn parse(k: &[u8]) -> Option<SubKey<'_>> {
     }
     let version = u64::from_be_bytes(k[..8].try_into().ok()?);
     let kind = k[8];
-    if kind > SCORE {
+    if kind > CONSUMER {
         return None;
     }
     Some(SubKey {

@@ -225,6 +225,7 @@ pub fn object(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             }
         }
         ValueType::List => "quicklist",
+        ValueType::Stream => "stream",
         _ => {
             let c = ctx
                 .coll(&a[2], t)?

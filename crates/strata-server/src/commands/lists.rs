@@ -1,7 +1,7 @@
 //! List commands: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LINDEX, LRANGE, LSET, LTRIM,
 //! LREM, LINSERT, LPOS, RPOPLPUSH, LMOVE, LMPOP; the blocking forms (BLPOP, BRPOP, BRPOPLPUSH,
-//! BLMOVE, BLMPOP) serve a non-empty list at once and otherwise answer a clear error (strata
-//! serve does not park clients).
+//! BLMOVE, BLMPOP) serve a non-empty list at once and otherwise wait ([`wait_for_keys`], see
+//! `blocking`).
 //!
 //! Invariants: a list is a collection (see `collections`) whose elements sit at sub-keys
 //! `head..tail` (u64 big-endian indices, contiguous: `tail - head == size`); pushes move
@@ -507,6 +507,20 @@ pub fn wait_for_keys(
     timeout: &[u8],
     timed_out: Reply,
 ) -> CmdResult {
+    let secs = crate::numbers::parse_f64(timeout).unwrap_or(0.0);
+    let timeout = (secs > 0.0)
+        .then(|| std::time::Duration::try_from_secs_f64(secs).ok())
+        .flatten();
+    wait_for_keys_for(ctx, keys, timeout, timed_out)
+}
+
+/// [`wait_for_keys`] with the timeout as a duration (`None`: forever).
+pub fn wait_for_keys_for(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    timeout: Option<std::time::Duration>,
+    timed_out: Reply,
+) -> CmdResult {
     if ctx.pending.in_exec || crate::scripting::in_script() {
         return Ok(timed_out);
     }
@@ -514,11 +528,7 @@ pub fn wait_for_keys(
         ctx.pending.blocks_again = true;
         return Ok(timed_out);
     }
-    let secs = crate::numbers::parse_f64(timeout).unwrap_or(0.0);
-    let deadline = (secs > 0.0)
-        .then(|| std::time::Duration::try_from_secs_f64(secs).ok())
-        .flatten()
-        .and_then(|d| std::time::Instant::now().checked_add(d));
+    let deadline = timeout.and_then(|d| std::time::Instant::now().checked_add(d));
     let registration = ctx.shared.blocking.register(ctx.session.client.id, keys);
     // After a real wait redis answers every list and sorted-set form's timeout with the null
     // array (BLMOVE and BRPOPLPUSH too, whose immediate form in MULTI answers a null bulk).
@@ -526,6 +536,7 @@ pub fn wait_for_keys(
         registration,
         deadline,
         timed_out: Reply::NullArray,
+        memo: Vec::new(),
     });
     Ok(timed_out)
 }

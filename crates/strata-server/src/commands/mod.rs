@@ -35,6 +35,9 @@ mod request;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod stream_groups;
+pub mod stream_read;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;
@@ -148,7 +151,10 @@ impl CommandSpec {
 
     /// Commands that read the elements of collections (see `lock_scope`).
     fn reads_elements(&self) -> bool {
-        matches!(self.group, "hash" | "list" | "set" | "sorted_set") || self.name == "object"
+        matches!(
+            self.group,
+            "hash" | "list" | "set" | "sorted_set" | "stream"
+        ) || self.name == "object"
     }
 
     /// Commands that run in a segment of their own: barriers, and every command that iterates
@@ -159,7 +165,10 @@ impl CommandSpec {
     pub fn alone(&self) -> bool {
         self.barrier()
             || self.group == "transactions"
-            || (matches!(self.group, "hash" | "list" | "set" | "sorted_set") && !self.inline_ok())
+            || (matches!(
+                self.group,
+                "hash" | "list" | "set" | "sorted_set" | "stream"
+            ) && !self.inline_ok())
             || matches!(
                 self.name,
                 "rename" | "renamenx" | "copy" | "object" | "function"
@@ -285,6 +294,7 @@ impl CommandSpec {
                     LockScope::None
                 };
             }
+            "xread" | "xreadgroup" => return LockScope::Keys(stream_read::stream_keys(args)),
             "zunionstore" | "zinterstore" | "zdiffstore" => {
                 let mut k = numkeys(2);
                 k.push(&args[1]);
