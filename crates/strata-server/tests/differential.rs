@@ -12,9 +12,7 @@
 //! one second (the two servers read the clock at different instants), and the stream fields
 //! that are clocks or redis' node layout (XPENDING's and XINFO CONSUMERS' idle times, XINFO
 //! STREAM's radix-tree counts) are zeroed. Streams get explicit IDs (`ms-seq`, `ms-*`: the
-//! same on both servers; `*` would read two clocks), claims use a min-idle time of 0, and
-//! trimming is exact (`~` trims whole 100-entry steps in Strata and whole radix-tree nodes
-//! in redis, whose boundaries follow redis' memory layout; `tests/streams.rs` checks `~`).
+//! same on both servers; `*` would read two clocks), and claims use a min-idle time of 0.
 //! Random-result commands
 //! (SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER), cursors (SCAN family) and OBJECT are left
 //! out; blocking commands run with a 10 ms timeout (served at once, or timing out); every expiry is ≥ 100 s away so nothing expires mid-run; lexicographic
@@ -335,11 +333,11 @@ impl Gen {
                 if self.rng.one_in(4) {
                     if self.rng.one_in(2) {
                         c.push("MAXLEN".into());
-                        c.push(self.pick(&["=", ""]).into());
+                        c.push(self.pick(&["=", "~", ""]).into());
                         c.push(self.int(0, 5));
                     } else {
                         c.push("MINID".into());
-                        c.push(self.pick(&["=", ""]).into());
+                        c.push(self.pick(&["=", "~", ""]).into());
                         c.push(self.sid());
                     }
                     c.retain(|a| !a.is_empty());
@@ -389,11 +387,11 @@ impl Gen {
                 let mut c = s(&["XTRIM", &k]);
                 if self.rng.one_in(2) {
                     c.push("MAXLEN".into());
-                    c.push(self.pick(&["=", ""]).into());
+                    c.push(self.pick(&["=", "~", ""]).into());
                     c.push(self.int(-1, 5));
                 } else {
                     c.push("MINID".into());
-                    c.push(self.pick(&["=", ""]).into());
+                    c.push(self.pick(&["=", "~", ""]).into());
                     c.push(self.sid());
                 }
                 c.retain(|a| !a.is_empty());

@@ -39,8 +39,8 @@ pub fn run(data: &[u8]) {
         assert!(!gc::stale_against(&stored, m.version, 0));
     }
     let _ = gc::stale_against(rest, 7, 1);
-    if let Ok(pairs) = stream::decode_entry(rest) {
-        assert_eq!(stream::encode_entry(&pairs), rest, "stream entry round trip");
+    if let Ok((node, pairs)) = stream::decode_entry(rest) {
+        assert_eq!(stream::encode_entry(node, &pairs), rest, "stream entry round trip");
     }
     if let Ok(g) = stream::decode_group(rest) {
         assert_eq!(stream::encode_group(&g), rest, "stream group round trip");
@@ -104,7 +104,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
         [&[2u8][..], &meta::encode(ValueType::Set, &m)].concat(),
         [&[3u8][..], &meta::encode(ValueType::ZSet, &m)].concat(),
         [&[4u8][..], &meta::encode(ValueType::Stream, &s)].concat(),
-        [&[4u8][..], &stream::encode_entry(&[&b"f"[..], b"v"])].concat(),
+        [&[4u8][..], &stream::encode_entry(1, &[&b"f"[..], b"v"])].concat(),
         [
             &[4u8][..],
             &stream::encode_group(&stream::Group {

@@ -14,7 +14,14 @@
 //! bytes 49..65  largest ID ever deleted by XDEL
 //! bytes 65..73  entries ever added, u64 LE
 //! bytes 73..81  consumer groups, u64 LE
+//! bytes 81..89  tail node: number of the node new entries join, u64 LE (0: none yet)
+//! bytes 89..97  entries appended to the tail node (deleted ones included), u64 LE
+//! bytes 97..105 approximate bytes of the tail node, u64 LE
 //! ```
+//!
+//! A stream's "nodes" are redis' radix-tree nodes, emulated: redis starts a node every 100
+//! entries or ~4 KB, and approximate trimming (`~`) removes whole nodes only; each entry records
+//! its node (see `stream`) so `~` trims what redis would.
 //!
 //! Invariants: `decode(t, encode(t, m)) == m`; decoding rejects wrong lengths, unknown encoding
 //! versions, a zero size and list bounds that disagree with the size, never panicking.
@@ -54,6 +61,10 @@ pub struct StreamMeta {
     pub max_deleted: StreamId,
     pub entries_added: u64,
     pub groups: u64,
+    /// The tail node (0: none yet), its entries (deleted ones included) and approximate bytes.
+    pub node: u64,
+    pub node_entries: u64,
+    pub node_bytes: u64,
 }
 
 impl Meta {
@@ -90,8 +101,15 @@ pub fn encode(vtype: ValueType, m: &Meta) -> Vec<u8> {
             v.extend_from_slice(&id.ms.to_le_bytes());
             v.extend_from_slice(&id.seq.to_le_bytes());
         }
-        v.extend_from_slice(&s.entries_added.to_le_bytes());
-        v.extend_from_slice(&s.groups.to_le_bytes());
+        for n in [
+            s.entries_added,
+            s.groups,
+            s.node,
+            s.node_entries,
+            s.node_bytes,
+        ] {
+            v.extend_from_slice(&n.to_le_bytes());
+        }
     }
     v
 }
@@ -115,7 +133,7 @@ pub fn decode(vtype: ValueType, b: &[u8]) -> Result<Meta, DecodeError> {
     }
     let want = match vtype {
         ValueType::List => 33,
-        ValueType::Stream => 81,
+        ValueType::Stream => 105,
         _ => 17,
     };
     if b.len() != want {
@@ -152,6 +170,9 @@ pub fn decode(vtype: ValueType, b: &[u8]) -> Result<Meta, DecodeError> {
             max_deleted: id(49)?,
             entries_added: u64_at(b, 65, false)?,
             groups: u64_at(b, 73, false)?,
+            node: u64_at(b, 81, false)?,
+            node_entries: u64_at(b, 89, false)?,
+            node_bytes: u64_at(b, 97, false)?,
         };
         if stream.entries_added < size || (size > 0 && stream.first_id > stream.last_id) {
             return Err(DecodeError("stream metadata disagrees with its length"));
@@ -259,6 +280,9 @@ mod tests {
             max_deleted: StreamId::new(5, 0),
             entries_added: 4,
             groups: 1,
+            node: 1,
+            node_entries: 4,
+            node_bytes: 200,
         };
         assert_eq!(decode(t, &encode(t, &m)).unwrap(), m);
         m.stream.entries_added = 1;

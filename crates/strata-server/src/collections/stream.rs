@@ -7,7 +7,7 @@
 //! kind PEL (3)       rest = u32 BE len ‖ group ‖ ms ‖ seq   value = pending entry
 //! kind CONSUMER (4)  rest = u32 BE len ‖ group ‖ consumer   value = consumer record
 //!
-//! entry:          u32 LE pairs ‖ pairs × (u32 LE len ‖ field ‖ u32 LE len ‖ value)
+//! entry:          node u64 LE ‖ u32 LE pairs ‖ pairs × (u32 LE len ‖ field ‖ u32 LE len ‖ value)
 //! group record:   version 1 ‖ last-delivered ms u64 LE ‖ seq u64 LE ‖ entries-read i64 LE
 //!                 (-1: unknown) ‖ pending u64 LE ‖ consumers u64 LE
 //! pending entry:  version 1 ‖ delivery time u64 LE (Unix ms) ‖ delivery count u64 LE ‖ consumer
@@ -185,10 +185,36 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Encodes an entry's field-value pairs (`pairs` holds field, value, field, value, ...).
-pub fn encode_entry<B: AsRef<[u8]>>(pairs: &[B]) -> Vec<u8> {
+/// Entries per emulated node (redis' `stream-node-max-entries` default).
+pub const NODE_MAX_ENTRIES: u64 = 100;
+/// Bytes per emulated node (redis' `stream-node-max-bytes` default).
+pub const NODE_MAX_BYTES: u64 = 4096;
+
+/// The node a new entry of `payload` bytes (its fields and values) joins, as redis' append
+/// decides: the tail node, unless it is full (by entries, deleted ones included, or by bytes)
+/// or the stream is empty. Updates the tail node's counters in `s`.
+pub fn place_entry(s: &mut StreamMeta, len: u64, payload: u64, fields: u64) -> u64 {
+    if s.node == 0
+        || len == 0
+        || s.node_entries >= NODE_MAX_ENTRIES
+        || s.node_bytes + payload >= NODE_MAX_BYTES
+    {
+        s.node += 1;
+        s.node_entries = 0;
+        // A listpack's header and master entry (the first entry's field names).
+        s.node_bytes = 16 + payload / 2;
+    }
+    s.node_entries += 1;
+    // An entry's bytes in a listpack: its strings, their headers, the ID deltas and flags.
+    s.node_bytes += payload + 2 * fields + 8;
+    s.node
+}
+
+/// Encodes an entry of node `node` (`pairs` holds field, value, field, value, ...).
+pub fn encode_entry<B: AsRef<[u8]>>(node: u64, pairs: &[B]) -> Vec<u8> {
     let n = pairs.len() / 2;
-    let mut v = Vec::with_capacity(4 + pairs.iter().map(|p| 4 + p.as_ref().len()).sum::<usize>());
+    let mut v = Vec::with_capacity(12 + pairs.iter().map(|p| 4 + p.as_ref().len()).sum::<usize>());
+    v.extend_from_slice(&node.to_le_bytes());
     v.extend_from_slice(&(n as u32).to_le_bytes());
     for p in &pairs[..n * 2] {
         let p = p.as_ref();
@@ -198,10 +224,11 @@ pub fn encode_entry<B: AsRef<[u8]>>(pairs: &[B]) -> Vec<u8> {
     v
 }
 
-/// Decodes an entry into field, value, field, value, ...
-pub fn decode_entry(b: &[u8]) -> Result<Vec<&[u8]>, DecodeError> {
+/// Decodes an entry into its node and field, value, field, value, ...
+pub fn decode_entry(b: &[u8]) -> Result<(u64, Vec<&[u8]>), DecodeError> {
     const BAD: &str = "malformed stream entry";
     let mut r = Reader(b);
+    let node = r.u64(BAD)?;
     let n = r.u32(BAD)? as usize;
     // Each string takes at least its 4-byte length: a count larger than that is corrupt.
     if n.saturating_mul(8) > r.0.len() {
@@ -213,7 +240,7 @@ pub fn decode_entry(b: &[u8]) -> Result<Vec<&[u8]>, DecodeError> {
         out.push(r.take(len, BAD)?);
     }
     r.end(BAD)?;
-    Ok(out)
+    Ok((node, out))
 }
 
 /// A consumer group.
@@ -534,11 +561,11 @@ mod tests {
     #[test]
     fn records_round_trip_and_reject_garbage() {
         let pairs: Vec<&[u8]> = vec![b"f", b"v", b"", b"x"];
-        let e = encode_entry(&pairs);
-        assert_eq!(decode_entry(&e).unwrap(), pairs);
+        let e = encode_entry(3, &pairs);
+        assert_eq!(decode_entry(&e).unwrap(), (3, pairs));
         assert!(decode_entry(&e[..e.len() - 1]).is_err());
         assert!(decode_entry(&[&e[..], b"!"].concat()).is_err());
-        assert!(decode_entry(&[0xff, 0xff, 0xff, 0x7f]).is_err());
+        assert!(decode_entry(&[0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f]).is_err());
 
         let g = Group {
             last_id: StreamId::new(3, 4),
@@ -568,6 +595,23 @@ mod tests {
         };
         assert_eq!(decode_consumer(&encode_consumer(&c)).unwrap(), c);
         assert!(decode_consumer(&[2; 17]).is_err());
+    }
+
+    #[test]
+    fn nodes_fill_as_redis_fills_them() {
+        let mut s = StreamMeta::default();
+        // Small entries: 100 per node.
+        let nodes: Vec<u64> = (0..250).map(|i| place_entry(&mut s, i, 10, 2)).collect();
+        assert_eq!(nodes[0], 1);
+        assert_eq!(nodes[99], 1);
+        assert_eq!(nodes[100], 2);
+        assert_eq!(nodes[249], 3);
+        // Large entries: a node holds what fits in ~4 KB.
+        let mut s = StreamMeta::default();
+        let nodes: Vec<u64> = (0..8).map(|i| place_entry(&mut s, i, 1500, 2)).collect();
+        assert_eq!(nodes, [1, 1, 2, 2, 3, 3, 4, 4]);
+        // An emptied stream starts a new node.
+        assert_eq!(place_entry(&mut s, 0, 10, 2), 5);
     }
 
     #[test]

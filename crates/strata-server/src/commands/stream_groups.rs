@@ -831,18 +831,21 @@ pub fn xinfo(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         _ => return Err(subcommand_error(a, "XINFO")),
     };
     let s = c.meta.stream;
+    // The emulated nodes from the first entry's to the tail node.
+    let head = streams::range(ctx, &c, StreamId::MIN, StreamId::MAX, 1, false)?;
+    let nodes = match head.first() {
+        Some((_, v)) => {
+            let (first_node, _) = enc::decode_entry(v).map_err(corrupt)?;
+            s.node.saturating_sub(first_node) + 1
+        }
+        None => 0,
+    };
     let mut m = vec![
         kv("length", Reply::Int(c.meta.size as i64)),
         // Strata keeps one record per entry, not redis' radix tree of listpacks: these
-        // report what redis would for nodes of up to 100 entries.
-        kv(
-            "radix-tree-keys",
-            Reply::Int(c.meta.size.div_ceil(streams::NODE_ENTRIES) as i64),
-        ),
-        kv(
-            "radix-tree-nodes",
-            Reply::Int((c.meta.size.div_ceil(streams::NODE_ENTRIES) * 2).max(1) as i64),
-        ),
+        // report the emulated nodes (see `streams`), and about twice as many tree nodes.
+        kv("radix-tree-keys", Reply::Int(nodes as i64)),
+        kv("radix-tree-nodes", Reply::Int((nodes * 2).max(1) as i64)),
         kv("last-generated-id", id_bulk(s.last_id)),
         kv("max-deleted-entry-id", id_bulk(s.max_deleted)),
         kv("entries-added", Reply::Int(s.entries_added as i64)),

@@ -8,8 +8,9 @@
 //! XDEL'd ID, entries ever added, group count. Every command that changes entries keeps those
 //! in step and saves the metadata in the same batch; a range read seeks to its first ID and
 //! stops at its last (or its COUNT), so it never loads the whole stream. Approximate trimming
-//! (`~`) removes entries in whole steps of [`NODE_ENTRIES`] from the head — what redis does
-//! with full 100-entry nodes — so a stream keeps at least what was asked, as in redis.
+//! (`~`) removes whole nodes from the head, as redis does: every entry records the node redis
+//! would have put it in (`stream::place_entry`), so `MAXLEN ~ 0` empties a small stream and
+//! `MAXLEN ~ 1000` keeps at least 1000 entries, as in redis.
 //! Depends on `commands` helpers and `collections::{access, stream}`; must not depend on the
 //! network layer or touch the engine except through `Ctx`.
 
@@ -26,8 +27,8 @@ use crate::value::ValueType;
 
 pub(super) const STREAM: ValueType = ValueType::Stream;
 
-/// Entries of one redis stream node (`stream-node-max-entries`): the step of `~` trimming.
-pub const NODE_ENTRIES: u64 = 100;
+/// The default LIMIT of an approximate trim (redis: 100 nodes' worth of entries).
+const APPROX_LIMIT: u64 = 100 * stream::NODE_MAX_ENTRIES;
 
 pub(super) fn invalid_id() -> Reply {
     err("ERR Invalid stream ID specified as stream command argument")
@@ -74,7 +75,7 @@ pub(super) fn corrupt(e: crate::value::DecodeError) -> Reply {
 
 /// `[id, [field, value, ...]]`.
 pub(super) fn entry_reply(id: StreamId, value: &[u8]) -> Result<Reply, Reply> {
-    let pairs = stream::decode_entry(value).map_err(corrupt)?;
+    let (_, pairs) = stream::decode_entry(value).map_err(corrupt)?;
     Ok(Reply::Array(vec![
         Reply::Bulk(id.to_bytes()),
         Reply::Array(
@@ -235,7 +236,7 @@ fn parse_add_or_trim(a: &[Bytes], xadd: bool) -> Result<AddArgs, Reply> {
             ));
         }
     } else if t.approx {
-        t.limit = 100 * NODE_ENTRIES;
+        t.limit = APPROX_LIMIT;
     }
     Ok(AddArgs {
         trim: t,
@@ -246,41 +247,79 @@ fn parse_add_or_trim(a: &[Bytes], xadd: bool) -> Result<AddArgs, Reply> {
 }
 
 /// Trims `c` from its head as `t` says; returns the entries removed. The caller saves `c`.
+/// Exact trimming removes entries one by one while the strategy asks; approximate trimming
+/// removes whole nodes only, stops at the first node that cannot go whole, and never removes
+/// more than `t.limit` entries (redis' `streamTrim`).
 pub(super) fn trim(ctx: &mut Ctx<'_>, c: &mut Coll, t: &Trim) -> Result<u64, Reply> {
     let Some(strategy) = t.strategy else {
         return Ok(0);
     };
-    let len = c.meta.size;
-    // How many may go at most, before looking at IDs.
-    let mut most = match strategy {
-        Strategy::MaxLen(max) => len.saturating_sub(max),
-        Strategy::MinId(_) => len,
+    if let Strategy::MaxLen(max) = strategy {
+        if c.meta.size <= max {
+            return Ok(0);
+        }
+    }
+    let mut len = c.meta.size;
+    // Whether the head may lose `n` more entries, the last of them `last`.
+    let may_go = |len: u64, n: u64, last: StreamId| match strategy {
+        Strategy::MaxLen(max) => len >= max + n,
+        Strategy::MinId(min) => last < min,
     };
-    if t.limit > 0 {
-        most = most.min(t.limit);
+    let mut gone: Vec<StreamId> = Vec::new();
+    // Approximate: the current node's entries, decided when the node ends.
+    let mut node: Option<(u64, Vec<StreamId>)> = None;
+    let mut stopped = false;
+    let decide =
+        |node: &mut Option<(u64, Vec<StreamId>)>, gone: &mut Vec<StreamId>, len: &mut u64| {
+            let Some((_, ids)) = node.take() else {
+                return true;
+            };
+            let n = ids.len() as u64;
+            let last = *ids.last().expect("a node has entries");
+            let within_limit = t.limit == 0 || gone.len() as u64 + n <= t.limit;
+            if within_limit && may_go(*len, n, last) {
+                *len -= n;
+                gone.extend(ids);
+                true
+            } else {
+                false
+            }
+        };
+    ctx.elems(c, ELEM, false, None, |rest, v| {
+        let id = StreamId::from_key(rest).map_err(corrupt)?;
+        if !t.approx {
+            if !may_go(len, 1, id) {
+                return Ok(false);
+            }
+            len -= 1;
+            gone.push(id);
+            return Ok(true);
+        }
+        let (n, _) = stream::decode_entry(v).map_err(corrupt)?;
+        if node.as_ref().is_some_and(|(cur, _)| *cur != n)
+            && !decide(&mut node, &mut gone, &mut len)
+        {
+            stopped = true;
+            return Ok(false);
+        }
+        node.get_or_insert_with(|| (n, Vec::new())).1.push(id);
+        Ok(true)
+    })?;
+    if t.approx && !stopped {
+        decide(&mut node, &mut gone, &mut len);
     }
-    if t.approx {
-        most -= most % NODE_ENTRIES;
-    }
-    if most == 0 {
-        return Ok(0);
-    }
-    // The head entries, one more than may go (the new first entry).
-    let head = range(ctx, c, StreamId::MIN, StreamId::MAX, most + 1, false)?;
-    let mut cut = match strategy {
-        Strategy::MaxLen(_) => most as usize,
-        Strategy::MinId(min) => head.iter().take_while(|(id, _)| *id < min).count(),
-    }
-    .min(head.len());
-    if t.approx {
-        cut -= cut % NODE_ENTRIES as usize;
-    }
-    for (id, _) in &head[..cut] {
+    for id in &gone {
         ctx.elem_del(c, ELEM, &id.to_key());
     }
-    c.meta.size -= cut as u64;
-    c.meta.stream.first_id = head.get(cut).map_or(StreamId::MIN, |(id, _)| *id);
-    Ok(cut as u64)
+    c.meta.size = len;
+    if !gone.is_empty() {
+        c.meta.stream.first_id = if len == 0 {
+            StreamId::MIN
+        } else {
+            first_from(ctx, c, StreamId::MIN)?
+        };
+    }
+    Ok(gone.len() as u64)
 }
 
 pub fn xadd(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
@@ -315,7 +354,14 @@ pub fn xadd(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if id <= last {
         return Err(smaller());
     }
-    ctx.elem_put(&c, ELEM, &id.to_key(), &stream::encode_entry(fields))?;
+    let payload = fields.iter().map(|f| f.len() as u64).sum();
+    let node = stream::place_entry(
+        &mut c.meta.stream,
+        c.meta.size,
+        payload,
+        fields.len() as u64,
+    );
+    ctx.elem_put(&c, ELEM, &id.to_key(), &stream::encode_entry(node, fields))?;
     c.meta.size += 1;
     let s = &mut c.meta.stream;
     s.entries_added += 1;
@@ -387,6 +433,14 @@ pub fn xdel(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         s.max_deleted = s.max_deleted.max(id);
     }
     if deleted > 0 {
+        // Redis drops a node whose entries are all deleted: when that was the tail node, the
+        // next entry starts a new one.
+        if let Some((_, v)) = range(ctx, &c, StreamId::MIN, StreamId::MAX, 1, true)?.first() {
+            let (node, _) = stream::decode_entry(v).map_err(corrupt)?;
+            if node != c.meta.stream.node {
+                c.meta.stream.node_entries = stream::NODE_MAX_ENTRIES;
+            }
+        }
         c.meta.stream.first_id = if c.meta.size == 0 {
             StreamId::MIN
         } else if first_gone {
@@ -487,11 +541,7 @@ mod tests {
         let ok = p(&["xadd", "s", "MAXLEN", "~", "10", "*", "f", "v"]).unwrap();
         assert_eq!(ok.trim.strategy, Some(Strategy::MaxLen(10)));
         assert!(ok.trim.approx);
-        assert_eq!(
-            ok.trim.limit,
-            100 * NODE_ENTRIES,
-            "the default LIMIT with ~"
-        );
+        assert_eq!(ok.trim.limit, APPROX_LIMIT, "the default LIMIT with ~");
         assert_eq!(ok.id, None);
         assert_eq!(ok.id_at, 5);
         let ok = p(&[
