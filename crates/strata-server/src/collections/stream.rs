@@ -433,6 +433,7 @@ mod tests {
             max_deleted: StreamId::new(deleted.0, deleted.1),
             entries_added: added,
             groups: 1,
+            ..Default::default()
         }
     }
 
