@@ -66,7 +66,7 @@ fn read_ids(v: &Value) -> Vec<String> {
 
 fn connect(url: &str) -> Option<redis::Connection> {
     let c = redis::Client::open(url).ok()?;
-    let mut c = c
+    let c = c
         .get_connection_with_timeout(Duration::from_secs(10))
         .ok()?;
     c.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
