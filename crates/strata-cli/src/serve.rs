@@ -71,6 +71,10 @@ pub struct ServeArgs {
     /// for <seconds> (0 disables) [default: "32mb 8mb 60"]
     #[arg(long, value_name = "HARD SOFT SECONDS", help_heading = "Network")]
     pub client_output_buffer_limit_pubsub: Option<String>,
+    /// Keyspace events published over Pub/Sub, as redis' notify-keyspace-events: K, E and
+    /// classes g$lshzxetdmn or A (e.g. "KEA", "Ex") [default: "" (none)]
+    #[arg(long, value_name = "CLASSES", help_heading = "Network")]
+    pub notify_keyspace_events: Option<String>,
     /// When the write-ahead log is fsynced: always, everysec or no [default: everysec]
     #[arg(long, value_name = "POLICY", help_heading = "Durability")]
     pub sync: Option<String>,
@@ -280,6 +284,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
     set(
         "client-output-buffer-limit-pubsub",
         args.client_output_buffer_limit_pubsub.as_ref().map(s),
+    )?;
+    set(
+        "notify-keyspace-events",
+        args.notify_keyspace_events.as_ref().map(s),
     )?;
     set(
         "sync",

@@ -501,6 +501,9 @@ pub struct ServerConfig {
     /// subscriber whose undelivered messages pass the hard size, or stay over the soft size
     /// for the seconds given, is disconnected (0 disables a limit). Default `32mb 8mb 60`.
     pub client_output_buffer_limit_pubsub: OutputLimit,
+    /// redis' `notify-keyspace-events`: the keyspace event classes published over Pub/Sub
+    /// (`K`, `E`, `g$lshzxetdmn`, `A`). Default `""` (none).
+    pub notify_keyspace_events: String,
     /// When the log is fsynced. Default `everysec`.
     pub sync: SyncPolicy,
     /// `error`, `warn`, `info`, `debug` or `trace` (or a `tracing` target list). Default `info`.
@@ -554,6 +557,7 @@ impl Default for ServerConfig {
             timeout: 0,
             lua_time_limit: 5000,
             client_output_buffer_limit_pubsub: OutputLimit::DEFAULT,
+            notify_keyspace_events: String::new(),
             sync: SyncPolicy::Everysec,
             log_level: "info".to_string(),
             proto_max_bulk_len: ByteSize(MAX_STRING_LEN),
@@ -620,6 +624,12 @@ impl ServerConfig {
         }
         if self.engine_threads == 0 {
             return bad("engine-threads must be at least 1".into());
+        }
+        if crate::notify::parse(&self.notify_keyspace_events).is_none() {
+            return bad(format!(
+                "notify-keyspace-events: unknown class in '{}' (use K, E, g, $, l, s, h, z, x, e, t, m, d, n, A)",
+                self.notify_keyspace_events
+            ));
         }
         if self.backup_keep == 0 {
             return bad("backup-keep must be at least 1".into());

@@ -51,6 +51,7 @@ pub mod limits;
 pub mod locks;
 pub mod metrics;
 pub mod multi;
+pub mod notify;
 pub mod numbers;
 pub mod pool;
 pub mod pubsub;

@@ -91,6 +91,8 @@ pub struct Shared {
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// Clients parked by blocking commands (see `blocking`).
     pub blocking: Arc<crate::blocking::Blocking>,
+    /// Keyspace notifications (`notify-keyspace-events`).
+    pub notify: crate::notify::Notifier,
 }
 
 /// A bound, ready-to-run server.
@@ -165,6 +167,7 @@ impl Server {
         let seed = u64::from_str_radix(&id[..12], 16).unwrap_or(1);
         let requests_at_start = store.db().stats().tier.object_store_requests();
         let saves = Arc::new(crate::saves::Saves::new(store.db().latest_sequence()));
+        let config_notify = config.notify_keyspace_events.clone();
         let shared = Shared {
             store,
             limits: Limits::new(&config),
@@ -188,6 +191,7 @@ impl Server {
             busy: Default::default(),
             pubsub: Default::default(),
             blocking: Default::default(),
+            notify: crate::notify::Notifier::new(crate::notify::parse(&config_notify).unwrap_or(0)),
             command_stats: crate::stats::CommandStats::new(crate::commands::command_count()),
         };
         crate::commands::functions::load_stored(&shared)

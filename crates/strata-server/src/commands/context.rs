@@ -88,6 +88,13 @@ pub struct Pending {
     unkeyed: bool,
     /// The segment holds every stripe (a script may then touch any key).
     pub every_stripe: bool,
+    /// While a write command runs with keyspace notifications on (see `notify`): the
+    /// database-0 keys it wrote (`true`: deleted), in order.
+    pub(crate) notify_writes: Option<Vec<crate::notify::Write>>,
+    /// `n` (new-key events) is on: a write looks whether its key existed first.
+    pub(crate) notify_new: bool,
+    /// Events a handler raised itself (`Ctx::notify`), for the running command.
+    pub(crate) notify_notes: Vec<crate::notify::Event>,
     /// A script called a command on a key it did not declare while the segment holds only
     /// the declared keys' stripes: the segment is discarded and rerun holding every stripe
     /// (`scripting`).
@@ -127,6 +134,9 @@ impl Pending {
             functions: None,
             every_stripe: false,
             needs_every_stripe: std::cell::Cell::new(false),
+            notify_writes: None,
+            notify_new: false,
+            notify_notes: Vec::new(),
         }
     }
 
@@ -429,10 +439,32 @@ impl Ctx<'_> {
         if key.len() > MAX_USER_KEY {
             return Err(StoreError::KeyTooLarge.into());
         }
+        let created = self.pending.notify_writes.is_some()
+            && self.pending.notify_new
+            && matches!(self.entry(key), Ok(None));
         let batch = &mut self.pending.batch;
         keyspace::with_data_key(key, |k| batch.put(k, &raw));
         self.pending.overlay.insert(key.to_vec(), Some(raw));
+        if let Some(w) = self.pending.notify_writes.as_mut() {
+            w.push(crate::notify::Write {
+                key: Bytes::copy_from_slice(key),
+                deleted: false,
+                created,
+            });
+        }
         Ok(())
+    }
+
+    /// Raises keyspace event `name` of `class` on `key` for the running command (the events
+    /// `notify::events` cannot see in the key's record); nothing when notifications are off.
+    pub fn notify(&mut self, class: u32, name: &'static str, key: &[u8]) {
+        if self.pending.notify_writes.is_some() {
+            self.pending.notify_notes.push(crate::notify::Event {
+                class,
+                name,
+                key: Bytes::copy_from_slice(key),
+            });
+        }
     }
 
     /// Stores a value for `key`; committed with the segment. An expiry at or before the
@@ -453,9 +485,18 @@ impl Ctx<'_> {
 
     /// Deletes `key`; committed with the segment.
     pub fn delete(&mut self, key: &[u8]) {
+        // Deleting an absent key raises no keyspace event (redis' `dbDelete` returns 0).
+        let absent = self.pending.notify_writes.is_some() && matches!(self.entry(key), Ok(None));
         let batch = &mut self.pending.batch;
         keyspace::with_data_key(key, |k| batch.delete(k));
         self.pending.overlay.insert(key.to_vec(), None);
+        if let Some(w) = self.pending.notify_writes.as_mut().filter(|_| !absent) {
+            w.push(crate::notify::Write {
+                key: Bytes::copy_from_slice(key),
+                deleted: true,
+                created: false,
+            });
+        }
     }
 
     /// Stores the function library `name` (FUNCTION LOAD, RESTORE); committed with the

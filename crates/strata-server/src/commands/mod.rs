@@ -536,7 +536,30 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
     }
     ctx.session.client.last_cmd.store(i as u64 + 1, Relaxed);
     let start = std::time::Instant::now();
+    // Keyspace notifications: the writes of this command (a script's commands record their
+    // own, each in its own dispatch).
+    let flags = ctx.shared.notify.flags();
+    let notifying = spec.writes() && crate::notify::active(flags);
+    let outer = if notifying {
+        ctx.pending.notify_new = flags & crate::notify::NEW != 0;
+        Some((
+            ctx.pending.notify_writes.replace(Vec::new()),
+            std::mem::take(&mut ctx.pending.notify_notes),
+        ))
+    } else {
+        None
+    };
     let (Ok(r) | Err(r)) = (spec.handler)(ctx, args);
+    if let Some((writes, notes)) = outer {
+        let mine = std::mem::replace(&mut ctx.pending.notify_writes, writes).unwrap_or_default();
+        let mut events = std::mem::replace(&mut ctx.pending.notify_notes, notes);
+        if !r.is_error() {
+            let mut all = crate::notify::events(spec.name, args, &mine);
+            all.append(&mut events);
+            let msgs = crate::notify::publishes(flags, &all);
+            ctx.pending.publishes.extend(msgs);
+        }
+    }
     let outcome = if r.is_error() {
         Outcome::Failed
     } else {

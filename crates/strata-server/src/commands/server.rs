@@ -110,6 +110,10 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(String, String)> {
                 l.pubsub_output_limit()
             ),
         ),
+        (
+            "notify-keyspace-events".into(),
+            crate::notify::format(ctx.shared.notify.flags()),
+        ),
         ("appendonly".into(), "yes".into()),
         ("appendfsync".into(), c.sync.name().into()),
         ("save".into(), String::new()),
@@ -182,6 +186,15 @@ fn apply(ctx: &Ctx<'_>, name: &str, value: &[u8]) -> Result<(), Reply> {
             .set_maxclients(usize::try_from(int()?).unwrap_or(usize::MAX))
             .map_err(|e| set_failed(name, &e))?,
         "timeout" => l.set_timeout_secs(int()?),
+        "notify-keyspace-events" => ctx
+            .shared
+            .notify
+            .set(crate::notify::parse(&text).ok_or_else(|| {
+                set_failed(
+                    name,
+                    "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.",
+                )
+            })?),
         "lua-time-limit" | "busy-reply-threshold" => l.set_lua_time_limit_ms(int()?),
         "client-output-buffer-limit" => {
             set_output_limits(l, &text).map_err(|e| set_failed(name, &e))?

@@ -25,6 +25,7 @@ use crate::collections::stream::{
     self as enc, consumer_rest, group_prefix, pel_rest, Consumer, Group, IdArg, Pending, StreamId,
 };
 use crate::collections::subkey::{CONSUMER, ELEM, GROUP, PEL};
+use crate::notify::STREAM as STREAM_EVENTS;
 use crate::resp::Reply;
 
 fn subcommand_error(a: &[Bytes], cmd: &str) -> Reply {
@@ -385,6 +386,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         g.save(ctx, &c)?;
         c.meta.stream.groups += 1;
         ctx.coll_save(&c)?;
+        ctx.notify(STREAM_EVENTS, "xgroup-create", key);
         return Ok(Reply::Ok);
     }
     let Some(mut group) = group else {
@@ -397,6 +399,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         group.g.entries_read = entries_read;
         group.save(ctx, &c)?;
         ctx.coll_save(&c)?;
+        ctx.notify(STREAM_EVENTS, "xgroup-setid", key);
         return Ok(Reply::Ok);
     }
     if is(sub, "DESTROY") {
@@ -406,6 +409,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         // Saving the metadata also wakes XREADGROUP clients blocked on the group: they
         // rerun and answer NOGROUP.
         ctx.coll_save(&c)?;
+        ctx.notify(STREAM_EVENTS, "xgroup-destroy", key);
         return Ok(Reply::Int(1));
     }
     let consumer = &a[4];
@@ -413,6 +417,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         let created = group.ensure_consumer(ctx, &c, consumer, ctx.now, false)?;
         if created {
             group.save(ctx, &c)?;
+            ctx.notify(STREAM_EVENTS, "xgroup-createconsumer", key);
         }
         return Ok(Reply::Int(created as i64));
     }
@@ -429,6 +434,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     group.consumers.insert(consumer.clone(), (None, true));
     group.g.consumers = group.g.consumers.saturating_sub(1);
     group.save(ctx, &c)?;
+    ctx.notify(STREAM_EVENTS, "xgroup-delconsumer", key);
     Ok(Reply::Int(owned.len() as i64))
 }
 
@@ -637,7 +643,9 @@ pub fn xclaim(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 continue;
             }
         }
-        group.ensure_consumer(ctx, &c, name, now, true)?;
+        if group.ensure_consumer(ctx, &c, name, now, true)? {
+            ctx.notify(STREAM_EVENTS, "xgroup-createconsumer", &a[1]);
+        }
         let count = prev.as_ref().map_or(0, |p| p.delivery_count);
         let p = Pending {
             delivery_time,
@@ -712,7 +720,9 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         if min_idle > 0 && now.saturating_sub(prev.delivery_time) < min_idle {
             continue;
         }
-        group.ensure_consumer(ctx, &c, name, now, true)?;
+        if group.ensure_consumer(ctx, &c, name, now, true)? {
+            ctx.notify(STREAM_EVENTS, "xgroup-createconsumer", &a[1]);
+        }
         let p = Pending {
             delivery_time: now,
             delivery_count: prev.delivery_count + u64::from(!justid),

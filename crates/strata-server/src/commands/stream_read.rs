@@ -187,7 +187,9 @@ fn read(ctx: &mut Ctx<'_>, a: &[Bytes], grouped: bool) -> CmdResult {
             }
             (Some(group), Want::After(after)) => {
                 let consumer = r.group.map(|(_, cons)| cons).expect("grouped");
-                group.ensure_consumer(ctx, c, consumer, now, true)?;
+                if group.ensure_consumer(ctx, c, consumer, now, true)? {
+                    ctx.notify(crate::notify::STREAM, "xgroup-createconsumer", key);
+                }
                 let entries = match after.incr() {
                     Some(start) => deliver_history(ctx, c, group, consumer, start, count)?,
                     None => Vec::new(),
@@ -209,7 +211,9 @@ fn read(ctx: &mut Ctx<'_>, a: &[Bytes], grouped: bool) -> CmdResult {
                     continue;
                 }
                 let consumer = r.group.map(|(_, cons)| cons).expect("grouped");
-                group.ensure_consumer(ctx, c, consumer, now, true)?;
+                if group.ensure_consumer(ctx, c, consumer, now, true)? {
+                    ctx.notify(crate::notify::STREAM, "xgroup-createconsumer", key);
+                }
                 let entries = deliver_new(ctx, c, group, consumer, count, r.noack)?;
                 group.save(ctx, c)?;
                 if !entries.is_empty() {

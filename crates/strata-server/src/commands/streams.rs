@@ -369,7 +369,9 @@ pub fn xadd(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if c.meta.size == 1 {
         s.first_id = id;
     }
-    trim(ctx, &mut c, &args.trim)?;
+    if trim(ctx, &mut c, &args.trim)? > 0 {
+        ctx.notify(crate::notify::STREAM, "xtrim", &a[1]);
+    }
     ctx.coll_save(&c)?;
     Ok(Reply::Bulk(id.to_bytes()))
 }
