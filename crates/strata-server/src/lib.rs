@@ -32,6 +32,7 @@
 //! # }
 //! ```
 
+pub mod active_expiry;
 pub mod blocking;
 pub mod clients;
 pub mod collections;

@@ -93,6 +93,8 @@ pub struct Shared {
     pub blocking: Arc<crate::blocking::Blocking>,
     /// Keyspace notifications (`notify-keyspace-events`).
     pub notify: crate::notify::Notifier,
+    /// Keys with an expiry, while `expired` events are on (`active_expiry`).
+    pub expiry_index: crate::active_expiry::ExpiryIndex,
 }
 
 /// A bound, ready-to-run server.
@@ -192,6 +194,7 @@ impl Server {
             pubsub: Default::default(),
             blocking: Default::default(),
             notify: crate::notify::Notifier::new(crate::notify::parse(&config_notify).unwrap_or(0)),
+            expiry_index: Default::default(),
             command_stats: crate::stats::CommandStats::new(crate::commands::command_count()),
         };
         crate::commands::functions::load_stored(&shared)
@@ -247,6 +250,7 @@ impl Server {
             shared.config.sync
         );
         let ticker = tokio::spawn(ops_sampler(shared.clone()));
+        let expire_cycle = tokio::spawn(crate::active_expiry::run(shared.clone()));
         let mut conns = JoinSet::new();
         loop {
             tokio::select! {
@@ -278,6 +282,8 @@ impl Server {
         }
         ticker.abort();
         let _ = ticker.await;
+        expire_cycle.abort();
+        let _ = expire_cycle.await;
         if let Some(t) = metrics_task {
             t.abort();
             let _ = t.await;

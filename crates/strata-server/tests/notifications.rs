@@ -166,3 +166,61 @@ fn subscribers_hear_what_redis_server_publishes() {
         }
     }
 }
+
+/// What a subscriber to `expired` events hears within a few seconds: a key that had its TTL
+/// before the events were turned on, two set after (one of them given a longer TTL before it
+/// expires, one PERSISTed: neither may be announced early or at all).
+fn expired_heard(url: &str) -> Vec<String> {
+    let mut c = connect(url);
+    run(&mut c, "FLUSHALL");
+    run(&mut c, "CONFIG SET notify-keyspace-events ");
+    run(&mut c, "SET before v PX 300");
+    let mut sub = connect(url);
+    let mut ps = sub.as_pubsub();
+    ps.subscribe("__keyevent@0__:expired").unwrap();
+    ps.subscribe("marker").unwrap();
+    ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    run(&mut c, "CONFIG SET notify-keyspace-events Ex");
+    run(&mut c, "SET after v PX 200");
+    run(&mut c, "HSET coll f v");
+    run(&mut c, "PEXPIRE coll 250");
+    run(&mut c, "SET extended v PX 200");
+    run(&mut c, "PEXPIRE extended 5000");
+    run(&mut c, "SET kept v PX 200");
+    run(&mut c, "PERSIST kept");
+    std::thread::sleep(Duration::from_millis(1500));
+    // The expired keys are gone for every command, as they were before.
+    let n: i64 = redis::cmd("EXISTS")
+        .arg("before")
+        .arg("after")
+        .arg("coll")
+        .arg("extended")
+        .arg("kept")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 2, "extended and kept remain");
+    run(&mut c, "PUBLISH marker end");
+    let mut out = Vec::new();
+    loop {
+        let m = ps.get_message().expect("a message before the marker");
+        if m.get_channel_name() == "marker" {
+            break;
+        }
+        out.push(m.get_payload::<String>().unwrap());
+    }
+    run(&mut c, "CONFIG SET notify-keyspace-events ");
+    out.sort();
+    out
+}
+
+#[test]
+fn expired_keys_are_announced_once_they_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let ours = expired_heard(&s.url());
+    assert_eq!(ours, ["after", "before", "coll"]);
+    let Some(redis) = redis_server_or_skip("the expired-event scenario") else {
+        return;
+    };
+    assert_eq!(expired_heard(&format!("redis://{}/", redis.addr)), ours);
+}

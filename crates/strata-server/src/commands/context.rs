@@ -442,6 +442,11 @@ impl Ctx<'_> {
         let created = self.pending.notify_writes.is_some()
             && self.pending.notify_new
             && matches!(self.entry(key), Ok(None));
+        if self.shared.expiry_index.tracking() {
+            if let Ok(Some(at)) = value::expiry_of(&raw) {
+                self.shared.expiry_index.add(at, key);
+            }
+        }
         let batch = &mut self.pending.batch;
         keyspace::with_data_key(key, |k| batch.put(k, &raw));
         self.pending.overlay.insert(key.to_vec(), Some(raw));
