@@ -76,7 +76,7 @@ fn publish(port: u64, subscribers: u64, depth: u64, seconds: u64) {
     let mut c = connect(port);
     let start = Instant::now();
     let mut sent = 0u64;
-    let payload = vec![b'm'; 32];
+    let payload = [b'm'; 32];
     while start.elapsed() < Duration::from_secs(seconds) {
         let mut p = redis::pipe();
         for _ in 0..depth {
