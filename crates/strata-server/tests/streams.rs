@@ -367,3 +367,32 @@ fn a_long_stream_is_read_a_page_at_a_time() {
     let first = cmd(&mut c, &["XRANGE", "big", "-", "+", "COUNT", "1"]);
     assert_eq!(ids(&first), ["15000-0"]);
 }
+
+/// XADD runs inline and shares a segment with the commands pipelined around it; one that
+/// trims reruns on the engine pool and must see the entries added before it in its segment.
+#[test]
+fn pipelined_xadds_that_trim_see_the_entries_before_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    let mut p = redis::pipe();
+    for i in 1..=10 {
+        p.cmd("XADD").arg("p").arg(format!("{i}-1")).arg("f").arg(i);
+        if i % 3 == 0 {
+            p.cmd("XADD")
+                .arg("p")
+                .arg("MAXLEN")
+                .arg(2)
+                .arg(format!("{i}-2"))
+                .arg("f")
+                .arg(i);
+            p.cmd("XLEN").arg("p");
+        }
+    }
+    p.cmd("XRANGE").arg("p").arg("-").arg("+");
+    let out: Vec<Value> = p.query(&mut c).unwrap();
+    let lens: Vec<&Value> = out.iter().filter(|v| matches!(v, Value::Int(_))).collect();
+    assert_eq!(lens, [&Value::Int(2), &Value::Int(2), &Value::Int(2)]);
+    assert_eq!(ids(out.last().unwrap()), ["9-1", "9-2", "10-1"]);
+    assert_eq!(cmd(&mut c, &["XLEN", "p"]), Value::Int(3));
+}

@@ -218,6 +218,9 @@ impl CommandSpec {
                 self.name,
                 "zadd" | "zincrby" | "zcard" | "zscore" | "zmscore" | "zrem"
             ),
+            // XADD iterates only to trim (an iterator refuses `cache_only`: a trimming XADD
+            // reruns on the pool); XACK reads and writes single pending entries.
+            "stream" => matches!(self.name, "xadd" | "xlen" | "xack"),
             "generic" => matches!(
                 self.name,
                 "del"
