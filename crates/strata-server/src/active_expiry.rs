@@ -9,9 +9,11 @@
 //! meanwhile (`Ctx::put_raw`) — and every [`TICK`] deletes the keys whose time has come: on the
 //! engine pool, holding each key's stripe (see `locks`), it re-reads the key and deletes it only
 //! if its stored expiry is still due (a key rewritten or given a new TTL since stays), then
-//! publishes `expired` once the delete is written. The index is dropped when the events are
-//! turned off, so it costs memory (about the key's length plus 40 bytes per key with a TTL)
-//! only while someone asked for the events.
+//! publishes `expired` once the delete is written. The index holds each key once, at its
+//! latest expiry, and is dropped when the events are turned off, so it costs memory (about
+//! twice the key's length plus 80 bytes per key with a TTL) only while someone asked for them.
+//! A key that expired and was overwritten or deleted before the cycle reached it is not
+//! announced (redis announces it when the command finds it expired).
 //!
 //! Invariants: an `expired` event is published only after the key's deletion was written; a
 //! key is deleted only if its stored expiry is due when re-read under its stripe; an index
@@ -19,7 +21,7 @@
 //! `keyspace`, `value`, `notify`, `pubsub`, `server::Shared`; never on commands or the network
 //! layer.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,10 +42,12 @@ const PER_TICK: usize = 10_000;
 /// Keys one step of the initial scan examines.
 const SCAN_STEP: usize = 10_000;
 
-/// The keys with an expiry, by expiry, while `expired` events are on.
+/// The keys with an expiry, by expiry, while `expired` events are on: each key once, at the
+/// expiry it was last given (a key whose TTL is pushed back again and again — a sliding
+/// session — keeps one entry).
 #[derive(Default)]
 pub struct ExpiryIndex {
-    due: Mutex<BTreeSet<(u64, Bytes)>>,
+    due: Mutex<Due>,
     /// The index is kept (the events are on): writes add to it.
     tracking: AtomicBool,
 }
@@ -57,13 +61,13 @@ impl ExpiryIndex {
     /// Records that `key` expires at `at` (a write set it).
     pub fn add(&self, at: u64, key: &[u8]) {
         if self.tracking() {
-            self.due.lock().insert((at, Bytes::copy_from_slice(key)));
+            self.due.lock().insert(at, Bytes::copy_from_slice(key));
         }
     }
 
     /// Keys with an expiry in the index.
     pub fn len(&self) -> usize {
-        self.due.lock().len()
+        self.due.lock().by_key.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -74,12 +78,37 @@ impl ExpiryIndex {
         let mut due = self.due.lock();
         let mut out = Vec::new();
         while out.len() < max {
-            match due.first() {
-                Some((at, _)) if *at <= now => out.extend(due.pop_first()),
+            match due.by_time.first() {
+                Some((at, _)) if *at <= now => {
+                    if let Some((at, key)) = due.by_time.pop_first() {
+                        due.by_key.remove(&key);
+                        out.push((at, key));
+                    }
+                }
                 _ => break,
             }
         }
         out
+    }
+}
+
+#[derive(Default)]
+struct Due {
+    by_time: BTreeSet<(u64, Bytes)>,
+    by_key: HashMap<Bytes, u64>,
+}
+
+impl Due {
+    fn insert(&mut self, at: u64, key: Bytes) {
+        if let Some(old) = self.by_key.insert(key.clone(), at) {
+            self.by_time.remove(&(old, key.clone()));
+        }
+        self.by_time.insert((at, key));
+    }
+
+    fn clear(&mut self) {
+        self.by_time.clear();
+        self.by_key.clear();
     }
 }
 
@@ -105,7 +134,15 @@ pub async fn run(shared: Arc<Shared>) {
             // Turned on: index what already has an expiry (writes from now on add theirs).
             let s = shared.clone();
             match shared.pool.run(move || scan(&s)).await {
-                Ok(Ok(found)) => index.due.lock().extend(found),
+                Ok(Ok(found)) => {
+                    let mut due = index.due.lock();
+                    for (at, key) in found {
+                        // A write since the scan started knows the newer expiry.
+                        if !due.by_key.contains_key(&key) {
+                            due.insert(at, key);
+                        }
+                    }
+                }
                 Ok(Err(e)) => {
                     tracing::warn!("active expiry: scanning the keyspace failed: {e}");
                     index.tracking.store(false, Relaxed);
@@ -205,7 +242,9 @@ mod tests {
         ix.tracking.store(true, Relaxed);
         ix.add(30, b"c");
         ix.add(10, b"a");
-        ix.add(20, b"b");
+        ix.add(5, b"b");
+        ix.add(20, b"b"); // its TTL moved: one entry, the latest
+        assert_eq!(ix.len(), 3);
         let keys = |v: Vec<(u64, Bytes)>| v.into_iter().map(|(_, k)| k).collect::<Vec<_>>();
         assert_eq!(keys(ix.take_due(20, 10)), [&b"a"[..], b"b"]);
         assert_eq!(keys(ix.take_due(100, 0)), Vec::<Bytes>::new(), "max 0");

@@ -37,10 +37,26 @@ pub enum Unblock {
     Error,
 }
 
+/// What a blocked client waits to do, which decides how writes wake it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitKind {
+    /// Take an element (the list and sorted-set pops): each write wakes the first waiter in
+    /// line not yet woken; served, its own write wakes the next.
+    Pop,
+    /// Read a stream without taking anything (XREAD): every write to its keys wakes it.
+    Read,
+    /// Read a stream for a consumer group (XREADGROUP `>`): woken in line like a pop; one that
+    /// finds nothing for its group (the entry went to a consumer of the same group, or the
+    /// write was for another group) passes the wake to the next waiter behind it
+    /// ([`Blocking::pass_on`]), so a reader of another group behind it is not starved.
+    GroupRead,
+}
+
 /// One blocked client.
 pub struct Waiter {
     pub client_id: u64,
     keys: Vec<Bytes>,
+    kind: WaitKind,
     /// Woken by a signal and not yet rerun.
     woken: AtomicBool,
     /// 0: none; 1: timeout; 2: error (CLIENT UNBLOCK).
@@ -102,14 +118,26 @@ impl Blocking {
         self.count.load(Relaxed)
     }
 
-    /// Registers `client_id` as waiting for `keys` (behind every earlier waiter of each).
+    /// Registers `client_id` as waiting to pop from `keys` (behind every earlier waiter of
+    /// each).
     pub fn register(self: &Arc<Self>, client_id: u64, keys: &[Bytes]) -> Registration {
+        self.register_as(client_id, keys, WaitKind::Pop)
+    }
+
+    /// [`Blocking::register`] for a waiter of kind `kind`.
+    pub fn register_as(
+        self: &Arc<Self>,
+        client_id: u64,
+        keys: &[Bytes],
+        kind: WaitKind,
+    ) -> Registration {
         let mut keys = keys.to_vec();
         keys.sort();
         keys.dedup();
         let w = Arc::new(Waiter {
             client_id,
             keys,
+            kind,
             woken: AtomicBool::new(false),
             unblock: AtomicU8::new(0),
             notify: tokio::sync::Notify::new(),
@@ -128,23 +156,55 @@ impl Blocking {
     }
 
     /// `keys` were written (and committed): wakes, for each, its longest-blocked waiter not
-    /// already woken.
+    /// already woken (a pop or a group read), and every XREAD waiting for it.
     pub fn signal<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>) {
         let q = self.queues.read();
         for k in keys {
             let Some(waiters) = q.by_key.get(k) else {
                 continue;
             };
-            // Concurrent signals of one key each claim a different waiter.
-            let claimed = waiters.iter().find(|w| {
-                w.woken
-                    .compare_exchange(false, true, Relaxed, Relaxed)
-                    .is_ok()
-            });
-            if let Some(w) = claimed {
+            self.wake_first(waiters.iter(), true);
+        }
+    }
+
+    /// Wakes the first of `waiters` not yet woken that takes (a pop or a group read), and
+    /// with `readers` every XREAD among them too. Concurrent signals of one key each claim a
+    /// different taker.
+    fn wake_first<'a>(&self, waiters: impl Iterator<Item = &'a Arc<Waiter>>, readers: bool) {
+        let mut claimed = false;
+        for w in waiters {
+            let reader = w.kind == WaitKind::Read;
+            if (reader && !readers) || (!reader && claimed) {
+                continue;
+            }
+            if w.woken
+                .compare_exchange(false, true, Relaxed, Relaxed)
+                .is_ok()
+            {
                 w.notify.notify_one();
                 self.wakes.fetch_add(1, Relaxed);
+                claimed |= !reader;
             }
+            if claimed && !readers {
+                return;
+            }
+        }
+    }
+
+    /// A group reader woken found nothing for its group and waits again: the wake goes on to
+    /// the first taker behind it in line on each of its keys (never to one before it, so a
+    /// wake travels the line once).
+    pub fn pass_on(&self, w: &Arc<Waiter>) {
+        if w.kind != WaitKind::GroupRead {
+            return;
+        }
+        let q = self.queues.read();
+        for k in &w.keys {
+            let Some(waiters) = q.by_key.get(k) else {
+                continue;
+            };
+            let behind = waiters.iter().skip_while(|x| !Arc::ptr_eq(x, w)).skip(1);
+            self.wake_first(behind, false);
         }
     }
 
@@ -246,6 +306,39 @@ mod tests {
         drop(second);
         assert_eq!(hub.blocked_clients(), 0);
         assert!(!hub.active());
+    }
+
+    #[test]
+    fn every_xread_is_woken_and_group_readers_in_line() {
+        let hub = Arc::new(Blocking::default());
+        let a = hub.register_as(1, &[b("s")], WaitKind::Read);
+        let g1 = hub.register_as(2, &[b("s")], WaitKind::GroupRead);
+        let c = hub.register_as(3, &[b("s")], WaitKind::Read);
+        let g2 = hub.register_as(4, &[b("s")], WaitKind::GroupRead);
+        let g3 = hub.register_as(5, &[b("s")], WaitKind::GroupRead);
+        hub.signal([&b"s"[..]]);
+        assert!(a.waiter.woken.load(Relaxed) && c.waiter.woken.load(Relaxed));
+        assert!(g1.waiter.woken.load(Relaxed), "the first group reader");
+        assert!(
+            !g2.waiter.woken.load(Relaxed),
+            "one group reader per signal"
+        );
+        // The first found nothing for its group: the wake goes to the next one behind it.
+        assert!(g1.waiter.take_wake());
+        hub.pass_on(&g1.waiter);
+        assert!(g2.waiter.woken.load(Relaxed));
+        assert!(!g3.waiter.woken.load(Relaxed));
+        assert!(!g1.waiter.woken.load(Relaxed), "never back to itself");
+        // The last one in line passes to nobody.
+        assert!(g2.waiter.take_wake());
+        hub.pass_on(&g2.waiter);
+        assert!(g3.waiter.take_wake());
+        hub.pass_on(&g3.waiter);
+        assert!(!g1.waiter.woken.load(Relaxed) && !g2.waiter.woken.load(Relaxed));
+        // A pop never passes its wake on this way.
+        let p = hub.register(6, &[b("s")]);
+        hub.pass_on(&p.waiter);
+        assert!(!p.waiter.woken.load(Relaxed));
     }
 
     #[test]

@@ -33,7 +33,11 @@ fn blocked_clients(c: &mut redis::Connection) -> u64 {
 fn until_blocked(c: &mut redis::Connection, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while blocked_clients(c) != n {
-        assert!(Instant::now() < deadline, "never saw {n} blocked clients");
+        assert!(
+            Instant::now() < deadline,
+            "never saw {n} blocked clients (saw {})",
+            blocked_clients(c)
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -152,6 +156,108 @@ fn scenario(url: &str) -> Vec<String> {
     until_blocked(&mut c, 1);
     cmd(&mut c, &["XADD", "s", "5-1", "j", "z"]);
     note("served before destroy", r.join().unwrap());
+
+    // An XREAD waiting for a later ID does not hold back the XREAD behind it.
+    let far = spawn(
+        url,
+        &["XREAD", "BLOCK", "0", "STREAMS", "s", "99999999999999-0"],
+    );
+    until_blocked(&mut c, 1);
+    let near = spawn(url, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    until_blocked(&mut c, 2);
+    cmd(&mut c, &["XADD", "s", "6-1", "k", "v"]);
+    note("near xread", near.join().unwrap());
+    std::thread::sleep(Duration::from_millis(50));
+    note("far still blocked", blocked_clients(&mut c).to_string());
+    // Consumers of two groups blocked on one stream: one entry serves the first consumer of
+    // each group; the second consumer of the first group waits on.
+    cmd(&mut c, &["XGROUP", "CREATE", "s", "g2", "$"]);
+    cmd(&mut c, &["XGROUP", "SETID", "s", "g", "$"]);
+    let ga = spawn(
+        url,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "a2",
+            "COUNT",
+            "1",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    until_blocked(&mut c, 2);
+    let gb = spawn(
+        url,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "b2",
+            "COUNT",
+            "1",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    until_blocked(&mut c, 3);
+    let gc = spawn(
+        url,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g2",
+            "c2",
+            "COUNT",
+            "1",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    until_blocked(&mut c, 4);
+    cmd(&mut c, &["XADD", "s", "7-1", "l", "w"]);
+    note("first of g", ga.join().unwrap());
+    note("first of g2", gc.join().unwrap());
+    std::thread::sleep(Duration::from_millis(50));
+    note("left blocked", blocked_clients(&mut c).to_string());
+    cmd(&mut c, &["XADD", "s", "99999999999999-1", "m", "x"]);
+    note("far xread", far.join().unwrap());
+    note("second of g", gb.join().unwrap());
+    // One stream named twice in one XREADGROUP is served once.
+    cmd(&mut c, &["XADD", "s", "99999999999999-2", "n", "y"]);
+    note(
+        "twice",
+        format!(
+            "{:?}",
+            cmd(
+                &mut c,
+                &[
+                    "XREADGROUP",
+                    "GROUP",
+                    "g2",
+                    "d",
+                    "STREAMS",
+                    "s",
+                    "s",
+                    ">",
+                    ">"
+                ]
+            )
+        ),
+    );
+    note(
+        "groups after",
+        format!("{:?}", cmd(&mut c, &["XINFO", "GROUPS", "s"])),
+    );
 
     // Approximate trimming removes whole nodes (100 entries each for small entries).
     for i in 1..=250 {

@@ -197,16 +197,18 @@ pub fn place_entry(s: &mut StreamMeta, len: u64, payload: u64, fields: u64) -> u
     if s.node == 0
         || len == 0
         || s.node_entries >= NODE_MAX_ENTRIES
-        || s.node_bytes + payload >= NODE_MAX_BYTES
+        || s.node_bytes.saturating_add(payload) >= NODE_MAX_BYTES
     {
-        s.node += 1;
+        s.node = s.node.saturating_add(1);
         s.node_entries = 0;
         // A listpack's header and master entry (the first entry's field names).
         s.node_bytes = 16 + payload / 2;
     }
-    s.node_entries += 1;
+    s.node_entries = s.node_entries.saturating_add(1);
     // An entry's bytes in a listpack: its strings, their headers, the ID deltas and flags.
-    s.node_bytes += payload + 2 * fields + 8;
+    s.node_bytes = s
+        .node_bytes
+        .saturating_add(payload.saturating_add(2 * fields + 8));
     s.node
 }
 
@@ -406,7 +408,8 @@ pub fn group_lag(s: &StreamMeta, len: u64, g: &Group) -> Option<i64> {
         Some(n) if !has_tombstones_from(s, len, g.last_id) => n,
         _ => entries_read_at(s, len, g.last_id)?,
     };
-    Some(s.entries_added as i64 - read as i64)
+    let lag = i128::from(s.entries_added) - i128::from(read);
+    Some(lag.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
 }
 
 /// A group delivered `id` (XREADGROUP `>`): moves its last-delivered ID and read counter.

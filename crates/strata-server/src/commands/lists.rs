@@ -511,15 +511,23 @@ pub fn wait_for_keys(
     let timeout = (secs > 0.0)
         .then(|| std::time::Duration::try_from_secs_f64(secs).ok())
         .flatten();
-    wait_for_keys_for(ctx, keys, timeout, timed_out)
+    wait_for_keys_for(
+        ctx,
+        keys,
+        timeout,
+        timed_out,
+        crate::blocking::WaitKind::Pop,
+    )
 }
 
-/// [`wait_for_keys`] with the timeout as a duration (`None`: forever).
+/// [`wait_for_keys`] with the timeout as a duration (`None`: forever), for a waiter of kind
+/// `kind` (how writes wake it, see `blocking`).
 pub fn wait_for_keys_for(
     ctx: &mut Ctx<'_>,
     keys: &[Bytes],
     timeout: Option<std::time::Duration>,
     timed_out: Reply,
+    kind: crate::blocking::WaitKind,
 ) -> CmdResult {
     if ctx.pending.in_exec || crate::scripting::in_script() {
         return Ok(timed_out);
@@ -529,7 +537,10 @@ pub fn wait_for_keys_for(
         return Ok(timed_out);
     }
     let deadline = timeout.and_then(|d| std::time::Instant::now().checked_add(d));
-    let registration = ctx.shared.blocking.register(ctx.session.client.id, keys);
+    let registration = ctx
+        .shared
+        .blocking
+        .register_as(ctx.session.client.id, keys, kind);
     // After a real wait redis answers every list and sorted-set form's timeout with the null
     // array (BLMOVE and BRPOPLPUSH too, whose immediate form in MULTI answers a null bulk).
     ctx.pending.block = Some(crate::blocking::Blocked {

@@ -51,6 +51,19 @@ fn no_group_for_key(key: &[u8], group: &[u8]) -> Reply {
     ))
 }
 
+/// Refuses names whose sub-keys would pass the engine's key limit, before anything is
+/// written (a command must not fail halfway through its writes).
+pub(super) fn check_names(key: &[u8], group: &[u8], consumer: &[u8]) -> Result<(), Reply> {
+    let rest = 4 + group.len() + consumer.len().max(16);
+    if key.len() + rest + crate::collections::subkey::OVERHEAD > strata::MAX_KEY_SIZE {
+        return Err(Reply::error(format!(
+            "ERR key, group and consumer names together exceed {} bytes",
+            strata::MAX_KEY_SIZE - crate::collections::subkey::OVERHEAD - 20
+        )));
+    }
+    Ok(())
+}
+
 /// The PEL entry of `id` in `group`.
 pub(super) fn pel_get(
     ctx: &Ctx<'_>,
@@ -343,6 +356,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         }
     }
     let (key, name) = (&a[2], &a[3]);
+    check_names(key, name, a.get(4).map_or(&b""[..], |c| &c[..]))?;
     let mut c =
         match streams::load(ctx, key)? {
             Some(c) => c,
@@ -568,6 +582,7 @@ fn claim_target(ctx: &Ctx<'_>, a: &[Bytes]) -> Result<(Coll, GroupState), Reply>
 
 pub fn xclaim(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let (c, mut group) = claim_target(ctx, a)?;
+    check_names(&a[1], &a[2], &a[3])?;
     let min_idle = crate::numbers::parse_i64(&a[4])
         .ok_or_else(|| err("ERR Invalid min-idle-time argument for XCLAIM"))?
         .max(0) as u64;
@@ -599,7 +614,7 @@ pub fn xclaim(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             justid = true;
         } else if is(opt, "IDLE") && more {
             j += 1;
-            delivery_time = Some(now as i64 - num(&a[j], "IDLE")?);
+            delivery_time = Some((now as i64).saturating_sub(num(&a[j], "IDLE")?));
         } else if is(opt, "TIME") && more {
             j += 1;
             delivery_time = Some(num(&a[j], "TIME")?);
@@ -646,7 +661,8 @@ pub fn xclaim(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         if group.ensure_consumer(ctx, &c, name, now, true)? {
             ctx.notify(STREAM_EVENTS, "xgroup-createconsumer", &a[1]);
         }
-        let count = prev.as_ref().map_or(0, |p| p.delivery_count);
+        // An entry FORCEd into the PEL starts with one delivery, as in redis.
+        let count = prev.as_ref().map_or(1, |p| p.delivery_count);
         let p = Pending {
             delivery_time,
             delivery_count: match retry_count {
@@ -690,6 +706,7 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         }
     }
     let (c, mut group) = claim_target(ctx, a)?;
+    check_names(&a[1], &a[2], &a[3])?;
     let now = ctx.now;
     let attempts = count.saturating_mul(10);
     // The entries examined, and the one after them (the next cursor).
@@ -846,7 +863,7 @@ pub fn xinfo(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let nodes = match head.first() {
         Some((_, v)) => {
             let (first_node, _) = enc::decode_entry(v).map_err(corrupt)?;
-            s.node.saturating_sub(first_node) + 1
+            s.node.saturating_sub(first_node).saturating_add(1)
         }
         None => 0,
     };
@@ -855,7 +872,10 @@ pub fn xinfo(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         // Strata keeps one record per entry, not redis' radix tree of listpacks: these
         // report the emulated nodes (see `streams`), and about twice as many tree nodes.
         kv("radix-tree-keys", Reply::Int(nodes as i64)),
-        kv("radix-tree-nodes", Reply::Int((nodes * 2).max(1) as i64)),
+        kv(
+            "radix-tree-nodes",
+            Reply::Int(nodes.saturating_mul(2).max(1) as i64),
+        ),
         kv("last-generated-id", id_bulk(s.last_id)),
         kv("max-deleted-entry-id", id_bulk(s.max_deleted)),
         kv("entries-added", Reply::Int(s.entries_added as i64)),

@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use super::errors::{self, err};
 use super::lists::wait_for_keys_for;
-use super::stream_groups::{deliver_history, deliver_new, GroupState};
+use super::stream_groups::{check_names, deliver_history, deliver_new, GroupState};
 use super::streams::{self, entries_reply, strict_id};
 use super::{int_arg, is, CmdResult, Ctx};
 use crate::collections::stream::StreamId;
@@ -106,13 +106,28 @@ fn parse(a: &[Bytes], grouped: bool) -> Result<ReadArgs<'_>, Reply> {
     Ok(r)
 }
 
-/// The stream keys of an XREAD or XREADGROUP request (for its locks): those after STREAMS.
+/// The stream keys of an XREAD or XREADGROUP request (for its locks): the first half of what
+/// follows STREAMS, found by skipping the options as [`parse`] does (a group or consumer may
+/// be named `streams`).
 pub fn stream_keys(a: &[Bytes]) -> Vec<&Bytes> {
-    let Some(at) = a.iter().position(|x| is(x, "STREAMS")) else {
-        return Vec::new();
-    };
-    let rest = &a[at + 1..];
-    rest[..rest.len() / 2].iter().collect()
+    let mut i = 1;
+    while i < a.len() {
+        let o = &a[i];
+        if is(o, "STREAMS") {
+            let rest = &a[i + 1..];
+            return rest[..rest.len() / 2].iter().collect();
+        }
+        i += if is(o, "BLOCK") || is(o, "COUNT") {
+            2
+        } else if is(o, "GROUP") {
+            3
+        } else if is(o, "NOACK") {
+            1
+        } else {
+            return Vec::new();
+        };
+    }
+    Vec::new()
 }
 
 /// What a read wants of one stream.
@@ -133,16 +148,29 @@ fn read(ctx: &mut Ctx<'_>, a: &[Bytes], grouped: bool) -> CmdResult {
         .as_ref()
         .map(|b| b.memo.clone())
         .filter(|m| m.len() == r.keys.len());
+    // A rerun keeps waiting on a key deleted or retyped meanwhile, as redis 7.0 does.
+    let rerun = ctx.session.blocked.is_some();
     let mut streams = Vec::with_capacity(r.keys.len());
     let mut wants = Vec::with_capacity(r.keys.len());
     for (i, (key, id)) in r.keys.iter().zip(r.ids).enumerate() {
-        let c = streams::load(ctx, key)?;
+        if let Some((g, cons)) = r.group {
+            check_names(key, g, cons)?;
+        }
+        let c = match streams::load(ctx, key) {
+            Err(_) if rerun => None,
+            other => other?,
+        };
         let group = match (r.group, &c) {
             (Some((g, _)), Some(c)) => GroupState::load(ctx, c, g)?,
             _ => None,
         };
         if let Some((g, _)) = r.group {
-            if group.is_none() {
+            if rerun && c.is_some() && group.is_none() {
+                return Err(err(
+                    "NOGROUP the consumer group this client was blocked on no longer exists",
+                ));
+            }
+            if group.is_none() && !rerun {
                 return Err(Reply::error(format!(
                     "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
                     String::from_utf8_lossy(key),
@@ -177,6 +205,13 @@ fn read(ctx: &mut Ctx<'_>, a: &[Bytes], grouped: bool) -> CmdResult {
     let mut served: Vec<(Bytes, Reply)> = Vec::new();
     for ((key, (c, group)), want) in r.keys.iter().zip(streams.iter_mut()).zip(&wants) {
         let Some(c) = c else { continue };
+        // Read the group again: an earlier key of this command may be the same stream.
+        if let Some(g) = group.as_mut() {
+            match GroupState::load(ctx, c, &g.name)? {
+                Some(fresh) => *g = fresh,
+                None => continue,
+            }
+        }
         match (group, *want) {
             (None, Want::After(after)) => {
                 let Some(start) = after.incr() else { continue };
@@ -220,7 +255,8 @@ fn read(ctx: &mut Ctx<'_>, a: &[Bytes], grouped: bool) -> CmdResult {
                     served.push((key.clone(), entries_reply(&entries)?));
                 }
             }
-            (None, Want::New) => unreachable!("`>` is refused without a group"),
+            // `>` without a group: a rerun whose stream went away (it waits on).
+            (None, Want::New) => continue,
         }
     }
     if !served.is_empty() {
@@ -244,7 +280,12 @@ fn read(ctx: &mut Ctx<'_>, a: &[Bytes], grouped: bool) -> CmdResult {
         return Ok(Reply::NullArray);
     };
     let timeout = (ms > 0).then(|| std::time::Duration::from_millis(ms));
-    let reply = wait_for_keys_for(ctx, r.keys, timeout, Reply::NullArray)?;
+    let kind = if grouped {
+        crate::blocking::WaitKind::GroupRead
+    } else {
+        crate::blocking::WaitKind::Read
+    };
+    let reply = wait_for_keys_for(ctx, r.keys, timeout, Reply::NullArray, kind)?;
     if let Some(b) = ctx.pending.block.as_mut() {
         b.memo = wants
             .iter()
@@ -282,6 +323,23 @@ mod tests {
         assert_eq!(keys, [&b"a"[..], b"b"]);
         let a = args(&["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"]);
         assert_eq!(stream_keys(&a).len(), 1);
+        let a = args(&[
+            "XREADGROUP",
+            "GROUP",
+            "streams",
+            "STREAMS",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "s",
+            ">",
+        ]);
+        let keys: Vec<&[u8]> = stream_keys(&a).into_iter().map(|k| &k[..]).collect();
+        assert_eq!(
+            keys,
+            [&b"s"[..]],
+            "a group and a consumer named like the keyword"
+        );
         assert!(stream_keys(&args(&["XREAD", "COUNT", "1"])).is_empty());
     }
 

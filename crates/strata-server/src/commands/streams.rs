@@ -348,7 +348,9 @@ pub fn xadd(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         None if ctx.now > last.ms => StreamId::new(ctx.now, 0),
         None => last.incr().ok_or_else(smaller)?,
         Some(IdArg::Id(id)) => id,
-        Some(IdArg::MsAny(ms)) if ms == last.ms => last.incr().ok_or_else(smaller)?,
+        Some(IdArg::MsAny(ms)) if ms == last.ms => {
+            StreamId::new(ms, last.seq.checked_add(1).ok_or_else(smaller)?)
+        }
         Some(IdArg::MsAny(ms)) => StreamId::new(ms, 0),
     };
     if id <= last {
@@ -414,13 +416,14 @@ pub fn xlen(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 pub fn xdel(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    // The key first: XDEL on a missing key answers 0 whatever its IDs, as in redis.
+    let Some(mut c) = load(ctx, &a[1])? else {
+        return Ok(Reply::Int(0));
+    };
     let ids = a[2..]
         .iter()
         .map(|x| strict_id(x))
         .collect::<Result<Vec<_>, _>>()?;
-    let Some(mut c) = load(ctx, &a[1])? else {
-        return Ok(Reply::Int(0));
-    };
     let mut deleted = 0;
     let mut first_gone = false;
     for id in ids {

@@ -519,7 +519,16 @@ fn run_commands(
             }
             None => false,
         };
-        if newly_blocked || std::mem::take(&mut pending.blocks_again) {
+        if std::mem::take(&mut pending.blocks_again) {
+            // Woken and waiting again: a group reader hands the wake on (see `blocking`).
+            if let Some(b) = session.blocked.as_ref() {
+                shared.blocking.pass_on(&b.registration.waiter);
+            }
+            pending.calls.pop();
+            ran -= 1;
+            break;
+        }
+        if newly_blocked {
             pending.calls.pop();
             ran -= 1;
             break;
