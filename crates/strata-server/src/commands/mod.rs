@@ -209,6 +209,9 @@ impl CommandSpec {
                     | "llen"
                     | "lindex"
                     | "lset"
+                    // Point reads of the ends; a wait registers without I/O.
+                    | "blpop"
+                    | "brpop"
             ),
             "set" => matches!(
                 self.name,

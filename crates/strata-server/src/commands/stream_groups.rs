@@ -963,23 +963,20 @@ pub fn xinfo(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(Reply::Map(m))
 }
 
-/// XREADGROUP's delivery of new entries (`>`) to `consumer`: each entry after the group's
-/// last-delivered ID moves it (and its read counter) and, unless `noack`, becomes pending for
-/// the consumer (taking it from a previous owner after an XGROUP SETID back).
+/// XREADGROUP's delivery of new entries (`>`, read after the group's last-delivered ID) to
+/// `consumer`: each moves the group's last-delivered ID (and its read counter) and, unless
+/// `noack`, becomes pending for the consumer (taking it from a previous owner after an XGROUP
+/// SETID back).
 pub(super) fn deliver_new(
     ctx: &mut Ctx<'_>,
     c: &Coll,
     group: &mut GroupState,
     consumer: &[u8],
-    count: u64,
+    entries: &[(StreamId, Bytes)],
     noack: bool,
-) -> Result<Vec<(StreamId, Bytes)>, Reply> {
-    let Some(start) = group.g.last_id.incr() else {
-        return Ok(Vec::new());
-    };
-    let entries = streams::range(ctx, c, start, StreamId::MAX, count, false)?;
+) -> Result<(), Reply> {
     let now = ctx.now;
-    for (id, _) in &entries {
+    for (id, _) in entries {
         enc::advance_group(&c.meta.stream, c.meta.size, &mut group.g, *id);
         if noack {
             continue;
@@ -992,7 +989,7 @@ pub(super) fn deliver_new(
         };
         group.assign(ctx, c, *id, prev.as_ref(), &p)?;
     }
-    Ok(entries)
+    Ok(())
 }
 
 /// XREADGROUP's history read (an explicit ID): the consumer's pending entries from `start`,

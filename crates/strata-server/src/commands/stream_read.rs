@@ -235,25 +235,22 @@ fn read(ctx: &mut Ctx<'_>, a: &[Bytes], grouped: bool) -> CmdResult {
             (Some(group), Want::New) => {
                 // Served only if an entry after the group's last-delivered ID exists (the
                 // consumer is not created otherwise, as in redis).
-                let after = group.g.last_id.incr();
-                let has_new = match after {
+                let entries = match group.g.last_id.incr() {
                     Some(s) if c.meta.size > 0 && c.meta.stream.last_id >= s => {
-                        !streams::range(ctx, c, s, StreamId::MAX, 1, false)?.is_empty()
+                        streams::range(ctx, c, s, StreamId::MAX, count, false)?
                     }
-                    _ => false,
+                    _ => Vec::new(),
                 };
-                if !has_new {
+                if entries.is_empty() {
                     continue;
                 }
                 let consumer = r.group.map(|(_, cons)| cons).expect("grouped");
                 if group.ensure_consumer(ctx, c, consumer, now, true)? {
                     ctx.notify(crate::notify::STREAM, "xgroup-createconsumer", key);
                 }
-                let entries = deliver_new(ctx, c, group, consumer, count, r.noack)?;
+                deliver_new(ctx, c, group, consumer, &entries, r.noack)?;
                 group.save(ctx, c)?;
-                if !entries.is_empty() {
-                    served.push((key.clone(), entries_reply(&entries)?));
-                }
+                served.push((key.clone(), entries_reply(&entries)?));
             }
             // `>` without a group: a rerun whose stream went away (it waits on).
             (None, Want::New) => continue,
