@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Server memory per client: opens N connections to a running server and reports the growth of
-the server process's RSS per connection, for idle clients (each sent one PING) or blocked ones
-(each sent BLPOP on one of 100 empty keys, timeout 0).
+the server process's RSS per connection, for idle clients (each sent one PING), blocked ones
+(each sent BLPOP on one of 100 empty keys, timeout 0) or subscribers (each SUBSCRIBEd to one of
+100 channels).
 
-Usage: scripts/clients-memory.py PORT N idle|blocked SERVER_PID
+Usage: scripts/clients-memory.py PORT N idle|blocked|subscribed SERVER_PID
 (raise `ulimit -n` above N first). Loopback only.
 """
 import socket
@@ -25,6 +26,10 @@ for i in range(n):
     if mode == "blocked":
         k = f"k{i % 100}".encode()
         s.sendall(b"*3\r\n$5\r\nBLPOP\r\n$%d\r\n%s\r\n$1\r\n0\r\n" % (len(k), k))
+    elif mode == "subscribed":
+        ch = f"ch{i % 100}".encode()
+        s.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$%d\r\n%s\r\n" % (len(ch), ch))
+        s.recv(100)
     else:
         s.sendall(b"*1\r\n$4\r\nPING\r\n")
         s.recv(100)
