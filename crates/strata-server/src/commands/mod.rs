@@ -36,6 +36,8 @@ pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod stream_groups;
+pub mod stream_info;
+pub mod stream_pending;
 pub mod stream_read;
 pub mod streams;
 pub mod strings;

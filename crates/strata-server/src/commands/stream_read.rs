@@ -16,7 +16,8 @@ use bytes::Bytes;
 
 use super::errors::{self, err};
 use super::lists::wait_for_keys_for;
-use super::stream_groups::{check_names, deliver_history, deliver_new, GroupState};
+use super::stream_groups::{check_names, GroupState};
+use super::stream_pending::{deliver_history, deliver_new};
 use super::streams::{self, entries_reply, strict_id};
 use super::{int_arg, is, CmdResult, Ctx};
 use crate::collections::stream::StreamId;

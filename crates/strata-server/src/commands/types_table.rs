@@ -7,8 +7,8 @@
 //! except through `Ctx` and `collections::access`.
 
 use super::{
-    bitmaps, expire, hashes, keys, lcs, lists, server, sets, stream_groups, stream_read, streams,
-    strings, zsets, zsets_multi, CommandSpec,
+    bitmaps, expire, hashes, keys, lcs, lists, server, sets, stream_groups, stream_info,
+    stream_pending, stream_read, streams, strings, zsets, zsets_multi, CommandSpec,
 };
 
 /// The data-type commands.
@@ -115,10 +115,10 @@ pub static TYPE_COMMANDS: &[CommandSpec] = &[
     cmd!("xreadgroup", -7, &["write", "blocking", "movablekeys"], (0, 0, 0), &["@write", "@stream", "@slow", "@blocking"], "stream", "5.0.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_read::xreadgroup, "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise."),
     cmd!("xgroup", -2, &["write", "denyoom"], (2, 2, 1), &["@write", "@stream", "@slow"], "stream", "5.0.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_groups::xgroup, "A container for consumer groups commands."),
     cmd!("xack", -4, &["write", "fast"], (1, 1, 1), &["@write", "@stream", "@fast"], "stream", "5.0.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_groups::xack, "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream."),
-    cmd!("xpending", -3, &["readonly"], (1, 1, 1), &["@read", "@stream", "@slow"], "stream", "5.0.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_groups::xpending, "Returns the information and entries from a stream consumer group's pending entries list."),
-    cmd!("xclaim", -6, &["write", "fast"], (1, 1, 1), &["@write", "@stream", "@fast"], "stream", "5.0.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_groups::xclaim, "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member."),
-    cmd!("xautoclaim", -6, &["write", "fast"], (1, 1, 1), &["@write", "@stream", "@fast"], "stream", "6.2.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_groups::xautoclaim, "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member."),
-    cmd!("xinfo", -2, &["readonly"], (2, 2, 1), &["@read", "@stream", "@slow"], "stream", "5.0.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_groups::xinfo, "A container for stream introspection commands."),
+    cmd!("xpending", -3, &["readonly"], (1, 1, 1), &["@read", "@stream", "@slow"], "stream", "5.0.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_pending::xpending, "Returns the information and entries from a stream consumer group's pending entries list."),
+    cmd!("xclaim", -6, &["write", "fast"], (1, 1, 1), &["@write", "@stream", "@fast"], "stream", "5.0.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_pending::xclaim, "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member."),
+    cmd!("xautoclaim", -6, &["write", "fast"], (1, 1, 1), &["@write", "@stream", "@fast"], "stream", "6.2.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_pending::xautoclaim, "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member."),
+    cmd!("xinfo", -2, &["readonly"], (2, 2, 1), &["@read", "@stream", "@slow"], "stream", "5.0.0", "See the Redis documentation; streams are one engine record per entry, read by ordered range scans in Strata.", true, stream_info::xinfo, "A container for stream introspection commands."),
     cmd!("getbit", 3, &["readonly", "fast"], (1, 1, 1), &["@read", "@bitmap", "@fast"], "bitmap", "2.2.0", "See the Redis documentation; collections are O(1) per element in Strata.", true, bitmaps::getbit, "Returns a bit value by offset."),
     cmd!("setbit", 4, &["write", "denyoom"], (1, 1, 1), &["@write", "@bitmap", "@slow"], "bitmap", "2.2.0", "See the Redis documentation; collections are O(1) per element in Strata.", true, bitmaps::setbit, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist."),
     cmd!("bitcount", -2, &["readonly"], (1, 1, 1), &["@read", "@bitmap", "@slow"], "bitmap", "2.6.0", "See the Redis documentation; collections are O(1) per element in Strata.", true, bitmaps::bitcount, "Counts the number of set bits (population counting) in a string."),
