@@ -7,56 +7,12 @@
 
 mod common;
 
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::blocked::{blocked_clients, cmd, spawn, until_blocked};
 use common::redis_server::redis_server_or_skip;
 use common::{connect, test_config, TestServer};
 use redis::Value;
-
-fn cmd(c: &mut redis::Connection, args: &[&str]) -> Value {
-    let mut k = redis::cmd(args[0]);
-    for a in &args[1..] {
-        k.arg(*a);
-    }
-    k.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn blocked_clients(c: &mut redis::Connection) -> u64 {
-    let text: String = redis::cmd("INFO").arg("clients").query(c).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("blocked_clients:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("blocked_clients in INFO")
-}
-
-fn until_blocked(c: &mut redis::Connection, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while blocked_clients(c) != n {
-        assert!(
-            Instant::now() < deadline,
-            "never saw {n} blocked clients (saw {})",
-            blocked_clients(c)
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn spawn(url: &str, args: &[&str]) -> JoinHandle<String> {
-    let url = url.to_string();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    std::thread::spawn(move || {
-        let mut c = connect(&url);
-        let mut k = redis::cmd(&args[0]);
-        for a in &args[1..] {
-            k.arg(a);
-        }
-        match k.query::<Value>(&mut c) {
-            Ok(v) => format!("{v:?}"),
-            Err(e) => format!("error: {e}"),
-        }
-    })
-}
 
 /// The scenario; returns what it observed (compared with redis-server's).
 fn scenario(url: &str) -> Vec<String> {
@@ -298,6 +254,17 @@ fn blocking_reads_and_trimming_match_redis_server() {
     assert_eq!(ours, theirs);
 }
 
+/// The entry IDs of a one-stream XREAD/XREADGROUP reply.
+fn read_ids(v: &Value) -> Vec<String> {
+    let Value::Array(streams) = v else {
+        panic!("not a read reply: {v:?}")
+    };
+    let Value::Array(pair) = &streams[0] else {
+        panic!("not a stream: {v:?}")
+    };
+    ids(&pair[1])
+}
+
 fn ids(v: &Value) -> Vec<String> {
     let Value::Array(entries) = v else {
         panic!("not an array: {v:?}")
@@ -404,11 +371,7 @@ fn pending_entries_and_groups_survive_a_restart() {
             ">",
         ],
     );
-    let Value::Array(streams) = v else { panic!() };
-    let Value::Array(pair) = &streams[0] else {
-        panic!()
-    };
-    assert_eq!(ids(&pair[1]), ["4-0"]);
+    assert_eq!(read_ids(&v), ["4-0"]);
     // alice's history: 2-0 pending (1-0 was acknowledged), delivered a second time.
     let v = cmd(
         &mut c,
@@ -422,11 +385,7 @@ fn pending_entries_and_groups_survive_a_restart() {
             "0",
         ],
     );
-    let Value::Array(streams) = v else { panic!() };
-    let Value::Array(pair) = &streams[0] else {
-        panic!()
-    };
-    assert_eq!(ids(&pair[1]), ["2-0"]);
+    assert_eq!(read_ids(&v), ["2-0"]);
     let v = cmd(
         &mut c,
         &["XPENDING", "jobs", "workers", "-", "+", "10", "alice"],

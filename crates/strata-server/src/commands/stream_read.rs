@@ -204,10 +204,16 @@ fn read(ctx: &mut Ctx<'_>, a: &[Bytes], grouped: bool) -> CmdResult {
     };
     let now = ctx.now;
     let mut served: Vec<(Bytes, Reply)> = Vec::new();
-    for ((key, (c, group)), want) in r.keys.iter().zip(streams.iter_mut()).zip(&wants) {
+    for (i, ((key, (c, group)), want)) in r
+        .keys
+        .iter()
+        .zip(streams.iter_mut())
+        .zip(&wants)
+        .enumerate()
+    {
         let Some(c) = c else { continue };
-        // Read the group again: an earlier key of this command may be the same stream.
-        if let Some(g) = group.as_mut() {
+        // A stream named twice: read its group again, as the first serving left it.
+        if let Some(g) = group.as_mut().filter(|_| r.keys[..i].contains(key)) {
             match GroupState::load(ctx, c, &g.name)? {
                 Some(fresh) => *g = fresh,
                 None => continue,

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use strata_server::{Server, ServerConfig, ServerError, Shared, ShutdownHandle};
 
+pub mod blocked;
 pub mod redis_server;
 
 /// A server running on its own thread and runtime.
