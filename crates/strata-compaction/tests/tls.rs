@@ -57,6 +57,7 @@ fn job(dir: &std::path::Path) -> RemoteJob {
         },
         score: 1.0,
         filter: None,
+        merge_operator: None,
         output_ids: None,
     };
     RemoteJob::new(

@@ -74,7 +74,7 @@ impl Watches {
         let mut out = Vec::new();
         for op in batch.iter() {
             match op {
-                BatchOp::Put(k, _) | BatchOp::Delete(k) => {
+                BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::Merge(k, _) => {
                     // Element writes of a collection always come with a write of its
                     // metadata record (`collections::access`), which names the key.
                     if let Some(user) = keyspace::user_key(k) {

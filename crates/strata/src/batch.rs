@@ -2,7 +2,8 @@
 //!
 //! The encoding is also the WAL record payload (see `docs/format.md`, "Write batch"):
 //! `seq: fixed64 | count: fixed32 | record*`, a record being `kind: u8 | key: varint-prefixed |
-//! value: varint-prefixed` (value absent for deletes; for range deletes it is the exclusive end).
+//! value: varint-prefixed` (value absent for deletes; for range deletes it is the exclusive end;
+//! for merges the operand).
 //! Depends on `coding`, `types`, `options` (limits), `error`.
 
 use crate::coding::{put_length_prefixed, Decoder};
@@ -19,6 +20,9 @@ pub struct WriteBatch {
     count: u32,
     /// First limit violation seen while building; reported when the batch is written.
     invalid: Option<String>,
+    /// Whether the batch holds a merge operand (the write path then checks them with the
+    /// database's merge operator).
+    has_merge: bool,
 }
 
 impl Default for WriteBatch {
@@ -45,6 +49,8 @@ pub enum BatchOp<'a> {
     Delete(&'a [u8]),
     /// Removes every key in `[start, end)` (start first, exclusive end second).
     DeleteRange(&'a [u8], &'a [u8]),
+    /// Merges the operand (second) into the key (first) with the database's merge operator.
+    Merge(&'a [u8], &'a [u8]),
 }
 
 impl WriteBatch {
@@ -54,6 +60,7 @@ impl WriteBatch {
             rep: vec![0; HEADER],
             count: 0,
             invalid: None,
+            has_merge: false,
         }
     }
 
@@ -76,16 +83,34 @@ impl WriteBatch {
         self.count += 1;
     }
 
-    /// Sets `key` to `value`.
-    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        let v = value.as_ref();
+    fn check_value(&mut self, v: &[u8]) {
         if v.len() > MAX_VALUE_SIZE && self.invalid.is_none() {
             self.invalid = Some(format!(
                 "value of {} bytes exceeds the limit of {MAX_VALUE_SIZE}",
                 v.len()
             ));
         }
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        let v = value.as_ref();
+        self.check_value(v);
         self.push(ValueKind::Put, key.as_ref(), Some(v));
+    }
+
+    /// Merges `operand` into `key` with the database's merge operator
+    /// (`Options::merge_operator`; writing the batch fails without one).
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        let v = operand.as_ref();
+        self.check_value(v);
+        self.has_merge = true;
+        self.push(ValueKind::Merge, key.as_ref(), Some(v));
+    }
+
+    /// Whether the batch holds a merge operand.
+    pub fn has_merge(&self) -> bool {
+        self.has_merge
     }
 
     /// Removes `key`.
@@ -126,6 +151,7 @@ impl WriteBatch {
         self.rep[..HEADER].fill(0);
         self.count = 0;
         self.invalid = None;
+        self.has_merge = false;
     }
 
     /// Checks the size limits; a batch that fails is not written at all.
@@ -148,6 +174,7 @@ impl WriteBatch {
     pub fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         self.count += other.count;
+        self.has_merge |= other.has_merge;
         if self.invalid.is_none() {
             self.invalid.clone_from(&other.invalid);
         }
@@ -181,6 +208,7 @@ impl WriteBatch {
                 BatchOp::Put(k, v) => batch.put(k, v),
                 BatchOp::Delete(k) => batch.delete(k),
                 BatchOp::DeleteRange(s, e) => batch.delete_range(s, e),
+                BatchOp::Merge(k, v) => batch.merge(k, v),
             }
         }
         if batch.count != count {
@@ -228,6 +256,7 @@ impl<'a> Iterator for BatchIter<'a> {
                 ValueKind::Put => BatchOp::Put(key, self.d.length_prefixed()?),
                 ValueKind::Delete => BatchOp::Delete(key),
                 ValueKind::RangeDelete => BatchOp::DeleteRange(key, self.d.length_prefixed()?),
+                ValueKind::Merge => BatchOp::Merge(key, self.d.length_prefixed()?),
             })
         })();
         match r {
@@ -250,16 +279,19 @@ mod tests {
         b.put("a", "1");
         b.delete("b");
         b.delete_range("c", "d");
+        b.merge("e", "+1");
         let enc = b.encode_with_seq(42).to_vec();
         let (seq, d) = WriteBatch::decode(&enc).unwrap();
-        assert_eq!((seq, d.len()), (42, 3));
+        assert_eq!((seq, d.len()), (42, 4));
+        assert!(d.has_merge());
         let ops: Vec<_> = d.iter().collect();
         assert_eq!(
             ops,
             vec![
                 BatchOp::Put(b"a", b"1"),
                 BatchOp::Delete(b"b"),
-                BatchOp::DeleteRange(b"c", b"d")
+                BatchOp::DeleteRange(b"c", b"d"),
+                BatchOp::Merge(b"e", b"+1")
             ]
         );
         assert!(WriteBatch::decode(&enc[..enc.len() - 1]).is_err());

@@ -225,6 +225,10 @@ pub struct Options {
     pub persistent_cache: crate::cache::persistent::PersistentCacheOptions,
     /// Keeps, removes or rewrites records as compaction rewrites them (e.g. TTL expiry).
     pub compaction_filter: Option<Arc<dyn crate::compaction::CompactionFilter>>,
+    /// Folds merge operands (`Db::merge`, `WriteBatch::merge`) into values on read and in
+    /// compaction (RocksDB's `merge_operator`); `None` (default): merges are refused. Keep the
+    /// same operator for the life of the database. See [`crate::merge`].
+    pub merge_operator: Option<Arc<dyn crate::merge::MergeOperator>>,
     /// Members of a write group insert their own batches into the memtable in parallel
     /// (RocksDB's `allow_concurrent_memtable_write`); otherwise the group's leader inserts them
     /// all. Parallel inserts pay off with many cores; default `false` (measured faster on 2).
@@ -294,6 +298,7 @@ impl Default for Options {
             extended_wal: false,
             extended_wal_ttl: Some(Duration::from_secs(600)),
             compaction_filter: None,
+            merge_operator: None,
             concurrent_memtable_writes: false,
             pipelined_write: false,
             capacity: None,
@@ -369,6 +374,13 @@ impl std::fmt::Debug for Options {
 }
 
 impl Options {
+    /// Whether flushes and compactions may write a record whose value differs from what the
+    /// WAL holds at its sequence number (a compaction filter's change, a merge result): the
+    /// extended WAL then logs such tables' records inline.
+    pub(crate) fn rewrites_values(&self) -> bool {
+        self.compaction_filter.is_some() || self.merge_operator.is_some()
+    }
+
     /// Compression for tables written into `level`.
     pub fn compression_for_level(&self, level: usize) -> Compression {
         self.compression_per_level

@@ -25,6 +25,9 @@ pub enum ValueKind {
     Put = 1,
     /// A range tombstone `[key, value)`; lives in the range-deletion block, never among points.
     RangeDelete = 2,
+    /// A merge operand for the key (`Db::merge`): folded with the key's older versions by the
+    /// merge operator on read and in compaction; never a value by itself.
+    Merge = 3,
 }
 
 /// Used in seek keys so that they sort before every real record of the same sequence number.
@@ -37,6 +40,7 @@ impl ValueKind {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::RangeDelete),
+            3 => Some(ValueKind::Merge),
             _ => None,
         }
     }

@@ -116,6 +116,11 @@ impl EncodeForTest for WriteBatch {
                     push_lp(&mut rec, s);
                     push_lp(&mut rec, e);
                 }
+                strata::batch::BatchOp::Merge(k, v) => {
+                    rec.push(3);
+                    push_lp(&mut rec, k);
+                    push_lp(&mut rec, v);
+                }
             }
         }
         let (s, b) = WriteBatch::decode(&rec).unwrap();

@@ -1,5 +1,6 @@
 //! Model-based randomized test: a `BTreeMap` oracle against the engine under puts, deletes,
-//! range deletes, batches, snapshots and iterators in both directions, interleaved with
+//! range deletes, merges (half the runs, with the append operator), batches, snapshots and
+//! iterators in both directions, interleaved with
 //! flushes, compactions and reopens. A failing seed is printed and can be replayed with
 //! `STRATA_SEED=<seed> cargo test --test model`.
 
@@ -18,6 +19,19 @@ fn value(rng: &mut Rng, seq: u64) -> Vec<u8> {
     let mut v = format!("v{seq}-").into_bytes();
     v.resize(len.max(v.len()), b'a' + (seq % 26) as u8);
     v
+}
+
+/// What `strata::merge::Append` with "," makes of `operand` merged into `k`.
+fn append(model: &mut Model, k: Vec<u8>, operand: &[u8]) {
+    match model.get_mut(&k) {
+        Some(v) => {
+            v.push(b',');
+            v.extend_from_slice(operand);
+        }
+        None => {
+            model.insert(k, operand.to_vec());
+        }
+    }
 }
 
 fn check_get(db: &Db, ro: &ReadOptions, model: &Model, k: &[u8], ctx: &str) {
@@ -345,6 +359,12 @@ fn run_with(seed: u64, steps: usize, tiering: Tiering, forest: bool) {
     if forest {
         split_forest(&mut rng, &mut opts);
     }
+    // Half the runs write merge operands too (strata::merge::Append with ","): some puts
+    // become merges, which the model applies as the operator does.
+    let with_merges = rng.chance(50);
+    if with_merges {
+        opts.merge_operator = Some(std::sync::Arc::new(strata::merge::Append::new(b",")));
+    }
     let mut db = Db::open(dir.path(), opts.clone()).unwrap();
     let mut model = Model::new();
     let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
@@ -357,6 +377,12 @@ fn run_with(seed: u64, steps: usize, tiering: Tiering, forest: bool) {
         let ctx = format!("seed {seed} step {step}");
         seq += 1;
         match rng.below(100) {
+            0..=34 if with_merges && rng.chance(40) => {
+                let k = key(rng.below(300));
+                let operand = format!("m{seq}").into_bytes();
+                db.merge(&k, &operand).unwrap();
+                append(&mut model, k, &operand);
+            }
             0..=34 => {
                 let k = key(rng.below(300));
                 let v = value(&mut rng, seq);
@@ -382,7 +408,11 @@ fn run_with(seed: u64, steps: usize, tiering: Tiering, forest: bool) {
                 let mut b = WriteBatch::new();
                 for _ in 0..1 + rng.below(20) {
                     let k = key(rng.below(300));
-                    if rng.chance(75) {
+                    if with_merges && rng.chance(30) {
+                        let operand = format!("b{seq}").into_bytes();
+                        b.merge(&k, &operand);
+                        append(&mut model, k, &operand);
+                    } else if rng.chance(75) {
                         let v = value(&mut rng, seq);
                         b.put(&k, &v);
                         model.insert(k, v);

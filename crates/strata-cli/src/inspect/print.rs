@@ -60,6 +60,7 @@ fn kind(k: ValueKind) -> &'static str {
         ValueKind::Put => "put",
         ValueKind::Delete => "delete",
         ValueKind::RangeDelete => "range-delete",
+        ValueKind::Merge => "merge",
     }
 }
 
@@ -372,6 +373,7 @@ pub fn wal(out: &mut impl Write, path: &Path, w: &WalDump, limit: usize) -> Resu
                 BatchOp::DeleteRange(s, e) => {
                     writeln!(out, "    @{seq} range-delete [{} .. {})", show(s), show(e))?
                 }
+                BatchOp::Merge(k, v) => writeln!(out, "    @{seq} merge {} {}", show(k), show(v))?,
             }
         }
     }
@@ -405,6 +407,7 @@ pub fn versions(
             ValueKind::Put => format!("put {}", show(&v.value)),
             ValueKind::Delete => "delete".into(),
             ValueKind::RangeDelete => format!("range-delete up to {}", show(&v.value)),
+            ValueKind::Merge => format!("merge operand {}", show(&v.value)),
         };
         writeln!(out, "  @{} {what}  in {place}", v.seq)?;
     }

@@ -14,6 +14,7 @@ enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
     DeleteRange(Vec<u8>, Vec<u8>),
+    Merge(Vec<u8>, Vec<u8>),
 }
 
 fn varint(d: &mut &[u8]) -> Option<u64> {
@@ -53,6 +54,7 @@ fn reference(data: &[u8]) -> Option<(u64, u32, Vec<Op>)> {
             1 => Op::Put(key, prefixed(&mut d)?),
             0 => Op::Delete(key),
             2 => Op::DeleteRange(key, prefixed(&mut d)?),
+            3 => Op::Merge(key, prefixed(&mut d)?),
             _ => return None,
         });
     }
@@ -88,6 +90,11 @@ fn encode(seq: u64, ops: &[Op]) -> Vec<u8> {
                 put_prefixed(&mut out, s);
                 put_prefixed(&mut out, e);
             }
+            Op::Merge(k, v) => {
+                out.push(3);
+                put_prefixed(&mut out, k);
+                put_prefixed(&mut out, v);
+            }
         }
     }
     out
@@ -99,6 +106,7 @@ fn ops_of(b: &WriteBatch) -> Vec<Op> {
             BatchOp::Put(k, v) => Op::Put(k.to_vec(), v.to_vec()),
             BatchOp::Delete(k) => Op::Delete(k.to_vec()),
             BatchOp::DeleteRange(s, e) => Op::DeleteRange(s.to_vec(), e.to_vec()),
+            BatchOp::Merge(k, v) => Op::Merge(k.to_vec(), v.to_vec()),
         })
         .collect()
 }

@@ -127,6 +127,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
             name: "strata.ttl".into(),
             params: [("ttl_secs".to_string(), "60".to_string())].into(),
         }),
+        merge_operator: Some("strata.u64add".into()),
         output_ids: Some(100..200),
     };
     let mut plain = job.clone();

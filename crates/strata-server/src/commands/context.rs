@@ -555,6 +555,11 @@ mod tests {
                     String::from_utf8_lossy(v)
                 ),
                 strata::batch::BatchOp::Delete(k) => format!("del {}", String::from_utf8_lossy(k)),
+                strata::batch::BatchOp::Merge(k, v) => format!(
+                    "merge {}={}",
+                    String::from_utf8_lossy(k),
+                    String::from_utf8_lossy(v)
+                ),
                 strata::batch::BatchOp::DeleteRange(a, z) => format!(
                     "range {}..{}",
                     String::from_utf8_lossy(a),

@@ -54,6 +54,9 @@ pub struct CompactionEnv<'a> {
     pub cancel: &'a AtomicBool,
     /// Applied by compactions (not flushes) to records no snapshot can see.
     pub filter: Option<Arc<dyn CompactionFilter>>,
+    /// Folds merge operands (flushes and compactions); `None`: a job that meets an operand
+    /// fails.
+    pub merge: Option<Arc<dyn crate::merge::MergeOperator>>,
     /// Installs a split-forest merge's progress (its compaction journal and early cleaning);
     /// `None` runs the merge without early cleaning.
     #[allow(clippy::type_complexity)]
@@ -341,6 +344,103 @@ impl<'a, 'b> Outputs<'a, 'b> {
     }
 }
 
+/// A run of merge operands of one key and snapshot stripe, as a job meets them.
+struct OperandRun<'a> {
+    key: &'a [u8],
+    stripe: usize,
+    snapshots: &'a [SeqNo],
+    fragments: &'a Fragments,
+    bottommost: bool,
+}
+
+/// What a run of merge operands becomes in the output.
+#[derive(Debug, PartialEq)]
+enum Folded {
+    /// A value, with the sequence number of the newest operand: the operands were folded
+    /// with the base (a put, a deletion, a covering range tombstone, or nothing at all).
+    Value(SeqNo, Vec<u8>),
+    /// Operands, newest first, with their sequence numbers: the base is not in the job, or
+    /// in an older stripe. Combined into one by the operator's partial merge when it can.
+    Operands(Vec<(SeqNo, Vec<u8>)>),
+}
+
+/// Takes the merge operands of `run` from `iter` (positioned at the first, which is neither
+/// shadowed nor covered) and folds them. Stops at the first entry that is not an operand of
+/// the run: a base of the same stripe (a put, a deletion, or an entry a range tombstone of the
+/// stripe covers) is left for the caller, which drops it as shadowed by the result; another
+/// stripe or key is the caller's next record. Without the base in the stripe, the operands
+/// are folded onto nothing only at the bottommost level when no older version of the key
+/// follows.
+fn fold_operands(
+    iter: &mut dyn InternalIterator,
+    run: &OperandRun<'_>,
+    op: Option<&dyn crate::merge::MergeOperator>,
+    res: &mut CompactionResult,
+) -> Result<Folded> {
+    let op = op.ok_or_else(|| crate::merge::missing_operator(run.key))?;
+    let first = types::parse_internal_key(iter.key())?.seq;
+    let mut operands: Vec<(SeqNo, Vec<u8>)> = vec![(first, iter.value().to_vec())];
+    iter.next();
+    // `Some(base)` once the stripe's base is found (`None` inside: deleted).
+    let mut base: Option<Option<Vec<u8>>> = None;
+    let mut older_version = false;
+    while iter.valid() {
+        let p = types::parse_internal_key(iter.key())?;
+        if p.user_key != run.key {
+            break;
+        }
+        if stripe(run.snapshots, p.seq) != run.stripe {
+            older_version = true;
+            break;
+        }
+        let covered = run
+            .fragments
+            .min_covering_above(run.key, p.seq)
+            .is_some_and(|t| stripe(run.snapshots, t) == run.stripe);
+        if covered {
+            base = Some(None);
+            break;
+        }
+        match p.kind {
+            ValueKind::Merge => {
+                operands.push((p.seq, iter.value().to_vec()));
+                res.records_in += 1;
+                iter.next();
+            }
+            ValueKind::Put => {
+                base = Some(Some(iter.value().to_vec()));
+                break;
+            }
+            ValueKind::Delete | ValueKind::RangeDelete => {
+                base = Some(None);
+                break;
+            }
+        }
+    }
+    if base.is_none() && run.bottommost && !older_version {
+        base = Some(None);
+    }
+    let values: Vec<Vec<u8>> = operands.iter().map(|(_, v)| v.clone()).collect();
+    let folded = match base {
+        Some(b) => Folded::Value(
+            first,
+            crate::merge::full_merge(op, run.key, b.as_deref(), &values)?,
+        ),
+        None if operands.len() >= 2 => match crate::merge::partial_merge(op, run.key, &values) {
+            Some(one) => Folded::Operands(vec![(first, one)]),
+            None => Folded::Operands(operands),
+        },
+        None => Folded::Operands(operands),
+    };
+    // The operands taken beyond the first that are not written as they were.
+    if let Folded::Value(..) = &folded {
+        res.records_dropped += values.len() as u64 - 1;
+    } else if let Folded::Operands(o) = &folded {
+        res.records_dropped += (values.len() - o.len()) as u64;
+    }
+    Ok(folded)
+}
+
 /// Optional behaviour of [`write_tables_with`] used by split-forest merges.
 #[derive(Default)]
 pub struct WriteHooks<'h> {
@@ -456,6 +556,59 @@ pub fn write_tables_with(
             let obsolete_delete = p.kind == ValueKind::Delete && bottommost && st == 0;
             if shadowed || covered || obsolete_delete {
                 res.records_dropped += 1;
+            } else if p.kind == ValueKind::Merge {
+                // The stripe's operands, folded with its base value where the job holds it.
+                let key = p.user_key.to_vec();
+                let run = OperandRun {
+                    key: &key,
+                    stripe: st,
+                    snapshots,
+                    fragments: &fragments,
+                    bottommost,
+                };
+                let folded = fold_operands(iter, &run, env.merge.as_deref(), &mut res)?;
+                let stream = if to_fast { &mut fast } else { &mut out };
+                let mut written = 0;
+                match folded {
+                    Folded::Value(seq, v) => {
+                        let v = match filter {
+                            Some((f, level)) if st == newest_stripe => {
+                                match f.filter(level, &key, &v) {
+                                    FilterDecision::Keep => Some(v),
+                                    FilterDecision::ChangeValue(c) => Some(c),
+                                    FilterDecision::Remove => None,
+                                }
+                            }
+                            _ => Some(v),
+                        };
+                        match v {
+                            Some(v) => {
+                                let ik = types::internal_key(&key, seq, ValueKind::Put as u8);
+                                stream.open()?.add(&ik, &v)?;
+                                written += ik.len() + v.len();
+                            }
+                            None if bottommost && st == 0 => res.records_dropped += 1,
+                            None => {
+                                let del = types::internal_key(&key, seq, ValueKind::Delete as u8);
+                                stream.open()?.add(&del, &[])?;
+                                written += del.len();
+                            }
+                        }
+                    }
+                    Folded::Operands(operands) => {
+                        for (seq, v) in operands {
+                            let ik = types::internal_key(&key, seq, ValueKind::Merge as u8);
+                            stream.open()?.add(&ik, &v)?;
+                            written += ik.len() + v.len();
+                        }
+                    }
+                }
+                if to_fast {
+                    res.routed_records += 1;
+                    res.routed_bytes += written as u64;
+                }
+                // `fold_operands` moved the iterator past the operands it took.
+                continue;
             } else {
                 let decision = match filter {
                     Some((f, level)) if p.kind == ValueKind::Put && st == newest_stripe => {

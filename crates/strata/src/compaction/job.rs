@@ -134,6 +134,10 @@ pub struct CompactionJob {
     /// worker rebuilds it; a local run uses the filter object itself).
     #[serde(default)]
     pub filter: Option<crate::compaction::FilterSpec>,
+    /// The database's merge operator, by name ([`crate::merge::from_name`] or the worker's
+    /// registry rebuilds it).
+    #[serde(default)]
+    pub merge_operator: Option<String>,
     /// Table numbers the outputs must take (a remote job: reserved from the instance's
     /// counter, so a worker's tables never collide with the instance's); `None`: the
     /// executor's counter, unbounded.

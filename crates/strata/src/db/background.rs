@@ -175,9 +175,15 @@ pub(crate) fn write_l0_offline(
         rate_limiter: None,
         cancel: &cancel,
         filter: None,
+        merge: opts.merge_operator.clone(),
         checkpoint: None,
     };
     Ok(write_l0(mem, &[], opts, &e)?.outputs)
+}
+
+/// The merge operator's name, for a compaction job.
+pub(crate) fn merge_name(opts: &crate::Options) -> Option<String> {
+    opts.merge_operator.as_ref().map(|m| m.name().to_string())
 }
 
 pub(crate) fn env(
@@ -194,6 +200,7 @@ pub(crate) fn env(
         rate_limiter: inner.rate_limiter.clone(),
         cancel: &inner.shutting_down,
         filter: inner.opts.compaction_filter.clone(),
+        merge: inner.opts.merge_operator.clone(),
         checkpoint: None,
     }
 }
@@ -519,6 +526,7 @@ pub(crate) fn run_pick(
             table: table_options(&inner.opts, out),
             score: pick.score,
             filter: inner.opts.compaction_filter.as_ref().and_then(|f| f.spec()),
+            merge_operator: merge_name(&inner.opts),
             output_ids: None,
         };
         let route_level = job.route.as_ref().map(|r| r.level);
@@ -547,7 +555,7 @@ pub(crate) fn run_pick(
             return Ok((outputs, r));
         };
         let all: Vec<FileMeta> = outputs.iter().chain(&res.fast_outputs).cloned().collect();
-        match super::extended::log_tables(inner, &all, inner.opts.compaction_filter.is_some()) {
+        match super::extended::log_tables(inner, &all, inner.opts.rewrites_values()) {
             Ok(p) => {
                 pinned = p;
                 Ok((outputs, r))

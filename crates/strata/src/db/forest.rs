@@ -103,6 +103,7 @@ pub(crate) fn run_forest_pick(
         table: table_options(&inner.opts, out),
         score: pick.score,
         filter: inner.opts.compaction_filter.as_ref().and_then(|f| f.spec()),
+        merge_operator: super::background::merge_name(&inner.opts),
         output_ids: None,
     };
     if pick.reason == CompactionReason::JournalResume {
@@ -112,7 +113,7 @@ pub(crate) fn run_forest_pick(
     let checkpoint = |c: Checkpoint| -> Result<()> {
         // New tables' directory entries must be durable before the manifest names them.
         inner.storage.sync_dir(&inner.dir)?;
-        let filtered = inner.opts.compaction_filter.is_some();
+        let filtered = inner.opts.rewrites_values();
         let pinned = super::extended::log_tables(inner, &c.outputs, filtered)?;
         let mut j = journal.lock();
         let mut st = inner.state.lock();
@@ -188,8 +189,7 @@ pub(crate) fn run_forest_pick(
             .filter(|f| !j.installed.contains(&f.id))
             .cloned()
             .collect();
-        pinned =
-            super::extended::log_tables(inner, &fresh, inner.opts.compaction_filter.is_some())?;
+        pinned = super::extended::log_tables(inner, &fresh, inner.opts.rewrites_values())?;
         Ok(r)
     });
     let mut st = inner.state.lock();
@@ -263,7 +263,7 @@ pub(crate) fn compact_all(inner: &Arc<DbInner>) -> Result<()> {
                 break;
             }
             if level + 1 == n {
-                let worth = inner.opts.compaction_filter.is_some()
+                let worth = inner.opts.rewrites_values()
                     || l.runs.len() > 1
                     || l.files()
                         .any(|f| f.num_deletions > 0 || f.num_range_deletions > 0);

@@ -84,7 +84,7 @@ pub(crate) fn compact_range(
             .filter(|f| f.overlaps(begin, end))
             .cloned()
             .collect();
-        let worth = inner.opts.compaction_filter.is_some()
+        let worth = inner.opts.rewrites_values()
             || inputs
                 .iter()
                 .any(|f| f.num_deletions > 0 || f.num_range_deletions > 0);

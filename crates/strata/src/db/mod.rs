@@ -17,6 +17,7 @@ mod gc;
 pub mod identity;
 mod job_slot;
 mod manual;
+mod merge_lookup;
 mod multi_get;
 mod open;
 mod promote;
@@ -322,6 +323,16 @@ impl Db {
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
+        self.write(b)
+    }
+
+    /// Merges `operand` into `key` with the database's merge operator
+    /// (`Options::merge_operator`): a read-modify-write that does not read. The operand is
+    /// checked by the operator's `check_operand`; without an operator the merge is refused
+    /// with `ErrorKind::InvalidArgument`. See [`crate::merge`].
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge(key, operand);
         self.write(b)
     }
 

@@ -18,7 +18,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::read::{candidates, found_fast, from_memtables, from_tables, snapshot_seq, Lookup};
+use super::merge_lookup::{merge_lookup, Sources};
+use super::read::{
+    candidates, found_fast, from_memtables, from_tables, merge_from_memtables, snapshot_seq,
+    Lookup, Probe,
+};
 use super::search::{probe_many, Local};
 use super::DbInner;
 use crate::error::{ErrorRepr, Result};
@@ -61,11 +65,14 @@ fn lookup_all(
     sv.mem.prefetch_gets(keys);
     let mut pending: Vec<usize> = Vec::with_capacity(keys.len());
     for (i, key) in keys.iter().enumerate() {
-        let v = from_memtables(&sv, key, snapshot);
-        if v.is_none() {
-            pending.push(i);
-        }
-        out.push(Ok(v.flatten()));
+        out.push(match from_memtables(&sv, key, snapshot) {
+            Probe::Found(v) => Ok(v),
+            Probe::Merge => merge_from_memtables(inner, &sv, key, snapshot, opts.cache_only),
+            Probe::Continue => {
+                pending.push(i);
+                Ok(None)
+            }
+        });
     }
     // Sorted, neighbouring keys fall in the same table and share its index's search path.
     pending.sort_by(|&a, &b| keys[a].cmp(keys[b]));
@@ -117,6 +124,15 @@ fn lookup_all(
                 for (&i, a) in group.iter().zip(answers) {
                     match a {
                         Ok(Local::Continue) => next.push(i),
+                        Ok(Local::Merge) => {
+                            let tables = candidates(&sv.version, keys[i], (l, r));
+                            let sources = Sources {
+                                mems: &[],
+                                tables: &tables,
+                            };
+                            out[i] =
+                                merge_lookup(inner, &sources, keys[i], snapshot, opts.cache_only);
+                        }
                         Ok(Local::Found(v, _)) => {
                             if let Some(read) = io {
                                 f.temperature.record(read);

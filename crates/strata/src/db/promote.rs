@@ -207,7 +207,7 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
         let pinned = super::extended::log_tables(
             inner,
             std::slice::from_ref(&meta),
-            inner.opts.compaction_filter.is_some(),
+            inner.opts.rewrites_values(),
         )?;
         for _ in 0..64 {
             let mut st = inner.state.lock();

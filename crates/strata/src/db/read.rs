@@ -15,10 +15,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::merge_lookup::{merge_lookup, Sources};
 use super::search::{probe, probe_with, Local};
 use super::{DbInner, SuperVersion};
 use crate::error::{ErrorRepr, Result};
 use crate::iter::{DbIterator, InternalIterator, LowerClamped, MergingIterator, RunIterator};
+use crate::memtable::MemTable;
 use crate::options::ReadOptions;
 use crate::range_del::Fragments;
 use crate::tier::hot::{HotRap, InsertOutcome};
@@ -27,14 +29,20 @@ use crate::tier::Tier;
 use crate::types::{self, SeqNo, ValueKind};
 use crate::version::{TableFile, Version};
 
-enum Probe {
+/// What a memtable says about a key.
+pub(super) enum Probe {
+    /// Decided: the value, or `None` (deleted).
     Found(Option<Bytes>),
+    /// The newest visible version is a merge operand: fold from here (`merge_lookup`).
+    Merge,
+    /// Nothing visible here: older sources decide.
     Continue,
 }
 
 /// Combines a source's newest point entry and covering tombstone into a decision.
 fn resolve(point: Option<(SeqNo, ValueKind, Bytes)>, tombstone: SeqNo) -> Probe {
     match point {
+        Some((seq, ValueKind::Merge, _)) if tombstone <= seq => Probe::Merge,
         Some((seq, kind, v)) => {
             if tombstone > seq || kind != ValueKind::Put {
                 Probe::Found(None)
@@ -74,11 +82,13 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     // hold every version a sequence number read afterwards can see.
     let sv = inner.super_version_guard();
     let snapshot = snapshot_seq(inner, opts);
-    if let Some(v) = from_memtables(&sv, key, snapshot) {
-        return Ok(v);
+    // The tables that may hold the key, newest first: one per sorted run at most.
+    match from_memtables(&sv, key, snapshot) {
+        Probe::Found(v) => return Ok(v),
+        Probe::Merge => return merge_from_memtables(inner, &sv, key, snapshot, opts.cache_only),
+        Probe::Continue => {}
     }
     let lookup = types::lookup_key(key, snapshot);
-    // The tables that may hold the key, newest first: one per sorted run at most.
     let candidates = candidates(&sv.version, key, (0, 0));
     let at = Lookup {
         since,
@@ -89,19 +99,44 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     from_tables(inner, opts, &at, &candidates)
 }
 
-/// The answer of the memtables (active, then immutable, newest first), if one decides.
-pub(super) fn from_memtables(
+/// The answer of the memtables (active, then immutable, newest first).
+pub(super) fn from_memtables(sv: &SuperVersion, key: &[u8], snapshot: SeqNo) -> Probe {
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        let t = mem.max_covering_tombstone(key, snapshot);
+        match resolve(mem.get(key, snapshot), t) {
+            Probe::Continue => continue,
+            decided => return decided,
+        }
+    }
+    Probe::Continue
+}
+
+/// [`merge_lookup`] through every source (a memtable's newest version was an operand).
+pub(super) fn merge_from_memtables(
+    inner: &DbInner,
     sv: &SuperVersion,
     key: &[u8],
     snapshot: SeqNo,
-) -> Option<Option<Bytes>> {
-    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        let t = mem.max_covering_tombstone(key, snapshot);
-        if let Probe::Found(v) = resolve(mem.get(key, snapshot), t) {
-            return Some(v);
-        }
-    }
-    None
+    cache_only: bool,
+) -> Result<Option<Bytes>> {
+    let mems: Vec<&Arc<MemTable>> = std::iter::once(&sv.mem).chain(&sv.imms).collect();
+    let tables = candidates(&sv.version, key, (0, 0));
+    let sources = Sources {
+        mems: &mems,
+        tables: &tables,
+    };
+    merge_lookup(inner, &sources, key, snapshot, cache_only)
+}
+
+/// [`merge_lookup`] through table candidates (every newer source held nothing for the key).
+fn merge_in_tables(
+    inner: &DbInner,
+    tables: &[&Arc<TableFile>],
+    at: &Lookup<'_>,
+    cache_only: bool,
+) -> Result<Option<Bytes>> {
+    let sources = Sources { mems: &[], tables };
+    merge_lookup(inner, &sources, at.key, at.snapshot, cache_only)
 }
 
 /// The tables that may hold `key`, newest first (one per sorted run at most), from sorted run
@@ -153,6 +188,7 @@ pub(super) fn from_tables(
         key,
         lookup,
     } = *at;
+    let lookup_at = at;
     let hot = inner.hot.as_deref();
     let (tables, stats) = (&*inner.tables, &*inner.stats);
     let cache_only = opts.cache_only;
@@ -184,14 +220,16 @@ pub(super) fn from_tables(
         // Storage reads so far on this thread (LogStore only: whether the probe missed the cache).
         let mark = IoMark::new(temperatures);
         let t = opened.get_mut(i).and_then(Option::take);
-        if let Local::Found(v, _) =
-            probe_with(tables, stats, (f, t), key, lookup, snapshot, cache_only)?
-        {
-            if let Some(io) = mark.since() {
-                f.temperature.record(io);
+        match probe_with(tables, stats, (f, t), key, lookup, snapshot, cache_only)? {
+            Local::Found(v, _) => {
+                if let Some(io) = mark.since() {
+                    f.temperature.record(io);
+                }
+                found_fast(hot, key, &v);
+                return Ok(v);
             }
-            found_fast(hot, key, &v);
-            return Ok(v);
+            Local::Merge => return merge_in_tables(inner, &candidates[i..], at, cache_only),
+            Local::Continue => {}
         }
     }
     let rest = &candidates[first_capacity..];
@@ -226,8 +264,10 @@ pub(super) fn from_tables(
         }
         _ => sequential(tables, stats, rest, key, lookup, snapshot, cache_only),
     };
-    let Local::Found(v, seq) = found? else {
-        return Ok(None);
+    let (v, seq) = match found? {
+        Local::Found(v, seq) => (v, seq),
+        Local::Merge => return merge_in_tables(inner, &rest[at..], lookup_at, cache_only),
+        Local::Continue => return Ok(None),
     };
     if let (Some(io), Some(f)) = (mark.since(), rest.get(at)) {
         // Parallel probes run on other threads: their storage reads are not seen here.
@@ -395,5 +435,6 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
         opts.lower_bound.clone(),
         opts.upper_bound.clone(),
         sv,
-    ))
+    )
+    .with_merge_operator(inner.opts.merge_operator.clone()))
 }

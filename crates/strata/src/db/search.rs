@@ -39,6 +39,9 @@ pub(crate) enum Local {
     /// Decides the lookup: the newest visible version (`None`: deleted), and the point
     /// entry's sequence number when a point entry (not a tombstone) decided.
     Found(Option<Bytes>, Option<SeqNo>),
+    /// The newest visible version is a merge operand: the lookup is folded from here on
+    /// (`merge_lookup`).
+    Merge,
 }
 
 /// The row cache's answer for `key` in `f`, if it holds one (`rows` is `None` when the cache
@@ -71,6 +74,8 @@ fn answer(
     tombstone: SeqNo,
 ) -> Local {
     match point {
+        // Not cached: the row cache holds decided answers only.
+        Some((seq, ValueKind::Merge, _)) if tombstone <= seq => Local::Merge,
         Some((seq, kind, v)) => {
             let live = tombstone <= seq && kind == ValueKind::Put;
             if let Some(rows) = rows {

@@ -229,9 +229,31 @@ pub(crate) fn quiesce(inner: &DbInner) {
     );
 }
 
+/// Refuses a batch with merge operands when no merge operator is configured, or with an
+/// operand the operator's `check_operand` rejects: nothing of the batch is written.
+fn check_merges(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    if !batch.has_merge() {
+        return Ok(());
+    }
+    let Some(op) = inner.opts.merge_operator.as_deref() else {
+        return Err(crate::Error::invalid(
+            "a merge needs a merge operator (Options::merge_operator)",
+        ));
+    };
+    for o in batch.iter() {
+        if let crate::batch::BatchOp::Merge(_, operand) = o {
+            op.check_operand(operand).map_err(|e| {
+                crate::Error::invalid(format!("merge operand refused by {}: {e}", op.name()))
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Commits a batch; see the module docs.
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
     batch.validate()?;
+    check_merges(inner, &batch)?;
     if batch.is_empty() {
         return Ok(());
     }
@@ -340,6 +362,7 @@ pub(crate) fn write_checked(
     check: CommitCheck,
 ) -> Result<()> {
     batch.validate()?;
+    check_merges(inner, &batch)?;
     if batch.is_empty() {
         return Ok(());
     }

@@ -41,9 +41,10 @@ pub struct KeyVersion {
     pub source: KeyVersionSource,
     /// The version's sequence number (a range tombstone's own, for a covering tombstone).
     pub seq: SeqNo,
-    /// `Put`, `Delete`, or `RangeDelete` (a tombstone `[start, end)` covering the key).
+    /// `Put`, `Delete`, `Merge` (an operand), or `RangeDelete` (a tombstone `[start, end)`
+    /// covering the key).
     pub kind: ValueKind,
-    /// The value of a put; the tombstone's end key of a range delete.
+    /// The value of a put; the operand of a merge; the tombstone's end key of a range delete.
     pub value: Vec<u8>,
 }
 
@@ -84,6 +85,7 @@ pub fn locate_key(
                 let hit = match op {
                     BatchOp::Put(k, v) if k == key => Some((ValueKind::Put, v.to_vec())),
                     BatchOp::Delete(k) if k == key => Some((ValueKind::Delete, Vec::new())),
+                    BatchOp::Merge(k, v) if k == key => Some((ValueKind::Merge, v.to_vec())),
                     BatchOp::DeleteRange(s, e) if s <= key && key < e => {
                         Some((ValueKind::RangeDelete, e.to_vec()))
                     }

@@ -5,12 +5,18 @@
 //! covered by a newer visible range tombstone. Backward movement re-seeks to the newest visible
 //! entry of the previous user key (two seeks per step), which keeps both directions exact
 //! without saving copies of entries.
+//!
+//! A key whose newest visible version is a merge operand is folded where it is met: the
+//! operands that follow (newest first) are taken up to the key's base (a put, a deletion, a
+//! version a range tombstone covers, or its last version) and the merge operator's result is
+//! kept as the current entry; the inner iterator is then past the operands.
 
 use std::any::Any;
 use std::sync::Arc;
 
 use super::{InternalIterator, MergingIterator};
 use crate::error::{Error, Result};
+use crate::merge::MergeOperator;
 use crate::range_del::Fragments;
 use crate::types::{self, SeqNo, ValueKind, KIND_FOR_SEEK, MAX_SEQ};
 
@@ -27,6 +33,10 @@ pub struct DbIterator {
     upper: Option<Vec<u8>>,
     valid: bool,
     err: Option<Error>,
+    merge: Option<Arc<dyn MergeOperator>>,
+    /// The current key and its folded value, when the key's newest version was an operand
+    /// (the inner iterator is then past the operands taken).
+    merged: Option<(Vec<u8>, Vec<u8>)>,
     _pin: Arc<dyn Any + Send + Sync>,
 }
 
@@ -47,8 +57,16 @@ impl DbIterator {
             upper,
             valid: false,
             err: None,
+            merge: None,
+            merged: None,
             _pin: pin,
         }
+    }
+
+    /// Folds merge operands with `op` (without one, an operand fails the iterator).
+    pub(crate) fn with_merge_operator(mut self, op: Option<Arc<dyn MergeOperator>>) -> Self {
+        self.merge = op;
+        self
     }
 
     /// Whether the iterator is positioned at an entry.
@@ -59,13 +77,19 @@ impl DbIterator {
     /// The current key. Panics if not `valid()`.
     pub fn key(&self) -> &[u8] {
         assert!(self.valid, "DbIterator::key on an invalid iterator");
-        types::user_key(self.inner.key())
+        match &self.merged {
+            Some((k, _)) => k,
+            None => types::user_key(self.inner.key()),
+        }
     }
 
     /// The current value. Panics if not `valid()`.
     pub fn value(&self) -> &[u8] {
         assert!(self.valid, "DbIterator::value on an invalid iterator");
-        self.inner.value()
+        match &self.merged {
+            Some((_, v)) => v,
+            None => self.inner.value(),
+        }
     }
 
     /// The error that stopped iteration, if any.
@@ -90,6 +114,62 @@ impl DbIterator {
 
     fn visible_put(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind) -> bool {
         kind == ValueKind::Put && self.tombstones.max_covering(user_key, self.snapshot) <= seq
+    }
+
+    fn visible_operand(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind) -> bool {
+        kind == ValueKind::Merge && self.tombstones.max_covering(user_key, self.snapshot) <= seq
+    }
+
+    /// Folds the operands starting at the inner iterator's entry (a visible operand of `uk`)
+    /// and makes the result the current entry.
+    fn fold(&mut self, uk: &[u8]) {
+        let Some(op) = self.merge.clone() else {
+            return self.fail(crate::merge::missing_operator(uk));
+        };
+        let covering = self.tombstones.max_covering(uk, self.snapshot);
+        let mut operands: Vec<Vec<u8>> = Vec::new();
+        let mut base: Option<Vec<u8>> = None;
+        while self.inner.valid() {
+            let p = match types::parse_internal_key(self.inner.key()) {
+                Ok(p) => p,
+                Err(e) => return self.fail(e),
+            };
+            if p.user_key != uk || p.seq < covering {
+                break;
+            }
+            match p.kind {
+                ValueKind::Merge => operands.push(self.inner.value().to_vec()),
+                ValueKind::Put => {
+                    base = Some(self.inner.value().to_vec());
+                    break;
+                }
+                ValueKind::Delete | ValueKind::RangeDelete => break,
+            }
+            self.inner.next();
+        }
+        if let Err(e) = self.inner.status() {
+            return self.fail(e);
+        }
+        match crate::merge::full_merge(&*op, uk, base.as_deref(), &operands) {
+            Ok(v) => {
+                self.merged = Some((uk.to_vec(), v));
+                self.valid = true;
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Moves the inner iterator past the rest of `uk`'s versions (it may be past them).
+    fn skip_rest_of(&mut self, uk: &[u8]) {
+        let mut n = 0;
+        while self.inner.valid() && types::user_key(self.inner.key()) == uk {
+            if n >= MAX_SEQUENTIAL_SKIPS {
+                self.inner.seek(&types::internal_key(uk, 0, 0));
+                return;
+            }
+            self.inner.next();
+            n += 1;
+        }
     }
 
     fn skip_user_key(&mut self, uk: &[u8]) {
@@ -125,6 +205,9 @@ impl DbIterator {
                 return;
             }
             let uk = p.user_key.to_vec();
+            if self.visible_operand(p.user_key, p.seq, p.kind) {
+                return self.fold(&uk);
+            }
             self.skip_user_key(&uk);
         }
         self.finish_invalid();
@@ -148,6 +231,9 @@ impl DbIterator {
                     self.valid = true;
                     return;
                 }
+                if p.user_key == pk.as_slice() && self.visible_operand(p.user_key, p.seq, p.kind) {
+                    return self.fold(&pk);
+                }
             }
             if self.inner.status().is_err() {
                 break;
@@ -161,6 +247,7 @@ impl DbIterator {
     /// Positions at the first key.
     pub fn seek_to_first(&mut self) {
         self.err = None;
+        self.merged = None;
         match self.lower.clone() {
             Some(l) => self.inner.seek(&types::lookup_key(&l, self.snapshot)),
             None => self.inner.seek_to_first(),
@@ -171,6 +258,7 @@ impl DbIterator {
     /// Positions at the last key.
     pub fn seek_to_last(&mut self) {
         self.err = None;
+        self.merged = None;
         match &self.upper {
             Some(u) => {
                 let t = types::internal_key(u, MAX_SEQ, KIND_FOR_SEEK);
@@ -184,6 +272,7 @@ impl DbIterator {
     /// Positions at the first key `>= key`.
     pub fn seek(&mut self, key: &[u8]) {
         self.err = None;
+        self.merged = None;
         let target = match &self.lower {
             Some(l) if key < l.as_slice() => l.clone(),
             _ => key.to_vec(),
@@ -195,6 +284,7 @@ impl DbIterator {
     /// Positions at the last key `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) {
         self.err = None;
+        self.merged = None;
         if let Some(u) = &self.upper {
             if key >= u.as_slice() {
                 return self.seek_to_last();
@@ -209,8 +299,14 @@ impl DbIterator {
         if !self.valid {
             return;
         }
-        let uk = self.key().to_vec();
-        self.skip_user_key(&uk);
+        match self.merged.take() {
+            // The inner iterator is past the operands, maybe at the key's base.
+            Some((uk, _)) => self.skip_rest_of(&uk),
+            None => {
+                let uk = self.key().to_vec();
+                self.skip_user_key(&uk);
+            }
+        }
         self.find_next_visible();
     }
 
@@ -220,6 +316,7 @@ impl DbIterator {
             return;
         }
         let uk = self.key().to_vec();
+        self.merged = None;
         self.inner
             .seek_for_prev(&types::internal_key(&uk, MAX_SEQ, KIND_FOR_SEEK));
         self.find_prev_visible();

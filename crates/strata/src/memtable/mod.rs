@@ -115,7 +115,7 @@ impl MemTable {
         self.wal_number
     }
 
-    /// Inserts a put or a point delete.
+    /// Inserts a put, a point delete or a merge operand.
     pub fn add(&self, seq: SeqNo, kind: ValueKind, key: &[u8], value: &[u8]) {
         // Before the entry becomes reachable: whoever can see it sees its filter bits.
         if let Some(b) = &self.bloom {
@@ -182,6 +182,7 @@ impl MemTable {
         match op {
             BatchOp::Put(k, v) => self.add(seq, ValueKind::Put, k, v),
             BatchOp::Delete(k) => self.add(seq, ValueKind::Delete, k, &[]),
+            BatchOp::Merge(k, v) => self.add(seq, ValueKind::Merge, k, v),
             BatchOp::DeleteRange(s, e) if s < e => self.add_range_delete(seq, s, e),
             BatchOp::DeleteRange(..) => {}
         }
@@ -358,6 +359,7 @@ impl<'a> InsertGroup<'a> {
         self.ops[self.n] = match op {
             BatchOp::Put(k, v) => (seq, ValueKind::Put, k, v),
             BatchOp::Delete(k) => (seq, ValueKind::Delete, k, &[]),
+            BatchOp::Merge(k, v) => (seq, ValueKind::Merge, k, v),
             range => return mem.add_op(seq, range),
         };
         self.n += 1;

@@ -269,13 +269,7 @@ pub(super) fn run(
     ext.wal_created(number, versions.last_sequence + 1);
     let wal = Mutex::new(LogSet::new(wal, log_storage.clone(), log_dir));
     // With a compaction filter, values may differ from the WAL's: keep them inline.
-    let pinned = crate::db::log_key_lists(
-        &ext,
-        &tables,
-        &wal,
-        &added,
-        opts.compaction_filter.is_some(),
-    )?;
+    let pinned = crate::db::log_key_lists(&ext, &tables, &wal, &added, opts.rewrites_values())?;
     let mut edit = VersionEdit {
         wal_pins: pinned.pins(),
         ..Default::default()

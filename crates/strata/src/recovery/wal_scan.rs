@@ -157,6 +157,13 @@ fn scan_file(
                         value_len: 0,
                         kind: ValueKind::Delete as u8,
                     },
+                    BatchOp::Merge(k, v) => Loc {
+                        key: off(k)?,
+                        key_len: k.len() as u32,
+                        value: off(v)?,
+                        value_len: v.len() as u32,
+                        kind: ValueKind::Merge as u8,
+                    },
                     BatchOp::DeleteRange(..) => NONE,
                 },
             );

@@ -86,6 +86,8 @@ pub struct EngineStats {
     pub gets: Counter,
     /// Point lookups that found a value.
     pub get_found: Counter,
+    /// Point lookups whose newest version was a merge operand (folded on read).
+    pub merge_lookups: Counter,
     /// Memtable flushes installed.
     pub flushes: Counter,
     /// Bytes of the L0 tables written by flushes.
@@ -235,6 +237,8 @@ pub struct DbStats {
     pub gets: u64,
     /// Point lookups that found a value, since open.
     pub get_found: u64,
+    /// Point lookups since open whose newest version was a merge operand (folded on read).
+    pub merge_lookups: u64,
     /// Memtable flushes installed since open.
     pub flushes: u64,
     /// Bytes of the L0 tables written by flushes since open.
@@ -394,6 +398,7 @@ impl EngineStats {
             wal_syncs: g(&self.wal_syncs),
             gets: g(&self.gets),
             get_found: g(&self.get_found),
+            merge_lookups: g(&self.merge_lookups),
             flushes: g(&self.flushes),
             flush_bytes: g(&self.flush_bytes),
             bloom_checked: g(&self.bloom_checked),

@@ -14,8 +14,12 @@
 //! take that path. (Letting group leaders check transactions inside shared groups is faster at
 //! 4 threads; it is not done yet.)
 //!
+//! [`Transaction::merge`] buffers an operand like any write (the key is tracked, as in RocksDB):
+//! onto the transaction's own put or delete it is folded at once; onto the snapshot's value it
+//! is folded when the transaction reads the key, and committed as an operand.
+//!
 //! Not yet: pessimistic transactions (row locks), tracking of scanned ranges (a serializable
-//! mode), and `merge`. Depends on `db` (the snapshot, the write path's commit check) and
+//! mode). Depends on `db` (the snapshot, the write path's commit check) and
 //! `memtable` (the check); nothing in the engine depends on it.
 
 pub(crate) mod conflict;
@@ -32,12 +36,21 @@ use crate::db::{Db, Snapshot};
 use crate::error::{ErrorRepr, Result};
 use crate::options::{ReadOptions, WriteOptions};
 
+/// The transaction's own writes of one key, as its reads see them.
+#[derive(Clone, Debug)]
+enum Own {
+    /// The key's value after the own writes (`None`: deleted).
+    Value(Option<Bytes>),
+    /// Merge operands (oldest first) onto the key's value at the snapshot.
+    Operands(Vec<Bytes>),
+}
+
 /// The writes and tracked keys a savepoint restores.
 #[derive(Clone, Default)]
 struct Buffer {
     batch: WriteBatch,
-    /// The newest own write of each key (`None`: deleted).
-    writes: BTreeMap<Vec<u8>, Option<Bytes>>,
+    /// The own writes of each key.
+    writes: BTreeMap<Vec<u8>, Own>,
     /// Keys checked for conflicts at commit: every key written or read for update.
     tracked: BTreeSet<Vec<u8>>,
 }
@@ -76,9 +89,37 @@ impl Transaction {
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         let key = key.as_ref();
         match self.buf.writes.get(key) {
-            Some(own) => Ok(own.clone()),
+            Some(own) => self.resolve(key, own),
             None => self.db.get_opt(&self.read_options(), key),
         }
+    }
+
+    /// The value an own write gives `key`.
+    fn resolve(&self, key: &[u8], own: &Own) -> Result<Option<Bytes>> {
+        match own {
+            Own::Value(v) => Ok(v.clone()),
+            Own::Operands(ops) => {
+                let base = self.db.get_opt(&self.read_options(), key)?;
+                let v = self.fold(key, base.as_deref(), ops)?;
+                Ok(Some(v))
+            }
+        }
+    }
+
+    /// `operands` (oldest first) folded onto `base` with the database's merge operator.
+    fn fold(&self, key: &[u8], base: Option<&[u8]>, operands: &[Bytes]) -> Result<Bytes> {
+        let op = self.operator()?;
+        let newest_first: Vec<Vec<u8>> = operands.iter().rev().map(|o| o.to_vec()).collect();
+        crate::merge::full_merge(&*op, key, base, &newest_first).map(Bytes::from)
+    }
+
+    fn operator(&self) -> Result<std::sync::Arc<dyn crate::merge::MergeOperator>> {
+        self.db.options().merge_operator.clone().ok_or_else(|| {
+            ErrorRepr::InvalidArgument(
+                "a merge needs a merge operator (Options::merge_operator)".into(),
+            )
+            .into()
+        })
     }
 
     /// [`Transaction::get`], and the commit fails if anyone else writes `key` after the
@@ -93,17 +134,45 @@ impl Transaction {
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.buf.batch.put(key, value);
-        self.buf
-            .writes
-            .insert(key.to_vec(), Some(Bytes::copy_from_slice(value)));
+        self.buf.writes.insert(
+            key.to_vec(),
+            Own::Value(Some(Bytes::copy_from_slice(value))),
+        );
         self.buf.tracked.insert(key.to_vec());
+    }
+
+    /// Merges `operand` into `key` when the transaction commits (see the module docs); the
+    /// transaction's own reads see the result. Fails, buffering nothing, without a merge
+    /// operator or when the operator refuses the operand.
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        let op = self.operator()?;
+        op.check_operand(operand).map_err(|e| {
+            crate::Error::invalid(format!("merge operand refused by {}: {e}", op.name()))
+        })?;
+        let own = match self.buf.writes.get(key) {
+            Some(Own::Value(v)) => {
+                let ops = [Bytes::copy_from_slice(operand)];
+                Own::Value(Some(self.fold(key, v.as_deref(), &ops)?))
+            }
+            Some(Own::Operands(ops)) => {
+                let mut ops = ops.clone();
+                ops.push(Bytes::copy_from_slice(operand));
+                Own::Operands(ops)
+            }
+            None => Own::Operands(vec![Bytes::copy_from_slice(operand)]),
+        };
+        self.buf.batch.merge(key, operand);
+        self.buf.writes.insert(key.to_vec(), own);
+        self.buf.tracked.insert(key.to_vec());
+        Ok(())
     }
 
     /// Removes `key` when the transaction commits.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
         self.buf.batch.delete(key);
-        self.buf.writes.insert(key.to_vec(), None);
+        self.buf.writes.insert(key.to_vec(), Own::Value(None));
         self.buf.tracked.insert(key.to_vec());
     }
 
@@ -124,8 +193,8 @@ impl Transaction {
                         .as_deref()
                         .is_none_or(|hi| k.as_slice() < hi)
             })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+            .map(|(k, own)| Ok((k.clone(), self.resolve(k, own)?)))
+            .collect::<Result<_>>()?;
         let base = self.db.iter(ReadOptions {
             snapshot: Some(self.snapshot.clone()),
             ..opts

@@ -21,6 +21,7 @@ use crate::cache::TableCache;
 use crate::compaction::filter::{self, CompactionFilter, FilterSpec};
 use crate::compaction::{run_compaction, CompactionEnv, CompactionResult};
 use crate::error::{Error, Result};
+use crate::merge::MergeOperator;
 use crate::stats::EngineStats;
 use crate::storage::object::{CapacityOptions, CapacityTier};
 use crate::storage::Storage;
@@ -32,6 +33,9 @@ const MAX_CAPACITY_TIERS: usize = 64;
 /// Rebuilds a compaction filter from its spec (an embedder's registry of named filters).
 pub type FilterFactory = dyn Fn(&FilterSpec) -> Result<Arc<dyn CompactionFilter>> + Send + Sync;
 
+/// Rebuilds a merge operator from its name (an embedder's registry of named operators).
+pub type MergeFactory = dyn Fn(&str) -> Option<Arc<dyn MergeOperator>> + Send + Sync;
+
 /// A worker's configuration and the connections it keeps between jobs.
 pub struct WorkerEnv {
     /// Directories and URL prefixes (`s3://bucket/prefix`, `file:///dir`, `memory://name`)
@@ -40,6 +44,7 @@ pub struct WorkerEnv {
     scratch: PathBuf,
     storage: Arc<dyn Storage>,
     filters: Option<Arc<FilterFactory>>,
+    merges: Option<Arc<MergeFactory>>,
     capacity: Mutex<HashMap<String, Arc<CapacityTier>>>,
 }
 
@@ -63,6 +68,7 @@ impl WorkerEnv {
             scratch,
             storage,
             filters: None,
+            merges: None,
             capacity: Mutex::new(HashMap::new()),
         })
     }
@@ -71,6 +77,25 @@ impl WorkerEnv {
     pub fn with_filters(mut self, f: Arc<FilterFactory>) -> Self {
         self.filters = Some(f);
         self
+    }
+
+    /// Named merge operators beyond the built-in ones ([`crate::merge::from_name`]).
+    pub fn with_merge_operators(mut self, f: Arc<MergeFactory>) -> Self {
+        self.merges = Some(f);
+        self
+    }
+
+    fn merge_operator(&self, name: &str) -> Result<Arc<dyn MergeOperator>> {
+        self.merges
+            .as_ref()
+            .and_then(|f| f(name))
+            .or_else(|| crate::merge::from_name(name))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown merge operator {name:?} (register it with \
+                     WorkerEnv::with_merge_operators)"
+                ))
+            })
     }
 
     /// The directory the worker stages its files under (one `job-*` subdirectory per job).
@@ -224,7 +249,14 @@ pub fn execute(
     .with_staging(staging.clone());
     let tables = Arc::new(TableCache::new(Arc::new(store), 1024, None, stats));
     let filter = job.job.filter.as_ref().map(|s| env.filter(s)).transpose();
+    let merge = job
+        .job
+        .merge_operator
+        .as_deref()
+        .map(|n| env.merge_operator(n))
+        .transpose();
     let r = filter.and_then(|filter| {
+        let merge = merge?;
         let cenv = CompactionEnv {
             tables,
             output_tier: job.job.output_tier,
@@ -234,6 +266,7 @@ pub fn execute(
             rate_limiter: None,
             cancel,
             filter,
+            merge,
             checkpoint: None,
         };
         run_compaction(&job.job, &cenv)
