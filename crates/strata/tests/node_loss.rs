@@ -54,8 +54,10 @@ fn options(rng: &mut Rng, base: &Path, log: Log, capacity: bool, seed: u64) -> O
     o
 }
 
-/// Writes a random workload into `db`, mirrored in `model`.
+/// Writes a random workload into `db`, mirrored in `model`; with a merge operator (the
+/// append operator with ","), some puts are merges.
 fn workload(rng: &mut Rng, db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, ops: u64) {
+    let merges = db.options().merge_operator.is_some();
     let sync = WriteOptions {
         sync: true,
         ..Default::default()
@@ -82,6 +84,15 @@ fn workload(rng: &mut Rng, db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, ops:
                     b.delete(&k);
                     model.remove(&k);
                 }
+                4..=9 if merges => {
+                    let operand = format!("m{i}-{}", rng.below(1000));
+                    b.merge(&k, &operand);
+                    let v = model.entry(k).or_default();
+                    if !v.is_empty() {
+                        v.push(b',');
+                    }
+                    v.extend_from_slice(operand.as_bytes());
+                }
                 _ => {
                     let v =
                         format!("v{i}-{}", rng.below(1 << 20)).repeat(1 + rng.below(8) as usize);
@@ -102,10 +113,17 @@ fn workload(rng: &mut Rng, db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, ops:
 }
 
 fn run(seed: u64, log: Log, capacity: bool) {
+    run_with(seed, log, capacity, false)
+}
+
+fn run_with(seed: u64, log: Log, capacity: bool, merges: bool) {
     let mut rng = Rng::new(seed);
     let base = tempfile::tempdir().unwrap();
     let dbdir = base.path().join("db");
-    let opts = options(&mut rng, base.path(), log, capacity, seed);
+    let mut opts = options(&mut rng, base.path(), log, capacity, seed);
+    if merges {
+        opts.merge_operator = Some(std::sync::Arc::new(strata::merge::Append::new(b",")));
+    }
     let mut model = BTreeMap::new();
     let mut rebuilt = 0;
     let mut key_lists = 0;
@@ -164,6 +182,17 @@ fn node_loss_with_a_directory_log() {
     for seed in seeds(2) {
         with_seed("node_loss", seed, move || {
             run(seed, Log::Dir, seed % 2 == 0)
+        });
+    }
+}
+
+/// Merge operands and the values compaction folds from them (whose sequence numbers the WAL
+/// holds operands for) are rebuilt exactly.
+#[test]
+fn node_loss_with_merge_operands() {
+    for seed in seeds(1) {
+        with_seed("node_loss", seed, move || {
+            run_with(seed, Log::Dir, true, true)
         });
     }
 }

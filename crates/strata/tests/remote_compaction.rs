@@ -352,3 +352,106 @@ fn a_ttl_filter_runs_remotely_with_the_instance_clock() {
     let left = contents(&db).len();
     assert_eq!(left, 1000, "expired values removed by the remote jobs");
 }
+
+/// An operator only this test knows: appends with "|" (the worker must be told of it).
+struct Pipe;
+
+impl strata::MergeOperator for Pipe {
+    fn name(&self) -> &str {
+        "test.pipe"
+    }
+    fn full_merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Result<Vec<u8>, strata::merge::MergeError> {
+        let parts: Vec<&[u8]> = existing
+            .into_iter()
+            .chain(operands.iter().copied())
+            .collect();
+        Ok(parts.join(&b'|'))
+    }
+}
+
+/// Merges into 300 keys (over some puts) on a remote-mode database with `op`; the worker knows
+/// `test.pipe` only when `register`. Returns the remote statistics after a full compaction,
+/// with every value checked against the model, after a reopen without the service too.
+fn merge_run(
+    op: Arc<dyn strata::MergeOperator>,
+    register: bool,
+) -> strata::compaction::remote::runner::RemoteCompactionStats {
+    let dir = tempfile::tempdir().unwrap();
+    let (db_dir, cap) = (dir.path().join("db"), dir.path().join("cap"));
+    std::fs::create_dir_all(&cap).unwrap();
+    let mut env = WorkerEnv::new(
+        vec![dir.path().display().to_string()],
+        dir.path().join("scratch"),
+        strata::storage::default_storage(),
+    )
+    .unwrap();
+    if register {
+        env = env.with_merge_operators(Arc::new(|name: &str| {
+            (name == "test.pipe").then(|| Arc::new(Pipe) as Arc<dyn strata::MergeOperator>)
+        }));
+    }
+    let svc = Arc::new(InProcess {
+        env,
+        behaviour: Mutex::new(Behaviour::Run),
+        done: Mutex::default(),
+        next: AtomicU64::new(1),
+        executed: AtomicU64::new(0),
+        impatient: AtomicU64::new(0),
+    });
+    let mut o = options(&cap, Some(svc), CompactionMode::Remote);
+    o.merge_operator = Some(op.clone());
+    let db = Db::open(&db_dir, o.clone()).unwrap();
+    let counter = op.name() == strata::merge::U64Add::NAME;
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut rng = Rng::new(7);
+    for i in 0..6000u64 {
+        let k = format!("key{:04}", rng.below(300)).into_bytes();
+        if i % 10 == 0 {
+            let v = if counter {
+                i.to_le_bytes().to_vec()
+            } else {
+                format!("p{i}").into_bytes()
+            };
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+            continue;
+        }
+        let operand = if counter {
+            1u64.to_le_bytes().to_vec()
+        } else {
+            format!("m{i}").into_bytes()
+        };
+        db.merge(&k, &operand).unwrap();
+        let existing = model.get(&k).map(|v| v.as_slice());
+        let merged = op.full_merge(&k, existing, &[&operand]).unwrap();
+        model.insert(k, merged);
+    }
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    check(&db, &model, op.name());
+    let r = db.stats().remote_compaction.expect("remote stats");
+    db.close().unwrap();
+    o.compaction_service = None;
+    o.compaction_mode = CompactionMode::Local;
+    let db = Db::open(&db_dir, o).unwrap();
+    check(&db, &model, &format!("{} reopened", op.name()));
+    r
+}
+
+#[test]
+fn merge_operands_are_folded_remotely_by_operator_name() {
+    // A built-in operator: every job runs on the worker.
+    let r = merge_run(Arc::new(strata::merge::U64Add), false);
+    assert!(r.remote_jobs > 0 && r.local_jobs == 0, "{r:?}");
+    // The embedder's operator, registered with the worker: the same.
+    let r = merge_run(Arc::new(Pipe), true);
+    assert!(r.remote_jobs > 0 && r.local_jobs == 0, "{r:?}");
+    // Not registered: the worker refuses each job and it runs locally, losing nothing.
+    let r = merge_run(Arc::new(Pipe), false);
+    assert!(r.remote_jobs == 0 && r.local_jobs > 0, "{r:?}");
+}

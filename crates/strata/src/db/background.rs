@@ -306,8 +306,9 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
     )?;
     // New tables' directory entries must be durable before the manifest names them.
     inner.storage.sync_dir(&inner.dir)?;
-    // Flushes do not filter: every record is the WAL's.
-    let pinned = super::extended::log_tables(inner, &res.outputs, false)?;
+    // Flushes do not filter: every record is the WAL's, unless merge operands were folded
+    // (a result carries its newest operand's sequence number, where the WAL has the operand).
+    let pinned = super::extended::log_tables(inner, &res.outputs, mem.num_merges() > 0)?;
     let mut st = inner.state.lock();
     let edit = VersionEdit {
         log_number: Some(next_log),

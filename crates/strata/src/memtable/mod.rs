@@ -46,6 +46,7 @@ pub struct MemTable {
     range_del_size: AtomicUsize,
     entries: AtomicU64,
     deletes: AtomicU64,
+    merges: AtomicU64,
     largest_seq: AtomicU64,
     has_range_dels: AtomicBool,
     range_dels: Mutex<RangeDels>,
@@ -90,6 +91,7 @@ impl MemTable {
             range_del_size: AtomicUsize::new(0),
             entries: AtomicU64::new(0),
             deletes: AtomicU64::new(0),
+            merges: AtomicU64::new(0),
             largest_seq: AtomicU64::new(0),
             has_range_dels: AtomicBool::new(false),
             range_dels: Mutex::new(RangeDels::default()),
@@ -137,6 +139,8 @@ impl MemTable {
         self.entries.fetch_add(1, AtOrd::Relaxed);
         if kind == ValueKind::Delete {
             self.deletes.fetch_add(1, AtOrd::Relaxed);
+        } else if kind == ValueKind::Merge {
+            self.merges.fetch_add(1, AtOrd::Relaxed);
         }
         self.largest_seq.fetch_max(seq, AtOrd::Relaxed);
     }
@@ -265,7 +269,8 @@ impl MemTable {
         self.map.index_bytes()
     }
 
-    /// Point entries inserted (puts and deletes; range tombstones not counted).
+    /// Point entries inserted (puts, deletes and merge operands; range tombstones not
+    /// counted).
     pub fn num_entries(&self) -> u64 {
         self.entries.load(AtOrd::Relaxed)
     }
@@ -273,6 +278,11 @@ impl MemTable {
     /// Point deletions inserted.
     pub fn num_deletes(&self) -> u64 {
         self.deletes.load(AtOrd::Relaxed)
+    }
+
+    /// Merge operands inserted.
+    pub fn num_merges(&self) -> u64 {
+        self.merges.load(AtOrd::Relaxed)
     }
 
     /// The largest sequence number written, range tombstones included (0 while empty).
