@@ -110,6 +110,19 @@ fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
             "num_levels" => o.num_levels = v.extract()?,
             "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract()?,
             "hotrap" => o.hotrap.enabled = v.extract()?,
+            "merge_operator" => {
+                // A built-in operator by name: "strata.u64add", "strata.max", "strata.append".
+                let name: Option<String> = v.extract()?;
+                o.merge_operator = match name {
+                    None => None,
+                    Some(n) => Some(engine::merge::from_name(&n).ok_or_else(|| {
+                        InvalidArgumentError::new_err(format!(
+                            "unknown merge operator {n:?} (strata.u64add, strata.max, \
+                             strata.append)"
+                        ))
+                    })?),
+                };
+            }
             "persistent_cache_size" => {
                 // A size turns on the LAP cache of capacity-tier blocks; 0 turns it off.
                 let capacity: u64 = v.extract()?;
@@ -128,7 +141,7 @@ fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
                     "unknown option {other:?} (known: capacity, capacity_levels, \
                      create_if_missing, error_if_exists, write_buffer_size, block_cache_size, \
                      target_file_size_base, max_bytes_for_level_base, num_levels, \
-                     bloom_bits_per_key, hotrap, persistent_cache_size)"
+                     bloom_bits_per_key, hotrap, merge_operator, persistent_cache_size)"
                 )))
             }
         }
@@ -175,6 +188,10 @@ impl WriteBatch {
     }
     fn delete(&self, key: &[u8]) {
         lock(&self.inner).delete(key);
+    }
+    /// Merges `operand` into `key` with the database's merge operator.
+    fn merge(&self, key: &[u8], operand: &[u8]) {
+        lock(&self.inner).merge(key, operand);
     }
     /// Deletes every key in `[start, end)`.
     fn delete_range(&self, start: &[u8], end: &[u8]) {
@@ -344,6 +361,15 @@ impl Db {
         self.write(py, b, sync)
     }
 
+    /// Merges `operand` into `key` with the merge operator the database was opened with
+    /// (`merge_operator="strata.u64add"`: 8-byte little-endian counters).
+    #[pyo3(signature = (key, operand, sync = false))]
+    fn merge(&self, py: Python<'_>, key: &[u8], operand: &[u8], sync: bool) -> PyResult<()> {
+        let mut b = engine::WriteBatch::new();
+        b.merge(key, operand);
+        self.write(py, b, sync)
+    }
+
     #[pyo3(signature = (key, sync = false))]
     fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
         let mut b = engine::WriteBatch::new();
@@ -360,7 +386,8 @@ impl Db {
     }
 
     /// Applies a `WriteBatch`, or a list of operations — `("put", key, value)`,
-    /// `("delete", key)`, `("delete_range", start, end)` — atomically.
+    /// `("delete", key)`, `("merge", key, operand)`, `("delete_range", start, end)` —
+    /// atomically.
     #[pyo3(signature = (batch, sync = false))]
     fn write_batch(&self, py: Python<'_>, batch: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
         let b = if let Ok(wb) = batch.downcast::<WriteBatch>() {
@@ -381,6 +408,10 @@ impl Db {
                         bytes_arg(&t.get_item(2)?, "value")?,
                     ),
                     ("delete", 2) => b.delete(bytes_arg(&t.get_item(1)?, "key")?),
+                    ("merge", 3) => b.merge(
+                        bytes_arg(&t.get_item(1)?, "key")?,
+                        bytes_arg(&t.get_item(2)?, "operand")?,
+                    ),
                     ("delete_range", 3) => b.delete_range(
                         bytes_arg(&t.get_item(1)?, "start")?,
                         bytes_arg(&t.get_item(2)?, "end")?,
@@ -388,7 +419,8 @@ impl Db {
                     _ => {
                         return Err(InvalidArgumentError::new_err(format!(
                             "bad operation {kind:?} with {} items: use (\"put\", k, v), \
-                             (\"delete\", k) or (\"delete_range\", start, end)",
+                             (\"delete\", k), (\"merge\", k, operand) or \
+                             (\"delete_range\", start, end)",
                             t.len()
                         )))
                     }

@@ -47,6 +47,25 @@ def test_write_batch_and_list_of_ops(tmp_path):
             db.write_batch([("frob", b"x")])
 
 
+def test_merge_counters(tmp_path):
+    one = (1).to_bytes(8, "little")
+    with strata.open(str(tmp_path / "db"), merge_operator="strata.u64add") as db:
+        for _ in range(5):
+            db.merge(b"hits", one)
+        b = strata.WriteBatch()
+        b.merge(b"hits", (10).to_bytes(8, "little"))
+        db.write_batch(b)
+        db.write_batch([("merge", b"hits", one)])
+        assert int.from_bytes(db.get(b"hits"), "little") == 16
+        with pytest.raises(strata.InvalidArgumentError):
+            db.merge(b"hits", b"not eight bytes")
+    with strata.open(str(tmp_path / "plain")) as db:
+        with pytest.raises(strata.InvalidArgumentError):
+            db.merge(b"k", one)
+    with pytest.raises(strata.InvalidArgumentError):
+        strata.open(str(tmp_path / "x"), merge_operator="no.such")
+
+
 def test_iteration_and_range_scans(tmp_path):
     with strata.open(str(tmp_path / "db")) as db:
         for i in range(100):

@@ -404,6 +404,11 @@ pub struct BenchArgs {
     #[arg(long, alias = "bloom_bits", default_value_t = 10.0, help_heading = ENGINE)]
     pub bloom_bits: f64,
 
+    /// The merge operator, by name (`strata.u64add`, `strata.max`, `strata.append`); db_bench's
+    /// `uint64add` is accepted for `strata.u64add`. `mergerandom` needs `strata.u64add`.
+    #[arg(long, alias = "merge_operator", help_heading = ENGINE)]
+    pub merge_operator: Option<String>,
+
     /// Keys per bucket of the data blocks' hash indexes, in 0..=1; 0 writes none
     ///
     /// The same for RocksDB (`data_block_index_type = kDataBlockBinaryAndHash` with this

@@ -605,6 +605,13 @@ fn worker(
                 wrote(key.len() + v.len());
                 (OpType::Write, 1)
             }
+            PhaseKind::Merge { .. } => {
+                ctx.keys.key(choose(&mut rng), &mut key);
+                let one = 1u64.to_le_bytes();
+                engine.merge(&key, &one)?;
+                wrote(key.len() + one.len());
+                (OpType::Write, 1)
+            }
             PhaseKind::Delete { .. } => {
                 ctx.keys.key(choose(&mut rng), &mut key);
                 engine.delete(&key)?;

@@ -77,6 +77,10 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         persistent_cache_bytes: args.persistent_cache_size,
         persistent_cache_kind: args.persistent_cache_kind,
         bloom_bits: args.bloom_bits,
+        merge_operator: args.merge_operator.as_deref().map(|n| match n {
+            "uint64add" | "u64add" => strata::merge::U64Add::NAME.to_string(),
+            other => other.to_string(),
+        }),
         data_block_hash_ratio: args.data_block_hash_ratio,
         block_size: args.block_size,
         bytes_per_sync: args.bytes_per_sync,

@@ -256,10 +256,13 @@ pub enum Benchmark {
     /// The same read-modify-write in an optimistic transaction (`get_for_update`, `put`,
     /// `commit`; db_bench's `randomtransaction` with one key per transaction).
     RandomTransaction,
+    /// db_bench's `mergerandom`: merges the 8-byte counter increment 1 into a random key
+    /// (needs `--merge-operator strata.u64add`).
+    MergeRandom,
 }
 
 impl Benchmark {
-    pub const ALL: [Benchmark; 13] = [
+    pub const ALL: [Benchmark; 14] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::FillUniqueRandom,
@@ -273,6 +276,7 @@ impl Benchmark {
         Benchmark::DeleteRandom,
         Benchmark::UpdateRandom,
         Benchmark::RandomTransaction,
+        Benchmark::MergeRandom,
     ];
 
     pub fn name(self) -> &'static str {
@@ -290,6 +294,7 @@ impl Benchmark {
             Benchmark::DeleteRandom => "deleterandom",
             Benchmark::UpdateRandom => "updaterandom",
             Benchmark::RandomTransaction => "randomtransaction",
+            Benchmark::MergeRandom => "mergerandom",
         }
     }
 
@@ -346,6 +351,8 @@ pub enum PhaseKind {
     Delete { schedule: Schedule },
     /// Read-modify-write of keys chosen by `schedule`; `txn`: each in a transaction.
     Update { schedule: Schedule, txn: bool },
+    /// Merges a counter increment into keys chosen by `schedule`.
+    Merge { schedule: Schedule },
     /// Iterates the whole database in key order, each thread from the start; an operation is
     /// one entry.
     ReadSeq,
@@ -420,6 +427,7 @@ impl PhaseSpec {
             | PhaseKind::Overwrite { schedule }
             | PhaseKind::Delete { schedule }
             | PhaseKind::Update { schedule, .. }
+            | PhaseKind::Merge { schedule }
             | PhaseKind::Seek { schedule, .. }
             | PhaseKind::ReadWhileWriting { schedule }
             | PhaseKind::Mix { schedule, .. } => Some(schedule),
@@ -572,6 +580,13 @@ pub fn plan(args: &BenchArgs) -> anyhow::Result<Vec<PhaseSpec>> {
                 PhaseKind::Update {
                     schedule: uniform()?,
                     txn: b == Benchmark::RandomTransaction,
+                },
+                limit(args.ops.unwrap_or(args.num)),
+                false,
+            ),
+            Benchmark::MergeRandom => (
+                PhaseKind::Merge {
+                    schedule: uniform()?,
                 },
                 limit(args.ops.unwrap_or(args.num)),
                 false,

@@ -41,6 +41,13 @@ pub enum ErrorKind {
     /// written; run the transaction again (keep transactions shorter than a memtable's
     /// lifetime, or raise `write_buffer_size`).
     TryAgain,
+    /// A pessimistic transaction waited for a key's lock longer than its lock timeout
+    /// (RocksDB's `Status::TimedOut`). The request did nothing; the transaction keeps its other
+    /// locks and writes: retry the request, or roll back.
+    TimedOut,
+    /// A pessimistic transaction outlived its expiration, so its locks could be taken over: its
+    /// commit is refused and nothing is written (RocksDB's `Status::Expired`).
+    Expired,
 }
 
 /// The detailed internal error. Public only so it can be reached through `Error::repr`.
@@ -92,6 +99,12 @@ pub enum ErrorRepr {
     /// A transaction's conflict check is impossible ([`ErrorKind::TryAgain`]).
     #[error("try again: {0}")]
     TryAgain(String),
+    /// A lock wait ran out ([`ErrorKind::TimedOut`]): which key, held by whom.
+    #[error("timed out: {0}")]
+    TimedOut(String),
+    /// A transaction expired ([`ErrorKind::Expired`]).
+    #[error("expired: {0}")]
+    Expired(String),
     /// An earlier failure (flush, compaction, WAL write or sync) that put the database into
     /// read-only mode; its kind is the wrapped error's kind.
     #[error("background error put the database into read-only mode: {0}")]
@@ -116,6 +129,8 @@ impl Error {
             ErrorRepr::Incomplete(_) => ErrorKind::Incomplete,
             ErrorRepr::Busy(_) => ErrorKind::Busy,
             ErrorRepr::TryAgain(_) => ErrorKind::TryAgain,
+            ErrorRepr::TimedOut(_) => ErrorKind::TimedOut,
+            ErrorRepr::Expired(_) => ErrorKind::Expired,
             ErrorRepr::Background(e) => e.kind(),
         }
     }

@@ -45,7 +45,10 @@ pub use iter::DbIterator;
 pub use merge::MergeOperator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use stats::{DbStats, ExtendedWalStats, ForestStats, LevelStats};
-pub use txn::{Transaction, TransactionIterator};
+pub use txn::{
+    PessimisticTransaction, Transaction, TransactionDb, TransactionDbOptions, TransactionIterator,
+    TransactionOptions,
+};
 pub use version::CompactionStyle;
 
 /// The README's examples, compiled and run as doctests.

@@ -368,3 +368,153 @@ fn concurrent_counters_lose_no_increment() {
         assert_eq!(counter(&db, &format!("c{k}")), Some(2500));
     }
 }
+
+/// Counters under SIGKILL: the child (this binary re-run in child mode) merges increments into
+/// counters from two threads, each batch 1–3 keys of the thread's own with `sync`, announcing
+/// each batch before (`I`) and after it is acknowledged (`A`). After each kill the counters
+/// must hold every acknowledged increment, and an in-flight batch entirely or not at all.
+#[test]
+fn merge_crash_child() {
+    let Ok(dir) = std::env::var("STRATA_MERGE_CRASH_DIR") else {
+        return;
+    };
+    let seed: u64 = std::env::var("STRATA_MERGE_CRASH_SEED")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let db = Db::open(&dir, options(Arc::new(U64Add))).unwrap();
+    // The harness printed "test merge_crash_child ... " without a newline: end that line.
+    println!();
+    let handles: Vec<_> = (0..2u64)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut rng = common::Rng::new(seed ^ (t + 1));
+                for n in 0.. {
+                    let mut keys: Vec<u64> = (0..1 + rng.below(3))
+                        .map(|_| rng.below(CRASH_KEYS / 2) * 2 + t)
+                        .collect();
+                    keys.sort_unstable();
+                    keys.dedup();
+                    let mut b = WriteBatch::new();
+                    for k in &keys {
+                        b.merge(format!("c{k:03}"), U64Add::encode(1));
+                    }
+                    let list: Vec<String> = keys.iter().map(u64::to_string).collect();
+                    println!("I {t}.{n} {}", list.join(","));
+                    let sync = strata::WriteOptions {
+                        sync: !rng.chance(20),
+                        ..Default::default()
+                    };
+                    db.write_opt(b, &sync).unwrap();
+                    println!("A {t}.{n}");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+const CRASH_KEYS: u64 = 60;
+
+#[test]
+fn sigkill_loses_no_acknowledged_increment() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let seed = common::seeds(1)[0];
+    common::with_seed("merge crash", seed, move || {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let mut rng = common::Rng::new(seed);
+        // What each counter holds after the last reopen (the parent's model).
+        let mut model = vec![0u64; CRASH_KEYS as usize];
+        let mut acked_total = 0;
+        for round in 0..6u64 {
+            let mut child = Command::new(&exe)
+                .args([
+                    "--exact",
+                    "merge_crash_child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("STRATA_MERGE_CRASH_DIR", dir.path())
+                .env("STRATA_MERGE_CRASH_SEED", (seed ^ round).to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdout = child.stdout.take().unwrap();
+            let life = std::time::Duration::from_millis(200 + rng.below(600));
+            let killer = std::thread::spawn(move || {
+                std::thread::sleep(life);
+                child.kill().unwrap();
+                child.wait().unwrap();
+            });
+            // Only complete lines count: the kill may cut the last one short.
+            let mut lines = Vec::new();
+            let mut r = BufReader::new(stdout);
+            let mut buf = String::new();
+            while r.read_line(&mut buf).unwrap_or(0) > 0 {
+                if buf.ends_with('\n') {
+                    lines.push(buf.trim_end().to_string());
+                }
+                buf.clear();
+            }
+            killer.join().unwrap();
+            let mut issued: std::collections::HashMap<String, Vec<usize>> = Default::default();
+            let mut acked = vec![0u64; CRASH_KEYS as usize];
+            for l in &lines {
+                let mut p = l.split(' ');
+                match (p.next(), p.next(), p.next()) {
+                    (Some("I"), Some(id), Some(keys)) => {
+                        let keys = keys.split(',').map(|k| k.parse().unwrap()).collect();
+                        issued.insert(id.to_string(), keys);
+                    }
+                    (Some("A"), Some(id), None) => {
+                        for &k in &issued.remove(id).expect("acknowledged after issued") {
+                            acked[k] += 1;
+                            acked_total += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            // At most one batch per thread is in flight.
+            assert!(issued.len() <= 2, "round {round}: {issued:?}");
+            let db = Db::open(dir.path(), options(Arc::new(U64Add))).unwrap();
+            let got: Vec<u64> = (0..CRASH_KEYS)
+                .map(|k| counter(&db, &format!("c{k:03}")).unwrap_or(0))
+                .collect();
+            // Each in-flight batch is applied to all of its keys or to none.
+            let mut extra = vec![0u64; CRASH_KEYS as usize];
+            for keys in issued.values() {
+                let applied: Vec<bool> =
+                    keys.iter().map(|&k| got[k] > model[k] + acked[k]).collect();
+                assert!(
+                    applied.iter().all(|a| *a) || applied.iter().all(|a| !a),
+                    "round {round}: batch {keys:?} applied in part"
+                );
+                if applied[0] {
+                    for &k in keys {
+                        extra[k] += 1;
+                    }
+                }
+            }
+            for k in 0..CRASH_KEYS as usize {
+                assert_eq!(
+                    got[k],
+                    model[k] + acked[k] + extra[k],
+                    "round {round}: counter c{k:03}"
+                );
+            }
+            model = got;
+            db.close().unwrap();
+        }
+        assert!(
+            acked_total > 100,
+            "the child acknowledged {acked_total} increments"
+        );
+    });
+}

@@ -162,6 +162,9 @@ pub struct EngineConfig {
     pub persistent_cache_bytes: u64,
     pub persistent_cache_kind: PcacheKind,
     pub bloom_bits: f64,
+    /// The merge operator's name (`strata::merge::from_name`); `None`: merges are refused.
+    #[serde(default)]
+    pub merge_operator: Option<String>,
     /// Keys per bucket of the data blocks' hash indexes (0: binary search only); RocksDB's
     /// `kDataBlockBinaryAndHash` with this `data_block_hash_table_util_ratio`.
     pub data_block_hash_ratio: f64,
@@ -258,6 +261,11 @@ pub trait KvEngine: Send + Sync {
         self.get(key)?;
         self.put(key, value)?;
         Ok(true)
+    }
+    /// Merges `operand` into `key` with the configured merge operator (db_bench's
+    /// `mergerandom`). Engines without merges refuse it.
+    fn merge(&self, _key: &[u8], _operand: &[u8]) -> anyhow::Result<()> {
+        anyhow::bail!("{} does not run merges in strata bench", self.kind().name())
     }
     /// Seeks to the first key `>= start` and reads up to `n` entries (keys and values); returns
     /// how many. When all `n` were read, `last` holds the key of the last one.

@@ -117,6 +117,12 @@ fn compression_per_level(kind: CompressionKind, min_level: usize) -> Vec<Compres
 impl StrataEngine {
     pub fn open(cfg: &EngineConfig) -> anyhow::Result<Self> {
         let mut o = options(cfg);
+        if let Some(name) = &cfg.merge_operator {
+            o.merge_operator = Some(
+                strata::merge::from_name(name)
+                    .ok_or_else(|| anyhow::anyhow!("unknown merge operator {name:?}"))?,
+            );
+        }
         if let Some(url) = &cfg.compaction_service {
             let token = cfg
                 .compaction_token
@@ -172,6 +178,12 @@ impl KvEngine for StrataEngine {
 
     fn get(&self, key: &[u8]) -> anyhow::Result<bool> {
         Ok(self.db.get(key)?.is_some())
+    }
+
+    fn merge(&self, key: &[u8], operand: &[u8]) -> anyhow::Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge(key, operand);
+        Ok(self.db.write_opt(b, &self.write_opts)?)
     }
 
     fn update(&self, key: &[u8], value: &[u8], txn: bool) -> anyhow::Result<bool> {

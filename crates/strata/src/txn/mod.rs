@@ -18,14 +18,20 @@
 //! onto the transaction's own put or delete it is folded at once; onto the snapshot's value it
 //! is folded when the transaction reads the key, and committed as an operand.
 //!
-//! Not yet: pessimistic transactions (row locks), tracking of scanned ranges (a serializable
+//! Pessimistic transactions (row locks, timeouts, deadlock detection) are [`TransactionDb`]'s,
+//! in `pessimistic.rs` and `locks.rs`. Not yet: tracking of scanned ranges (a serializable
 //! mode). Depends on `db` (the snapshot, the write path's commit check) and
 //! `memtable` (the check); nothing in the engine depends on it.
 
 pub(crate) mod conflict;
 mod iter;
+pub mod locks;
+mod pessimistic;
 
 pub use iter::TransactionIterator;
+pub use pessimistic::{
+    PessimisticTransaction, TransactionDb, TransactionDbOptions, TransactionOptions,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -59,7 +65,9 @@ struct Buffer {
 /// its writes.
 pub struct Transaction {
     db: Db,
-    snapshot: Snapshot,
+    /// What reads see; `None`: the latest state (a pessimistic transaction without
+    /// `set_snapshot`: its locks, not a snapshot, keep what it read current).
+    snapshot: Option<Snapshot>,
     buf: Buffer,
     savepoints: Vec<Buffer>,
 }
@@ -69,7 +77,7 @@ impl Db {
     pub fn transaction(&self) -> Transaction {
         Transaction {
             db: self.clone(),
-            snapshot: self.snapshot(),
+            snapshot: Some(self.snapshot()),
             buf: Buffer::default(),
             savepoints: Vec::new(),
         }
@@ -79,7 +87,7 @@ impl Db {
 impl Transaction {
     fn read_options(&self) -> ReadOptions {
         ReadOptions {
-            snapshot: Some(self.snapshot.clone()),
+            snapshot: self.snapshot.clone(),
             ..ReadOptions::default()
         }
     }
@@ -196,7 +204,7 @@ impl Transaction {
             .map(|(k, own)| Ok((k.clone(), self.resolve(k, own)?)))
             .collect::<Result<_>>()?;
         let base = self.db.iter(ReadOptions {
-            snapshot: Some(self.snapshot.clone()),
+            snapshot: self.snapshot.clone(),
             ..opts
         })?;
         Ok(TransactionIterator::new(base, own))
@@ -205,12 +213,13 @@ impl Transaction {
     /// Moves the transaction's snapshot to now: later reads see the writes committed so far,
     /// and the commit checks for writes after this moment only (RocksDB's `SetSnapshot`).
     pub fn set_snapshot(&mut self) {
-        self.snapshot = self.db.snapshot();
+        self.snapshot = Some(self.db.snapshot());
     }
 
-    /// The sequence number the transaction reads at.
-    pub fn snapshot_sequence(&self) -> u64 {
-        self.snapshot.sequence()
+    /// The sequence number the transaction reads at; `None` when it reads the latest state
+    /// (a pessimistic transaction without `set_snapshot`).
+    pub fn snapshot_sequence(&self) -> Option<u64> {
+        self.snapshot.as_ref().map(Snapshot::sequence)
     }
 
     /// Remembers the writes and tracked keys so far; [`Transaction::rollback_to_savepoint`]
@@ -258,10 +267,27 @@ impl Transaction {
         if opts.no_slowdown && crate::db::would_slow_down(&self.db) {
             return Err(ErrorRepr::Incomplete("the write would stall").into());
         }
+        let Some(snapshot) = self.snapshot.as_ref().map(Snapshot::sequence) else {
+            return self.commit_unchecked(opts);
+        };
         let check = crate::db::CommitCheck {
-            snapshot: self.snapshot.sequence(),
+            snapshot,
             keys: self.buf.tracked.into_iter().collect(),
         };
         crate::db::write_checked(&self.db, self.buf.batch, opts.sync, check)
+    }
+
+    /// Writes the transaction's writes as one batch without a conflict check (a pessimistic
+    /// transaction's locks already exclude other transactions' writes).
+    fn commit_unchecked(self, opts: &WriteOptions) -> Result<()> {
+        if self.buf.batch.is_empty() {
+            return Ok(());
+        }
+        self.db.write_opt(self.buf.batch, opts)
+    }
+
+    /// The keys written or read for update so far.
+    fn tracked(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.buf.tracked.iter()
     }
 }

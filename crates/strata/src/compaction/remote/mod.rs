@@ -259,14 +259,17 @@ impl FailureClass {
     /// resource is solvable, anything else (corruption, a refused job) is fatal.
     pub fn of(e: &Error) -> FailureClass {
         match e.kind() {
-            ErrorKind::Io | ErrorKind::Incomplete | ErrorKind::Busy | ErrorKind::TryAgain => {
-                FailureClass::Retriable
-            }
+            ErrorKind::Io
+            | ErrorKind::Incomplete
+            | ErrorKind::Busy
+            | ErrorKind::TryAgain
+            | ErrorKind::TimedOut => FailureClass::Retriable,
             ErrorKind::Locked | ErrorKind::Closed => FailureClass::Solvable,
             ErrorKind::Corruption
             | ErrorKind::InvalidArgument
             | ErrorKind::NotADatabase
-            | ErrorKind::AlreadyExists => FailureClass::Fatal,
+            | ErrorKind::AlreadyExists
+            | ErrorKind::Expired => FailureClass::Fatal,
         }
     }
 
