@@ -38,10 +38,10 @@ trap 'rm -rf "$TMP"' EXIT
 COMMON=(--num "$NUM" --value-size 8 --cache-size "$CACHE" --merge-operator strata.u64add)
 TIER="one tier"
 if [ -n "$TIERED" ]; then
-  TIER="tiered: levels below L1 on a file:// capacity tier ${TIERED} ms away, HotRAP and LAP at strata bench defaults"
+  TIER="tiered: levels below L1 on a file:// capacity tier ${TIERED} ms away (4 MB memtable and L1, 2 MB tables), HotRAP and LAP at strata bench defaults"
 fi
 tier_args() { # the database directory
-  [ -n "$TIERED" ] && echo "--capacity file://$1-cap --fast-levels 1 --capacity-latency-ms $TIERED"
+  [ -n "$TIERED" ] && echo "--capacity file://$1-cap --fast-levels 1 --capacity-latency-ms $TIERED --write-buffer-size 4MB --max-bytes-for-level-base 4MB --target-file-size-base 2MB"
   true
 }
 {
@@ -60,7 +60,10 @@ for t in ${THREADS//,/ }; do
     for b in $BENCHES; do
       echo "t$t r$r $b cpu $(head -1 /proc/pressure/cpu)" >> "$OUT/setup.txt"
       # shellcheck disable=SC2046
+      # A seed per repeat (the same for each benchmark): a repeat does not re-read the keys an
+      # earlier one just wrote.
       "$S" bench --use-existing-db --benchmarks "$b" "${COMMON[@]}" $(tier_args "$TMP/$b") --ops "$OPS" --threads "$t" \
+        --seed "$((1000 * r + t))" \
         --db "$TMP/$b" --json "$OUT/$b-t$t-r$r.json" > "$OUT/$b-t$t-r$r.txt"
     done
   done

@@ -165,16 +165,20 @@ fn writer(s: &Shared, t: u64, lo: u64, hi: u64) {
                 Op::DeleteRange(a, b) => batch.delete_range(keys::key(a), keys::key(b)),
             }
         }
+        let txn = rng.below(100) < cfg.txn_percent
+            && !ops.iter().any(|op| matches!(op, Op::DeleteRange(..)));
         s.history.issue(&effects);
         s.log(format!("I {t} {seq} {}", format_ops(&ops)));
-        let sync = rng.below(100) < cfg.sync_percent;
-        match s.db.write_opt(
-            batch,
-            &WriteOptions {
-                sync,
-                ..Default::default()
-            },
-        ) {
+        let opts = WriteOptions {
+            sync: rng.below(100) < cfg.sync_percent,
+            ..Default::default()
+        };
+        let written = if txn {
+            commit_in_transaction(s, &ops, seq, &opts)
+        } else {
+            s.db.write_opt(batch, &opts)
+        };
+        match written {
             Ok(()) => {
                 s.log(format!("A {t} {seq}"));
                 s.history.ack(&effects);
@@ -196,6 +200,45 @@ fn writer(s: &Shared, t: u64, lo: u64, hi: u64) {
             if let Err(e) = s.db.compact_range(Some(&keys::key(a)), Some(&keys::key(b))) {
                 s.log(format!("W compact_range: {e}"));
             }
+        }
+    }
+}
+
+/// Writes `ops` through an optimistic transaction: reads the first key for update, then each op.
+/// The thread owns its keys, so a refused commit (`TryAgain` after a flush since the snapshot,
+/// `Busy` only if that ownership were broken) wrote nothing and is retried with the same writes,
+/// under the same intent line; other errors are the caller's.
+fn commit_in_transaction(
+    s: &Shared,
+    ops: &[Op],
+    seq: u64,
+    opts: &WriteOptions,
+) -> strata::Result<()> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let mut t = s.db.transaction();
+        if let Some(Op::Put(i) | Op::Delete(i)) = ops.first() {
+            t.get_for_update(keys::key(*i))?;
+        }
+        for op in ops {
+            match *op {
+                Op::Put(i) => t.put(keys::key(i), keys::value(i, seq)),
+                Op::Delete(i) => t.delete(keys::key(i)),
+                Op::DeleteRange(..) => unreachable!("range deletes are written as batches"),
+            }
+        }
+        match t.commit_opt(opts) {
+            Err(e)
+                if attempts < 1000
+                    && matches!(
+                        e.kind(),
+                        strata::ErrorKind::TryAgain | strata::ErrorKind::Busy
+                    ) =>
+            {
+                continue
+            }
+            r => return r,
         }
     }
 }

@@ -85,6 +85,11 @@ pub struct StressConfig {
     pub compact_permille: u64,
     /// Percent of writes made with `WriteOptions::sync`.
     pub sync_percent: u64,
+    /// Percent of batches without range deletes committed as optimistic transactions (each op
+    /// through the transaction, one key read with `get_for_update` first; a refused commit is
+    /// retried with the same writes).
+    #[serde(default)]
+    pub txn_percent: u64,
     pub wal_sync_interval_ms: Option<u64>,
     pub write_buffer_size: usize,
     pub max_write_buffer_number: usize,
@@ -207,6 +212,7 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         flush_permille: pick(rng, &[0, 1, 5]),
         compact_permille: pick(rng, &[0, 1, 3]),
         sync_percent: pick(rng, &[0, 10, 50, 100]),
+        txn_percent: pick(rng, &[0, 0, 20, 100]),
         wal_sync_interval_ms: if rng.chance(30) {
             Some(pick(rng, &[1, 20, 200]))
         } else {

@@ -214,9 +214,21 @@ fn refused_merges_write_nothing() {
     // the operator's message, never a value.
     db.put("bad", "not a counter").unwrap();
     db.merge("bad", U64Add::encode(1)).unwrap();
+    db.put("good", U64Add::encode(1)).unwrap();
+    db.merge("good", U64Add::encode(1)).unwrap();
     let e = db.get("bad").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
     assert!(e.to_string().contains("not an 8-byte"), "{e}");
+    // Flushes and compactions keep such a key unfolded and go on: the database stays
+    // writable, reopens, and the key's read keeps failing the same way.
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.put("after", "ok").unwrap();
+    db.close().unwrap();
+    let db = Db::open(d.path(), options(Arc::new(U64Add))).unwrap();
+    assert_eq!(db.get("bad").unwrap_err().kind(), ErrorKind::Corruption);
+    assert_eq!(counter(&db, "good"), Some(2));
+    assert_eq!(db.get("after").unwrap().as_deref(), Some(&b"ok"[..]));
 }
 
 #[test]

@@ -360,8 +360,10 @@ enum Folded {
     /// with the base (a put, a deletion, a covering range tombstone, or nothing at all).
     Value(SeqNo, Vec<u8>),
     /// Operands, newest first, with their sequence numbers: the base is not in the job, or
-    /// in an older stripe. Combined into one by the operator's partial merge when it can.
-    Operands(Vec<(SeqNo, Vec<u8>)>),
+    /// in an older stripe (combined into one by the operator's partial merge when it can); or
+    /// the operator failed to fold them (`true`: the base of the stripe is kept as well, so a
+    /// read of the key fails as it would have, and the job does not).
+    Operands(Vec<(SeqNo, Vec<u8>)>, bool),
 }
 
 /// Takes the merge operands of `run` from `iter` (positioned at the first, which is neither
@@ -422,20 +424,25 @@ fn fold_operands(
     }
     let values: Vec<Vec<u8>> = operands.iter().map(|(_, v)| v.clone()).collect();
     let folded = match base {
-        Some(b) => Folded::Value(
-            first,
-            crate::merge::full_merge(op, run.key, b.as_deref(), &values)?,
-        ),
-        None if operands.len() >= 2 => match crate::merge::partial_merge(op, run.key, &values) {
-            Some(one) => Folded::Operands(vec![(first, one)]),
-            None => Folded::Operands(operands),
+        Some(b) => match crate::merge::full_merge(op, run.key, b.as_deref(), &values) {
+            Ok(v) => Folded::Value(first, v),
+            Err(e) => {
+                // A flush or compaction must not fail for one key's bad value: that would stop
+                // every write, and a reopen (which flushes the replayed log) too.
+                tracing::warn!(error = %e, "merge operands kept unfolded");
+                Folded::Operands(operands, true)
+            }
         },
-        None => Folded::Operands(operands),
+        None if operands.len() >= 2 => match crate::merge::partial_merge(op, run.key, &values) {
+            Some(one) => Folded::Operands(vec![(first, one)], false),
+            None => Folded::Operands(operands, false),
+        },
+        None => Folded::Operands(operands, false),
     };
     // The operands taken beyond the first that are not written as they were.
     if let Folded::Value(..) = &folded {
         res.records_dropped += values.len() as u64 - 1;
-    } else if let Folded::Operands(o) = &folded {
+    } else if let Folded::Operands(o, _) = &folded {
         res.records_dropped += (values.len() - o.len()) as u64;
     }
     Ok(folded)
@@ -570,32 +577,18 @@ pub fn write_tables_with(
                 let stream = if to_fast { &mut fast } else { &mut out };
                 let mut written = 0;
                 match folded {
+                    // Compaction filters see puts only: a folded value is not in the format a
+                    // filter expects (a TTL stamp, say), so it is never filtered.
                     Folded::Value(seq, v) => {
-                        let v = match filter {
-                            Some((f, level)) if st == newest_stripe => {
-                                match f.filter(level, &key, &v) {
-                                    FilterDecision::Keep => Some(v),
-                                    FilterDecision::ChangeValue(c) => Some(c),
-                                    FilterDecision::Remove => None,
-                                }
-                            }
-                            _ => Some(v),
-                        };
-                        match v {
-                            Some(v) => {
-                                let ik = types::internal_key(&key, seq, ValueKind::Put as u8);
-                                stream.open()?.add(&ik, &v)?;
-                                written += ik.len() + v.len();
-                            }
-                            None if bottommost && st == 0 => res.records_dropped += 1,
-                            None => {
-                                let del = types::internal_key(&key, seq, ValueKind::Delete as u8);
-                                stream.open()?.add(&del, &[])?;
-                                written += del.len();
-                            }
-                        }
+                        let ik = types::internal_key(&key, seq, ValueKind::Put as u8);
+                        stream.open()?.add(&ik, &v)?;
+                        written += ik.len() + v.len();
                     }
-                    Folded::Operands(operands) => {
+                    Folded::Operands(operands, keep_base) => {
+                        if keep_base {
+                            // The stripe's base follows and is written too.
+                            prev_stripe = None;
+                        }
                         for (seq, v) in operands {
                             let ik = types::internal_key(&key, seq, ValueKind::Merge as u8);
                             stream.open()?.add(&ik, &v)?;

@@ -110,6 +110,9 @@ pub(super) fn merge_lookup(
             }
             let table = inner.tables.get(f)?;
             let t = table.max_covering_tombstone(key, snapshot);
+            if t == 0 && !table.may_contain(key) {
+                continue;
+            }
             let mut it = table.iter(true);
             it.seek(&lookup);
             base = gather(&mut it, key, t, &mut operands)?;

@@ -82,13 +82,13 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
     // hold every version a sequence number read afterwards can see.
     let sv = inner.super_version_guard();
     let snapshot = snapshot_seq(inner, opts);
-    // The tables that may hold the key, newest first: one per sorted run at most.
     match from_memtables(&sv, key, snapshot) {
         Probe::Found(v) => return Ok(v),
         Probe::Merge => return merge_from_memtables(inner, &sv, key, snapshot, opts.cache_only),
         Probe::Continue => {}
     }
     let lookup = types::lookup_key(key, snapshot);
+    // The tables that may hold the key, newest first: one per sorted run at most.
     let candidates = candidates(&sv.version, key, (0, 0));
     let at = Lookup {
         since,

@@ -195,6 +195,14 @@ impl Table {
         }
     }
 
+    /// Whether the table may hold a point entry for `user_key`: `false` only when its filter
+    /// rules the key out (no filter: `true`).
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter
+            .as_ref()
+            .is_none_or(|f| f.may_contain_hash(key_hash(user_key)))
+    }
+
     /// The newest range tombstone of this table covering `user_key` at `snapshot` (0: none).
     pub fn max_covering_tombstone(&self, user_key: &[u8], snapshot: SeqNo) -> SeqNo {
         if self.fragments.is_empty() {

@@ -17,6 +17,8 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -26,10 +28,46 @@ use crate::error::{Error, ErrorRepr, Result};
 /// A transaction's identity in the lock manager.
 pub type TxnId = u64;
 
+/// A transaction's state as the lock manager sees it: a takeover of an expired holder's lock
+/// and that holder's commit race for it, and exactly one wins ([`TxnState::begin_commit`]).
+#[derive(Debug, Default)]
+pub struct TxnState(AtomicU8);
+
+const ACTIVE: u8 = 0;
+const COMMITTING: u8 = 1;
+const EXPIRED: u8 = 2;
+
+impl TxnState {
+    /// Marks the transaction as committing; `false` if a takeover expired it first (it must
+    /// then write nothing).
+    pub fn begin_commit(&self) -> bool {
+        self.0
+            .compare_exchange(ACTIVE, COMMITTING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Marks the transaction as expired; `false` if it is committing (its locks stay).
+    fn expire(&self) -> bool {
+        match self
+            .0
+            .compare_exchange(ACTIVE, EXPIRED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(s) => s == EXPIRED,
+        }
+    }
+
+    /// Whether a takeover expired the transaction.
+    pub fn is_expired(&self) -> bool {
+        self.0.load(Ordering::Acquire) == EXPIRED
+    }
+}
+
 struct Holder {
     txn: TxnId,
     /// When the holder's locks may be taken over (its expiration); `None`: never.
     expires: Option<Instant>,
+    state: Arc<TxnState>,
 }
 
 #[derive(Default)]
@@ -98,12 +136,13 @@ enum Found {
     Held(TxnId),
 }
 
-/// Whether `txn` may take a lock currently held by `holder` at `now`.
+/// Whether `txn` may take a lock currently held by `holder` at `now`. An expired holder loses
+/// it unless it is already committing.
 fn inspect(holder: Option<&Holder>, txn: TxnId, now: Instant) -> Found {
     match holder {
         None => Found::Take { stolen_from: None },
         Some(h) if h.txn == txn => Found::Take { stolen_from: None },
-        Some(h) if h.expires.is_some_and(|e| e <= now) => Found::Take {
+        Some(h) if h.expires.is_some_and(|e| e <= now) && h.state.expire() => Found::Take {
             stolen_from: Some(h.txn),
         },
         Some(h) => Found::Held(h.txn),
@@ -158,7 +197,8 @@ impl LockManager {
     }
 
     /// Takes `key` for `txn` (a no-op if it holds it), waiting up to `timeout` for another
-    /// holder to release it. `expires`: when `txn`'s locks may be taken over. Returns the
+    /// holder to release it (a timeout too large to add to now waits for ever). `expires`: when
+    /// `txn`'s locks may be taken over; `state`: its commit/expiry state. Returns the
     /// transaction whose expired lock was taken over, if any. Fails with `TimedOut`, or with
     /// `Busy` on a deadlock (detection on).
     pub fn lock(
@@ -167,15 +207,24 @@ impl LockManager {
         key: &[u8],
         timeout: Duration,
         expires: Option<Instant>,
+        state: &Arc<TxnState>,
     ) -> Result<Option<TxnId>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now().checked_add(timeout);
         let stripe = self.stripe(key);
         let mut locks = stripe.locks.lock();
         loop {
             let now = Instant::now();
             match inspect(locks.get(key), txn, now) {
                 Found::Take { stolen_from } => {
-                    locks.insert(key.to_vec(), Holder { txn, expires });
+                    let state = state.clone();
+                    locks.insert(
+                        key.to_vec(),
+                        Holder {
+                            txn,
+                            expires,
+                            state,
+                        },
+                    );
                     return Ok(stolen_from);
                 }
                 Found::Held(holder) => {
@@ -198,7 +247,7 @@ impl LockManager {
                         }
                         waits.insert(txn, (key.to_vec(), holder));
                     }
-                    if now >= deadline {
+                    if deadline.is_some_and(|d| now >= d) {
                         self.stop_waiting(txn);
                         return Err(Error::from(ErrorRepr::TimedOut(format!(
                             "lock wait on \"{}\" timed out after {timeout:?} (held by \
@@ -209,9 +258,15 @@ impl LockManager {
                     // Wake at the deadline, or when the holder's lock expires, or on a release.
                     let mut until = deadline;
                     if let Some(e) = locks.get(key).and_then(|h| h.expires) {
-                        until = until.min(e.max(now + Duration::from_millis(1)));
+                        let e = e.max(now + Duration::from_millis(1));
+                        until = Some(until.map_or(e, |u| u.min(e)));
                     }
-                    stripe.released.wait_until(&mut locks, until);
+                    match until {
+                        Some(u) => {
+                            stripe.released.wait_until(&mut locks, u);
+                        }
+                        None => stripe.released.wait(&mut locks),
+                    }
                     self.stop_waiting(txn);
                 }
             }
@@ -232,6 +287,13 @@ impl LockManager {
             let mut locks = stripe.locks.lock();
             if locks.get(key).is_some_and(|h| h.txn == txn) {
                 locks.remove(key);
+                if self.detect_deadlocks {
+                    // Its waiters wait for no one now, even before they wake: a request of
+                    // `txn` must not find a cycle through them.
+                    self.waits
+                        .lock()
+                        .retain(|_, (k, holder)| !(*holder == txn && k.as_slice() == key));
+                }
                 stripe.released.notify_all();
             }
         }
@@ -261,7 +323,20 @@ mod tests {
     #[test]
     fn inspect_decides_take_or_wait() {
         let now = Instant::now();
-        let h = |txn, expires| Holder { txn, expires };
+        let h = |txn, expires| Holder {
+            txn,
+            expires,
+            state: Arc::default(),
+        };
+        let committing = |txn, expires| {
+            let state = Arc::new(TxnState::default());
+            assert!(state.begin_commit());
+            Holder {
+                txn,
+                expires,
+                state,
+            }
+        };
         let past = Some(now - Duration::from_millis(1));
         let future = Some(now + Duration::from_secs(1));
         // (holder, requester, expected)
@@ -277,6 +352,8 @@ mod tests {
                     stolen_from: Some(2),
                 },
             ),
+            // Expired but already committing: its commit wins the race.
+            (Some(committing(2, past)), 1, Found::Held(2)),
         ];
         for (i, (holder, txn, want)) in cases.into_iter().enumerate() {
             assert_eq!(inspect(holder.as_ref(), txn, now), want, "case {i}");
@@ -316,26 +393,55 @@ mod tests {
 
     #[test]
     fn a_release_wakes_the_waiter_and_a_timeout_fails_it() {
-        let m = std::sync::Arc::new(LockManager::new(4, false));
-        m.lock(1, b"k", Duration::ZERO, None).unwrap();
+        let m = Arc::new(LockManager::new(4, false));
+        let s = Arc::<TxnState>::default;
+        m.lock(1, b"k", Duration::ZERO, None, &s()).unwrap();
         let e = m
-            .lock(2, b"k", Duration::from_millis(20), None)
+            .lock(2, b"k", Duration::from_millis(20), None, &s())
             .unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::TimedOut);
         let m2 = m.clone();
-        let waiter = std::thread::spawn(move || m2.lock(2, b"k", Duration::from_secs(10), None));
+        // `Duration::MAX`: wait for ever (no overflow).
+        let waiter = std::thread::spawn(move || m2.lock(2, b"k", Duration::MAX, None, &s()));
         std::thread::sleep(Duration::from_millis(20));
         m.unlock(1, [&b"k"[..]]);
         assert_eq!(waiter.join().unwrap().unwrap(), None);
         assert_eq!(m.holder(b"k"), Some(2));
-        // An expired holder's lock is taken over.
+        // An expired holder's lock is taken over, and the holder learns it.
         m.unlock(2, [&b"k"[..]]);
-        m.lock(3, b"k", Duration::ZERO, Some(Instant::now()))
+        let three = s();
+        m.lock(3, b"k", Duration::ZERO, Some(Instant::now()), &three)
             .unwrap();
         assert_eq!(
-            m.lock(4, b"k", Duration::from_secs(1), None).unwrap(),
+            m.lock(4, b"k", Duration::from_secs(1), None, &s()).unwrap(),
             Some(3)
         );
+        assert!(three.is_expired() && !three.begin_commit());
         assert_eq!(m.num_locks(), 1);
+    }
+
+    #[test]
+    fn a_released_lock_leaves_no_wait_edge_for_a_false_deadlock() {
+        let m = Arc::new(LockManager::new(4, true));
+        let s = Arc::<TxnState>::default;
+        m.lock(2, b"k1", Duration::ZERO, None, &s()).unwrap();
+        m.lock(1, b"k2", Duration::ZERO, None, &s()).unwrap();
+        let m1 = m.clone();
+        // 1 waits for k1, held by 2.
+        let waiter =
+            std::thread::spawn(move || m1.lock(1, b"k1", Duration::from_secs(10), None, &s()));
+        while m.waits.lock().is_empty() {
+            std::thread::yield_now();
+        }
+        // 2 lets k1 go and asks for k2 (held by 1) before 1 has woken: 1 waits for no one now,
+        // so this is a wait, not a deadlock.
+        m.unlock(2, [&b"k1"[..]]);
+        let r = m.lock(2, b"k2", Duration::from_millis(50), None, &s());
+        assert_ne!(
+            r.as_ref().map_err(|e| e.kind()).err(),
+            Some(crate::ErrorKind::Busy)
+        );
+        assert!(waiter.join().unwrap().is_ok());
+        assert!(m.deadlocks().is_empty());
     }
 }

@@ -121,6 +121,14 @@ impl Transaction {
         crate::merge::full_merge(&*op, key, base, &newest_first).map(Bytes::from)
     }
 
+    /// Refuses a merge without an operator, or of an operand the operator refuses.
+    fn check_merge(&self, operand: &[u8]) -> Result<()> {
+        let op = self.operator()?;
+        op.check_operand(operand).map_err(|e| {
+            crate::Error::invalid(format!("merge operand refused by {}: {e}", op.name()))
+        })
+    }
+
     fn operator(&self) -> Result<std::sync::Arc<dyn crate::merge::MergeOperator>> {
         self.db.options().merge_operator.clone().ok_or_else(|| {
             ErrorRepr::InvalidArgument(
@@ -154,10 +162,7 @@ impl Transaction {
     /// operator or when the operator refuses the operand.
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
         let (key, operand) = (key.as_ref(), operand.as_ref());
-        let op = self.operator()?;
-        op.check_operand(operand).map_err(|e| {
-            crate::Error::invalid(format!("merge operand refused by {}: {e}", op.name()))
-        })?;
+        self.check_merge(operand)?;
         let own = match self.buf.writes.get(key) {
             Some(Own::Value(v)) => {
                 let ops = [Bytes::copy_from_slice(operand)];

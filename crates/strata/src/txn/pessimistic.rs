@@ -10,9 +10,11 @@
 //!
 //! Reads see the latest state plus the transaction's own writes; after
 //! [`PessimisticTransaction::set_snapshot`] they see the snapshot, and the commit is refused
-//! (`Busy`) if a key the transaction locked was written by anyone after it — only writes
-//! that bypass the locks (through [`TransactionDb::db`]) can do that. The commit is one
-//! write batch, one WAL record, as for optimistic transactions. Depends on `db` and the
+//! (`Busy`) if a key the transaction locked was written by anyone after the snapshot — by a
+//! transaction that held its lock before this one took it, or by a write that bypasses the
+//! locks (through [`TransactionDb::db`]). The commit is one write batch, one WAL record, as for
+//! optimistic transactions. An expiring transaction's commit and a takeover of its locks race
+//! on one atomic state: exactly one of them wins, so an expired transaction never writes. Depends on `db` and the
 //! optimistic transaction's write buffer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::locks::{DeadlockPath, LockManager, TxnId};
+use super::locks::{DeadlockPath, LockManager, TxnId, TxnState};
 use super::{Buffer, Transaction, TransactionIterator};
 use crate::db::Db;
 use crate::error::{ErrorRepr, Result};
@@ -123,7 +125,9 @@ impl TransactionDb {
             locks: self.locks.clone(),
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             timeout: opts.lock_timeout.unwrap_or(self.opts.lock_timeout),
-            expires: opts.expiration.map(|e| started + e),
+            // An expiration too large to add to now never comes.
+            expires: opts.expiration.and_then(|e| started.checked_add(e)),
+            state: Arc::default(),
             held: Vec::new(),
             savepoints: Vec::new(),
         }
@@ -181,6 +185,8 @@ pub struct PessimisticTransaction {
     id: TxnId,
     timeout: Duration,
     expires: Option<Instant>,
+    /// Committing or expired: decided once, between the commit and a takeover.
+    state: Arc<TxnState>,
     /// Keys locked, in the order they were locked.
     held: Vec<Vec<u8>>,
     /// `held.len()` at each savepoint.
@@ -209,13 +215,14 @@ impl PessimisticTransaction {
         if self.held.iter().any(|k| k.as_slice() == key) {
             return Ok(());
         }
-        self.locks.lock(self.id, key, self.timeout, self.expires)?;
+        self.locks
+            .lock(self.id, key, self.timeout, self.expires, &self.state)?;
         self.held.push(key.to_vec());
         Ok(())
     }
 
     fn expired(&self) -> bool {
-        self.expires.is_some_and(|e| Instant::now() >= e)
+        self.state.is_expired() || self.expires.is_some_and(|e| Instant::now() >= e)
     }
 
     fn expired_error(&self) -> crate::Error {
@@ -256,9 +263,11 @@ impl PessimisticTransaction {
         Ok(())
     }
 
-    /// Locks `key` and merges `operand` into it when the transaction commits.
+    /// Locks `key` and merges `operand` into it when the transaction commits (a merge the
+    /// operator refuses takes no lock).
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
-        let key = key.as_ref();
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        self.txn().check_merge(operand)?;
         self.lock(key)?;
         self.txn_mut().merge(key, operand)
     }
@@ -324,7 +333,8 @@ impl PessimisticTransaction {
     /// nothing, when the transaction expired (`Expired`) or, after `set_snapshot`, when a key
     /// it locked was written by anyone since the snapshot (`Busy`, `TryAgain`).
     pub fn commit_opt(mut self, opts: &WriteOptions) -> Result<()> {
-        let r = if self.expired() {
+        // With an expiration, the commit must win the race against a takeover first.
+        let r = if self.expired() || (self.expires.is_some() && !self.state.begin_commit()) {
             Err(self.expired_error())
         } else {
             let t = self.inner.take().expect("live until commit");
