@@ -46,8 +46,8 @@ pub use merge::MergeOperator;
 pub use options::{Compression, Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use stats::{DbStats, ExtendedWalStats, ForestStats, LevelStats};
 pub use txn::{
-    PessimisticTransaction, Transaction, TransactionDb, TransactionDbOptions, TransactionIterator,
-    TransactionOptions,
+    OptimisticTransactionOptions, PessimisticTransaction, Transaction, TransactionDb,
+    TransactionDbOptions, TransactionIterator, TransactionOptions,
 };
 pub use version::CompactionStyle;
 

@@ -317,3 +317,146 @@ fn one_hot_counter_loses_no_increment() {
     assert_eq!(balance(db.get("n").unwrap()), 800);
     eprintln!("{} commits refused", refused.load(Ordering::Relaxed));
 }
+
+/// Write skew: two transactions each read both on-call doctors and take one off call. Under
+/// snapshot isolation both commit (nobody is left on call); serializable, the second fails.
+#[test]
+fn serializable_transactions_refuse_write_skew_and_phantoms() {
+    let d = tempfile::tempdir().unwrap();
+    let db = open(d.path(), 4 << 20);
+    for serializable in [false, true] {
+        db.put("oncall/alice", "1").unwrap();
+        db.put("oncall/bob", "1").unwrap();
+        let opts = strata::OptimisticTransactionOptions { serializable };
+        let mut t1 = db.transaction_opt(&opts);
+        let mut t2 = db.transaction_opt(&opts);
+        let on = |t: &strata::Transaction| {
+            ["oncall/alice", "oncall/bob"]
+                .iter()
+                .filter(|k| t.get(k).unwrap().as_deref() == Some(&b"1"[..]))
+                .count()
+        };
+        assert_eq!((on(&t1), on(&t2)), (2, 2));
+        t1.put("oncall/alice", "0");
+        t2.put("oncall/bob", "0");
+        t1.commit().unwrap();
+        let r = t2.commit();
+        if serializable {
+            assert_eq!(r.unwrap_err().kind(), ErrorKind::Busy);
+            assert_eq!(db.get("oncall/bob").unwrap().as_deref(), Some(&b"1"[..]));
+        } else {
+            r.unwrap();
+            assert_eq!(db.get("oncall/bob").unwrap().as_deref(), Some(&b"0"[..]));
+        }
+    }
+    // A phantom: t counts the orders in a range by scanning it; another inserts one into the
+    // range and commits; t's commit (writing elsewhere) is refused.
+    let ser = strata::OptimisticTransactionOptions { serializable: true };
+    db.put("order/1", "x").unwrap();
+    db.put("order/3", "x").unwrap();
+    let scan = |t: &strata::Transaction, lo: &str, hi: &str| {
+        let mut it = t
+            .iter(ReadOptions {
+                lower_bound: Some(lo.as_bytes().to_vec()),
+                upper_bound: Some(hi.as_bytes().to_vec()),
+                ..Default::default()
+            })
+            .unwrap();
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        n
+    };
+    let mut t = db.transaction_opt(&ser);
+    assert_eq!(scan(&t, "order/", "order0"), 2);
+    db.put("order/2", "new").unwrap();
+    t.put("count", "2");
+    assert_eq!(t.commit().unwrap_err().kind(), ErrorKind::Busy);
+    // A write outside every range read does not conflict.
+    let mut t = db.transaction_opt(&ser);
+    assert_eq!(scan(&t, "order/", "order0"), 3);
+    db.put("other", "x").unwrap();
+    t.put("count", "3");
+    t.commit().unwrap();
+    // A scan that stopped early read only up to where it stopped.
+    let mut t = db.transaction_opt(&ser);
+    let mut it = t.iter(ReadOptions::default()).unwrap();
+    it.seek(b"order/1");
+    assert_eq!(it.key(), b"order/1");
+    drop(it);
+    db.put("order/9", "later").unwrap();
+    t.put("count", "3");
+    t.commit().unwrap();
+}
+
+/// Serializable transactions from 4 threads each scan every account, and withdraw 1 from one of
+/// them only if the total is positive: a serial order never takes the total below zero, so
+/// neither may they (snapshot isolation can: two withdrawals that each saw a total of 1).
+/// Every refused commit is retried until the money is gone.
+#[test]
+fn serializable_withdrawals_never_overdraw_the_total() {
+    let d = tempfile::tempdir().unwrap();
+    let db = open(d.path(), 4 << 20);
+    const ACCOUNTS: u64 = 6;
+    for a in 0..ACCOUNTS {
+        db.put(format!("acct/{a}"), "5").unwrap();
+    }
+    let handles: Vec<_> = (0..4u64)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(t + 1);
+                let mut refused = 0;
+                loop {
+                    let mut x = db.transaction_opt(&strata::OptimisticTransactionOptions {
+                        serializable: true,
+                    });
+                    let mut it = x
+                        .iter(ReadOptions {
+                            lower_bound: Some(b"acct/".to_vec()),
+                            upper_bound: Some(b"acct0".to_vec()),
+                            ..Default::default()
+                        })
+                        .unwrap();
+                    it.seek_to_first();
+                    let mut balances = Vec::new();
+                    while it.valid() {
+                        let v: i64 = String::from_utf8_lossy(it.value()).parse().unwrap();
+                        balances.push((it.key().to_vec(), v));
+                        it.next();
+                    }
+                    drop(it);
+                    let total: i64 = balances.iter().map(|(_, v)| v).sum();
+                    if total <= 0 {
+                        return refused;
+                    }
+                    // Any account, even an empty one: only the total is guarded.
+                    let (k, v) = &balances[rng.below(balances.len() as u64) as usize];
+                    x.put(k, (v - 1).to_string());
+                    match x.commit() {
+                        Ok(()) => {}
+                        Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::TryAgain) => {
+                            refused += 1
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let refused: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    let total: i64 = (0..ACCOUNTS)
+        .map(|a| {
+            String::from_utf8_lossy(&db.get(format!("acct/{a}")).unwrap().unwrap())
+                .parse::<i64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(
+        total, 0,
+        "serializable withdrawals overdrew ({refused} refused)"
+    );
+}

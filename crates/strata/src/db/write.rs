@@ -347,6 +347,8 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
 pub(crate) struct CommitCheck {
     pub snapshot: u64,
     pub keys: Vec<Vec<u8>>,
+    /// Key ranges read (serializable transactions).
+    pub ranges: Vec<crate::txn::conflict::ReadRange>,
 }
 
 /// Commits `batch` as a write group of its own if `check` passes at the commit moment: it
@@ -405,11 +407,11 @@ fn commit_alone(
 /// Runs a transaction's check with no group in flight, against the memtables.
 fn run_check(inner: &DbInner, c: &CommitCheck) -> Result<()> {
     let sv = inner.super_version_guard();
-    let mut mems: Vec<&MemTable> = vec![sv.mem.as_ref()];
-    mems.extend(sv.imms.iter().map(Arc::as_ref));
+    let mut mems: Vec<&Arc<MemTable>> = vec![&sv.mem];
+    mems.extend(sv.imms.iter());
     let now = inner.last_seq.load(Ordering::Acquire);
     let keys = c.keys.iter().map(Vec::as_slice);
-    let verdict = crate::txn::conflict::check(&mems, c.snapshot, now, keys);
+    let verdict = crate::txn::conflict::check(&mems, c.snapshot, now, keys, &c.ranges);
     crate::txn::conflict::into_result(verdict, c.snapshot)
 }
 

@@ -23,6 +23,19 @@ pub struct TransactionIterator {
     own: Vec<(Vec<u8>, Option<Bytes>)>,
     pos: usize,
     at: Option<From>,
+    /// A serializable transaction's read set, and the range this iterator's current scan
+    /// covers in it.
+    tracking: Option<Tracking>,
+}
+
+/// Records the key range each scan covers: from the seek target to the key the iterator is
+/// at (inclusive), or to the upper bound (or the end) once it is exhausted.
+struct Tracking {
+    reads: super::ReadSet,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    /// This scan's entry in `reads`.
+    entry: Option<usize>,
 }
 
 impl TransactionIterator {
@@ -32,11 +45,57 @@ impl TransactionIterator {
             own,
             pos: 0,
             at: None,
+            tracking: None,
+        }
+    }
+
+    /// Records the ranges scanned into a serializable transaction's read set.
+    pub(super) fn tracking(
+        mut self,
+        reads: super::ReadSet,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+    ) -> Self {
+        self.tracking = Some(Tracking {
+            reads,
+            lower,
+            upper,
+            entry: None,
+        });
+        self
+    }
+
+    /// A new scan from `target` (the lower bound if it is above).
+    fn start_scan(&mut self, target: &[u8]) {
+        if let Some(t) = &mut self.tracking {
+            let start = match &t.lower {
+                Some(l) if l.as_slice() > target => l.clone(),
+                _ => target.to_vec(),
+            };
+            let mut reads = t.reads.lock();
+            reads.push((start, None));
+            t.entry = Some(reads.len() - 1);
+        }
+    }
+
+    /// Extends the current scan's range to the iterator's position.
+    fn record_position(&mut self) {
+        let end = match self.at {
+            Some(_) => Some(super::successor(self.key())),
+            None => self.tracking.as_ref().and_then(|t| t.upper.clone()),
+        };
+        if let Some(t) = &self.tracking {
+            if let Some(i) = t.entry {
+                if let Some(e) = t.reads.lock().get_mut(i) {
+                    e.1 = end;
+                }
+            }
         }
     }
 
     /// Positions at the first key.
     pub fn seek_to_first(&mut self) {
+        self.start_scan(&[]);
         self.base.seek_to_first();
         self.pos = 0;
         self.settle();
@@ -44,6 +103,7 @@ impl TransactionIterator {
 
     /// Positions at the first key `>= key`.
     pub fn seek(&mut self, key: &[u8]) {
+        self.start_scan(key);
         self.base.seek(key);
         self.pos = self.own.partition_point(|(k, _)| k.as_slice() < key);
         self.settle();
@@ -99,6 +159,7 @@ impl TransactionIterator {
             let from = match (base, own) {
                 (None, None) => {
                     self.at = None;
+                    self.record_position();
                     return;
                 }
                 (Some(_), None) => From::Base,
@@ -118,6 +179,7 @@ impl TransactionIterator {
                 continue;
             }
             self.at = Some(from);
+            self.record_position();
             return;
         }
     }

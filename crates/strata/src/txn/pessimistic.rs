@@ -116,6 +116,7 @@ impl TransactionDb {
             snapshot: None,
             buf: Buffer::default(),
             savepoints: Vec::new(),
+            reads: None,
         };
         if opts.set_snapshot {
             inner.set_snapshot();
