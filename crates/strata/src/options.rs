@@ -525,11 +525,12 @@ pub struct ReadOptions {
     pub upper_bound: Option<Vec<u8>>,
     /// Do not insert blocks read for this operation into the block cache (for scans).
     pub skip_cache_fill: bool,
-    /// Point lookups only: answer from memory — memtables, the filters and indexes of open
-    /// tables, the block cache and HotRAP's promotion cache — and fail with
-    /// `ErrorKind::Incomplete` where a file would have to be read (a data block not cached, a
-    /// table not open), having read nothing. RocksDB's `read_tier = kBlockCacheTier`. An
-    /// iterator asked for it fails at creation. Default false.
+    /// Answer from memory — memtables, the filters and indexes of open tables, the block cache
+    /// and HotRAP's promotion cache — and fail with `ErrorKind::Incomplete` where a file would
+    /// have to be read (a data block not cached, a table not open), having read nothing.
+    /// RocksDB's `read_tier = kBlockCacheTier`. An iterator fails at creation if a table it
+    /// needs is not open, and stops with `Incomplete` in `status()` at a block not cached
+    /// (what it showed before that is exact). Default false.
     pub cache_only: bool,
 }
 

@@ -118,6 +118,10 @@ fn model_range(
         .collect()
 }
 
+fn ro_clone(ro: &ReadOptions) -> ReadOptions {
+    ro.clone()
+}
+
 fn check_iter(db: &Db, snap: Option<Snapshot>, model: &Model, rng: &mut Rng, ctx: &str) {
     let lo = rng.chance(30).then(|| key(rng.below(300)));
     let hi = rng.chance(30).then(|| key(rng.below(300)));
@@ -128,6 +132,7 @@ fn check_iter(db: &Db, snap: Option<Snapshot>, model: &Model, rng: &mut Rng, ctx
         upper_bound: hi.clone(),
         ..Default::default()
     };
+    let it_opts = ro.clone();
     let mut it = db.iter(ro).expect("iter");
     // Full forward and backward scans.
     it.seek_to_first();
@@ -160,6 +165,28 @@ fn check_iter(db: &Db, snap: Option<Snapshot>, model: &Model, rng: &mut Rng, ctx
         );
     }
     assert!(got == want, "{ctx}: forward scan contents");
+    // A memory-only scan gives the same entries, or a prefix of them and `Incomplete`.
+    match db.iter(ReadOptions {
+        cache_only: true,
+        ..ro_clone(&it_opts)
+    }) {
+        Ok(mut mem) => {
+            mem.seek_to_first();
+            let mut seen = Vec::new();
+            while mem.valid() {
+                seen.push((mem.key().to_vec(), mem.value().to_vec()));
+                mem.next();
+            }
+            match mem.status() {
+                Ok(()) => assert!(seen == want, "{ctx}: cache_only scan contents"),
+                Err(e) => {
+                    assert_eq!(e.kind(), strata::ErrorKind::Incomplete, "{ctx}: {e}");
+                    assert!(want.starts_with(&seen), "{ctx}: cache_only scan prefix");
+                }
+            }
+        }
+        Err(e) => assert_eq!(e.kind(), strata::ErrorKind::Incomplete, "{ctx}: {e}"),
+    }
     it.seek_to_last();
     let mut back = Vec::new();
     while it.valid() {

@@ -222,7 +222,8 @@ impl Ctx<'_> {
             }
         }
         if let Some(it) = it {
-            it.status().map_err(|e| Reply::from(StoreError::from(e)))?;
+            // Inline, a scan that stops at a block not cached flags the segment for a rerun.
+            it.status().map_err(|e| self.engine_error(e))?;
         }
         Ok(())
     }

@@ -388,12 +388,22 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(ErrorRepr::Closed.into());
     }
-    if opts.cache_only {
-        return Err(ErrorRepr::Incomplete("iterators do not support cache_only").into());
-    }
     let sv = inner.super_version();
     let snapshot = snapshot_seq(inner, opts);
     let fill = !opts.skip_cache_fill;
+    let cache_only = opts.cache_only;
+    // With `cache_only`, only tables already open: their range tombstones and indexes are in
+    // memory, and their iterators read cached blocks only.
+    let open = |f: &TableFile| -> Result<Arc<crate::sst::reader::Table>> {
+        if cache_only {
+            inner
+                .tables
+                .get_cached(f)
+                .ok_or_else(|| ErrorRepr::Incomplete("table not open").into())
+        } else {
+            inner.tables.get(f)
+        }
+    };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut tombstones = Vec::new();
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
@@ -405,17 +415,20 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
         for run in &level.runs {
             for f in run.overlapping(lo, hi) {
                 if f.num_range_deletions > 0 {
-                    tombstones.extend_from_slice(inner.tables.get(f)?.range_tombstones());
+                    tombstones.extend_from_slice(open(f)?.range_tombstones());
                 }
             }
             if l == 0 {
                 for f in &run.files {
                     if f.overlaps(lo, hi) {
-                        children.push(Box::new(inner.tables.get(f)?.iter(fill)));
+                        children.push(Box::new(open(f)?.iter_opt(fill, cache_only)));
                     }
                 }
             } else if !run.files.is_empty() {
-                let it = RunIterator::new(run.files.clone(), inner.tables.clone(), fill);
+                let mut it = RunIterator::new(run.files.clone(), inner.tables.clone(), fill);
+                if cache_only {
+                    it = it.cache_only();
+                }
                 match &run.cut {
                     // Keys below a split-forest tree's cut are served by the merge's output.
                     Some(cut) => children.push(Box::new(LowerClamped::new(it, cut.clone()))),
@@ -425,7 +438,7 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
         }
     }
     let mut merged = MergingIterator::new(children);
-    if let Some(p) = scan_prefetch(inner, &sv.version, fill) {
+    if let Some(p) = scan_prefetch(inner, &sv.version, fill && !cache_only) {
         merged = merged.with_prefetch(p);
     }
     Ok(DbIterator::new(

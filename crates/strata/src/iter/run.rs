@@ -15,6 +15,7 @@ pub struct RunIterator {
     files: Vec<Arc<TableFile>>,
     tables: Arc<TableCache>,
     fill_cache: bool,
+    cache_only: bool,
     index: usize,
     cur: Option<TableIter>,
     err: Option<Error>,
@@ -29,9 +30,17 @@ impl RunIterator {
             files,
             tables,
             fill_cache,
+            cache_only: false,
             cur: None,
             err: None,
         }
+    }
+
+    /// Reads only tables already open and blocks already cached: anything else stops the
+    /// iterator with `ErrorKind::Incomplete`.
+    pub fn cache_only(mut self) -> Self {
+        self.cache_only = true;
+        self
     }
 
     fn open(&mut self, i: usize) -> bool {
@@ -40,9 +49,16 @@ impl RunIterator {
         if i >= self.files.len() {
             return false;
         }
-        match self.tables.get(&self.files[i].meta) {
+        let table = if self.cache_only {
+            self.tables
+                .get_cached(&self.files[i].meta)
+                .ok_or_else(|| Error::from(crate::error::ErrorRepr::Incomplete("table not open")))
+        } else {
+            self.tables.get(&self.files[i].meta)
+        };
+        match table {
             Ok(t) => {
-                self.cur = Some(t.iter(self.fill_cache));
+                self.cur = Some(t.iter_opt(self.fill_cache, self.cache_only));
                 true
             }
             Err(e) => {

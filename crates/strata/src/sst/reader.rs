@@ -438,12 +438,19 @@ impl Table {
 
     /// A two-level iterator over the point entries.
     pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
+        self.iter_opt(fill_cache, false)
+    }
+
+    /// [`Table::iter`]; with `cache_only`, a data block not in the block cache is not read: the
+    /// iterator stops with `ErrorKind::Incomplete` (the index is in memory).
+    pub fn iter_opt(self: &Arc<Self>, fill_cache: bool, cache_only: bool) -> TableIter {
         TableIter {
             index: self.index.cursor(),
             table: self.clone(),
             data: None,
             err: None,
             fill_cache,
+            cache_only,
         }
     }
 }
@@ -462,6 +469,7 @@ pub struct TableIter {
     data: Option<BlockIter>,
     err: Option<Error>,
     fill_cache: bool,
+    cache_only: bool,
 }
 
 impl TableIter {
@@ -474,10 +482,13 @@ impl TableIter {
             }
             return false;
         }
-        let r = self
-            .index
-            .handle()
-            .and_then(|h| self.table.read_data_block(h, self.fill_cache));
+        let r = self.index.handle().and_then(|h| {
+            if self.cache_only {
+                self.table.block_for_get(h, true)
+            } else {
+                self.table.read_data_block(h, self.fill_cache)
+            }
+        });
         match r {
             Ok(b) => {
                 self.data = Some(b.iter(compare_internal));
