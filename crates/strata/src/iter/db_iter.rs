@@ -172,17 +172,10 @@ impl DbIterator {
         }
     }
 
+    /// Moves the inner iterator from a version of `uk` past the rest of its versions.
     fn skip_user_key(&mut self, uk: &[u8]) {
-        let mut n = 0;
         self.inner.next();
-        while self.inner.valid() && types::user_key(self.inner.key()) == uk {
-            if n >= MAX_SEQUENTIAL_SKIPS {
-                self.inner.seek(&types::internal_key(uk, 0, 0));
-                return;
-            }
-            self.inner.next();
-            n += 1;
-        }
+        self.skip_rest_of(uk);
     }
 
     fn find_next_visible(&mut self) {
