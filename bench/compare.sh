@@ -5,7 +5,8 @@
 # range, the machine and the commit.
 #
 #   bash bench/compare.sh [--num N] [--threads T[,T...]] [--repeat N]
-#                         [--engines strata,rocksdb,slatedb] [--suites onetier,sync,tiered,requests]
+#                         [--engines strata,rocksdb,slatedb]
+#                         [--suites onetier,sync,tiered,requests,scale-100,scale-1k,ycsb] [--tiered]
 #                         [--sync-num N] [--sync-threads T[,T...]]
 #                         [--tiered-threads T] [--tiered-secs S]
 #                         [--requests-num N] [--requests-ops N] [--requests-threads T]
@@ -32,6 +33,28 @@
 #            YCSB-A is run again with --capacity-request-budget at half its measured request
 #            rate. RocksDB is skipped (it has no object store). bench/requests_summary.py
 #            writes DIR/requests.md.
+#   scale-100  at scale, where compaction decides: --num (default 50,000,000) records of 16+100 B
+#            (~6 GB) loaded by fillrandom, then overwrite (--num writes); readrandom after the
+#            page cache is dropped (when /proc/sys/vm/drop_caches is writable) with a block cache
+#            of 1/16 of the data (so reads miss it); seekrandom with 10 and with 100 nexts (rows
+#            seekrandom-10, seekrandom-100); readwhilewriting; deleterandom of --num/10 keys, then
+#            readrandom (row readrandom-deleted) and a full scan (readseq, row readseq-deleted):
+#            what the tombstones cost. Space amplification after the overwrite and at the end.
+#            Each step is one strata-bench run on the database the previous step left.
+#   scale-1k   the same with --num (default 10,000,000) records of 16 B + 1 KiB values that
+#            compress to half (~10 GB).
+#   ycsb     YCSB A, B, C, F, D, E (in that order, as YCSB runs them) with zipfian keys on one
+#            load of --num (default 10,000,000) records of 16+100 B, --ycsb-ops (--num/10, at most
+#            2,000,000) operations each, at every --threads count (default 2,8 for this suite).
+#            With --tiered: a tiered database (capacity tier on file:// at 5 ms per request, a
+#            fast tier of ~10% of the data, HotRAP on), beside Strata with HotRAP off (variant
+#            nohotrap) and SlateDB on the same emulated store; RocksDB is skipped.
+#   In these three suites every engine gets the same options, printed in each result's
+#   `settings`: 64 MiB memtables, the block cache above, 10 bloom bits a key, LZ4 from L2 down,
+#   256 MiB base level, 64 MiB tables, 2 compaction threads, statistics on (RocksDB counts
+#   its write amplification and stalls only with them). Rows also carry p50/p99/p99.9,
+#   write amplification, space amplification (last step of a file), storage bytes read and
+#   written per operation, CPU µs per operation, peak memory and stall time.
 #
 # --repeat N runs every (suite, threads) N times per engine, interleaved: strata, peer, strata,
 # peer, ... Ratios pair run k of Strata with run k of the peer; the table shows their median
@@ -41,13 +64,16 @@
 # Output: DIR/<suite>-<engine>[-<variant>][-t<T>]-r<k>.{json,log}, DIR/compare.md (also
 # printed) and DIR/compare.json: a list of rows {"suite", "benchmark", "threads", "peer",
 # "ratio_median", "ratio_min", "ratio_max", "strata_p99_us", "peer_p99_us", "runs"}.
-# Defaults: --num 1000000 --threads 2 --repeat 1 --engines strata,rocksdb --suites onetier
+# Defaults: --num 1000000 (scale-100, scale-1k, ycsb: see above) --threads 2 (ycsb: 2,8)
+#           --repeat 1 --engines strata,rocksdb --suites onetier
 #           --out bench/results/<date>-<commit>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-NUM=1000000
-THREADS=2
+NUM=""
+THREADS=""
+TIERED=0
+YCSB_OPS=""
 ENGINES=strata,rocksdb
 SUITES=onetier
 REPEAT=1
@@ -64,6 +90,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --num) NUM="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
+    --tiered) TIERED=1; shift ;;
+    --ycsb-ops) YCSB_OPS="$2"; shift 2 ;;
     --repeat) REPEAT="$2"; shift 2 ;;
     --sync-num) SYNC_NUM="$2"; shift 2 ;;
     --sync-threads) SYNC_THREADS="$2"; shift 2 ;;
@@ -76,7 +104,7 @@ while [ $# -gt 0 ]; do
     --requests-threads) REQ_THREADS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,72p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -135,19 +163,28 @@ echo "building strata-bench ${FEATURE_ARGS[*]:-} (the RocksDB build takes ~15 mi
 cargo build --release -p strata-bench "${FEATURE_ARGS[@]}" >&2
 BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/strata-bench"
 
-run() { # run NAME ENGINE ARGS...
+run() { # run NAME ENGINE ARGS... (a fresh database unless KEEP=1)
   local name="$1" engine="$2"; shift 2
   echo "== $name ($engine)" >&2
-  rm -rf "$DATA"
+  [ "${KEEP:-0}" = 1 ] || rm -rf "$DATA"
   STRATA_BENCH_COMMIT="$COMMIT" "$BIN" --engine "$engine" --db "$DATA/db" --no-progress \
     --json "$OUT/$name.json" "$@" "${EXTRA[@]}" | tee "$OUT/$name.log" >&2
 }
 
 IFS=, read -r -a SUITE_LIST <<<"$SUITES"
-IFS=, read -r -a THREAD_LIST <<<"$THREADS"
+# A suite's own defaults, unless --num / --threads say otherwise.
+suite_num() { # suite_num SUITE
+  if [ -n "$NUM" ]; then echo "$NUM"; return; fi
+  case "$1" in scale-100) echo 50000000 ;; scale-1k|ycsb) echo 10000000 ;; *) echo 1000000 ;; esac
+}
+suite_threads() { # suite_threads SUITE
+  if [ -n "$THREADS" ]; then echo "$THREADS"; return; fi
+  case "$1" in ycsb) echo 2,8 ;; *) echo 2 ;; esac
+}
+IFS=, read -r -a THREAD_LIST <<<"$(suite_threads onetier)"
 IFS=, read -r -a SYNC_THREAD_LIST <<<"$SYNC_THREADS"
 for suite in "${SUITE_LIST[@]}"; do
-  case "$suite" in onetier|sync|tiered|requests) ;; *) echo "unknown suite $suite" >&2; exit 2 ;; esac
+  case "$suite" in onetier|sync|tiered|requests|scale-100|scale-1k|ycsb) ;; *) echo "unknown suite $suite" >&2; exit 2 ;; esac
   if [ "$suite" = requests ] && [ -z "${STRATA_S3_URL:-}" ]; then
     trap 'bash scripts/s3-server.sh stop' EXIT
     s3_env=$(bash scripts/s3-server.sh start --server seaweedfs)
@@ -155,16 +192,114 @@ for suite in "${SUITE_LIST[@]}"; do
   fi
 done
 
+# Drops the page cache when we may (root), so the next step reads from the disk.
+drop_caches() {
+  sync
+  if [ -w /proc/sys/vm/drop_caches ]; then
+    echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "== could not drop the page cache" >&2
+  else
+    echo "== /proc/sys/vm/drop_caches is not writable: reads may hit the page cache" >&2
+  fi
+}
+
+# The options every engine gets in the scale suites (CACHE: the block cache).
+scale_opts() { # scale_opts CACHE
+  echo --cache-size "$1" --write-buffer-size 64MiB --bloom-bits 10 --compression-type lz4 \
+    --min-level-to-compress 2 --max-bytes-for-level-base 256MiB --target-file-size-base 64MiB \
+    --max-background-compactions 2 --statistics
+}
+
+# One repeat of scale-100 or scale-1k for one engine: steps on one database.
+run_scale() { # run_scale SUITE ENGINE REPEAT
+  local suite="$1" e="$2" r="$3" n value t tag reads
+  n=$(suite_num "$suite")
+  case "$suite" in scale-100) value=100 ;; *) value=1024 ;; esac
+  reads=$(( n / 10 )); [ "$reads" -lt 10000 ] && reads=10000; [ "$reads" -gt 2000000 ] && reads=2000000
+  # A block cache of 1/16 of the data (at least 8 MiB): reads miss it.
+  local cache=$(( n * (16 + value) / 16 )); [ "$cache" -lt 8388608 ] && cache=8388608
+  local common=(--num "$n" --key-size 16 --value-size "$value" --compression-ratio 0.5 $(scale_opts "$cache"))
+  IFS=, read -r -a tl <<<"$(suite_threads "$suite")"
+  for t in "${tl[@]}"; do
+    tag=""; [ ${#tl[@]} -gt 1 ] && tag="-t$t"
+    local c=("${common[@]}" --threads "$t")
+    run "$suite-$e-load$tag-r$r" "$e" --benchmarks fillrandom,overwrite "${c[@]}" --space-amp
+    drop_caches
+    KEEP=1 run "$suite-$e-read$tag-r$r" "$e" --use-existing-db --benchmarks readrandom --reads "$reads" "${c[@]}"
+    KEEP=1 run "$suite-$e-seek10$tag-r$r" "$e" --use-existing-db --benchmarks seekrandom --seek-nexts 10 \
+      --reads $(( reads / 4 )) "${c[@]}"
+    KEEP=1 run "$suite-$e-seek100$tag-r$r" "$e" --use-existing-db --benchmarks seekrandom --seek-nexts 100 \
+      --reads $(( reads / 20 )) "${c[@]}"
+    KEEP=1 run "$suite-$e-rww$tag-r$r" "$e" --use-existing-db --benchmarks readwhilewriting --reads "$reads" "${c[@]}"
+    KEEP=1 run "$suite-$e-deleted$tag-r$r" "$e" --use-existing-db --benchmarks deleterandom,readrandom \
+      --ops $(( n / 10 )) --reads "$reads" "${c[@]}"
+    drop_caches
+    # One pass over what is left (~90.5% of the keys after --num/10 random deletes).
+    KEEP=1 run "$suite-$e-scan$tag-r$r" "$e" --use-existing-db --benchmarks readseq --reads $(( n * 9 / 10 )) \
+      "${c[@]}" --space-amp
+  done
+}
+
+# One repeat of the ycsb suite for one engine (VARIANT: nohotrap for Strata without HotRAP).
+run_ycsb() { # run_ycsb ENGINE REPEAT [VARIANT]
+  local e="$1" r="$2" variant="${3:-}" n ops t tag wl
+  n=$(suite_num ycsb)
+  ops="$YCSB_OPS"
+  if [ -z "$ops" ]; then ops=$(( n / 10 )); [ "$ops" -gt 2000000 ] && ops=2000000; fi
+  local cache=$(( n * 116 / 16 )); [ "$cache" -lt 8388608 ] && cache=8388608
+  local extra=()
+  if [ "$TIERED" = 1 ]; then
+    # The tiered suite's set-up: a fast tier (tables or disk cache) of ~10% of the data.
+    local fast=$(( n * 116 / 10 ))
+    cache=8388608
+    extra=(--capacity "file://$DATA/capacity" --capacity-latency-ms 5 --persistent-cache-size "$fast" --fast-levels 1)
+    [ "$variant" = nohotrap ] && extra+=(--hotrap false)
+  fi
+  IFS=, read -r -a tl <<<"$(suite_threads ycsb)"
+  for t in "${tl[@]}"; do
+    tag=""; [ ${#tl[@]} -gt 1 ] && tag="-t$t"
+    local keep=0
+    for wl in a b c f d e; do
+      local more=()
+      [ "$keep" = 1 ] && more=(--use-existing-db)
+      KEEP=$keep run "ycsb-$e${variant:+-$variant}-$wl$tag-r$r" "$e" --workload "$wl" --distribution zipfian --num "$n" \
+        --ops "$ops" --threads "$t" --key-size 16 --value-size 100 $(scale_opts "$cache") \
+        "${extra[@]}" "${more[@]}"
+      keep=1
+    done
+  done
+}
+
 # One repeat of one suite for one engine.
 run_suite() { # run_suite SUITE ENGINE REPEAT
   local suite="$1" e="$2" r="$3"
   case "$suite" in
+    scale-100|scale-1k)
+      if [ "$e" = slatedb ]; then
+        echo "== $suite: skipping slatedb (one-tier suites compare with RocksDB)" >&2
+        return
+      fi
+      run_scale "$suite" "$e" "$r"
+      ;;
+    ycsb)
+      if [ "$TIERED" = 1 ] && [ "$e" = rocksdb ]; then
+        echo "== ycsb --tiered: skipping rocksdb (its second db_path cannot be emulated)" >&2
+        return
+      fi
+      if [ "$TIERED" = 0 ] && [ "$e" = slatedb ]; then
+        echo "== ycsb: skipping slatedb without --tiered (it keeps its data in an object store)" >&2
+        return
+      fi
+      run_ycsb "$e" "$r"
+      if [ "$TIERED" = 1 ] && [ "$e" = strata ]; then
+        run_ycsb strata "$r" nohotrap
+      fi
+      ;;
     onetier)
       for t in "${THREAD_LIST[@]}"; do
         local tag=""
         [ ${#THREAD_LIST[@]} -gt 1 ] && tag="-t$t"
         run "onetier-$e$tag-r$r" "$e" --benchmarks fillrandom,readrandom,overwrite,readwhilewriting \
-          --num "$NUM" --threads "$t" --key-size 16 --value-size 100
+          --num "$(suite_num onetier)" --threads "$t" --key-size 16 --value-size 100
       done
       ;;
     sync)
@@ -179,6 +314,7 @@ run_suite() { # run_suite SUITE ENGINE REPEAT
         return
       fi
       # 10% of the data (16 + 100 bytes a record) as the fast-tier cache.
+      local NUM; NUM=$(suite_num tiered)
       local cache=$(( NUM * 116 / 10 )) dist local_cache fast
       for dist in zipfian uniform; do
         local_cache=$cache

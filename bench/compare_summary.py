@@ -10,6 +10,17 @@ for every (suite, benchmark, variant, threads), and prints a Markdown table (med
 {"suite", "benchmark", "threads", "peer", "ratio_median", "ratio_min", "ratio_max",
 "strata_p99_us", "peer_p99_us", "runs"} (plus "variant" and the median ops/s of both engines).
 The p99 is the write p99 for write benchmarks and the read p99 for readwhilewriting.
+
+Rows also carry, where the runs measured them, medians for both engines of p50/p99.9
+("strata_p50_us", "peer_p999_us", ...), "write_amp" and "space_amp" ({engine: median}), storage
+bytes read/written and CPU µs per operation, peak resident memory and stall seconds
+({"read_bytes_per_op": {engine: median}, ...} under "resources").
+
+The scale suites (scale-100, scale-1k) name files <suite>-<engine>-<step>[-t<T>]-r<k>: the step
+is one run on the database the previous step left; rows are named by operation (seekrandom-10,
+readrandom-deleted, readseq-deleted...). The ycsb suite names files
+ycsb-<engine>[-nohotrap]-<workload>[-t<T>]-r<k>; rows are ycsb-a ... ycsb-f, and Strata without
+HotRAP is a peer of its own (strata-nohotrap).
 """
 import glob
 import json
@@ -18,19 +29,65 @@ import re
 import statistics
 import sys
 
-NAME = re.compile(r"^(?P<suite>[a-z]+)-(?P<rest>.+?)(?:-t(?P<t>\d+))?(?:-r(?P<r>\d+))?$")
+NAME = re.compile(
+    r"^(?P<suite>scale-100|scale-1k|[a-z]+)-(?P<rest>.+?)(?:-t(?P<t>\d+))?(?:-r(?P<r>\d+))?$")
+SCALE = ("scale-100", "scale-1k")
+# The order the steps of a scale suite and the ycsb workloads run in (rows follow it).
+STEPS = ["load", "read", "seek10", "seek100", "rww", "deleted", "scan", "a", "b", "c", "f", "d", "e"]
+METRICS = ("write_amp", "space_amp")
+RESOURCES = ("read_bytes_per_op", "write_bytes_per_op", "cpu_micros_per_op", "peak_rss_mib",
+             "stall_secs")
 
 
-def p99_of(phase):
+def pct_of(phase, key="p99_us"):
     lat = phase.get("latency") or []
     if phase["name"] == "readwhilewriting":
         lat = [l for l in lat if l["op"] == "read"]
-    return max((l["p99_us"] for l in lat), default=0.0)
+    return max((l[key] for l in lat), default=0.0)
+
+
+def p99_of(phase):
+    return pct_of(phase, "p99_us")
+
+
+def row_name(suite, step, phase, args):
+    """The row a phase of a scale-suite step or a ycsb run is."""
+    name = phase["name"]
+    if suite == "ycsb" and args.get("workload"):
+        return args["workload"]
+    if suite in SCALE:
+        if name == "seekrandom":
+            return f"seekrandom-{args['seek_nexts']}"
+        if step in ("deleted", "scan") and name != "deleterandom":
+            return f"{name}-deleted"
+    return name
+
+
+def figures(r, ph, last):
+    """Everything a row shows of one phase."""
+    proc = ph.get("process") or {}
+    delta = (ph.get("tier") or {}).get("delta") or {}
+    space = r.get("space") if last else None
+    stall = delta.get("stall_micros")
+    return {
+        "ops": ph["ops_per_sec"],
+        "p50": pct_of(ph, "p50_us"),
+        "p99": pct_of(ph, "p99_us"),
+        "p999": pct_of(ph, "p999_us"),
+        "write_amp": (ph.get("tier") or {}).get("write_amp"),
+        "space_amp": (space or {}).get("space_amp"),
+        "read_bytes_per_op": proc.get("read_bytes_per_op"),
+        "write_bytes_per_op": proc.get("write_bytes_per_op"),
+        "cpu_micros_per_op": proc.get("cpu_micros_per_op"),
+        "peak_rss_mib": proc["peak_rss_bytes"] / 2**20 if proc.get("peak_rss_bytes") else None,
+        "stall_secs": stall / 1e6 if stall is not None else None,
+    }
 
 
 def load(out):
-    """{(suite, benchmark, variant, threads): {engine: {repeat: (ops, p99)}}}, machine, args."""
-    rows, machine, args = {}, None, None
+    """{(suite, benchmark, variant, threads): {engine: {repeat: figures}}}, machine, args, and
+    each row's place in the order the runs produced them."""
+    rows, machine, args, place = {}, None, None, {}
     for path in sorted(glob.glob(os.path.join(out, "*.json"))):
         name = os.path.basename(path)[:-5]
         if name in ("compare", "requests"):
@@ -45,23 +102,32 @@ def load(out):
         if m.group("suite") == "requests":
             continue  # bench/requests_summary.py
         engine = r["engine"]
+        suite = m.group("suite")
         rest = m.group("rest")
         variant = rest[len(engine) + 1:] if rest.startswith(engine + "-") else ""
+        step = ""
+        if suite in SCALE or suite == "ycsb":
+            # The last part is the step (scale) or the workload (ycsb); before it, a variant.
+            head, _, step = variant.rpartition("-")
+            variant = ""
+            if head == "nohotrap":
+                engine = f"{engine}-nohotrap"
         threads = r["args"]["threads"]
         repeat = int(m.group("r") or 1)
-        for ph in r["phases"]:
-            if ph["role"] == "load":
-                continue
-            key = (m.group("suite"), ph["name"], variant, threads)
-            rows.setdefault(key, {}).setdefault(engine, {})[repeat] = (ph["ops_per_sec"], p99_of(ph))
+        phases = [ph for ph in r["phases"] if ph["role"] != "load"]
+        for i, ph in enumerate(phases):
+            key = (suite, row_name(suite, step, ph, r["args"]), variant, threads)
+            place.setdefault(key, (STEPS.index(step) if step in STEPS else 0, i))
+            rows.setdefault(key, {}).setdefault(engine, {})[repeat] = figures(
+                r, ph, i == len(phases) - 1)
         machine, args = r["machine"], r["args"]
-    return rows, machine, args
+    return rows, machine, args, place
 
 
 def main():
     out = sys.argv[1]
     commit = sys.argv[2] if len(sys.argv) > 2 else "unknown"
-    rows, machine, args = load(out)
+    rows, machine, args, place = load(out)
     if not rows:
         sys.exit(f"{out}: no strata-bench results")
     engines = sorted({e for by in rows.values() for e in by}, key=lambda e: (e != "strata", e))
@@ -69,10 +135,16 @@ def main():
     table = []
     for (suite, bench, variant, threads), by in rows.items():
         s = by.get("strata", {})
-        for p in peers or [None]:
+        for p in [p for p in peers if p in by] or [None]:
             q = by.get(p, {}) if p else {}
-            paired = sorted(k for k in s if k in q and q[k][0] > 0)
-            ratios = [s[k][0] / q[k][0] for k in paired]
+            paired = sorted(k for k in s if k in q and q[k]["ops"] > 0)
+            ratios = [s[k]["ops"] / q[k]["ops"] for k in paired]
+
+            def med(runs, f):
+                v = [x[f] for x in runs.values() if x.get(f) is not None]
+                return statistics.median(v) if v else None
+
+            pair = {"strata": s, **({p: q} if p else {})}
             table.append({
                 "suite": suite,
                 "benchmark": bench,
@@ -82,14 +154,23 @@ def main():
                 "ratio_median": statistics.median(ratios) if ratios else None,
                 "ratio_min": min(ratios) if ratios else None,
                 "ratio_max": max(ratios) if ratios else None,
-                "strata_ops_median": statistics.median(v[0] for v in s.values()) if s else None,
-                "peer_ops_median": statistics.median(v[0] for v in q.values()) if q else None,
-                "strata_p99_us": statistics.median(v[1] for v in s.values()) if s else None,
-                "peer_p99_us": statistics.median(v[1] for v in q.values()) if q else None,
+                "strata_ops_median": med(s, "ops"),
+                "peer_ops_median": med(q, "ops"),
+                "strata_p99_us": med(s, "p99"),
+                "peer_p99_us": med(q, "p99"),
+                "strata_p50_us": med(s, "p50"),
+                "peer_p50_us": med(q, "p50"),
+                "strata_p999_us": med(s, "p999"),
+                "peer_p999_us": med(q, "p999"),
+                **{f: {e: med(runs, f) for e, runs in pair.items()} for f in METRICS},
+                "resources": {f: {e: med(runs, f) for e, runs in pair.items()} for f in RESOURCES},
                 "runs": len(paired) if p else len(s),
             })
-    order = {"onetier": 0, "sync": 1, "tiered": 2}
-    table.sort(key=lambda t: (order.get(t["suite"], 9), t["variant"], t["threads"], t["peer"] or ""))
+    order = {"onetier": 0, "sync": 1, "tiered": 2, "scale-100": 3, "scale-1k": 4, "ycsb": 5}
+    # Rows in the order the runs produced them.
+    table.sort(key=lambda t: (order.get(t["suite"], 9), t["variant"], t["threads"],
+                              place[(t["suite"], t["benchmark"], t["variant"], t["threads"])],
+                              t["peer"] or ""))
     with open(os.path.join(out, "compare.json"), "w") as f:
         json.dump([{k: v for k, v in t.items()} for t in table], f, indent=2)
 
@@ -101,20 +182,55 @@ def main():
           f"{(machine.get('memory_bytes') or 0) / 2**30:.1f} GiB, {machine['os']}; "
           f"records of {args['key_size']}+{args['value_size']['min']} B. Ratios are Strata / peer: "
           f"median of interleaved runs [min–max]; ops/s and p99 are medians.\n")
+    tails = any(t["strata_p999_us"] for t in table if t["suite"] in SCALE + ("ycsb",))
     head = ["benchmark", "threads", "peer", "strata ops/s", "peer ops/s", "strata / peer",
             "strata p99 µs", "peer p99 µs", "runs"]
+    if tails:
+        head[6:8] = ["strata p50/p99/p99.9 µs", "peer p50/p99/p99.9 µs"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
+
+    def bench_of(t):
+        return f"{t['suite']}: {t['benchmark']}" + (f" ({t['variant']})" if t["variant"] else "")
+
+    def tail(t, who):
+        if not tails:
+            return num(t[f"{who}_p99_us"], ",.1f")
+        return "/".join(num(t[f"{who}_{k}_us"], ",.0f") or "-" for k in ("p50", "p99", "p999"))
+
     for t in table:
-        bench = f"{t['suite']}: {t['benchmark']}" + (f" ({t['variant']})" if t["variant"] else "")
         ratio = ""
         if t["ratio_median"] is not None:
             ratio = f"**{t['ratio_median']:.2f}×** [{t['ratio_min']:.2f}–{t['ratio_max']:.2f}]"
         print("| " + " | ".join([
-            bench, str(t["threads"]), t["peer"] or "", num(t["strata_ops_median"], ",.0f"),
-            num(t["peer_ops_median"], ",.0f"), ratio, num(t["strata_p99_us"], ",.1f"),
-            num(t["peer_p99_us"], ",.1f"), str(t["runs"]),
+            bench_of(t), str(t["threads"]), t["peer"] or "", num(t["strata_ops_median"], ",.0f"),
+            num(t["peer_ops_median"], ",.0f"), ratio, tail(t, "strata"), tail(t, "peer"),
+            str(t["runs"]),
         ]) + " |")
+
+    # Where the runs measured them: amplification and what each operation cost the machine.
+    measured = [t for t in table if t["peer"] and any(
+        v is not None for f in RESOURCES for v in t["resources"][f].values())]
+    if measured:
+        print("\nAmplification and resources (Strata / peer, medians): write and space "
+              "amplification; storage bytes read and written and CPU µs per operation "
+              "(the whole process, background work included); peak resident memory; "
+              "write-stall seconds.\n")
+        cols = [("write amp", "write_amp", ".2f"), ("space amp", "space_amp", ".2f"),
+                ("read B/op", "read_bytes_per_op", ",.0f"),
+                ("written B/op", "write_bytes_per_op", ",.0f"),
+                ("CPU µs/op", "cpu_micros_per_op", ",.1f"), ("peak MiB", "peak_rss_mib", ",.0f"),
+                ("stall s", "stall_secs", ",.1f")]
+        print("| benchmark | threads | peer | " + " | ".join(c[0] for c in cols) + " |")
+        print("|" + "---|" * (3 + len(cols)))
+        for t in measured:
+            cells = []
+            for _, f, fmt in cols:
+                by = t[f] if f in METRICS else t["resources"][f]
+                a, b = by.get("strata"), by.get(t["peer"])
+                cells.append("" if a is None and b is None
+                             else f"{num(a, fmt) or '-'} / {num(b, fmt) or '-'}")
+            print("| " + " | ".join([bench_of(t), str(t["threads"]), t["peer"]] + cells) + " |")
 
 
 if __name__ == "__main__":

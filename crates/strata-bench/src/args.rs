@@ -501,6 +501,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH.png", help_heading = OUTPUT)]
     pub plot: Option<PathBuf>,
 
+    /// After the last benchmark, count the live records with a full scan and report the
+    /// engine's table bytes over their logical size (space amplification; not timed).
+    #[arg(long, help_heading = OUTPUT)]
+    pub space_amp: bool,
+
     /// No live progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long, alias = "no_progress", help_heading = OUTPUT)]
     pub no_progress: bool,

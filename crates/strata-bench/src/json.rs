@@ -107,6 +107,15 @@ mod tests {
                     max_us: 30.0,
                 }],
                 settle_secs: None,
+                process: Some(crate::process::ProcessReport {
+                    read_bytes: 4096,
+                    write_bytes: 8192,
+                    read_bytes_per_op: Some(0.5),
+                    write_bytes_per_op: Some(1.0),
+                    cpu_secs: 1.5,
+                    cpu_micros_per_op: Some(2.0),
+                    peak_rss_bytes: 1 << 20,
+                }),
                 hotrap: Some(serde_json::json!({"fast_hit_rate": 0.95})),
                 logstore: None,
                 compaction: Some(serde_json::json!({"style": "split-forest"})),
@@ -126,6 +135,7 @@ mod tests {
                 stages: vec![(0.0, "zipfian:0.99".into())],
                 timeseries: vec![sample],
             }],
+            space: Some(crate::space::report(10, 116.0, 2320, 0.1)),
             engine_stats: serde_json::json!({"text": "stats", "capacity_meta_bytes": 1}),
         }
     }
@@ -155,6 +165,7 @@ mod tests {
             "args",
             "settings",
             "phases",
+            "space",
             "engine_stats",
         ] {
             assert!(v.get(k).is_some(), "{k}");
@@ -177,6 +188,7 @@ mod tests {
             "latency",
             "settle_secs",
             "tier",
+            "process",
             "hotrap",
             "cost",
             "stages",
@@ -185,6 +197,10 @@ mod tests {
             assert!(p.get(k).is_some(), "{k}");
         }
         assert_eq!(p["role"], "run");
+        // The scale comparison's keys (issue 52).
+        assert_eq!(p["process"]["write_bytes_per_op"], 1.0);
+        assert_eq!(p["process"]["peak_rss_bytes"], 1 << 20);
+        assert_eq!(v["space"]["space_amp"], 2.0);
         // The request bill's keys (issue 51's checks use these names).
         assert_eq!(p["tier"]["capacity_requests"]["get_range"], 3);
         assert_eq!(p["tier"]["capacity_requests_per_kop"], 0.3);

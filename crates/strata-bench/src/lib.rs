@@ -9,7 +9,8 @@
 //! Module map (one concept per file): `args` (flags), `rng`, `keys` (record shape),
 //! `distributions`, `workloads` (benchmarks, mixes, plan), `engine` (the `KvEngine` trait and
 //! the engines), `latency` (HDR histograms), `runner`, `results` (the data model), `report`,
-//! `json`, `timeseries`, `plot`, `golden`, `setup`, `machine`.
+//! `json`, `timeseries`, `plot`, `golden`, `setup`, `machine`, `process` (the process's I/O,
+//! CPU and memory per phase), `space` (space amplification at the end).
 //! Depends on the `strata` crate's public API only; the engine never depends on this crate.
 
 pub mod args;
@@ -22,11 +23,13 @@ pub mod latency;
 pub mod loadinfo;
 pub mod machine;
 pub mod plot;
+pub mod process;
 pub mod report;
 pub mod results;
 pub mod rng;
 pub mod runner;
 pub mod setup;
+pub mod space;
 pub mod timeseries;
 pub mod workloads;
 
@@ -181,6 +184,22 @@ pub fn run_report(args: BenchArgs) -> anyhow::Result<BenchReport> {
             }
         }
     }
+    let space = if args.space_amp {
+        let record =
+            args.key_size as f64 + (args.value_size.min + args.value_size.max) as f64 / 2.0;
+        let s = space::measure(engine.as_ref(), record)?;
+        println!(
+            "space        : {} live records, {:.1} MB logical, {:.1} MB of tables: space amplification {} (counting scan {:.1}s)",
+            s.live_keys,
+            s.logical_bytes as f64 / 1e6,
+            s.table_bytes as f64 / 1e6,
+            s.space_amp.map_or("-".into(), |a| format!("{a:.3}")),
+            s.scan_secs
+        );
+        Some(s)
+    } else {
+        None
+    };
     let text = engine.stats_text();
     if !text.is_empty() {
         println!("\n{} statistics:\n{text}", args.engine.name());
@@ -200,6 +219,7 @@ pub fn run_report(args: BenchArgs) -> anyhow::Result<BenchReport> {
         args: args.clone(),
         settings,
         phases: results,
+        space,
         engine_stats,
     };
     if let Some(p) = &args.json {

@@ -343,6 +343,18 @@ pub fn phase_report(p: &PhaseResult) -> String {
         s.push_str(&l);
         s.push('\n');
     }
+    if let Some(pr) = &p.process {
+        let per = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+        let _ = writeln!(
+            s,
+            "{:<12} : process: {} B read, {} B written per op (storage), {} CPU µs per op, peak RSS {:.1} MiB",
+            "",
+            per(pr.read_bytes_per_op),
+            per(pr.write_bytes_per_op),
+            per(pr.cpu_micros_per_op),
+            pr.peak_rss_bytes as f64 / 1_048_576.0
+        );
+    }
     s
 }
 
@@ -477,6 +489,7 @@ mod tests {
             settle_secs: None,
             cost: cost(&t, 2.5, &Prices::default()),
             tier: t,
+            process: None,
             hotrap: None,
             logstore: None,
             compaction: None,

@@ -34,6 +34,9 @@ pub struct BenchReport {
     /// The engine's effective settings.
     pub settings: BTreeMap<String, String>,
     pub phases: Vec<PhaseResult>,
+    /// Space amplification after the last phase (`--space-amp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub space: Option<crate::space::SpaceReport>,
     /// The engine's own statistics at the end of the run: `text` (its statistics text) and,
     /// for Strata, named figures. Reports written before this was an object hold the text as
     /// a string.
@@ -79,6 +82,9 @@ pub struct PhaseResult {
     /// Seconds spent flushing and waiting for compactions after a load phase.
     pub settle_secs: Option<f64>,
     pub tier: TierReport,
+    /// The benchmark process's storage I/O, CPU and peak memory over the phase (Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<crate::process::ProcessReport>,
     /// HotRAP's figures at the end of the phase (cumulative since the database was opened);
     /// absent when HotRAP is off or the engine has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -102,6 +102,7 @@ pub fn run_phase(ctx: &RunContext, spec: &PhaseSpec, index: u64) -> anyhow::Resu
         )?;
     }
     let before = ctx.engine.counters();
+    let proc_before = crate::process::sample();
     let start_secs = ctx.run_start.elapsed().as_secs_f64();
     let seg = run_segment(ctx, spec, spec.limit, index, &spec.name, true)?;
     let settle_secs = if spec.role == PhaseRole::Load {
@@ -112,15 +113,12 @@ pub fn run_phase(ctx: &RunContext, spec: &PhaseSpec, index: u64) -> anyhow::Resu
         None
     };
     let after = ctx.engine.counters();
-    Ok(result(
-        ctx,
-        spec,
-        seg,
-        start_secs,
-        settle_secs,
-        &before,
-        &after,
-    ))
+    let proc_after = crate::process::sample();
+    let mut r = result(ctx, spec, seg, start_secs, settle_secs, &before, &after);
+    r.process = proc_before
+        .zip(proc_after)
+        .map(|(b, a)| crate::process::report(&b, &a, r.ops));
+    Ok(r)
 }
 
 fn result(
@@ -166,6 +164,7 @@ fn result(
         latency: seg.hists.summaries(),
         settle_secs,
         tier,
+        process: None,
         hotrap: ctx.engine.hotrap(),
         logstore: ctx.engine.logstore(),
         compaction: ctx.engine.compaction(),

@@ -364,3 +364,102 @@ fn read_ahead_stops_at_whole_commands() {
         "the two MGETs before the one that does not fit"
     );
 }
+
+/// The IDs of an XREADGROUP/XREAD reply on one stream.
+fn read_ids(v: &Value) -> Vec<String> {
+    let Value::Array(streams) = v else {
+        panic!("not a stream read reply: {v:?}")
+    };
+    let Value::Array(s) = &streams[0] else {
+        panic!("{v:?}")
+    };
+    let Value::Array(entries) = &s[1] else {
+        panic!("{v:?}")
+    };
+    entries
+        .iter()
+        .map(|e| match e {
+            Value::Array(f) => match &f[0] {
+                Value::BulkString(id) => String::from_utf8(id.clone()).unwrap(),
+                x => panic!("{x:?}"),
+            },
+            x => panic!("{x:?}"),
+        })
+        .collect()
+}
+
+/// A consumer's XREADGROUP runs inline when what it reads is in memory, and a cold one reruns
+/// on the pool once: every entry is delivered once and the pending list counts it once.
+#[test]
+fn stream_reads_run_inline_when_warm_and_rerun_once_when_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = TestServer::start(test_config(dir.path()));
+        let c = &mut s.conn();
+        for i in 1..=300 {
+            run(
+                c,
+                &["XADD", "jobs", &format!("{i}-0"), "n", &"x".repeat(64)],
+            )
+            .unwrap();
+        }
+        run(c, &["XGROUP", "CREATE", "jobs", "g", "0"]).unwrap();
+        drop(s); // after the restart every entry is in a table, nothing cached
+    }
+    let s = TestServer::start(test_config(dir.path()));
+    let c = &mut s.conn();
+    let group_read = |c: &mut redis::Connection, group: &str, who: &str, count: &str| {
+        run(
+            c,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                group,
+                who,
+                "COUNT",
+                count,
+                "STREAMS",
+                "jobs",
+                ">",
+            ],
+        )
+        .unwrap()
+    };
+    let fallbacks = info_field(c, "inline_fallbacks");
+    let got = read_ids(&group_read(c, "g", "alice", "10"));
+    assert_eq!(got, (1..=10).map(|i| format!("{i}-0")).collect::<Vec<_>>());
+    assert!(
+        info_field(c, "inline_fallbacks") > fallbacks,
+        "a cold stream read started inline reran on the pool"
+    );
+    // Delivered once: ten pending entries, each delivered one time.
+    let Value::Array(pending) = run(c, &["XPENDING", "jobs", "g", "-", "+", "100"]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(pending.len(), 10);
+    for p in &pending {
+        let Value::Array(f) = p else { panic!("{p:?}") };
+        assert_eq!(f[3], Value::Int(1), "delivery count of {p:?}");
+    }
+    // Warm: a queue's consumer reads what producers just added (the memtable). One pair may
+    // still fetch an index block; after it, both commands run inline.
+    run(c, &["XGROUP", "CREATE", "jobs", "h", "$"]).unwrap();
+    let (mut added, mut seen) = (Vec::new(), Vec::new());
+    let mut pair = |c: &mut redis::Connection| {
+        match run(c, &["XADD", "jobs", "*", "n", "new"]).unwrap() {
+            Value::BulkString(id) => added.push(String::from_utf8(id).unwrap()),
+            x => panic!("{x:?}"),
+        }
+        seen.extend(read_ids(&group_read(c, "h", "bob", "1")));
+    };
+    pair(c);
+    let before = info_field(c, "inline_segments");
+    for _ in 0..20 {
+        pair(c);
+    }
+    assert!(
+        info_field(c, "inline_segments") >= before + 40,
+        "warm XADDs and XREADGROUPs run inline"
+    );
+    assert_eq!(seen, added, "each new entry once, in order");
+}

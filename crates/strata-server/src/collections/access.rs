@@ -168,8 +168,8 @@ impl Ctx<'_> {
                 .iter(ReadOptions {
                     lower_bound: Some(prefix.clone()),
                     upper_bound: Some(end),
-                    // Inline (never, by `CommandSpec::inline_ok`), this refuses: a rerun on
-                    // the pool.
+                    // Inline, only cached blocks of open tables; anything else ends the
+                    // iterator `Incomplete` and the segment reruns on the pool.
                     cache_only: self.pending.inline,
                     ..Default::default()
                 })

@@ -179,10 +179,12 @@ impl CommandSpec {
 
     /// Whether the command may run inline on the connection's event-loop thread (see
     /// `connection`): its engine access is point lookups (answered from memory with
-    /// `cache_only`, or reported as needing to wait) and writes through the segment batch — no
-    /// iterator. Strings, bitmaps, the keyspace commands that touch one record per key, and the
-    /// collection commands that read and write single elements. (Were one of them to iterate,
-    /// the iterator would refuse `cache_only` and the segment would rerun on the pool.)
+    /// `cache_only`, or reported as needing to wait) and writes through the segment batch.
+    /// Strings, bitmaps, the keyspace commands that touch one record per key, the collection
+    /// commands that read and write single elements, and the stream reads a consumer loop
+    /// issues (XREAD, XREADGROUP: a short scan from an ID). An iterator inline is `cache_only`
+    /// too: it reads tables already open and blocks already cached, and anything else ends it
+    /// `Incomplete`, which reruns the segment on the pool.
     pub fn inline_ok(&self) -> bool {
         match self.group {
             "string" | "bitmap" => true,
@@ -223,9 +225,10 @@ impl CommandSpec {
                 self.name,
                 "zadd" | "zincrby" | "zcard" | "zscore" | "zmscore" | "zrem"
             ),
-            // XADD iterates only to trim (an iterator refuses `cache_only`: a trimming XADD
-            // reruns on the pool); XACK reads and writes single pending entries.
-            "stream" => matches!(self.name, "xadd" | "xlen" | "xack"),
+            // XACK reads and writes single pending entries; XADD iterates only to trim, XREAD
+            // and XREADGROUP from an ID onwards (a consumer's new entries are the stream's
+            // newest, in the memtable or cached blocks).
+            "stream" => matches!(self.name, "xadd" | "xlen" | "xack" | "xread" | "xreadgroup"),
             "generic" => matches!(
                 self.name,
                 "del"
