@@ -43,9 +43,9 @@
 #            Each step is one strata-bench run on the database the previous step left.
 #   scale-1k   the same with --num (default 10,000,000) records of 16 B + 1 KiB values that
 #            compress to half (~10 GB).
-#   ycsb     YCSB A, B, C, F, D, E (in that order, as YCSB runs them) with zipfian keys on one
-#            load of --num (default 10,000,000) records of 16+100 B, --ycsb-ops (--num/10, at most
-#            2,000,000) operations each, at every --threads count (default 2,8 for this suite).
+#   ycsb     YCSB A, B, C, F, D, E (in that order, as YCSB runs them; zipfian keys, D's reads
+#            of the latest inserts) on one load of --num (default 10,000,000) records of 16+100 B, --ycsb-ops (--num/10, at most
+#            2,000,000; --ycsb-ops N to choose) operations each, at every --threads count (default 2,8 for this suite).
 #            With --tiered: a tiered database (capacity tier on file:// at 5 ms per request, a
 #            fast tier of ~10% of the data, HotRAP on), beside Strata with HotRAP off (variant
 #            nohotrap) and SlateDB on the same emulated store; RocksDB is skipped.
@@ -104,7 +104,7 @@ while [ $# -gt 0 ]; do
     --requests-threads) REQ_THREADS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,72p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,69p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -261,7 +261,8 @@ run_ycsb() { # run_ycsb ENGINE REPEAT [VARIANT]
     for wl in a b c f d e; do
       local more=()
       [ "$keep" = 1 ] && more=(--use-existing-db)
-      KEEP=$keep run "ycsb-$e${variant:+-$variant}-$wl$tag-r$r" "$e" --workload "$wl" --distribution zipfian --num "$n" \
+      # Each workload's own key distribution (YCSB's: zipfian, latest for D).
+      KEEP=$keep run "ycsb-$e${variant:+-$variant}-$wl$tag-r$r" "$e" --workload "$wl" --num "$n" \
         --ops "$ops" --threads "$t" --key-size 16 --value-size 100 $(scale_opts "$cache") \
         "${extra[@]}" "${more[@]}"
       keep=1

@@ -88,6 +88,7 @@ def load(out):
     """{(suite, benchmark, variant, threads): {engine: {repeat: figures}}}, machine, args, and
     each row's place in the order the runs produced them."""
     rows, machine, args, place = {}, None, None, {}
+    sizes = set()
     for path in sorted(glob.glob(os.path.join(out, "*.json"))):
         name = os.path.basename(path)[:-5]
         if name in ("compare", "requests"):
@@ -121,13 +122,14 @@ def load(out):
             rows.setdefault(key, {}).setdefault(engine, {})[repeat] = figures(
                 r, ph, i == len(phases) - 1)
         machine, args = r["machine"], r["args"]
-    return rows, machine, args, place
+        sizes.add((r["args"]["key_size"], r["args"]["value_size"]["min"]))
+    return rows, machine, sizes, place
 
 
 def main():
     out = sys.argv[1]
     commit = sys.argv[2] if len(sys.argv) > 2 else "unknown"
-    rows, machine, args, place = load(out)
+    rows, machine, sizes, place = load(out)
     if not rows:
         sys.exit(f"{out}: no strata-bench results")
     engines = sorted({e for by in rows.values() for e in by}, key=lambda e: (e != "strata", e))
@@ -180,7 +182,7 @@ def main():
     print(f"### strata-bench comparison, commit `{commit}`\n")
     print(f"Machine: {machine['cpus']} cpus {machine.get('cpu_model') or ''}, "
           f"{(machine.get('memory_bytes') or 0) / 2**30:.1f} GiB, {machine['os']}; "
-          f"records of {args['key_size']}+{args['value_size']['min']} B. Ratios are Strata / peer: "
+          f"records of {', '.join(f'{k}+{v} B' for k, v in sorted(sizes))}. Ratios are Strata / peer: "
           f"median of interleaved runs [min–max]; ops/s and p99 are medians.\n")
     tails = any(t["strata_p999_us"] for t in table if t["suite"] in SCALE + ("ycsb",))
     head = ["benchmark", "threads", "peer", "strata ops/s", "peer ops/s", "strata / peer",

@@ -501,8 +501,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH.png", help_heading = OUTPUT)]
     pub plot: Option<PathBuf>,
 
-    /// After the last benchmark, count the live records with a full scan and report the
-    /// engine's table bytes over their logical size (space amplification; not timed).
+    /// After the last benchmark, let the engine settle (flush, finish compactions), count the
+    /// live records with a full scan and report the engine's table bytes over their logical
+    /// size (space amplification; not timed).
     #[arg(long, help_heading = OUTPUT)]
     pub space_amp: bool,
 

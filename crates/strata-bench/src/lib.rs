@@ -188,15 +188,19 @@ pub fn run_report(args: BenchArgs) -> anyhow::Result<BenchReport> {
         let record =
             args.key_size as f64 + (args.value_size.min + args.value_size.max) as f64 / 2.0;
         let s = space::measure(engine.as_ref(), record)?;
-        println!(
-            "space        : {} live records, {:.1} MB logical, {:.1} MB of tables: space amplification {} (counting scan {:.1}s)",
-            s.live_keys,
-            s.logical_bytes as f64 / 1e6,
-            s.table_bytes as f64 / 1e6,
-            s.space_amp.map_or("-".into(), |a| format!("{a:.3}")),
-            s.scan_secs
-        );
-        Some(s)
+        match &s {
+            Some(s) => println!(
+                "space        : {} live records, {:.1} MB logical, {:.1} MB of tables: space amplification {} (settled in {:.1}s, counting scan {:.1}s)",
+                s.live_keys,
+                s.logical_bytes as f64 / 1e6,
+                s.table_bytes as f64 / 1e6,
+                s.space_amp.map_or("-".into(), |a| format!("{a:.3}")),
+                s.settle_secs,
+                s.scan_secs
+            ),
+            None => println!("space        : n/a ({} has no table-bytes gauge)", args.engine.name()),
+        }
+        s
     } else {
         None
     };

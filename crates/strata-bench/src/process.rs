@@ -1,7 +1,8 @@
 //! What the benchmark process cost the machine during a phase, measured the same way for every
-//! engine (they all run inside this process): bytes the kernel read from and wrote to storage
-//! (`/proc/self/io` `read_bytes`/`write_bytes`, so page-cache hits and buffered writes not yet
-//! written back are not counted), CPU seconds (`/proc/self/stat` utime + stime, every thread:
+//! engine (they all run inside this process): bytes read from storage (`/proc/self/io`
+//! `read_bytes`: page-cache hits are not counted) and bytes the process caused to be written
+//! to it (`write_bytes`, counted when a page is dirtied, less `cancelled_write_bytes`: pages of
+//! files truncated or deleted before writeback, such as a short-lived table), CPU seconds (`/proc/self/stat` utime + stime, every thread:
 //! foreground and background work alike), and the peak resident memory (`VmHWM` of
 //! `/proc/self/status`, since the process started).
 //!
@@ -43,7 +44,8 @@ pub fn sample() -> Option<ProcessSample> {
     const TICKS_PER_SEC: f64 = 100.0;
     Some(ProcessSample {
         read_bytes: io_field(&io, "read_bytes")?,
-        write_bytes: io_field(&io, "write_bytes")?,
+        write_bytes: io_field(&io, "write_bytes")?
+            .saturating_sub(io_field(&io, "cancelled_write_bytes").unwrap_or(0)),
         cpu_secs: cpu_ticks(&stat)? as f64 / TICKS_PER_SEC,
         peak_rss_bytes: status_kib(&status, "VmHWM")? * 1024,
     })

@@ -1,6 +1,11 @@
 //! Space amplification at the end of a run (`--space-amp`): the bytes of the engine's tables
 //! over the logical bytes of the records a full scan finds, the same way for every engine.
 //!
+//! The engine settles first (memtable flushed, compactions finished): otherwise records still
+//! in a memtable count as live but not as table bytes, a write-ahead log replayed at open
+//! hides deletes from the tables, and a compaction in flight counts its inputs and outputs —
+//! each engine's figure would depend on where its background work happened to be.
+//!
 //! The logical size is the live records times the record size (key size plus the mean value
 //! size, uncompressed), so a compressible value set gives an amplification below 1 and the
 //! engines stay comparable. Table bytes are the engine's own gauge (Strata: tables on both
@@ -22,21 +27,35 @@ pub struct SpaceReport {
     pub logical_bytes: u64,
     pub table_bytes: u64,
     pub space_amp: Option<f64>,
+    /// Seconds the engine took to settle before the measurement, and the counting scan's.
+    #[serde(default)]
+    pub settle_secs: f64,
     pub scan_secs: f64,
 }
 
 /// Counts the live records with a full scan and relates the table bytes to them.
-pub fn measure(engine: &dyn KvEngine, record_bytes: f64) -> anyhow::Result<SpaceReport> {
+/// `None` when the engine has no table-bytes gauge.
+pub fn measure(engine: &dyn KvEngine, record_bytes: f64) -> anyhow::Result<Option<SpaceReport>> {
+    let settle = Instant::now();
+    engine.settle()?;
+    let settle_secs = settle.elapsed().as_secs_f64();
+    let c = engine.counters();
+    let Some(table_bytes) = (match (c.fast_table_bytes, c.capacity_table_bytes) {
+        (None, None) => None,
+        (f, c) => Some(f.unwrap_or(0) + c.unwrap_or(0)),
+    }) else {
+        return Ok(None);
+    };
     let t = Instant::now();
     let live_keys = count_live(engine)?;
-    let c = engine.counters();
-    let table_bytes = c.fast_table_bytes.unwrap_or(0) + c.capacity_table_bytes.unwrap_or(0);
-    Ok(report(
+    let mut r = report(
         live_keys,
         record_bytes,
         table_bytes,
         t.elapsed().as_secs_f64(),
-    ))
+    );
+    r.settle_secs = settle_secs;
+    Ok(Some(r))
 }
 
 fn count_live(engine: &dyn KvEngine) -> anyhow::Result<u64> {
@@ -62,6 +81,7 @@ pub fn report(live_keys: u64, record_bytes: f64, table_bytes: u64, scan_secs: f6
         logical_bytes: logical,
         table_bytes,
         space_amp: (logical > 0).then(|| table_bytes as f64 / logical as f64),
+        settle_secs: 0.0,
         scan_secs,
     }
 }

@@ -463,3 +463,85 @@ fn stream_reads_run_inline_when_warm_and_rerun_once_when_cold() {
     );
     assert_eq!(seen, added, "each new entry once, in order");
 }
+
+/// An acknowledged entry is never delivered again, whatever runs beside the XACK: a consumer's
+/// history read (`XREADGROUP ... 0`) that would chain on the commit group of an XACK not yet
+/// committed waits for it, rather than scan the pending list without it and re-assign the
+/// entry (which review found: the entry came back and the group's pending count went wrong).
+#[test]
+fn history_reads_beside_acks_never_resurrect_an_entry() {
+    const N: usize = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let c = &mut s.conn();
+    for i in 1..=N {
+        run(c, &["XADD", "q", &format!("{i}-0"), "f", "v"]).unwrap();
+    }
+    run(c, &["XGROUP", "CREATE", "q", "g", "0"]).unwrap();
+    let n = N.to_string();
+    let all = run(
+        c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "w",
+            "COUNT",
+            &n,
+            "STREAMS",
+            "q",
+            ">",
+        ],
+    )
+    .unwrap();
+    assert_eq!(read_ids(&all).len(), N);
+    let acked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = acked.clone();
+    each_client(&s.url(), 2, move |t, c| {
+        use std::sync::atomic::Ordering::SeqCst;
+        if t == 0 {
+            for i in 1..=N {
+                assert_eq!(
+                    run(c, &["XACK", "q", "g", &format!("{i}-0")]),
+                    Ok(Value::Int(1)),
+                    "entry {i} acknowledged once"
+                );
+            }
+            done.store(true, SeqCst);
+        } else {
+            // Re-read the consumer's history until nothing is pending, or the acks are all
+            // in (what is still pending then is checked below).
+            loop {
+                let finished = done.load(SeqCst);
+                let v = run(
+                    c,
+                    &[
+                        "XREADGROUP",
+                        "GROUP",
+                        "g",
+                        "w",
+                        "COUNT",
+                        "5",
+                        "STREAMS",
+                        "q",
+                        "0",
+                    ],
+                )
+                .unwrap();
+                if read_ids(&v).is_empty() || finished {
+                    return;
+                }
+            }
+        }
+    });
+    assert!(acked.load(std::sync::atomic::Ordering::SeqCst));
+    let Value::Array(summary) = run(c, &["XPENDING", "q", "g"]).unwrap() else {
+        panic!()
+    };
+    assert_eq!(summary[0], Value::Int(0), "pending count: {summary:?}");
+    assert_eq!(
+        run(c, &["XPENDING", "q", "g", "-", "+", "1000"]),
+        Ok(Value::Array(vec![])),
+        "no acknowledged entry is pending again"
+    );
+}

@@ -10,7 +10,9 @@
 //! `locks`) those of its commit group; ordered element scans merge the segment's own pending
 //! element writes over the engine's (only an EXEC has any: otherwise the executor runs every
 //! command that scans in a segment of its own, see `CommandSpec::alone`, after earlier writes
-//! of the batch are committed). Element keys longer than the engine's key limit
+//! of the batch are committed); a scan in a segment chained on its key's stripe defers until the
+//! group commits (a scan cannot look the group's writes up), and an inline scan past
+//! [`INLINE_SCAN_BUDGET`] elements reruns on the pool. Element keys longer than the engine's key limit
 //! are refused with an error, never truncated. Must not depend on the network layer.
 //! Depends on `commands::Ctx`, `collections::{meta, subkey}`, `value`, `store`, `commit_group`;
 //! must not depend on the network layer or on any command family.
@@ -26,6 +28,10 @@ use crate::commit_group::Kind;
 use crate::resp::Reply;
 use crate::store::StoreError;
 use crate::value::{DecodeError, ValueType};
+
+/// Elements an inline scan visits before it gives up and reruns on the engine pool: a consumer
+/// loop's reads stay inline, a whole-stream read does not hold the event loop.
+const INLINE_SCAN_BUDGET: usize = 1_000;
 
 /// The most elements a collection may hold.
 pub const MAX_ELEMENTS: u64 = u32::MAX as u64;
@@ -142,10 +148,17 @@ impl Ctx<'_> {
     ) -> Result<(), Reply> {
         let prefix = subkey::prefix(&c.key, c.meta.version, kind);
         let end = subkey::prefix_end(&prefix);
+        // A segment chained on a commit group that holds this collection's stripe would scan
+        // the engine without the group's writes (a point read looks them up; a scan cannot):
+        // it defers instead, flagged stale, and retries once the group committed. (Found by
+        // review: an XREADGROUP chained on an uncommitted XACK re-delivered the acked entry.)
+        if self.chained_on(&c.key) {
+            self.pending.stale.set(true);
+            return Ok(());
+        }
         // The segment's own writes under the prefix, from `from` on, in visiting order. Only
         // an EXEC has any: a command that scans otherwise runs in a segment of its own (see
-        // `CommandSpec::alone`). Scans never run chained (they never run inline), so no
-        // commit group's writes need merging.
+        // `CommandSpec::alone`).
         let mut mine: Vec<(&[u8], &Option<Bytes>)> = self
             .pending
             .elems
@@ -169,7 +182,8 @@ impl Ctx<'_> {
                     lower_bound: Some(prefix.clone()),
                     upper_bound: Some(end),
                     // Inline, only cached blocks of open tables; anything else ends the
-                    // iterator `Incomplete` and the segment reruns on the pool.
+                    // iterator `Incomplete` and the segment reruns on the pool. Inline and
+                    // unchained here (see above), so the engine is all there is to merge.
                     cache_only: self.pending.inline,
                     ..Default::default()
                 })
@@ -182,7 +196,15 @@ impl Ctx<'_> {
             }
             Some(it)
         };
+        let mut visited = 0usize;
         loop {
+            // Inline, a long scan (an XREAD without COUNT of a big stream) would hold the event
+            // loop and every connection on it: past a budget the segment reruns on the pool.
+            visited += 1;
+            if self.pending.inline && visited > INLINE_SCAN_BUDGET {
+                self.pending.would_block.set(true);
+                return Ok(());
+            }
             // Which comes next: the segment's element (`Less`), the engine's (`Greater`), or
             // the same element (`Equal`: the segment's write shadows the engine's).
             let engine = it

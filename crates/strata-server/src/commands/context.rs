@@ -344,6 +344,14 @@ impl Ctx<'_> {
         }
     }
 
+    /// Whether the segment chains on a commit group holding the stripe of `lock_key` (whose
+    /// writes, not yet in the engine, a scan of the key's elements would miss).
+    pub(crate) fn chained_on(&self, lock_key: &[u8]) -> bool {
+        self.pending.chain.as_ref().is_some_and(|(_, stripes)| {
+            stripes.contains(&self.shared.store.locks().index(lock_key))
+        })
+    }
+
     /// What the segment's pending writes, then those of the group it chains on, hold for
     /// `key` (`None`: read the engine).
     fn pending_raw(&self, key: &[u8]) -> Option<Option<Bytes>> {

@@ -165,10 +165,18 @@ impl Temperature {
 
     /// Runs `f` (relaxed loads of the counts) until no folding writer overlapped it.
     fn read(&self, f: impl Fn() -> f64) -> f64 {
+        let mut spins = 0u32;
         loop {
             let before = self.seq.load(Acquire);
             if before & 1 == 1 {
-                std::hint::spin_loop();
+                // A writer is folding (a few loads and stores); should it have been preempted,
+                // give it the CPU rather than spin through its time slice.
+                spins += 1;
+                if spins.is_multiple_of(64) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
                 continue;
             }
             let v = f();
@@ -183,7 +191,9 @@ impl Temperature {
     /// installation; should two ever overlap, the increments still pair up (the count ends
     /// even), so readers may see one mixed value but never wait for ever.
     fn write(&self, f: impl FnOnce()) {
-        self.seq.fetch_add(1, Relaxed);
+        let prev = self.seq.fetch_add(1, Relaxed);
+        // One writer at a time today: the ticker and installation both hold the state lock.
+        debug_assert!(prev & 1 == 0, "two temperature writers overlapped");
         fence(Release);
         f();
         self.seq.fetch_add(1, Release);
@@ -344,25 +354,36 @@ mod tests {
     /// see the reads a tick is moving from `recent` into `decayed` vanish.
     #[test]
     fn a_count_read_during_a_tick_loses_no_reads() {
-        let t = std::sync::Arc::new(Temperature::default());
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        use std::sync::{atomic::AtomicBool, Arc, Barrier};
+        let t = Arc::new(Temperature::default());
+        let done = Arc::new(AtomicBool::new(false));
+        let start = Arc::new(Barrier::new(2));
         let ticker = {
-            let (t, done) = (t.clone(), done.clone());
+            let (t, done, start) = (t.clone(), done.clone(), start.clone());
             std::thread::spawn(move || {
+                start.wait();
+                let mut ticks = 0u64;
                 while !done.load(Relaxed) {
                     t.record(false);
                     t.decay(1.0, 1.0);
+                    ticks += 1;
                 }
+                ticks
             })
         };
-        let mut last = 0.0;
-        for _ in 0..200_000 {
+        start.wait();
+        let (mut last, mut reads) = (0.0, 0u64);
+        // Read until the ticker has folded many times under the reader (each record is one
+        // read, so the count is the ticks so far).
+        while last < 20_000.0 || reads < 100_000 {
             let v = t.get();
             assert!(v >= last, "the count went back from {last} to {v}");
             last = v;
+            reads += 1;
         }
         done.store(true, Relaxed);
-        ticker.join().unwrap();
+        let ticks = ticker.join().unwrap();
+        assert!(ticks >= 20_000, "{ticks} ticks raced {reads} reads");
     }
 
     #[test]
