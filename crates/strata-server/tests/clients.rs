@@ -752,9 +752,10 @@ fn restart_serves_the_same_data() {
     assert_eq!(run(c, &["DBSIZE"]), int(3002));
     assert_eq!(run(c, &["GET", "k2999"]), b("v2999"));
     assert_eq!(run(c, &["INCR", "n"]), int(42));
+    // Seconds pass between the SET and this read (a restart on a busy machine took over 2 s).
     assert!(matches!(
         run(c, &["TTL", "ttl"]),
-        Ok(Value::Int(999 | 1000))
+        Ok(Value::Int(960..=1000))
     ));
     // SHUTDOWN closes the connection without a reply, then the server stops cleanly.
     let mut raw = s.raw();
