@@ -192,6 +192,30 @@ impl CommitGroups {
         Lookup::Miss
     }
 
+    /// Every element write the members of group `epoch` made under `prefix` (engine sub-keys,
+    /// the newest member's write of each), in key order: what a chained segment's ordered scan
+    /// merges over the engine's elements. `None`: the group was taken (the segment is stale).
+    pub fn elems_under(&self, epoch: u64, prefix: &[u8]) -> Option<Vec<(Vec<u8>, Option<Bytes>)>> {
+        let q = self.queue.lock();
+        if q.epoch != epoch {
+            return None;
+        }
+        let mut found: std::collections::BTreeMap<&[u8], &Option<Bytes>> = Default::default();
+        for m in &q.members {
+            for (k, v) in &m.written.elems {
+                if k.starts_with(prefix) {
+                    found.insert(k, v); // later members overwrite earlier ones
+                }
+            }
+        }
+        Some(
+            found
+                .into_iter()
+                .map(|(k, v)| (k.to_vec(), v.clone()))
+                .collect(),
+        )
+    }
+
     /// Takes the forming group's members and ends its epoch.
     fn take(&self) -> Vec<Member> {
         let mut q = self.queue.lock();

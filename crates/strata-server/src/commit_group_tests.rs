@@ -319,6 +319,52 @@ fn a_member_chained_on_a_taken_group_is_stale() {
     assert!(store.locks().try_lock_keys(&[&b"k"[..], b"free"]).is_ok());
 }
 
+/// An ordered scan of a chained segment sees the group's element writes under its prefix, in
+/// key order, the newest member's write of each (a deletion too), and nothing once the group
+/// was taken.
+#[test]
+fn a_chained_scan_sees_the_groups_element_writes_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    let groups = CommitGroups::default();
+    let mut cx = Context::from_waker(Waker::noop());
+    let epoch = groups.epoch();
+    let elems = |pairs: &[(&str, Option<&str>)]| {
+        let mut w = Written::default();
+        for (k, v) in pairs {
+            w.elems
+                .insert(k.as_bytes().to_vec(), v.map(|v| Bytes::from(v.to_owned())));
+        }
+        w
+    };
+    let guard = store.locks().try_lock_keys(&[b"s"]).unwrap();
+    let first = elems(&[("s/3", Some("a")), ("s/1", Some("b")), ("t/2", Some("c"))]);
+    let mut first = pin!(groups.commit(&store, put("x", "1"), first, Some(guard)));
+    assert!(first.as_mut().poll(&mut cx).is_pending());
+    let chained = store
+        .locks()
+        .try_lock_keys_or_chain(&[b"s"], epoch)
+        .expect("chains");
+    let second = elems(&[("s/1", None), ("s/2", Some("d"))]);
+    let mut second = pin!(groups.commit(&store, put("y", "2"), second, Some(chained)));
+    assert!(second.as_mut().poll(&mut cx).is_pending());
+    let b = |s: &str| Some(Bytes::from(s.to_owned()));
+    assert_eq!(
+        groups.elems_under(epoch, b"s/"),
+        Some(vec![
+            (b"s/1".to_vec(), None),
+            (b"s/2".to_vec(), b("d")),
+            (b"s/3".to_vec(), b("a")),
+        ])
+    );
+    assert_eq!(groups.elems_under(epoch, b"u/"), Some(vec![]));
+    assert!(matches!(
+        first.as_mut().poll(&mut cx),
+        Poll::Ready((Outcome::Committed, _))
+    ));
+    assert_eq!(groups.elems_under(epoch, b"s/"), None, "taken");
+}
+
 /// A failed write's answer: the error for a member that read nothing of others' writes,
 /// a rerun for a chained one (it may have read what was never written), a rerun for all on
 /// a stall or when several members' combined batch was refused.

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::stream::read_ids;
 use common::{resp, run, set_numbered, test_config, TestServer};
 use redis::Value;
 
@@ -363,29 +364,6 @@ fn read_ahead_stops_at_whole_commands() {
         ahead + 60,
         "the two MGETs before the one that does not fit"
     );
-}
-
-/// The IDs of an XREADGROUP/XREAD reply on one stream.
-fn read_ids(v: &Value) -> Vec<String> {
-    let Value::Array(streams) = v else {
-        panic!("not a stream read reply: {v:?}")
-    };
-    let Value::Array(s) = &streams[0] else {
-        panic!("{v:?}")
-    };
-    let Value::Array(entries) = &s[1] else {
-        panic!("{v:?}")
-    };
-    entries
-        .iter()
-        .map(|e| match e {
-            Value::Array(f) => match &f[0] {
-                Value::BulkString(id) => String::from_utf8(id.clone()).unwrap(),
-                x => panic!("{x:?}"),
-            },
-            x => panic!("{x:?}"),
-        })
-        .collect()
 }
 
 /// A consumer's XREADGROUP runs inline when what it reads is in memory, and a cold one reruns

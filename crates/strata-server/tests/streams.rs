@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::blocked::{blocked_clients, cmd, spawn, until_blocked};
 use common::redis_server::redis_server_or_skip;
+use common::stream::{ids, read_ids};
 use common::{connect, test_config, TestServer};
 use redis::Value;
 
@@ -252,33 +253,6 @@ fn blocking_reads_and_trimming_match_redis_server() {
     };
     let theirs = scenario(&format!("redis://{}/", redis.addr));
     assert_eq!(ours, theirs);
-}
-
-/// The entry IDs of a one-stream XREAD/XREADGROUP reply.
-fn read_ids(v: &Value) -> Vec<String> {
-    let Value::Array(streams) = v else {
-        panic!("not a read reply: {v:?}")
-    };
-    let Value::Array(pair) = &streams[0] else {
-        panic!("not a stream: {v:?}")
-    };
-    ids(&pair[1])
-}
-
-fn ids(v: &Value) -> Vec<String> {
-    let Value::Array(entries) = v else {
-        panic!("not an array: {v:?}")
-    };
-    entries
-        .iter()
-        .map(|e| match e {
-            Value::Array(pair) => match &pair[0] {
-                Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-                other => panic!("not an ID: {other:?}"),
-            },
-            other => panic!("not an entry: {other:?}"),
-        })
-        .collect()
 }
 
 #[test]

@@ -8,10 +8,10 @@
 //! metadata and the elements are committed in one batch. Element point reads see the segment's
 //! pending element writes first, then (for a segment chained on a hot key's stripe, see
 //! `locks`) those of its commit group; ordered element scans merge the segment's own pending
-//! element writes over the engine's (only an EXEC has any: otherwise the executor runs every
-//! command that scans in a segment of its own, see `CommandSpec::alone`, after earlier writes
-//! of the batch are committed); a scan in a segment chained on its key's stripe defers until the
-//! group commits (a scan cannot look the group's writes up), and an inline scan past
+//! element writes (only an EXEC has any: otherwise the executor runs every command that scans
+//! in a segment of its own, see `CommandSpec::alone`, after earlier writes of the batch are
+//! committed) over those of the group it chains on (if it chains on the key's stripe) over the
+//! engine's, and an inline scan past
 //! [`INLINE_SCAN_BUDGET`] elements reruns on the pool. Element keys longer than the engine's key limit
 //! are refused with an error, never truncated. Must not depend on the network layer.
 //! Depends on `commands::Ctx`, `collections::{meta, subkey}`, `value`, `store`, `commit_group`;
@@ -148,29 +148,36 @@ impl Ctx<'_> {
     ) -> Result<(), Reply> {
         let prefix = subkey::prefix(&c.key, c.meta.version, kind);
         let end = subkey::prefix_end(&prefix);
-        // A segment chained on a commit group that holds this collection's stripe would scan
-        // the engine without the group's writes (a point read looks them up; a scan cannot):
-        // it defers instead, flagged stale, and retries once the group committed. (Found by
-        // review: an XREADGROUP chained on an uncommitted XACK re-delivered the acked entry.)
-        if self.chained_on(&c.key) {
-            self.pending.stale.set(true);
-            return Ok(());
+        // Element writes not in the engine yet, from `from` on, in visiting order: those of
+        // the commit group the segment chains on (if it chains on this collection's stripe:
+        // an XREADGROUP behind another consumer's XACK must not see the acked entry pending),
+        // shadowed by the segment's own (only an EXEC has any: a command that scans otherwise
+        // runs in a segment of its own, see `CommandSpec::alone`).
+        let group = self.group_elems_under(&c.key, &prefix);
+        if self.pending.stale.get() {
+            return Ok(()); // the group was taken: the segment is discarded
         }
-        // The segment's own writes under the prefix, from `from` on, in visiting order. Only
-        // an EXEC has any: a command that scans otherwise runs in a segment of its own (see
-        // `CommandSpec::alone`).
-        let mut mine: Vec<(&[u8], &Option<Bytes>)> = self
-            .pending
-            .elems
+        let in_range = |r: &[u8]| match from {
+            None => true,
+            Some(f) if reverse => r <= f,
+            Some(f) => r >= f,
+        };
+        let mut unwritten: std::collections::BTreeMap<&[u8], &Option<Bytes>> = group
             .iter()
             .filter_map(|(k, v)| Some((k.strip_prefix(prefix.as_slice())?, v)))
-            .filter(|(r, _)| match from {
-                None => true,
-                Some(f) if reverse => *r <= f,
-                Some(f) => *r >= f,
-            })
+            .filter(|(r, _)| in_range(r))
             .collect();
-        mine.sort_unstable_by(|a, b| if reverse { b.0.cmp(a.0) } else { a.0.cmp(b.0) });
+        unwritten.extend(
+            self.pending
+                .elems
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix(prefix.as_slice())?, v)))
+                .filter(|(r, _)| in_range(r)),
+        );
+        let mut mine: Vec<(&[u8], &Option<Bytes>)> = unwritten.into_iter().collect();
+        if reverse {
+            mine.reverse();
+        }
         let mut mine = mine.into_iter().peekable();
         let mut it = if self.pending.has_ranges() {
             None
@@ -182,8 +189,7 @@ impl Ctx<'_> {
                     lower_bound: Some(prefix.clone()),
                     upper_bound: Some(end),
                     // Inline, only cached blocks of open tables; anything else ends the
-                    // iterator `Incomplete` and the segment reruns on the pool. Inline and
-                    // unchained here (see above), so the engine is all there is to merge.
+                    // iterator `Incomplete` and the segment reruns on the pool.
                     cache_only: self.pending.inline,
                     ..Default::default()
                 })

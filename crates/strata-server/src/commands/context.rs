@@ -344,12 +344,28 @@ impl Ctx<'_> {
         }
     }
 
-    /// Whether the segment chains on a commit group holding the stripe of `lock_key` (whose
-    /// writes, not yet in the engine, a scan of the key's elements would miss).
-    pub(crate) fn chained_on(&self, lock_key: &[u8]) -> bool {
-        self.pending.chain.as_ref().is_some_and(|(_, stripes)| {
-            stripes.contains(&self.shared.store.locks().index(lock_key))
-        })
+    /// The element writes under `prefix` of the commit group this segment chains on, if it
+    /// chains on the stripe of `lock_key` (empty otherwise), in key order: what an ordered scan
+    /// of the key's elements merges over the engine's. A group taken meanwhile flags the
+    /// segment stale and answers "none": the segment's results are discarded.
+    pub(crate) fn group_elems_under(
+        &self,
+        lock_key: &[u8],
+        prefix: &[u8],
+    ) -> Vec<(Vec<u8>, Option<Bytes>)> {
+        let Some((epoch, stripes)) = self.pending.chain.as_ref() else {
+            return Vec::new();
+        };
+        if !stripes.contains(&self.shared.store.locks().index(lock_key)) {
+            return Vec::new();
+        }
+        self.shared
+            .commit_groups
+            .elems_under(*epoch, prefix)
+            .unwrap_or_else(|| {
+                self.pending.stale.set(true);
+                Vec::new()
+            })
     }
 
     /// What the segment's pending writes, then those of the group it chains on, hold for

@@ -13,6 +13,7 @@ use strata_server::{Server, ServerConfig, ServerError, Shared, ShutdownHandle};
 
 pub mod blocked;
 pub mod redis_server;
+pub mod stream;
 
 /// A server running on its own thread and runtime.
 pub struct TestServer {
