@@ -102,6 +102,10 @@ pub struct ServeArgs {
     /// Row cache size (point-lookup answers by table and key); 0 disables it [default: 0]
     #[arg(long, value_name = "SIZE", help_heading = "Engine tuning")]
     pub row_cache_size: Option<String>,
+    /// Put the blocks a memtable flush writes into the block cache, so that reads of recent
+    /// writes stay in memory [default: true]
+    #[arg(long, value_name = "BOOL", help_heading = "Engine tuning")]
+    pub prepopulate_block_cache: Option<bool>,
     /// Bloom filter bits per key; 0 disables filters [default: 10]
     #[arg(long, value_name = "BITS", help_heading = "Engine tuning")]
     pub bloom_bits_per_key: Option<f64>,
@@ -313,6 +317,10 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
         args.block_cache_size.as_ref().map(s),
     )?;
     set("engine.row-cache-size", args.row_cache_size.as_ref().map(s))?;
+    set(
+        "engine.prepopulate-block-cache",
+        args.prepopulate_block_cache.map(Value::Boolean),
+    )?;
     set(
         "engine.bloom-bits-per-key",
         args.bloom_bits_per_key.map(Value::Float),

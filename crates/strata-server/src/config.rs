@@ -77,6 +77,11 @@ pub struct EngineConfig {
     pub block_cache_size: ByteSize,
     /// Row cache bytes (point-lookup answers by table and key); 0 disables it.
     pub row_cache_size: ByteSize,
+    /// A memtable flush puts the blocks it writes into the block cache
+    /// (`prepopulate_block_cache`). Default true here (false in the engine): what a Redis
+    /// application wrote it mostly reads soon (a queue's consumers, a session), and a read
+    /// that finds its block cached runs on the event loop instead of the engine pool.
+    pub prepopulate_block_cache: bool,
     pub max_open_files: usize,
     pub max_background_compactions: usize,
     /// Compaction write rate limit in bytes per second; 0 is unlimited.
@@ -183,6 +188,7 @@ impl Default for EngineConfig {
                 .collect(),
             block_cache_size: ByteSize(o.block_cache_capacity as u64),
             row_cache_size: ByteSize(o.row_cache_capacity as u64),
+            prepopulate_block_cache: true,
             max_open_files: o.max_open_files,
             max_background_compactions: o.max_background_compactions,
             compaction_rate_limit: ByteSize(o.compaction_rate_limit),
@@ -250,6 +256,7 @@ impl EngineConfig {
             compression_per_level: compression,
             block_cache_capacity: usize_of(self.block_cache_size, "block-cache-size")?,
             row_cache_capacity: usize_of(self.row_cache_size, "row-cache-size")?,
+            prepopulate_block_cache: self.prepopulate_block_cache,
             max_open_files: self.max_open_files,
             max_background_compactions: self.max_background_compactions,
             compaction_rate_limit: self.compaction_rate_limit.0,
@@ -409,6 +416,10 @@ impl EngineConfig {
         p("compression", self.compression.join(","));
         p("block-cache-size", self.block_cache_size.to_string());
         p("row-cache-size", self.row_cache_size.to_string());
+        p(
+            "prepopulate-block-cache",
+            self.prepopulate_block_cache.to_string(),
+        );
         p("max-open-files", self.max_open_files.to_string());
         p(
             "max-background-compactions",
@@ -735,6 +746,8 @@ mod tests {
         assert_eq!(c.engine.write_buffer_size.0, 8 << 20);
         assert_eq!(c.bind, "127.0.0.1");
         assert!(c.engine_options().unwrap().avoid_flush_during_recovery);
+        assert!(c.engine_options().unwrap().prepopulate_block_cache);
+        assert!(!Options::default().prepopulate_block_cache);
         let c = ServerConfig::from_toml("[engine]\navoid-flush-during-recovery = false\n").unwrap();
         assert!(!c.engine_options().unwrap().avoid_flush_during_recovery);
         assert!(ServerConfig::from_toml("nope = 1").is_err());

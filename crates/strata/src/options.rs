@@ -141,6 +141,14 @@ pub struct Options {
     pub compression_per_level: Vec<Compression>,
     /// Bytes of the shared in-memory block cache; 0 disables it. Default 64 MiB.
     pub block_cache_capacity: usize,
+    /// Put each data block a memtable flush writes into the block cache as it is written
+    /// (RocksDB's `prepopulate_block_cache = kFlushOnly`): reads of what was just written
+    /// (a queue's consumers, a session read back) find it cached instead of reading the new
+    /// L0 table. The cache admits new blocks on probation, so a flush does not push out a hot
+    /// set that is read again. The new table is opened too (its index and filter in memory).
+    /// Compactions and WAL replay at open do not prepopulate.
+    /// Default false.
+    pub prepopulate_block_cache: bool,
     /// Bytes of the row cache (RocksDB's `row_cache`): a table's answer to a point lookup, by
     /// table and key, so a repeated lookup of a key that lives in a table costs one hash lookup
     /// instead of a filter probe, an index search, a block-cache lookup and a block seek.
@@ -286,6 +294,7 @@ impl Default for Options {
             capacity_index: crate::sst::index::IndexKind::Auto,
             compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
             block_cache_capacity: 64 << 20,
+            prepopulate_block_cache: false,
             row_cache_capacity: 0,
             max_open_files: 1000,
             max_background_compactions: 2,
@@ -347,6 +356,7 @@ impl std::fmt::Debug for Options {
             .field("capacity_index", &self.capacity_index)
             .field("compression_per_level", &self.compression_per_level)
             .field("block_cache_capacity", &self.block_cache_capacity)
+            .field("prepopulate_block_cache", &self.prepopulate_block_cache)
             .field("row_cache_capacity", &self.row_cache_capacity)
             .field("capacity", &self.capacity)
             .field("capacity_levels", &self.capacity_levels)
@@ -525,12 +535,14 @@ pub struct ReadOptions {
     pub upper_bound: Option<Vec<u8>>,
     /// Do not insert blocks read for this operation into the block cache (for scans).
     pub skip_cache_fill: bool,
-    /// Answer from memory — memtables, the filters and indexes of open tables, the block cache
-    /// and HotRAP's promotion cache — and fail with `ErrorKind::Incomplete` where a file would
-    /// have to be read (a data block not cached, a table not open), having read nothing.
-    /// RocksDB's `read_tier = kBlockCacheTier`. An iterator fails at creation if a table it
-    /// needs is not open, and stops with `Incomplete` in `status()` at a block not cached
-    /// (what it showed before that is exact). Default false.
+    /// Answer from memory — memtables, the filters and indexes of open tables, the block cache,
+    /// HotRAP's promotion cache, and fast-tier blocks the operating system holds in its page
+    /// cache (read with `preadv2(RWF_NOWAIT)` on Linux, then cached) — and fail with
+    /// `ErrorKind::Incomplete` where a device would have to be waited for (a data block in no
+    /// cache, a table not open), having read nothing. RocksDB's `read_tier = kBlockCacheTier`,
+    /// plus the page cache. An iterator fails at creation if a table it needs is not open, and
+    /// stops with `Incomplete` in `status()` at a block in no cache (what it showed before that
+    /// is exact). Default false.
     pub cache_only: bool,
 }
 

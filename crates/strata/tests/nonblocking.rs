@@ -3,12 +3,35 @@
 //! would stall or switch memtables and writes nothing. (The server runs requests inline on its
 //! event loop with these, and on a thread pool when they say Incomplete.)
 
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::storage::{FaultFs, FaultPlan, LocalFs};
 use strata::{Db, ErrorKind, Options, ReadOptions, WriteBatch, WriteOptions};
 
 fn cache_only() -> ReadOptions {
     ReadOptions {
         cache_only: true,
         ..Default::default()
+    }
+}
+
+/// Local files whose reads that must not wait find the page cache empty (`cold`) or go to
+/// the operating system (a block it has in memory is read without waiting).
+fn page_cache(fs: &FaultFs, cold: bool) {
+    fs.set_plan(FaultPlan {
+        cold_reads: cold,
+        ..Default::default()
+    });
+}
+
+/// Reads every table file of `dir` as another process would, into the page cache.
+fn read_tables(dir: &Path) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "sst") {
+            std::fs::read(&p).unwrap();
+        }
     }
 }
 
@@ -36,8 +59,17 @@ fn cache_only_reads_answer_from_memory_or_say_incomplete() {
         db.flush().unwrap();
         db.close().unwrap();
     }
-    // Reopened: no table is open and the block cache is empty.
-    let db = Db::open(dir.path(), opts()).unwrap();
+    // Reopened: no table is open and the block cache is empty (and, emulated, the page cache).
+    let fs = FaultFs::new(Arc::new(LocalFs));
+    page_cache(&fs, true);
+    let db = Db::open(
+        dir.path(),
+        Options {
+            storage: Some(Arc::new(fs.clone())),
+            ..opts()
+        },
+    )
+    .unwrap();
     let e = db.get_opt(&cache_only(), "k0042").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Incomplete, "{e}");
     // A normal read opens the table and caches the block; then memory answers.
@@ -46,10 +78,25 @@ fn cache_only_reads_answer_from_memory_or_say_incomplete() {
         db.get_opt(&cache_only(), "k0042").unwrap().as_deref(),
         Some(&b"v42"[..])
     );
-    // Another block of the same (open) table is not cached yet.
+    // Another block of the same (open) table is in no cache.
     let e = db.get_opt(&cache_only(), "k0190").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Incomplete);
-    assert_eq!(db.get("k0190").unwrap().as_deref(), Some(&b"v190"[..]));
+    // Once the operating system has the file's pages (another reader read them), a
+    // memory-only read takes the block from there (`preadv2(RWF_NOWAIT)`) and caches it.
+    page_cache(&fs, false);
+    read_tables(dir.path());
+    let warm = db.get_opt(&cache_only(), "k0190");
+    if cfg!(target_os = "linux") {
+        assert_eq!(warm.unwrap().as_deref(), Some(&b"v190"[..]));
+    }
+    page_cache(&fs, true);
+    if cfg!(target_os = "linux") {
+        assert_eq!(
+            db.get_opt(&cache_only(), "k0190").unwrap().as_deref(),
+            Some(&b"v190"[..]),
+            "now in the block cache"
+        );
+    }
     // A key the open table's filter rules out needs no block at all.
     let mut filtered = 0;
     for i in 0..50 {
@@ -128,4 +175,44 @@ fn no_slowdown_writes_refuse_to_stall_and_write_nothing() {
     b.put("a", "3");
     db.write_opt(b, &ns).unwrap();
     assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"3"[..]));
+}
+
+/// With `prepopulate_block_cache`, what a flush wrote is read from memory right after it; without
+/// it the first read of a flushed block must read the table.
+#[test]
+fn a_flush_prepopulates_the_block_cache_when_asked() {
+    for prepopulate in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(
+            dir.path(),
+            Options {
+                prepopulate_block_cache: prepopulate,
+                ..opts()
+            },
+        )
+        .unwrap();
+        for i in 0..200u32 {
+            db.put(format!("k{i:04}"), format!("v{i}")).unwrap();
+        }
+        db.flush().unwrap();
+        let mut cached = 0;
+        for i in (0..200u32).step_by(7) {
+            match db.get_opt(&cache_only(), format!("k{i:04}")) {
+                Ok(v) => {
+                    assert_eq!(v.as_deref(), Some(format!("v{i}").as_bytes()));
+                    cached += 1;
+                }
+                Err(e) => assert_eq!(e.kind(), ErrorKind::Incomplete, "{e}"),
+            }
+        }
+        if prepopulate {
+            assert_eq!(cached, 29, "every flushed block was cached");
+        } else {
+            assert!(
+                cached < 29,
+                "no block read yet, yet {cached} of 29 were cached"
+            );
+        }
+        db.close().unwrap();
+    }
 }

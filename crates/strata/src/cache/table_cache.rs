@@ -52,6 +52,11 @@ impl TableCache {
         self
     }
 
+    /// The block cache, if the database has one.
+    pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
+        self.block_cache.as_ref()
+    }
+
     /// The row cache, if the database has one.
     pub fn rows(&self) -> Option<&RowCache> {
         self.rows.as_ref()

@@ -62,6 +62,9 @@ pub struct CompactionEnv<'a> {
     #[allow(clippy::type_complexity)]
     pub checkpoint:
         Option<&'a (dyn Fn(crate::compaction::forest::Checkpoint) -> Result<()> + Sync)>,
+    /// Puts the fast-tier outputs' data blocks into the block cache as they are written
+    /// (`Options::prepopulate_block_cache`: memtable flushes only).
+    pub prepopulate_block_cache: bool,
 }
 
 /// What a job produced: what the engine verifies and installs with one manifest edit.
@@ -229,6 +232,11 @@ impl<'a, 'b> Outputs<'a, 'b> {
                 });
             }
             let mut b = TableBuilder::new(file, self.opts.clone());
+            if self.env.prepopulate_block_cache && self.tier == Tier::Fast {
+                if let Some(cache) = self.env.tables.block_cache() {
+                    b.prepopulate(cache.clone(), id);
+                }
+            }
             if self.tier == Tier::Capacity {
                 b.set_index(self.opts.capacity_index);
                 b.capture_meta_tail();

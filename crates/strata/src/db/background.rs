@@ -177,6 +177,7 @@ pub(crate) fn write_l0_offline(
         filter: None,
         merge: opts.merge_operator.clone(),
         checkpoint: None,
+        prepopulate_block_cache: false,
     };
     Ok(write_l0(mem, &[], opts, &e)?.outputs)
 }
@@ -202,6 +203,7 @@ pub(crate) fn env(
         filter: inner.opts.compaction_filter.clone(),
         merge: inner.opts.merge_operator.clone(),
         checkpoint: None,
+        prepopulate_block_cache: false,
     }
 }
 
@@ -298,12 +300,18 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
     drop(st);
     let start = Instant::now();
     let snapshots = inner.snapshots.sequences();
-    let res = write_l0(
-        &mem,
-        &snapshots,
-        &inner.opts,
-        &env(inner, numbers, Tier::Fast),
-    )?;
+    let mut e = env(inner, numbers, Tier::Fast);
+    e.prepopulate_block_cache = inner.opts.prepopulate_block_cache;
+    let res = write_l0(&mem, &snapshots, &inner.opts, &e)?;
+    if inner.opts.prepopulate_block_cache {
+        // Open the new tables too (index and filter in memory), so that a read that must not
+        // wait for I/O (`ReadOptions::cache_only`) finds them as warm as their blocks.
+        for f in &res.outputs {
+            if let Err(e) = inner.tables.get(f) {
+                tracing::warn!(table = f.id, error = %e, "could not open a table just flushed");
+            }
+        }
+    }
     // New tables' directory entries must be durable before the manifest names them.
     inner.storage.sync_dir(&inner.dir)?;
     // Flushes do not filter: every record is the WAL's, unless merge operands were folded

@@ -1,12 +1,17 @@
 //! Writes a table file from entries added in increasing internal-key order.
 
-use super::block::BlockBuilder;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::block::{Block, BlockBuilder};
 use super::filter::key_hash;
 use super::filter::FilterBuilder;
 use super::format::{self, write_block, BlockHandle, Footer};
 use super::index::trie::MashMetaBuilder;
 use super::index::IndexKind;
 use super::properties::TableProperties;
+use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::options::Compression;
 use crate::range_del::RangeTombstone;
@@ -129,6 +134,9 @@ pub struct TableBuilder {
     capture_tail: bool,
     /// File length at the last writeback request.
     written_back: u64,
+    /// Where each data block goes as it is written ([`TableBuilder::prepopulate`]), with the
+    /// table's number.
+    prepopulate: Option<(Arc<BlockCache>, u64)>,
 }
 
 impl TableBuilder {
@@ -154,6 +162,13 @@ impl TableBuilder {
             }
             IndexKind::Auto => self.trie = Some(MashMetaBuilder::new()),
         }
+    }
+
+    /// Inserts every data block into `cache` as table `table_id`'s block at its offset, as it
+    /// is written (`Options::prepopulate_block_cache`): the same decoded block a read of it
+    /// would cache.
+    pub fn prepopulate(&mut self, cache: Arc<BlockCache>, table_id: u64) {
+        self.prepopulate = Some((cache, table_id));
     }
 
     /// A builder writing to `file` (freshly created), with a block index and, if
@@ -183,6 +198,7 @@ impl TableBuilder {
             last_key: Vec::new(),
             capture_tail: false,
             written_back: 0,
+            prepopulate: None,
         }
     }
 
@@ -239,6 +255,9 @@ impl TableBuilder {
         let last = self.data.last_key().to_vec();
         let raw = self.data.finish();
         let (h, _) = write_block(self.file.as_mut(), &raw, self.opts.compression)?;
+        if let Some((cache, table)) = &self.prepopulate {
+            cache.insert(*table, h.offset, Block::new(Bytes::from(raw))?);
+        }
         let written = self.file.len();
         if self.opts.bytes_per_sync > 0 && written - self.written_back >= self.opts.bytes_per_sync {
             self.file.start_writeback()?;

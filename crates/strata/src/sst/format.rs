@@ -218,6 +218,27 @@ pub fn read_block_cached(
     what: &str,
     fill_cache: bool,
 ) -> Result<Bytes> {
+    let len = block_len(file, h, what)?;
+    let raw = file.read_block_at(h.offset, len + BLOCK_TRAILER_SIZE, fill_cache)?;
+    decode_block(raw, h, len, what)
+}
+
+/// [`read_block`] only if the file has the bytes without waiting for a device
+/// ([`RandomAccessFile::read_block_nowait`]); `None` otherwise.
+pub fn read_block_nowait(
+    file: &dyn RandomAccessFile,
+    h: BlockHandle,
+    what: &str,
+) -> Result<Option<Bytes>> {
+    let len = block_len(file, h, what)?;
+    match file.read_block_nowait(h.offset, len + BLOCK_TRAILER_SIZE)? {
+        Some(raw) => decode_block(raw, h, len, what).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The body length of the block at `h`, checked against the file's size.
+fn block_len(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Result<usize> {
     let len = usize::try_from(h.size)
         .ok()
         .filter(|&n| n <= (1 << 31))
@@ -228,7 +249,12 @@ pub fn read_block_cached(
             h.offset, h.size
         )));
     }
-    let raw = file.read_block_at(h.offset, len + BLOCK_TRAILER_SIZE, fill_cache)?;
+    Ok(len)
+}
+
+/// Verifies the checksum of a block read with its trailer (`raw`, body `len` bytes) and
+/// decompresses its body.
+fn decode_block(raw: Bytes, h: BlockHandle, len: usize, what: &str) -> Result<Bytes> {
     let (body, trailer) = raw.split_at(len);
     let ty = trailer[0];
     let want = decode_fixed32(&trailer[1..]).unwrap_or(0);

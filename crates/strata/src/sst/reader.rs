@@ -10,7 +10,9 @@ use super::block::{Block, BlockIter, GetSeek};
 use super::builder::{META_FILTER, META_PROPERTIES, META_RANGE_DEL};
 use super::filter::{key_hash, BloomFilter};
 use super::format::version_has_mashmeta;
-use super::format::{read_block, read_block_cached, BlockHandle, Footer, FOOTER_SIZE};
+use super::format::{
+    read_block, read_block_cached, read_block_nowait, BlockHandle, Footer, FOOTER_SIZE,
+};
 use super::index::{BlockIndex, IndexCursor, MashMeta, TableIndex};
 use super::properties::TableProperties;
 use crate::cache::BlockCache;
@@ -223,13 +225,7 @@ impl Table {
         self.stats.block_read_bytes.fetch_add(h.size + 5, Relaxed);
         let b = read_block_cached(self.file.as_ref(), h, "data", fill_cache)
             .and_then(Block::new)
-            .map_err(|e| {
-                if e.is_corruption() {
-                    Error::corruption(format!("table {:06}.sst: {e}", self.id))
-                } else {
-                    e
-                }
-            })?;
+            .map_err(|e| self.in_table(e))?;
         if fill_cache {
             if let Some(c) = &self.cache {
                 c.insert(self.id, h.offset, b.clone());
@@ -397,19 +393,42 @@ impl Table {
         Ok(None)
     }
 
-    /// The data block at `h` for a point lookup; with `cache_only`, `Incomplete` unless cached.
+    /// The data block at `h` for a point lookup; with `cache_only`, `Incomplete` unless it is
+    /// cached or the file has it without waiting for a device (the page cache: then it is
+    /// cached now).
     fn block_for_get(&self, h: BlockHandle, cache_only: bool) -> Result<Block> {
         if !cache_only {
             return self.read_data_block(h, true);
         }
-        match self.cache.as_ref().and_then(|c| c.get(self.id, h.offset)) {
-            Some(b) => {
-                self.stats.block_cache_hits.fetch_add(1, Relaxed);
-                Ok(b)
-            }
-            None => {
-                Err(crate::error::ErrorRepr::Incomplete("data block not in the block cache").into())
-            }
+        if let Some(b) = self.cache.as_ref().and_then(|c| c.get(self.id, h.offset)) {
+            self.stats.block_cache_hits.fetch_add(1, Relaxed);
+            return Ok(b);
+        }
+        let raw = read_block_nowait(self.file.as_ref(), h, "data").map_err(|e| self.in_table(e))?;
+        let Some(raw) = raw else {
+            return Err(crate::error::ErrorRepr::Incomplete(
+                "data block neither in the block cache nor in the page cache",
+            )
+            .into());
+        };
+        if self.cache.is_some() {
+            self.stats.block_cache_misses.fetch_add(1, Relaxed);
+        }
+        self.stats.block_reads.fetch_add(1, Relaxed);
+        self.stats.block_read_bytes.fetch_add(h.size + 5, Relaxed);
+        let b = Block::new(raw).map_err(|e| self.in_table(e))?;
+        if let Some(c) = &self.cache {
+            c.insert(self.id, h.offset, b.clone());
+        }
+        Ok(b)
+    }
+
+    /// A corruption error naming this table.
+    fn in_table(&self, e: Error) -> Error {
+        if e.is_corruption() {
+            Error::corruption(format!("table {:06}.sst: {e}", self.id))
+        } else {
+            e
         }
     }
 

@@ -28,6 +28,9 @@ pub struct FaultPlan {
     pub fail_creates: bool,
     /// Flip one bit in every positional read.
     pub corrupt_reads: bool,
+    /// Reads that must not wait ([`RandomAccessFile::read_block_nowait`]) answer that they
+    /// would, as if the operating system's page cache held nothing (not counted as a fault).
+    pub cold_reads: bool,
 }
 
 impl FaultPlan {
@@ -173,12 +176,40 @@ impl FaultFs {
         }
         Ok(data)
     }
+
+    /// [`FaultFs::read_through`] for a read that may answer "not without waiting": the same
+    /// failures and corruption apply to what it does read.
+    fn read_nowait_through(
+        &self,
+        path: &Path,
+        read: impl FnOnce() -> Result<Option<Bytes>>,
+    ) -> Result<Option<Bytes>> {
+        {
+            let plan = self.state.plan.lock();
+            if plan.applies(path) && plan.cold_reads {
+                return Ok(None);
+            }
+        }
+        let mut waited = false;
+        let data = self.read_through(path, || match read()? {
+            Some(b) => Ok(b),
+            None => {
+                waited = true;
+                Ok(Bytes::new())
+            }
+        })?;
+        Ok((!waited).then_some(data))
+    }
 }
 
 impl RandomAccessFile for FaultRandom {
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
         self.fs
             .read_through(&self.path, || self.inner.read_at(offset, len))
+    }
+    fn read_block_nowait(&self, offset: u64, len: usize) -> Result<Option<Bytes>> {
+        self.fs
+            .read_nowait_through(&self.path, || self.inner.read_block_nowait(offset, len))
     }
     fn size(&self) -> u64 {
         self.inner.size()
@@ -264,6 +295,10 @@ impl RandomAccessFile for FaultRw {
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
         self.fs
             .read_through(&self.path, || self.inner.read_at(offset, len))
+    }
+    fn read_block_nowait(&self, offset: u64, len: usize) -> Result<Option<Bytes>> {
+        self.fs
+            .read_nowait_through(&self.path, || self.inner.read_block_nowait(offset, len))
     }
     fn size(&self) -> u64 {
         self.inner.size()

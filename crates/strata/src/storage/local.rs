@@ -168,6 +168,44 @@ impl RandomAccessFile for LocalRandom {
         })?;
         Ok(Bytes::from(buf))
     }
+    /// `preadv2(RWF_NOWAIT)`: the kernel copies from the page cache or answers `EAGAIN`
+    /// instead of starting I/O. A short read (part of the range cached) and a kernel or file
+    /// system without the flag answer `None` as well.
+    #[cfg(target_os = "linux")]
+    fn read_block_nowait(&self, offset: u64, len: usize) -> Result<Option<Bytes>> {
+        use std::os::fd::AsRawFd;
+        static UNSUPPORTED: std::sync::atomic::AtomicBool =
+            std::sync::atomic::AtomicBool::new(false);
+        if UNSUPPORTED.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let Ok(at) = libc::off_t::try_from(offset) else {
+            return Ok(None);
+        };
+        let mut buf = vec![0u8; len];
+        let iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: len,
+        };
+        // SAFETY: `iov` describes `buf`, which is live and `len` bytes long for the call, and
+        // the descriptor is owned by `self.f`.
+        let n = unsafe { libc::preadv2(self.f.as_raw_fd(), &iov, 1, at, libc::RWF_NOWAIT) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) => Ok(None),
+                Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => {
+                    UNSUPPORTED.store(true, std::sync::atomic::Ordering::Relaxed);
+                    Ok(None)
+                }
+                _ => Err(Error::io(
+                    format!("{} at offset {offset}+{len}", self.path.display()),
+                    e,
+                )),
+            };
+        }
+        Ok((n as usize == len).then(|| Bytes::from(buf)))
+    }
     fn size(&self) -> u64 {
         self.size
     }

@@ -68,6 +68,14 @@ pub trait RandomAccessFile: Send + Sync {
         let _ = fill_cache;
         self.read_at(offset, len)
     }
+    /// Reads a data block only if that takes no wait for a device: `Some` when the bytes came
+    /// from memory (the operating system's page cache), `None` when the read would have to
+    /// wait for storage, or when the file cannot tell (the default: object stores, emulated
+    /// devices). What `ReadOptions::cache_only` reads may use besides the block cache.
+    fn read_block_nowait(&self, offset: u64, len: usize) -> Result<Option<Bytes>> {
+        let _ = (offset, len);
+        Ok(None)
+    }
     /// The file's size in bytes.
     fn size(&self) -> u64;
 }

@@ -311,6 +311,16 @@ impl RandomAccessFile for FastFile {
         super::temperature::note_table_io();
         r
     }
+    fn read_block_nowait(&self, offset: u64, len: usize) -> Result<Option<Bytes>> {
+        let r = self.inner.read_block_nowait(offset, len)?;
+        if r.is_some() {
+            self.stats.fast_reads.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .fast_read_bytes
+                .fetch_add(len as u64, Ordering::Relaxed);
+        }
+        Ok(r)
+    }
     fn size(&self) -> u64 {
         self.inner.size()
     }

@@ -268,6 +268,7 @@ pub fn execute(
             filter,
             merge,
             checkpoint: None,
+            prepopulate_block_cache: false,
         };
         run_compaction(&job.job, &cenv)
     });
