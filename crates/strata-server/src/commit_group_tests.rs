@@ -529,3 +529,23 @@ fn racing_increments_through_chains_lose_nothing() {
     assert_eq!(read(&store, "ctr"), Some(n.to_string().into_bytes()));
     eprintln!("{} of {n} increments chained", chained.load(SeqCst));
 }
+
+/// A leader waits for company unless the last groups were all solitary; then it still waits
+/// on every probe, and a group that had company restarts the count.
+#[test]
+fn leaders_wait_for_company_unless_alone_lately() {
+    let cases = [
+        (0, true),
+        (1, true),
+        (3, true),
+        (4, false),
+        (5, false),
+        (15, false),
+        (16, true),
+        (17, false),
+        (32, true),
+    ];
+    for (alone, waits) in cases {
+        assert_eq!(lead_waits(alone), waits, "after {alone} solitary groups");
+    }
+}
