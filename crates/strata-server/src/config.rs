@@ -554,6 +554,30 @@ pub struct ServerConfig {
     pub backup_keep: usize,
     /// Engine options.
     pub engine: EngineConfig,
+    /// The storage the engine's local files live on (`Options::storage`), for embedders and
+    /// tests (a fault-injecting wrapper); not in the TOML file. Default: the local file system.
+    #[serde(skip)]
+    pub storage: EngineStorage,
+}
+
+/// [`ServerConfig::storage`]: a storage handle, equal to another only if it is the same one.
+#[derive(Clone, Default)]
+pub struct EngineStorage(pub Option<std::sync::Arc<dyn strata::storage::Storage>>);
+
+impl std::fmt::Debug for EngineStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "custom" } else { "local" })
+    }
+}
+
+impl PartialEq for EngineStorage {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -582,6 +606,7 @@ impl Default for ServerConfig {
             backup_url: None,
             backup_keep: 2,
             engine: EngineConfig::default(),
+            storage: EngineStorage::default(),
         }
     }
 }
@@ -673,6 +698,7 @@ impl ServerConfig {
     /// adds it when it opens the database).
     pub fn engine_options(&self) -> Result<Options, ConfigError> {
         let mut o = self.engine.to_options()?;
+        o.storage = self.storage.0.clone();
         self.engine.tier_options(&self.dir, &mut o)?;
         let e = &self.engine;
         o.compaction_mode = e

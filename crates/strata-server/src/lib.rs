@@ -68,6 +68,6 @@ pub mod store;
 pub mod value;
 pub mod watch;
 
-pub use config::{ByteSize, ConfigError, EngineConfig, ServerConfig, SyncPolicy};
+pub use config::{ByteSize, ConfigError, EngineConfig, EngineStorage, ServerConfig, SyncPolicy};
 pub use server::{Server, ServerError, Shared};
 pub use shutdown::ShutdownHandle;

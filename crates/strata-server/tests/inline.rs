@@ -19,6 +19,19 @@ fn info_field(c: &mut redis::Connection, name: &str) -> u64 {
         .unwrap()
 }
 
+/// A test server whose engine finds the operating system's page cache cold (as after a reboot):
+/// a block not in the block cache needs I/O, so an inline read of it must fall back.
+fn cold_config(dir: &std::path::Path) -> strata_server::ServerConfig {
+    let fs = strata::storage::FaultFs::new(std::sync::Arc::new(strata::storage::LocalFs));
+    fs.set_plan(strata::storage::FaultPlan {
+        cold_reads: true,
+        ..Default::default()
+    });
+    let mut c = test_config(dir);
+    c.storage = strata_server::EngineStorage(Some(std::sync::Arc::new(fs)));
+    c
+}
+
 /// Runs `f(client number, connection)` on `n` clients at once, each on its own thread and
 /// connection; returns their results in client order.
 fn each_client<T: Send + 'static>(
@@ -45,7 +58,7 @@ fn cold_reads_fall_back_to_the_pool_and_writes_apply_once() {
         set_numbered(c, "cold:", "v", 2_000);
         drop(s); // flushes the memtable on shutdown: after the restart every key is in a table
     }
-    let s = TestServer::start(test_config(dir.path()));
+    let s = TestServer::start(cold_config(dir.path()));
     let c = &mut s.conn();
     // Nothing is cached after the restart: the first read of each block needs I/O.
     assert_eq!(
@@ -292,7 +305,7 @@ fn reads_ahead_answer_as_the_commands_would() {
         set_numbered(c, "pad:", "v", 2_000);
         drop(s); // flushed on shutdown: after the restart every key is in a table
     }
-    let s = TestServer::start(test_config(dir.path()));
+    let s = TestServer::start(cold_config(dir.path()));
     let c = &mut s.conn();
     // Cold: nothing cached, so the segment started inline reads nothing ahead, meets the cold
     // block and is rerun on the engine pool, where the read-ahead succeeds.
@@ -384,7 +397,7 @@ fn stream_reads_run_inline_when_warm_and_rerun_once_when_cold() {
         run(c, &["XGROUP", "CREATE", "jobs", "g", "0"]).unwrap();
         drop(s); // after the restart every entry is in a table, nothing cached
     }
-    let s = TestServer::start(test_config(dir.path()));
+    let s = TestServer::start(cold_config(dir.path()));
     let c = &mut s.conn();
     let group_read = |c: &mut redis::Connection, group: &str, who: &str, count: &str| {
         run(
