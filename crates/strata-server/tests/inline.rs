@@ -456,9 +456,10 @@ fn stream_reads_run_inline_when_warm_and_rerun_once_when_cold() {
 }
 
 /// An acknowledged entry is never delivered again, whatever runs beside the XACK: a consumer's
-/// history read (`XREADGROUP ... 0`) that would chain on the commit group of an XACK not yet
-/// committed waits for it, rather than scan the pending list without it and re-assign the
-/// entry (which review found: the entry came back and the group's pending count went wrong).
+/// history read (`XREADGROUP ... 0`) that chains on the commit group of an XACK not yet
+/// committed scans the pending list with the group's writes merged in, never without them and
+/// re-assigning the entry (which review found: the entry came back and the group's pending
+/// count went wrong).
 #[test]
 fn history_reads_beside_acks_never_resurrect_an_entry() {
     const N: usize = 300;

@@ -256,7 +256,8 @@ impl TableBuilder {
         let raw = self.data.finish();
         let (h, _) = write_block(self.file.as_mut(), &raw, self.opts.compression)?;
         if let Some((cache, table)) = &self.prepopulate {
-            cache.insert(*table, h.offset, Block::new(Bytes::from(raw))?);
+            // A copy: `raw`'s capacity may be twice its length, and the cache charges length.
+            cache.insert(*table, h.offset, Block::new(Bytes::copy_from_slice(&raw))?);
         }
         let written = self.file.len();
         if self.opts.bytes_per_sync > 0 && written - self.written_back >= self.opts.bytes_per_sync {

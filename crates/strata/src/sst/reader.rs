@@ -265,7 +265,7 @@ impl Table {
         let mut key = Vec::with_capacity(lookup.len());
         let mut found = None;
         if let Some(handle) = index.find(lookup, &mut key)? {
-            let block = self.block_for_get(handle, cache_only)?;
+            let block = self.block_for_get(handle, cache_only, true)?;
             found = Self::first_at_or_after(&block, lookup, user_key, h, &mut key)?;
         }
         let found = found.flatten();
@@ -332,7 +332,7 @@ impl Table {
         let mut block_of: Vec<usize> = Vec::with_capacity(handles.len());
         for (_, h) in &handles {
             if blocks.last().is_none_or(|(off, _)| *off != h.offset) {
-                blocks.push((h.offset, self.block_for_get(*h, cache_only)));
+                blocks.push((h.offset, self.block_for_get(*h, cache_only, true)));
             }
             block_of.push(blocks.len() - 1);
         }
@@ -385,7 +385,7 @@ impl Table {
         let mut key = Vec::with_capacity(lookup.len());
         let h = key_hash(user_key);
         for i in b..t.num_blocks() {
-            let block = self.block_for_get(t.block(i), cache_only)?;
+            let block = self.block_for_get(t.block(i), cache_only, true)?;
             if let Some(r) = Self::first_at_or_after(&block, lookup, user_key, h, &mut key)? {
                 return Ok(r);
             }
@@ -395,8 +395,8 @@ impl Table {
 
     /// The data block at `h` for a point lookup; with `cache_only`, `Incomplete` unless it is
     /// cached or the file has it without waiting for a device (the page cache: then it is
-    /// cached now).
-    fn block_for_get(&self, h: BlockHandle, cache_only: bool) -> Result<Block> {
+    /// cached now, if `fill_cache`).
+    fn block_for_get(&self, h: BlockHandle, cache_only: bool, fill_cache: bool) -> Result<Block> {
         if !cache_only {
             return self.read_data_block(h, true);
         }
@@ -417,8 +417,10 @@ impl Table {
         self.stats.block_reads.fetch_add(1, Relaxed);
         self.stats.block_read_bytes.fetch_add(h.size + 5, Relaxed);
         let b = Block::new(raw).map_err(|e| self.in_table(e))?;
-        if let Some(c) = &self.cache {
-            c.insert(self.id, h.offset, b.clone());
+        if fill_cache {
+            if let Some(c) = &self.cache {
+                c.insert(self.id, h.offset, b.clone());
+            }
         }
         Ok(b)
     }
@@ -460,8 +462,9 @@ impl Table {
         self.iter_opt(fill_cache, false)
     }
 
-    /// [`Table::iter`]; with `cache_only`, a data block not in the block cache is not read: the
-    /// iterator stops with `ErrorKind::Incomplete` (the index is in memory).
+    /// [`Table::iter`]; with `cache_only`, a data block in neither the block cache nor the
+    /// page cache is not read: the iterator stops with `ErrorKind::Incomplete` (the index is in
+    /// memory).
     pub fn iter_opt(self: &Arc<Self>, fill_cache: bool, cache_only: bool) -> TableIter {
         TableIter {
             index: self.index.cursor(),
@@ -503,7 +506,7 @@ impl TableIter {
         }
         let r = self.index.handle().and_then(|h| {
             if self.cache_only {
-                self.table.block_for_get(h, true)
+                self.table.block_for_get(h, true, self.fill_cache)
             } else {
                 self.table.read_data_block(h, self.fill_cache)
             }

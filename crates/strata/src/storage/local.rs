@@ -155,6 +155,8 @@ struct LocalRandom {
     path: PathBuf,
     f: File,
     size: u64,
+    /// False once the file system refused `RWF_NOWAIT` for this file.
+    nowait: std::sync::atomic::AtomicBool,
 }
 
 impl RandomAccessFile for LocalRandom {
@@ -174,9 +176,8 @@ impl RandomAccessFile for LocalRandom {
     #[cfg(target_os = "linux")]
     fn read_block_nowait(&self, offset: u64, len: usize) -> Result<Option<Bytes>> {
         use std::os::fd::AsRawFd;
-        static UNSUPPORTED: std::sync::atomic::AtomicBool =
-            std::sync::atomic::AtomicBool::new(false);
-        if UNSUPPORTED.load(std::sync::atomic::Ordering::Relaxed) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if !self.nowait.load(Relaxed) {
             return Ok(None);
         }
         let Ok(at) = libc::off_t::try_from(offset) else {
@@ -187,15 +188,20 @@ impl RandomAccessFile for LocalRandom {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: len,
         };
-        // SAFETY: `iov` describes `buf`, which is live and `len` bytes long for the call, and
-        // the descriptor is owned by `self.f`.
-        let n = unsafe { libc::preadv2(self.f.as_raw_fd(), &iov, 1, at, libc::RWF_NOWAIT) };
+        let n = loop {
+            // SAFETY: `iov` describes `buf`, which is live and `len` bytes long for the call,
+            // and the descriptor is owned by `self.f`.
+            let n = unsafe { libc::preadv2(self.f.as_raw_fd(), &iov, 1, at, libc::RWF_NOWAIT) };
+            if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                break n;
+            }
+        };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             return match e.raw_os_error() {
                 Some(libc::EAGAIN) => Ok(None),
                 Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => {
-                    UNSUPPORTED.store(true, std::sync::atomic::Ordering::Relaxed);
+                    self.nowait.store(false, Relaxed);
                     Ok(None)
                 }
                 _ => Err(Error::io(
@@ -272,6 +278,7 @@ impl Storage for LocalFs {
             path: path.to_path_buf(),
             f,
             size,
+            nowait: std::sync::atomic::AtomicBool::new(true),
         }))
     }
 
@@ -356,6 +363,7 @@ impl Storage for LocalFs {
             path: path.to_path_buf(),
             f,
             size,
+            nowait: std::sync::atomic::AtomicBool::new(true),
         }))
     }
 
