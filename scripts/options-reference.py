@@ -753,9 +753,14 @@ def server_mapping(engine):
     src = Source(SERVER_CONFIG)
     toks = src.toks
     items = {it.name: it for it in find_items(src)}
+    # A field with `#[serde(skip)]` is no TOML key (ServerConfig::storage, set by embedders).
+    def toml_keys(item):
+        return {f.name for f in item.fields
+                if not any("serde" in a and "skip" in a for a in (f.attrs or []))}
+
     keys = {
-        "EngineConfig": {f.name for f in items["EngineConfig"].fields},
-        "ServerConfig": {f.name for f in items["ServerConfig"].fields},
+        "EngineConfig": toml_keys(items["EngineConfig"]),
+        "ServerConfig": toml_keys(items["ServerConfig"]),
     }
     struct_names = set(engine.structs)
     # Field types of engine structs, to follow `o.logstore.defer_fast_bytes = ..`.
