@@ -24,7 +24,7 @@ pub const MAX_STRING_LEN: u64 = (strata::MAX_VALUE_SIZE - HEADER_LEN_EXPIRY) as 
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
-pub use crate::config_values::{ByteSize, OutputLimit, SyncPolicy};
+pub use crate::config_values::{ByteSize, EngineStorage, OutputLimit, SyncPolicy};
 
 /// Parses a compression name: `none`, `lz4`, `zstd` (level 3) or `zstd:<level>`.
 pub fn parse_compression(s: &str) -> Result<Compression, ConfigError> {
@@ -558,26 +558,6 @@ pub struct ServerConfig {
     /// tests (a fault-injecting wrapper); not in the TOML file. Default: the local file system.
     #[serde(skip)]
     pub storage: EngineStorage,
-}
-
-/// [`ServerConfig::storage`]: a storage handle, equal to another only if it is the same one.
-#[derive(Clone, Default)]
-pub struct EngineStorage(pub Option<std::sync::Arc<dyn strata::storage::Storage>>);
-
-impl std::fmt::Debug for EngineStorage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "custom" } else { "local" })
-    }
-}
-
-impl PartialEq for EngineStorage {
-    fn eq(&self, other: &Self) -> bool {
-        match (&self.0, &other.0) {
-            (None, None) => true,
-            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
-            _ => false,
-        }
-    }
 }
 
 impl Default for ServerConfig {

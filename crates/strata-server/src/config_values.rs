@@ -1,6 +1,6 @@
 //! Values the server's settings are written in: the WAL sync policy (Redis's `appendfsync`)
-//! and byte sizes written the Redis way (`64mb`). Parsing only; depends on nothing else in
-//! the crate but [`ConfigError`].
+//! and byte sizes written the Redis way (`64mb`), and the engine's storage handle an embedder
+//! may set. Parsing only; depends on nothing else in the crate but [`ConfigError`].
 
 use std::fmt;
 use std::str::FromStr;
@@ -161,5 +161,25 @@ impl<'de> Deserialize<'de> for OutputLimit {
         let s = String::deserialize(d)?;
         s.parse()
             .map_err(|e: ConfigError| serde::de::Error::custom(e.0))
+    }
+}
+
+/// [`crate::ServerConfig::storage`]: a storage handle, equal to another only if it is the same one.
+#[derive(Clone, Default)]
+pub struct EngineStorage(pub Option<std::sync::Arc<dyn strata::storage::Storage>>);
+
+impl std::fmt::Debug for EngineStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "custom" } else { "local" })
+    }
+}
+
+impl PartialEq for EngineStorage {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 }

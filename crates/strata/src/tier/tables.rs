@@ -311,6 +311,8 @@ impl RandomAccessFile for FastFile {
         super::temperature::note_table_io();
         r
     }
+    /// Counted as a fast-tier read when it returns bytes; not timed and not noted as table
+    /// I/O (`note_table_io`): it copied from memory, it did not wait for the device.
     fn read_block_nowait(&self, offset: u64, len: usize) -> Result<Option<Bytes>> {
         let r = self.inner.read_block_nowait(offset, len)?;
         if r.is_some() {
