@@ -66,6 +66,11 @@ pub enum ErrorRepr {
     /// A checksum or decode failure ([`ErrorKind::Corruption`]), with what mismatched.
     #[error("corruption: {0}")]
     Corruption(String),
+    /// An object the engine expected on the capacity tier is not there
+    /// ([`ErrorKind::Corruption`] for the database that owns it; a replica reading the
+    /// writer's tables takes it for a table the writer's garbage collection deleted).
+    #[error("corruption: {0}: object not found")]
+    MissingObject(String),
     /// A rejected argument ([`ErrorKind::InvalidArgument`]), with why.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -120,7 +125,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match &*self.0 {
             ErrorRepr::Io { .. } => ErrorKind::Io,
-            ErrorRepr::Corruption(_) => ErrorKind::Corruption,
+            ErrorRepr::Corruption(_) | ErrorRepr::MissingObject(_) => ErrorKind::Corruption,
             ErrorRepr::InvalidArgument(_) => ErrorKind::InvalidArgument,
             ErrorRepr::Locked(_) | ErrorRepr::LeaseDeadline(_) => ErrorKind::Locked,
             ErrorRepr::NotADatabase(_) => ErrorKind::NotADatabase,
@@ -171,6 +176,15 @@ impl Error {
     /// Whether this is a corruption (checksum or decode failure).
     pub fn is_corruption(&self) -> bool {
         self.kind() == ErrorKind::Corruption
+    }
+
+    /// Whether this is a capacity-tier object found missing ([`ErrorRepr::MissingObject`]).
+    pub fn is_missing_object(&self) -> bool {
+        match &*self.0 {
+            ErrorRepr::MissingObject(_) => true,
+            ErrorRepr::Background(e) => e.is_missing_object(),
+            _ => false,
+        }
     }
 
     /// Whether this is an I/O error for a file or object that does not exist.

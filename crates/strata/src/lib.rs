@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod options;
 pub mod range_del;
 pub mod recovery;
+pub mod replica;
 pub mod sst;
 pub mod stats;
 pub mod storage;

@@ -354,6 +354,9 @@ pub fn wal(out: &mut impl Write, path: &Path, w: &WalDump, limit: usize) -> Resu
             "  key list of table {table}: {entries} entries ({inline} inline)"
         )?;
     }
+    if let Some(next) = w.next_log {
+        writeln!(out, "  sealed: the next log is {next:06}.log")?;
+    }
     for (i, r) in w.records.iter().enumerate() {
         writeln!(
             out,

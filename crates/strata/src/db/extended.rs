@@ -353,7 +353,7 @@ pub(crate) fn first_seq_of(
     let scan = |data: &[u8]| -> Result<Option<SeqNo>> {
         let mut reader = crate::wal::LogReader::new(data, path.display().to_string(), true);
         while let Some(rec) = reader.next_record()? {
-            if !keylist::is_key_list(&rec) {
+            if crate::wal::link::is_write_batch(&rec) {
                 return Ok(crate::coding::decode_fixed64(&rec));
             }
         }

@@ -21,9 +21,11 @@ use crate::types::{self, SeqNo, ValueKind};
 use crate::version::TableFile;
 
 use super::DbInner;
+use crate::cache::TableCache;
+use crate::stats::EngineStats;
 
 /// The sources of one lookup, newest first.
-pub(super) struct Sources<'a> {
+pub(crate) struct Sources<'a> {
     pub mems: &'a [&'a Arc<MemTable>],
     pub tables: &'a [&'a Arc<TableFile>],
 }
@@ -79,16 +81,36 @@ pub(super) fn merge_lookup(
     snapshot: SeqNo,
     cache_only: bool,
 ) -> Result<Option<Bytes>> {
+    let with = MergeWith {
+        tables: &inner.tables,
+        stats: &inner.stats,
+        operator: inner.opts.merge_operator.as_deref(),
+    };
+    merge_lookup_with(&with, sources, key, snapshot, cache_only)
+}
+
+/// What a merge lookup reads tables through and folds with (a database's, or a replica's).
+pub(crate) struct MergeWith<'a> {
+    pub tables: &'a TableCache,
+    pub stats: &'a EngineStats,
+    pub operator: Option<&'a dyn crate::merge::MergeOperator>,
+}
+
+/// [`merge_lookup`] through `with`'s tables and operator.
+pub(crate) fn merge_lookup_with(
+    with: &MergeWith<'_>,
+    sources: &Sources<'_>,
+    key: &[u8],
+    snapshot: SeqNo,
+    cache_only: bool,
+) -> Result<Option<Bytes>> {
     if cache_only {
         return Err(ErrorRepr::Incomplete("merge operands are folded only with reads").into());
     }
-    let op = inner
-        .opts
-        .merge_operator
-        .as_deref()
+    let op = with
+        .operator
         .ok_or_else(|| crate::merge::missing_operator(key))?;
-    inner
-        .stats
+    with.stats
         .merge_lookups
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let lookup = types::lookup_key(key, snapshot);
@@ -108,7 +130,7 @@ pub(super) fn merge_lookup(
             if f.smallest_seq > snapshot {
                 continue;
             }
-            let table = inner.tables.get(f)?;
+            let table = with.tables.get(f)?;
             let t = table.max_covering_tombstone(key, snapshot);
             if t == 0 && !table.may_contain(key) {
                 continue;

@@ -558,7 +558,7 @@ fn remote_runner(
 }
 
 /// Opens the capacity tier and the fast-tier caches in front of it, as the options ask.
-fn open_tiers(
+pub(crate) fn open_tiers(
     dir: &Path,
     storage: &Arc<dyn Storage>,
     opts: &Options,

@@ -30,7 +30,7 @@ use crate::types::{self, SeqNo, ValueKind};
 use crate::version::{TableFile, Version};
 
 /// What a memtable says about a key.
-pub(super) enum Probe {
+pub(crate) enum Probe {
     /// Decided: the value, or `None` (deleted).
     Found(Option<Bytes>),
     /// The newest visible version is a merge operand: fold from here (`merge_lookup`).
@@ -100,7 +100,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
 }
 
 /// The answer of the memtables (active, then immutable, newest first).
-pub(super) fn from_memtables(sv: &SuperVersion, key: &[u8], snapshot: SeqNo) -> Probe {
+pub(crate) fn from_memtables(sv: &SuperVersion, key: &[u8], snapshot: SeqNo) -> Probe {
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         let t = mem.max_covering_tombstone(key, snapshot);
         match resolve(mem.get(key, snapshot), t) {
@@ -141,7 +141,7 @@ fn merge_in_tables(
 
 /// The tables that may hold `key`, newest first (one per sorted run at most), from sorted run
 /// `from = (level, run)` on.
-pub(super) fn candidates<'v>(
+pub(crate) fn candidates<'v>(
     version: &'v Version,
     key: &[u8],
     from: (usize, usize),
@@ -392,16 +392,46 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
     let snapshot = snapshot_seq(inner, opts);
     let fill = !opts.skip_cache_fill;
     let cache_only = opts.cache_only;
+    let (children, tombstones) = iter_sources(&inner.tables, &sv, opts)?;
+    let mut merged = MergingIterator::new(children);
+    if let Some(p) = scan_prefetch(inner, &sv.version, fill && !cache_only) {
+        merged = merged.with_prefetch(p);
+    }
+    Ok(DbIterator::new(
+        merged,
+        snapshot,
+        Fragments::new(&tombstones),
+        opts.lower_bound.clone(),
+        opts.upper_bound.clone(),
+        sv,
+    )
+    .with_merge_operator(inner.opts.merge_operator.clone()))
+}
+
+/// An iterator's children, newest first, and the range tombstones that cover them.
+pub(crate) type IterSources = (
+    Vec<Box<dyn InternalIterator>>,
+    Vec<crate::range_del::RangeTombstone>,
+);
+
+/// The sources of an iterator over `sv` within `opts`' bounds, newest first (memtables, then
+/// L0's tables and each sorted run), and the range tombstones that cover them.
+pub(crate) fn iter_sources(
+    tables: &Arc<crate::cache::TableCache>,
+    sv: &SuperVersion,
+    opts: &ReadOptions,
+) -> Result<IterSources> {
+    let fill = !opts.skip_cache_fill;
+    let cache_only = opts.cache_only;
     // With `cache_only`, only tables already open: their range tombstones and indexes are in
     // memory, and their iterators read cached blocks only.
     let open = |f: &TableFile| -> Result<Arc<crate::sst::reader::Table>> {
         if cache_only {
-            inner
-                .tables
+            tables
                 .get_cached(f)
                 .ok_or_else(|| ErrorRepr::Incomplete("table not open").into())
         } else {
-            inner.tables.get(f)
+            tables.get(f)
         }
     };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -425,7 +455,7 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
                     }
                 }
             } else if !run.files.is_empty() {
-                let mut it = RunIterator::new(run.files.clone(), inner.tables.clone(), fill);
+                let mut it = RunIterator::new(run.files.clone(), tables.clone(), fill);
                 if cache_only {
                     it = it.cache_only();
                 }
@@ -437,17 +467,5 @@ pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterato
             }
         }
     }
-    let mut merged = MergingIterator::new(children);
-    if let Some(p) = scan_prefetch(inner, &sv.version, fill && !cache_only) {
-        merged = merged.with_prefetch(p);
-    }
-    Ok(DbIterator::new(
-        merged,
-        snapshot,
-        Fragments::new(&tombstones),
-        opts.lower_bound.clone(),
-        opts.upper_bound.clone(),
-        sv,
-    )
-    .with_merge_operator(inner.opts.merge_operator.clone()))
+    Ok((children, tombstones))
 }

@@ -650,6 +650,18 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
     let file = inner
         .log_storage
         .create(&wal_path(&inner.log_dir, number))?;
+    // The sealed log names its successor, for readers following the log location (replicas).
+    // A failed append may leave a partial record, which nothing may follow: writes stop, as
+    // after any failed WAL append (the log stays the last, so a reopen drops it as a tail).
+    let linked = inner
+        .wal
+        .lock()
+        .current()
+        .add_record(&crate::wal::link::encode(number));
+    if let Err(e) = linked {
+        set_bg_error_locked(inner, st, e.clone());
+        return Err(e);
+    }
     if let Some(ext) = &inner.extended {
         // No group is in flight: every later write gets a sequence number above this.
         ext.wal_created(number, inner.last_seq.load(Ordering::Acquire) + 1);

@@ -26,6 +26,8 @@ pub struct WalDump {
     pub torn_tail: Option<(u64, u64)>,
     /// Extended-WAL key lists logged in this file: `(table, entries, of which inline)`.
     pub key_lists: Vec<(u64, usize, usize)>,
+    /// The log this one links to (its log-link record: a memtable switch sealed it).
+    pub next_log: Option<u64>,
 }
 
 /// Reads one WAL. With `tolerate_tail`, a damaged suffix with nothing valid after it is dropped
@@ -39,6 +41,7 @@ pub fn read_wal(path: &Path, tolerate_tail: bool) -> Result<WalDump> {
     let mut reader = LogReader::new(&data, name.clone(), tolerate_tail);
     let mut records = Vec::new();
     let mut key_lists = Vec::new();
+    let mut next_log = None;
     while let Some(rec) = reader.next_record()? {
         if crate::wal::keylist::is_key_list(&rec) {
             for l in crate::wal::keylist::decode(&rec)
@@ -51,6 +54,13 @@ pub fn read_wal(path: &Path, tolerate_tail: bool) -> Result<WalDump> {
                     .count();
                 key_lists.push((l.table, l.entries.len(), inline));
             }
+            continue;
+        }
+        if crate::wal::link::is_log_link(&rec) {
+            next_log = Some(
+                crate::wal::link::decode(&rec)
+                    .map_err(|e| Error::corruption(format!("{name}: {e}")))?,
+            );
             continue;
         }
         let (seq, batch) = WriteBatch::decode(&rec)
@@ -66,6 +76,7 @@ pub fn read_wal(path: &Path, tolerate_tail: bool) -> Result<WalDump> {
         records,
         torn_tail,
         key_lists,
+        next_log,
     })
 }
 

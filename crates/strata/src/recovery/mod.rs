@@ -23,9 +23,9 @@
 //! (table options, L0 writing and key-list logging); never on the server, CLI or benchmark.
 
 pub(crate) mod normal;
-mod parallel;
+pub(crate) mod parallel;
 mod replay;
-mod wal_scan;
+pub(crate) mod wal_scan;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::memtable::{InsertGroup, MemTable};
 use crate::options::Options;
 use crate::storage::Storage;
-use crate::wal::{keylist, LogReader, ReadOutcome};
+use crate::wal::{link, LogReader, ReadOutcome};
 
 /// A WAL file to replay.
 pub(crate) struct LogFile<'a> {
@@ -100,7 +100,7 @@ pub(crate) fn replay(
         let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
         let mut group = InsertGroup::default();
         while let Some(rec) = reader.next_record()? {
-            if keylist::is_key_list(&rec) {
+            if !link::is_write_batch(&rec) {
                 continue;
             }
             let mem = cur.get_or_insert_with(|| if own { own_mem(*number) } else { packed_mem() });
@@ -177,7 +177,11 @@ fn own_logs_from(writes: &[bool], keep_limit: usize) -> usize {
 /// entry at a time, and a memtable may pass `write_buffer_size` by a group (at most 15 records
 /// of a 32 KiB log block) before it is sealed. On error some operations may be in `mem`
 /// already (the open then fails and drops it).
-fn add_batch<'a>(group: &mut InsertGroup<'a>, mem: &MemTable, rec: &'a [u8]) -> Result<(u64, u64)> {
+pub(crate) fn add_batch<'a>(
+    group: &mut InsertGroup<'a>,
+    mem: &MemTable,
+    rec: &'a [u8],
+) -> Result<(u64, u64)> {
     let (first, count, ops) = decode_ops(rec)?;
     let count = u64::from(count);
     let mut n = 0u64;

@@ -168,8 +168,31 @@ pub(super) fn run(
 ) -> Result<()> {
     // The "Find" phase is the readers' indexing (counted in `read_secs`) plus the lookups each
     // worker makes while it builds.
-    let lists = lists_of(scan, lost)?;
     let t = Instant::now();
+    let rebuilt = build_tables(dir, storage, opts, lost, scan, report.threads)?;
+    for new in rebuilt.values() {
+        report.entries += new.num_entries;
+        report.bytes_written += new.size;
+    }
+    report.tables_written = lost.len();
+    versions.replace_tables(&rebuilt)?;
+    report.build_secs = super::secs(t.elapsed());
+    Ok(())
+}
+
+/// Rebuilds each table of `lost` (level, run, manifest entry) into `dir` from its key list in
+/// `scan`, on `threads` workers (largest tables first), and syncs the directory: the rebuilt
+/// tables' metadata by id (the sizes may differ from the lost files'). A table that fails is
+/// removed; the first failure is the error.
+pub(crate) fn build_tables(
+    dir: &Path,
+    storage: &Arc<dyn Storage>,
+    opts: &Options,
+    lost: &[(usize, u64, FileMeta)],
+    scan: &WalScan,
+    threads: usize,
+) -> Result<std::collections::HashMap<u64, FileMeta>> {
+    let lists = lists_of(scan, lost)?;
     let store = fast_store(dir, storage);
     let mut order: Vec<usize> = (0..lost.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(lost[i].2.size));
@@ -177,7 +200,7 @@ pub(super) fn run(
     let slots: Vec<parking_lot::Mutex<Option<Result<FileMeta>>>> =
         lost.iter().map(|_| parking_lot::Mutex::new(None)).collect();
     std::thread::scope(|s| {
-        for _ in 0..report.threads.min(lost.len()).max(1) {
+        for _ in 0..threads.min(lost.len()).max(1) {
             s.spawn(|| {
                 while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let (level, _, old) = &lost[i];
@@ -195,13 +218,8 @@ pub(super) fn run(
         let new = slot
             .into_inner()
             .ok_or_else(|| Error::invalid("a rebuild worker did not finish"))??;
-        report.entries += new.num_entries;
-        report.bytes_written += new.size;
         rebuilt.insert(old.id, new);
     }
-    report.tables_written = lost.len();
     storage.sync_dir(dir)?;
-    versions.replace_tables(&rebuilt)?;
-    report.build_secs = super::secs(t.elapsed());
-    Ok(())
+    Ok(rebuilt)
 }

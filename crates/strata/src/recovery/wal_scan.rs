@@ -24,7 +24,7 @@ use crate::types::{SeqNo, ValueKind};
 use crate::wal::keylist::{self, KeyList};
 use crate::wal::{LogReader, ReadOutcome};
 
-pub(super) struct WalScan {
+pub(crate) struct WalScan {
     /// WAL file numbers, oldest first.
     pub numbers: Vec<u64>,
     pub bytes: u64,
@@ -36,7 +36,7 @@ pub(super) struct WalScan {
 }
 
 /// One WAL operation, found by sequence number.
-pub(super) struct Op<'a> {
+pub(crate) struct Op<'a> {
     pub kind: ValueKind,
     pub key: &'a [u8],
     pub value: &'a [u8],
@@ -111,6 +111,9 @@ fn scan_file(
     while let Some(rec) = reader.next_record()? {
         if keylist::is_key_list(&rec) {
             lists.extend(keylist::decode_tables(&rec, keep)?);
+            continue;
+        }
+        if crate::wal::link::is_log_link(&rec) {
             continue;
         }
         // Where the batch's bytes will stay: in the file's buffer, or copied to the spill.
@@ -190,7 +193,7 @@ fn scan_file(
 /// Reads and indexes every `*.log` numbered `from` or above in `log_dir`, with `threads`
 /// fetching files and `threads` indexing them (files below `from` hold nothing needed, and may
 /// be partly deleted). Collects the key lists of the tables `keep` accepts.
-pub(super) fn scan(
+pub(crate) fn scan(
     log_dir: &Path,
     storage: &dyn Storage,
     threads: usize,

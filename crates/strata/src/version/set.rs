@@ -201,6 +201,14 @@ impl VersionSet {
     /// node-loss recovery rebuilt their files, whose sizes may differ) and logs the result as a
     /// new manifest. (`log_and_apply` of a delete and re-add keeps a table's old metadata.)
     pub fn replace_tables(&mut self, new: &HashMap<u64, super::FileMeta>) -> Result<()> {
+        self.current = Arc::new(self.with_tables_replaced(new)?);
+        self.manifest = None;
+        self.log_and_apply(VersionEdit::default()).map(|_| ())
+    }
+
+    /// The current version with the metadata of the tables in `new` replaced (same ids, levels
+    /// and runs), written nowhere: a replica's view of tables it rebuilt.
+    pub fn with_tables_replaced(&self, new: &HashMap<u64, super::FileMeta>) -> Result<Version> {
         let mut snap = self.snapshot_edit();
         let metas = snap
             .added
@@ -213,9 +221,7 @@ impl VersionSet {
             }
         }
         let (v, _) = Version::new(self.current.num_levels()).apply(&snap, &self.reaper)?;
-        self.current = Arc::new(v);
-        self.manifest = None;
-        self.log_and_apply(VersionEdit::default()).map(|_| ())
+        Ok(v)
     }
 
     /// WAL files numbered below this hold nothing the tree needs: every record is in a table

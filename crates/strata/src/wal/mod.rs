@@ -5,11 +5,13 @@
 //! tolerance) and [`LogSet`] (the live WALs and the fsyncs they still owe). Invariants: a record is acknowledged only after it is flushed to the OS (and
 //! synced if asked); on replay, a damaged suffix of the *last* log with nothing valid after it is
 //! a torn tail and is dropped, any other damage is corruption. With the extended WAL the log
-//! also carries key-list records ([`keylist`]) next to write batches. Depends on `storage`,
+//! also carries key-list records ([`keylist`]) next to write batches, and a sealed log ends in a
+//! log-link record naming the next log ([`link`]). Depends on `storage`,
 //! `coding`, `error`.
 
 mod format;
 pub mod keylist;
+pub mod link;
 mod reader;
 mod set;
 mod writer;

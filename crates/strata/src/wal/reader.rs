@@ -49,6 +49,30 @@ impl<'a> LogReader<'a> {
         }
     }
 
+    /// A reader starting at byte `pos` of `data`, the end of a record an earlier reader of
+    /// the same log returned (a follower reading a growing log, `replica::follow`).
+    pub fn resume(
+        data: &'a [u8],
+        pos: usize,
+        name: impl Into<String>,
+        tolerate_tail: bool,
+    ) -> Self {
+        LogReader {
+            pos,
+            ..LogReader::new(data, name, tolerate_tail)
+        }
+    }
+
+    /// Where the next record starts: the end of the last record returned, or, after a torn
+    /// tail was dropped, where the damaged suffix starts (a follower resumes there once more
+    /// bytes arrive).
+    pub fn position(&self) -> usize {
+        match self.outcome {
+            ReadOutcome::TornTail { offset, .. } => offset as usize,
+            ReadOutcome::Clean => self.pos,
+        }
+    }
+
     /// How the replay ended so far: [`ReadOutcome::Clean`] until a torn tail is dropped.
     pub fn outcome(&self) -> &ReadOutcome {
         &self.outcome

@@ -148,7 +148,7 @@ fn transient(e: &object_store::Error) -> bool {
 fn to_error(op: &str, path: &ObjPath, e: object_store::Error) -> Error {
     match e {
         object_store::Error::NotFound { .. } => {
-            Error::corruption(format!("capacity tier: {op} {path}: object not found"))
+            ErrorRepr::MissingObject(format!("capacity tier: {op} {path}")).into()
         }
         e => ErrorRepr::Io {
             path: format!("capacity tier {op} {path}"),
