@@ -178,6 +178,22 @@ impl Error {
         self.kind() == ErrorKind::Corruption
     }
 
+    /// This error with table `id` named in front, if it is about the table's content
+    /// (corruption, a missing object, an unknown format); other errors unchanged. A missing
+    /// object stays one, so that a replica still tells it apart from damage.
+    pub(crate) fn in_table(self, id: u64) -> Error {
+        match &*self.0 {
+            ErrorRepr::MissingObject(what) => {
+                ErrorRepr::MissingObject(format!("table {id:06}.sst: {what}")).into()
+            }
+            ErrorRepr::NotADatabase(_) => {
+                ErrorRepr::NotADatabase(format!("table {id:06}.sst: {self}")).into()
+            }
+            _ if self.is_corruption() => Error::corruption(format!("table {id:06}.sst: {self}")),
+            _ => self,
+        }
+    }
+
     /// Whether this is a capacity-tier object found missing ([`ErrorRepr::MissingObject`]).
     pub fn is_missing_object(&self) -> bool {
         match &*self.0 {

@@ -77,6 +77,8 @@ mod book {
     pub struct NodeLossRecovery;
     #[doc = include_str!("../../../docs/mechanisms/remote-compaction.md")]
     pub struct RemoteCompaction;
+    #[doc = include_str!("../../../docs/mechanisms/replicas.md")]
+    pub struct Replicas;
     #[doc = include_str!("../../../docs/mechanisms/split-forest.md")]
     pub struct SplitForest;
     #[doc = include_str!("../../../docs/operating/checkpoints.md")]

@@ -242,9 +242,10 @@ fn run(seed: u64, rounds: u64, tiered: bool, forest: bool) {
 }
 
 fn run_mode(seed: u64, rounds: u64, tiered: bool, forest: bool, logstore: bool) {
-    run_full(seed, rounds, tiered, forest, logstore, false, false)
+    run_full(seed, rounds, tiered, forest, logstore, false, false, false)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_full(
     seed: u64,
     rounds: u64,
@@ -253,8 +254,10 @@ fn run_full(
     logstore: bool,
     node_loss: bool,
     object_log: bool,
+    failover: bool,
 ) {
     let mut recovered_tables = 0usize;
+    let (mut promotions, mut replica_refreshes, mut replica_errors) = (0usize, 0u64, 0u64);
     let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
@@ -293,6 +296,20 @@ fn run_full(
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
+        // Failover rounds: a replica follows the child from its log location and capacity
+        // tier (from the second round on, when they hold a database) and is promoted after
+        // the kill.
+        let replica = (failover && round > 0).then(|| {
+            let o = crash_options_with(dir.path(), tiered, forest, logstore, node_loss, object_log);
+            let mut r = strata::replica::ReplicaOptions::new(
+                o.wal_location.clone().unwrap(),
+                dir.path().join(format!("replica-{round}")),
+            );
+            r.capacity = o.capacity.clone();
+            r.refresh_interval = None;
+            r.engine = o;
+            Db::open_replica(r).unwrap_or_else(|e| panic!("round {round}: replica open: {e}"))
+        });
         let (tx, rx) = mpsc::channel::<String>();
         let reader = std::thread::spawn(move || {
             // Only complete lines count: the kill may cut the last one short.
@@ -315,9 +332,23 @@ fn run_full(
         let life = Duration::from_millis(150 + rng.below(500));
         let start = Instant::now();
         let mut lines = Vec::new();
+        let mut refreshed = Instant::now();
         while start.elapsed() < life {
             if let Ok(l) = rx.recv_timeout(Duration::from_millis(10)) {
                 lines.push(l);
+            }
+            if let Some(r) = &replica {
+                if refreshed.elapsed() > Duration::from_millis(40) {
+                    refreshed = Instant::now();
+                    // A refresh racing the child's open or its garbage collection may fail
+                    // once; reads must not.
+                    match r.refresh() {
+                        Ok(_) => replica_refreshes += 1,
+                        Err(_) => replica_errors += 1,
+                    }
+                    r.get(key(rng.below(KEYS)))
+                        .unwrap_or_else(|e| panic!("round {round}: replica read: {e}"));
+                }
             }
         }
         child.kill().unwrap();
@@ -369,6 +400,8 @@ fn run_full(
             // and with the chronological replay.
             std::fs::remove_dir_all(dir.path().join("db")).unwrap();
             let mode = match round % 3 {
+                // A promotion opens the writer itself.
+                _ if replica.is_some() => None,
                 0 => None,
                 1 => Some(strata::recovery::RecoveryMode::Parallel),
                 _ => Some(strata::recovery::RecoveryMode::Replay),
@@ -379,8 +412,16 @@ fn run_full(
                 recovered_tables += r.lost_tables;
             }
         }
-        let db = Db::open(dir.path().join("db"), opts())
-            .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
+        let db = match replica {
+            Some(r) => {
+                std::fs::remove_dir_all(dir.path().join(format!("replica-{}", round - 1))).ok();
+                promotions += 1;
+                r.promote(dir.path().join("db"))
+                    .unwrap_or_else(|e| panic!("round {round}: promotion failed: {e}"))
+            }
+            None => Db::open(dir.path().join("db"), opts())
+                .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}")),
+        };
         // A split-forest merge the kill interrupted is resumed from its journal.
         if forest {
             db.wait_for_compactions()
@@ -505,7 +546,21 @@ fn run_full(
         assert!(capacity_tables > 0, "the capacity tier was never used");
     }
     if node_loss {
-        assert!(recovered_tables > 0, "no lost fast-tier table was rebuilt");
+        assert!(
+            failover || recovered_tables > 0,
+            "no lost fast-tier table was rebuilt"
+        );
+    }
+    if failover {
+        eprintln!(
+            "failover: {promotions} promotions, {replica_refreshes} replica refreshes \
+             ({replica_errors} failed)"
+        );
+        assert!(promotions > 0 && replica_refreshes > 0);
+        assert!(
+            replica_errors * 4 <= replica_refreshes,
+            "replica refreshes failed too often: {replica_errors} of {replica_refreshes}"
+        );
     }
     if forest && !tiered {
         // Kills land in merges with early cleaning in about every round.
@@ -534,7 +589,26 @@ fn node_loss(tiered: bool, object_log: bool) {
         .unwrap_or(12);
     for seed in seeds(1) {
         with_seed("crash", seed, move || {
-            run_full(seed, rounds, tiered, false, false, true, object_log)
+            run_full(seed, rounds, tiered, false, false, true, object_log, false)
+        });
+    }
+}
+
+/// Failover (issue 48): a replica follows the writer through its object-store log location
+/// and capacity tier while the writer is killed with SIGKILL; the node is lost and the
+/// replica is promoted in its place. Every acknowledged write must be in the promoted writer.
+#[test]
+fn failover_to_a_replica_after_sigkill_loses_no_acknowledged_write() {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    let rounds: u64 = std::env::var("STRATA_CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
+    for seed in seeds(1) {
+        with_seed("crash", seed, move || {
+            run_full(seed, rounds, true, false, false, true, true, true)
         });
     }
 }

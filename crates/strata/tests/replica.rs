@@ -433,3 +433,58 @@ fn walkdir(p: &Path) -> BTreeMap<String, u64> {
     }
     out
 }
+
+/// Failover in process: promoting a replica while its writer holds the log location fails
+/// with `Locked`; once the writer is closed, the promoted writer holds every write and takes
+/// new ones, and a replica of it follows.
+#[test]
+fn a_promoted_replica_takes_over_only_from_a_writer_that_let_go() {
+    for log in [Log::Dir, Log::File] {
+        let seed = seeds(1)[0];
+        with_seed("replica", seed, move || {
+            eprintln!("promote: seed {seed}, log location {log:?}");
+            let mut rng = Rng::new(seed);
+            let base = tempfile::tempdir().unwrap();
+            let mut wopts = writer_options(&mut rng, base.path(), log, seed);
+            // A closed writer releases its lease: the promotion need not wait for it.
+            wopts.wal_lease_ttl = Duration::from_secs(2);
+            let db = Db::open(base.path().join("db"), wopts.clone()).unwrap();
+            let mut model = BTreeMap::new();
+            workload(&mut rng, &db, &mut model, 300, 0);
+            let mut ropts = replica_options(&wopts, &base.path().join("replica"), None);
+            ropts.engine = wopts.clone();
+            ropts.engine.wal_location = None;
+            ropts.engine.capacity = None;
+            let replica = Db::open_replica(ropts.clone()).unwrap();
+            let err = replica
+                .promote(base.path().join("promoted"))
+                .expect_err("promoted beside a live writer");
+            assert_eq!(err.kind(), strata::ErrorKind::Locked, "{err}");
+            workload(&mut rng, &db, &mut model, 100, 1);
+            db.close().unwrap();
+
+            let replica = Db::open_replica(ropts.clone()).unwrap();
+            check(&replica, &model, 0);
+            let applied = replica.status().applied_sequence;
+            let err = Db::open_replica(ropts.clone()).expect_err("two replicas in one local_dir");
+            assert_eq!(err.kind(), strata::ErrorKind::Locked, "{err}");
+            let occupied = base.path().join("db");
+            let promoted = base.path().join("promoted");
+            std::fs::remove_dir_all(&promoted).ok();
+            let err = replica.promote(&occupied).expect_err("into a database");
+            assert_eq!(err.kind(), strata::ErrorKind::AlreadyExists, "{err}");
+            let replica = Db::open_replica(ropts.clone()).unwrap();
+            let db = replica.promote(&promoted).unwrap();
+            assert!(db.latest_sequence() >= applied);
+            assert_eq!(common::contents(&db), model, "the promoted writer's state");
+            workload(&mut rng, &db, &mut model, 100, 2);
+            // The new writer is followed like the old one.
+            let mut r2 = replica_options(&wopts, &base.path().join("replica2"), None);
+            r2.manifest_probe_interval = Duration::from_millis(1);
+            let follower = Db::open_replica(r2).unwrap();
+            check(&follower, &model, 1);
+            follower.close().unwrap();
+            db.close().unwrap();
+        });
+    }
+}

@@ -137,6 +137,8 @@ struct ReplicaInner {
     counters: Mutex<Counters>,
     stop: Mutex<bool>,
     wake: Condvar,
+    /// The options a promoted replica opens the writer with.
+    writer: Options,
     _lock: Box<dyn DirLock>,
 }
 
@@ -229,6 +231,10 @@ impl crate::Db {
 
 impl Replica {
     fn open(opts: ReplicaOptions) -> Result<Replica> {
+        let mut writer = opts.engine.clone();
+        writer.wal_location = Some(opts.wal_location.clone());
+        writer.capacity = opts.capacity.clone();
+        writer.extended_wal = true;
         let mut engine = opts.engine.clone();
         engine.capacity = opts.capacity.clone();
         engine.wal_location = None;
@@ -293,6 +299,7 @@ impl Replica {
             }),
             stop: Mutex::new(false),
             wake: Condvar::new(),
+            writer,
             _lock: lock,
         });
         let thread = match inner.opts.refresh_interval {
@@ -406,6 +413,62 @@ impl Replica {
     pub fn close(mut self) -> Result<()> {
         self.stop();
         Ok(())
+    }
+
+    /// Failover: makes this replica's node the writer, in `dir` (absent or empty; not the
+    /// replica's `local_dir`), and returns the open database.
+    ///
+    /// The replica stops following, then the writer opens on the log location and capacity
+    /// tier the replica followed, with the replica's engine options and `extended_wal` on (so
+    /// that the next replica can follow it). Opening takes the log location's lease: a writer
+    /// that is still alive keeps it and the promotion fails with `Locked` (close it first for
+    /// a planned switchover); a dead one's lease is taken over once it stayed silent for a
+    /// whole `wal_lease_ttl`, after which none of its requests can land. Then the fast tier
+    /// is rebuilt from the extended WAL and the WAL tail replayed (node-loss recovery), so
+    /// every write the old writer acknowledged with `sync` is in the returned database, and
+    /// its sequence is at least the replica's.
+    ///
+    /// The replica is closed whether or not the open succeeds. Its rebuilt tables are not
+    /// reused yet: promotion costs a node-loss recovery (`docs/mechanisms/replicas.md`).
+    pub fn promote(mut self, dir: impl AsRef<std::path::Path>) -> Result<crate::Db> {
+        let dir = dir.as_ref();
+        let inner = &self.inner;
+        let storage = inner.writer.storage.clone().unwrap_or_else(default_storage);
+        if dir == inner.opts.local_dir {
+            return Err(Error::invalid(
+                "promote: the writer's directory must not be the replica's local_dir",
+            ));
+        }
+        if storage.exists(&crate::version::current_path(dir))? {
+            return Err(ErrorRepr::AlreadyExists(format!(
+                "{} already holds a database: a replica is promoted into an empty directory",
+                dir.display()
+            ))
+            .into());
+        }
+        self.stop();
+        let applied = self.inner.view.load().seq;
+        let writer = self.inner.writer.clone();
+        let local = self.inner.opts.local_dir.clone();
+        drop(self);
+        let start = Instant::now();
+        let db = crate::Db::open(dir, writer)?;
+        let seq = db.latest_sequence();
+        if seq < applied {
+            return Err(Error::corruption(format!(
+                "promote: the log location's state (sequence {seq}) is older than what the \
+                 replica applied ({applied}): was the log location rewritten?"
+            )));
+        }
+        tracing::info!(
+            dir = %dir.display(),
+            replica = %local.display(),
+            applied,
+            sequence = seq,
+            secs = start.elapsed().as_secs_f64(),
+            "replica promoted to writer"
+        );
+        Ok(db)
     }
 
     fn stop(&mut self) {

@@ -48,17 +48,7 @@ impl Table {
         cache: Option<Arc<BlockCache>>,
         stats: Arc<EngineStats>,
     ) -> Result<Table> {
-        let ctx = |e: Error| -> Error {
-            match e.kind() {
-                crate::ErrorKind::Corruption => {
-                    Error::corruption(format!("table {id:06}.sst: {e}"))
-                }
-                crate::ErrorKind::NotADatabase => {
-                    crate::error::ErrorRepr::NotADatabase(format!("table {id:06}.sst: {e}")).into()
-                }
-                _ => e,
-            }
-        };
+        let ctx = |e: Error| -> Error { e.in_table(id) };
         let size = file.size();
         if size < FOOTER_SIZE as u64 {
             return Err(ctx(Error::corruption(
@@ -427,11 +417,7 @@ impl Table {
 
     /// A corruption error naming this table.
     fn in_table(&self, e: Error) -> Error {
-        if e.is_corruption() {
-            Error::corruption(format!("table {:06}.sst: {e}", self.id))
-        } else {
-            e
-        }
+        e.in_table(self.id)
     }
 
     /// The first entry of `block` at or after `lookup`: `Some(Some(..))` if it is a version of
