@@ -64,6 +64,8 @@ Examples:
       --golden /tmp/strata-golden --hotspot-schedule hotrap
   strata bench --engine rocksdb --benchmarks fillrandom,readrandom --csv rocksdb.csv";
 
+// Parsed once per run: the size of the serve variant's flags does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a Redis-protocol (RESP2/RESP3) server over a Strata database.

@@ -48,6 +48,16 @@ pub struct ServeArgs {
     /// checkpoints (see `strata backup`)
     #[arg(long, value_name = "URL")]
     pub backup_url: Option<String>,
+    /// Serve as a read replica of the writer whose log location (--wal-location) this is; the
+    /// writer runs with --extended-wal true, and --capacity names its capacity tier
+    ///
+    /// The replica polls the log location, serves reads, answers writes READONLY, and
+    /// REPLICAOF NO ONE promotes it into the writer in --dir.
+    #[arg(long, value_name = "WAL_URL", help_heading = "Durability")]
+    pub replica_of: Option<String>,
+    /// How often a replica polls the writer's log location, in milliseconds [default: 1000]
+    #[arg(long, value_name = "MS", help_heading = "Durability")]
+    pub replica_refresh_ms: Option<u64>,
     /// Serve Prometheus metrics at http://BIND:PORT/metrics; 0 picks a free port (printed at
     /// start) [default: off]
     #[arg(long, value_name = "PORT", help_heading = "Logging and metrics")]
@@ -368,6 +378,11 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
             .map(|p| Value::String(p.display().to_string())),
     )?;
     set("backup-url", args.backup_url.as_ref().map(s))?;
+    set("replicaof", args.replica_of.as_ref().map(s))?;
+    set(
+        "replica-refresh-ms",
+        args.replica_refresh_ms.map(|v| Value::Integer(v as i64)),
+    )?;
     set("engine.capacity", args.capacity.as_ref().map(s))?;
     set("engine.fast-levels", args.fast_levels.map(i))?;
     set("engine.capacity-levels", args.capacity_levels.map(i))?;

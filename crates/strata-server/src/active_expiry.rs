@@ -151,6 +151,10 @@ pub async fn run(shared: Arc<Shared>) {
                 Err(_) => return,
             }
         }
+        // A replica deletes nothing: the writer's expiry deletes reach it through the log.
+        if shared.store.is_replica() {
+            continue;
+        }
         let due = index.take_due(now_ms(), PER_TICK);
         if due.is_empty() {
             continue;
@@ -204,7 +208,7 @@ fn expire(shared: &Shared, due: Vec<(u64, Bytes)>) -> Vec<Bytes> {
         let _guard = locks.lock_keys(&[&key]);
         let now = now_ms();
         let dk = keyspace::data_key(&key);
-        let raw = match shared.store.db().get(&dk) {
+        let raw = match shared.store.get_opt(&Default::default(), &dk) {
             Ok(Some(raw)) => raw,
             Ok(None) => continue,
             Err(e) => {

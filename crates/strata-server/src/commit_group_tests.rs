@@ -25,12 +25,17 @@ fn put(key: &str, value: &str) -> WriteBatch {
 }
 
 fn read(store: &Store, key: &str) -> Option<Vec<u8>> {
-    store.db().get(key.as_bytes()).unwrap().map(|v| v.to_vec())
+    store
+        .db()
+        .unwrap()
+        .get(key.as_bytes())
+        .unwrap()
+        .map(|v| v.to_vec())
 }
 
 /// Engine write groups so far (each engine write of a lone writer is one).
 fn engine_writes(store: &Store) -> u64 {
-    store.db().stats().write_groups
+    store.db().unwrap().stats().write_groups
 }
 
 /// Runs `n` commits spawned together on a one-thread runtime (so all of them run before

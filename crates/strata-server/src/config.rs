@@ -552,6 +552,15 @@ pub struct ServerConfig {
     /// How many saves `BGSAVE` keeps in `backup_dir` (or at `backup_url`); older ones are
     /// released (their shared capacity-tier tables collected) and deleted. Default 2.
     pub backup_keep: usize,
+    /// Run as a read replica of the writer whose log location (`engine.wal-location`) this is:
+    /// an object-store URL or a shared directory; the writer must run with
+    /// `engine.extended-wal`. `engine.capacity` must name the writer's capacity tier. The
+    /// replica keeps its state in `<dir>/replica`, serves reads, answers writes `READONLY`,
+    /// and `REPLICAOF NO ONE` promotes it into a writer in `dir`. `None` (the default): a
+    /// writer.
+    pub replicaof: Option<String>,
+    /// How often a replica polls the writer's log location, in milliseconds. Default 1000.
+    pub replica_refresh_ms: u64,
     /// Engine options.
     pub engine: EngineConfig,
     /// The storage the engine's local files live on (`Options::storage`), for embedders and
@@ -585,6 +594,8 @@ impl Default for ServerConfig {
             backup_dir: None,
             backup_url: None,
             backup_keep: 2,
+            replicaof: None,
+            replica_refresh_ms: 1000,
             engine: EngineConfig::default(),
             storage: EngineStorage::default(),
         }
@@ -665,6 +676,21 @@ impl ServerConfig {
         }
         if self.max_multibulk_len == 0 {
             return bad("max-multibulk-len must be at least 1".into());
+        }
+        if let Some(of) = &self.replicaof {
+            if of.is_empty() {
+                return bad("replicaof: the writer's log location is empty".into());
+            }
+            if !self.engine.wal_location.is_empty() && self.engine.wal_location != *of {
+                return bad(format!(
+                    "replicaof {of} and wal-location {} disagree: a replica's log location is \
+                     the writer's",
+                    self.engine.wal_location
+                ));
+            }
+            if self.replica_refresh_ms == 0 {
+                return bad("replica-refresh-ms must be at least 1".into());
+            }
         }
         if self.client_query_buffer_limit.0 < self.proto_max_bulk_len.0 + 64 * 1024 {
             return bad(

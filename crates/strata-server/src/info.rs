@@ -62,9 +62,10 @@ pub struct KeyspaceFigures {
 }
 
 pub fn keyspace_figures(shared: &Shared, now: u64) -> StoreResult<KeyspaceFigures> {
-    let db = shared.store.db();
-    let estimate: u64 = db
-        .property("strata.estimate-num-keys")
+    let estimate: u64 = shared
+        .store
+        .db()
+        .and_then(|db| db.property("strata.estimate-num-keys"))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     if estimate > EXACT_KEYSPACE_LIMIT {
@@ -151,7 +152,7 @@ pub fn render(shared: &Shared, requested: &[String], now: u64) -> StoreResult<St
             "server" => server(shared, &mut s, now),
             "clients" => clients(shared, &mut s),
             "memory" => memory(shared, &mut s),
-            "replication" => replication(&mut s),
+            "replication" => replication(shared, &mut s),
             "cpu" => cpu(&mut s),
             "cluster" => s.kv("cluster_enabled", 0),
             "persistence" => persistence(shared, &mut s),
@@ -258,7 +259,7 @@ fn human(bytes: u64) -> String {
 /// `used_memory` is the process's resident size: the server has no allocator statistics, so
 /// it reports what the operating system sees; the engine's own buffers are listed beside it.
 fn memory(shared: &Shared, s: &mut Section<'_>) {
-    let st = shared.store.db().stats();
+    let st = engine_stats(shared);
     let rss = rss_bytes();
     s.kv("used_memory", rss);
     s.kv("used_memory_human", human(rss));
@@ -273,8 +274,49 @@ fn memory(shared: &Shared, s: &mut Section<'_>) {
     s.kv("row_cache_usage", st.row_cache_usage);
 }
 
-fn replication(s: &mut Section<'_>) {
+/// The writer's statistics; zeros on a replica (its reads' counters are in `replication`).
+fn engine_stats(shared: &Shared) -> strata::DbStats {
+    shared.store.db().map(|db| db.stats()).unwrap_or_default()
+}
+
+/// A replica (`replicaof`) reports the log location it follows as `master_host` and where it
+/// stands; a writer reports itself as redis' master with no connected replicas (Strata's
+/// replicas follow the log location, not a connection).
+fn replication(shared: &Shared, s: &mut Section<'_>) {
+    if let Some((of, st)) = shared.store.replica_status() {
+        s.kv("role", "slave");
+        s.kv("master_host", of);
+        s.kv("master_port", 0);
+        let up = st.last_error.is_none() && st.replica_lag_ms.is_some();
+        s.kv("master_link_status", if up { "up" } else { "down" });
+        s.kv(
+            "master_last_io_seconds_ago",
+            st.replica_lag_ms.map(|ms| (ms / 1000) as i64).unwrap_or(-1),
+        );
+        s.kv("master_sync_in_progress", 0);
+        s.kv("slave_read_only", 1);
+        s.kv("slave_repl_offset", st.applied_sequence);
+        s.kv("applied_sequence", st.applied_sequence);
+        s.kv(
+            "replica_lag_ms",
+            st.replica_lag_ms.map(|ms| ms as i64).unwrap_or(-1),
+        );
+        s.kv("last_refresh_unix_ms", st.last_refresh_unix_ms.unwrap_or(0));
+        s.kv("replica_refreshes", st.refreshes);
+        s.kv("replica_refresh_errors", st.refresh_errors);
+        if let Some(e) = &st.last_error {
+            s.kv("replica_last_error", e.replace(['\r', '\n'], " "));
+        }
+        s.kv("replica_log_requests", st.log_requests);
+        s.kv("replica_log_lists", st.log_lists);
+        s.kv("replica_capacity_requests", st.capacity_requests);
+        s.kv("replica_fetched_bytes", st.fetched_bytes);
+        s.kv("replica_tables_rebuilt", st.tables_rebuilt);
+        s.kv("connected_slaves", 0);
+        return;
+    }
     s.kv("role", "master");
+    s.kv("applied_sequence", shared.store.latest_sequence());
     s.kv("connected_slaves", 0);
     s.kv("master_failover_state", "no-failover");
     s.kv("master_replid", "0000000000000000000000000000000000000000");
@@ -303,15 +345,12 @@ fn cpu(s: &mut Section<'_>) {
 }
 
 fn persistence(shared: &Shared, s: &mut Section<'_>) {
-    let st = shared.store.db().stats();
+    let st = engine_stats(shared);
     s.kv("loading", 0);
     // Every write goes through the engine's write-ahead log, which plays the AOF's role.
     s.kv("aof_enabled", 1);
     s.kv("appendfsync", shared.store.sync_policy().name());
-    for (k, v) in shared
-        .saves
-        .info_fields(shared.store.db().latest_sequence())
-    {
+    for (k, v) in shared.saves.info_fields(shared.store.latest_sequence()) {
         s.kv(k, v);
     }
     s.kv("aof_rewrite_in_progress", 0);
@@ -367,7 +406,11 @@ fn keyspace(shared: &Shared, s: &mut Section<'_>, now: u64) -> StoreResult<()> {
 }
 
 fn strata(shared: &Shared, s: &mut Section<'_>) {
-    let db = shared.store.db();
+    let Some(db) = shared.store.db() else {
+        // A replica's engine figures are in `replication`.
+        s.kv("engine", "replica");
+        return;
+    };
     let st = db.stats();
     let t = &st.tier;
     let has_capacity = db.capacity_tier().is_some();

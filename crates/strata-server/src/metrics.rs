@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::store::{Engine, EngineSlot};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
@@ -20,7 +21,6 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use strata::metrics::HistogramSnapshot;
-use strata::Db;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, warn};
@@ -47,7 +47,7 @@ impl std::fmt::Debug for ServerMetrics {
 }
 
 impl ServerMetrics {
-    pub fn new(db: Db) -> Arc<Self> {
+    pub fn new(engine: EngineSlot) -> Arc<Self> {
         let mut registry = Registry::default();
         let commands = Family::<CmdLabel, Counter>::default();
         // 10 µs .. ~5 s in factors of 4.
@@ -65,7 +65,7 @@ impl ServerMetrics {
             Unit::Seconds,
             durations.clone(),
         );
-        registry.register_collector(Box::new(EngineCollector { db }));
+        registry.register_collector(Box::new(EngineCollector { engine }));
         Arc::new(ServerMetrics {
             registry,
             commands,
@@ -88,10 +88,79 @@ impl ServerMetrics {
     }
 }
 
-/// Reads `Db::stats()` at each scrape.
-#[derive(Debug)]
+/// Reads `Db::stats()` (a replica: `Replica::status()`) at each scrape.
 struct EngineCollector {
-    db: Db,
+    engine: EngineSlot,
+}
+
+impl std::fmt::Debug for EngineCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EngineCollector")
+    }
+}
+
+/// A replica's gauges and counters: where it stands and what following costs.
+fn replica_metrics(
+    enc: &mut DescriptorEncoder,
+    r: &strata::replica::Replica,
+) -> Result<(), std::fmt::Error> {
+    let s = r.status();
+    gauge(
+        enc,
+        "strata_replica_applied_sequence",
+        "The writer's last write batch the replica applied",
+        None,
+        s.applied_sequence as f64,
+    )?;
+    gauge(
+        enc,
+        "strata_replica_lag",
+        "Time since the start of the replica's last successful refresh",
+        Some(&Unit::Seconds),
+        s.replica_lag_ms
+            .map(|ms| ms as f64 / 1000.0)
+            .unwrap_or(f64::NAN),
+    )?;
+    for (name, help, v) in [
+        (
+            "strata_replica_refreshes",
+            "Refreshes that succeeded",
+            s.refreshes,
+        ),
+        (
+            "strata_replica_refresh_errors",
+            "Refreshes that failed (reads kept the last state)",
+            s.refresh_errors,
+        ),
+        (
+            "strata_replica_log_requests",
+            "Requests to the writer's log location (GET, LIST)",
+            s.log_requests,
+        ),
+        (
+            "strata_replica_log_lists",
+            "LIST requests to the writer's log location",
+            s.log_lists,
+        ),
+        (
+            "strata_replica_capacity_requests",
+            "Requests to the writer's capacity tier (table reads)",
+            s.capacity_requests,
+        ),
+        (
+            "strata_replica_fetched_bytes",
+            "Bytes fetched from the log location",
+            s.fetched_bytes,
+        ),
+        (
+            "strata_replica_tables_rebuilt",
+            "Fast-tier tables rebuilt from the writer's WAL",
+            s.tables_rebuilt,
+        ),
+    ] {
+        counter(enc, name, help, None, v)?;
+    }
+    Ok(())
 }
 
 /// A histogram already bucketed by the engine.
@@ -174,7 +243,12 @@ fn gauge(
 
 impl Collector for EngineCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let s = self.db.stats();
+        let engine = self.engine.load();
+        let db = match &**engine {
+            Engine::Writer(db) => db,
+            Engine::Replica(r) => return replica_metrics(&mut enc, r),
+        };
+        let s = db.stats();
         let t = &s.tier;
         let secs = Some(&Unit::Seconds);
         let bytes = Some(&Unit::Bytes);

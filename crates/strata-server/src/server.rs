@@ -164,11 +164,14 @@ impl Server {
         };
         let metrics = metrics_listener
             .as_ref()
-            .map(|_| crate::metrics::ServerMetrics::new(store.db().clone()));
+            .map(|_| crate::metrics::ServerMetrics::new(store.engine().clone()));
         let id = run_id();
         let seed = u64::from_str_radix(&id[..12], 16).unwrap_or(1);
-        let requests_at_start = store.db().stats().tier.object_store_requests();
-        let saves = Arc::new(crate::saves::Saves::new(store.db().latest_sequence()));
+        let requests_at_start = store
+            .db()
+            .map(|db| db.stats().tier.object_store_requests())
+            .unwrap_or_default();
+        let saves = Arc::new(crate::saves::Saves::new(store.latest_sequence()));
         let config_notify = config.notify_keyspace_events.clone();
         let shared = Shared {
             store,
@@ -289,12 +292,16 @@ impl Server {
             let _ = t.await;
         }
         shared.store.detach_filter();
-        let db = shared.store.db().clone();
+        // A replica has nothing to flush; it stops following when the last handle goes.
+        let db = shared.store.db();
         let closed = shared
             .pool
-            .run(move || {
-                db.flush()?;
-                db.close()
+            .run(move || match db {
+                Some(db) => {
+                    db.flush()?;
+                    db.close()
+                }
+                None => Ok(()),
             })
             .await?;
         drop(shared);

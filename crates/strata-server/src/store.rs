@@ -8,13 +8,22 @@
 //! build their batches through `commands::Ctx`, which rejects keys longer than
 //! `keyspace::MAX_USER_KEY`. This module performs blocking engine calls: call it from the
 //! engine pool only.
+//!
+//! The engine is a writer (`Db`) or a read replica (`strata::replica::Replica`, with
+//! `replicaof`): reads go to either, writes to a replica are refused (commands check
+//! [`Store::is_replica`] first and answer `READONLY`), and [`Store::promote`] turns the replica
+//! into the writer in place (`REPLICAOF NO ONE`).
 //! Depends on `keyspace`, `value`, `expiry`, `locks`, `config` and the engine.
 
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 
-use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use strata::replica::{Replica, ReplicaOptions, ReplicaStatus};
+use strata::{Db, DbIterator, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::collections::gc::DbSlot;
 use crate::config::{ServerConfig, SyncPolicy};
@@ -46,9 +55,31 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// The engine error of a write that reached a replica (commands answer `READONLY` first).
+pub const READONLY_ENGINE: &str = "a read replica accepts no writes";
+
+/// What the store reads and writes: the writer, or a replica of one.
+pub enum Engine {
+    Writer(Db),
+    Replica(Replica),
+}
+
+/// The engine slot: swapped once, when a replica is promoted.
+pub type EngineSlot = Arc<ArcSwap<Engine>>;
+
+/// The replica's directory inside the data directory.
+pub fn replica_dir(dir: &Path) -> std::path::PathBuf {
+    dir.join("replica")
+}
+
 /// The database, its locks and its write policy.
 pub struct Store {
-    db: Db,
+    engine: EngineSlot,
+    /// The log location followed, while a replica.
+    replica_of: parking_lot::Mutex<Option<String>>,
+    /// Serializes promotions.
+    promoting: parking_lot::Mutex<()>,
+    dir: std::path::PathBuf,
     locks: Arc<KeyLocks>,
     write_opts: WriteOptions,
     sync: SyncPolicy,
@@ -73,11 +104,37 @@ impl Store {
         std::fs::create_dir_all(&config.dir).map_err(|e| {
             StoreError::Layout(format!("cannot create {}: {e}", config.dir.display()))
         })?;
-        let db = Db::open(&config.dir, opts)?;
-        Self::check_layout(&db, &config.dir)?;
-        filter_db.attach(db.clone());
+        let engine = match &config.replicaof {
+            None => {
+                let db = Db::open(&config.dir, opts)?;
+                Self::check_layout(&db, &config.dir)?;
+                filter_db.attach(db.clone());
+                Engine::Writer(db)
+            }
+            Some(of) => {
+                let mut r = ReplicaOptions::new(of, replica_dir(&config.dir));
+                r.capacity = opts.capacity.clone();
+                r.refresh_interval = Some(Duration::from_millis(config.replica_refresh_ms));
+                r.engine = opts;
+                let replica = Db::open_replica(r)?;
+                match replica.get(FORMAT_KEY)? {
+                    Some(v) if v.as_ref() != LAYOUT_VERSION => {
+                        return Err(StoreError::Layout(format!(
+                            "the writer at {of} holds data of an unknown server layout ({:?})",
+                            String::from_utf8_lossy(&v)
+                        )))
+                    }
+                    _ => {}
+                }
+                tracing::info!(replicaof = %of, "serving as a read replica");
+                Engine::Replica(replica)
+            }
+        };
         Ok(Store {
-            db,
+            engine: Arc::new(ArcSwap::from_pointee(engine)),
+            replica_of: parking_lot::Mutex::new(config.replicaof.clone()),
+            promoting: parking_lot::Mutex::new(()),
+            dir: config.dir.clone(),
             locks: Arc::new(KeyLocks::new(config.key_lock_stripes)),
             write_opts: WriteOptions {
                 sync: config.sync == SyncPolicy::Always,
@@ -136,8 +193,108 @@ impl Store {
         }
     }
 
-    pub fn db(&self) -> &Db {
-        &self.db
+    /// The writer, or `None` while this is a replica.
+    pub fn db(&self) -> Option<Db> {
+        match &**self.engine.load() {
+            Engine::Writer(db) => Some(db.clone()),
+            Engine::Replica(_) => None,
+        }
+    }
+
+    /// The engine slot (metrics read it at each scrape).
+    pub fn engine(&self) -> &EngineSlot {
+        &self.engine
+    }
+
+    /// Whether this is a read replica (writes are answered `READONLY`).
+    pub fn is_replica(&self) -> bool {
+        matches!(&**self.engine.load(), Engine::Replica(_))
+    }
+
+    /// The log location followed and where the replica stands, while a replica.
+    pub fn replica_status(&self) -> Option<(String, ReplicaStatus)> {
+        match &**self.engine.load() {
+            Engine::Replica(r) => Some((
+                self.replica_of.lock().clone().unwrap_or_default(),
+                r.status(),
+            )),
+            Engine::Writer(_) => None,
+        }
+    }
+
+    /// The newest sequence number reads see: the writer's last write, or what the replica
+    /// applied.
+    pub fn latest_sequence(&self) -> u64 {
+        match &**self.engine.load() {
+            Engine::Writer(db) => db.latest_sequence(),
+            Engine::Replica(r) => r.status().applied_sequence,
+        }
+    }
+
+    /// A point lookup of an engine key.
+    pub fn get_opt(&self, opts: &ReadOptions, key: &[u8]) -> strata::Result<Option<Bytes>> {
+        match &**self.engine.load() {
+            Engine::Writer(db) => db.get_opt(opts, key),
+            Engine::Replica(r) => r.get_opt(opts, key),
+        }
+    }
+
+    /// Point lookups of engine keys, each answered on its own (a replica reads them all at
+    /// one state).
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions,
+        keys: &[K],
+    ) -> Vec<strata::Result<Option<Bytes>>> {
+        match &**self.engine.load() {
+            Engine::Writer(db) => db.multi_get(opts, keys),
+            Engine::Replica(r) => match r.multi_get(keys) {
+                Ok(v) => v.into_iter().map(Ok).collect(),
+                Err(e) => keys.iter().map(|_| Err(e.clone())).collect(),
+            },
+        }
+    }
+
+    /// Hints the engine at keys about to be read (the writer only).
+    pub fn prefetch_gets(&self, keys: &[&[u8]]) {
+        if let Engine::Writer(db) = &**self.engine.load() {
+            db.prefetch_gets(keys);
+        }
+    }
+
+    /// An iterator over engine keys.
+    pub fn iter(&self, opts: ReadOptions) -> strata::Result<DbIterator> {
+        match &**self.engine.load() {
+            Engine::Writer(db) => db.iter(opts),
+            Engine::Replica(r) => r.iter(opts),
+        }
+    }
+
+    /// `REPLICAOF NO ONE`: the replica becomes the writer, in the data directory (see
+    /// `Replica::promote`: it takes the log location's lease, so it fails while the old
+    /// writer lives). Reads keep being served from the replica's last state meanwhile.
+    /// Returns false if this is a writer already. Blocking.
+    pub fn promote(&self) -> StoreResult<bool> {
+        let _one = self.promoting.lock();
+        let old = self.engine.load_full();
+        let Engine::Replica(replica) = &*old else {
+            return Ok(false);
+        };
+        let db = replica.promote(&self.dir)?;
+        if let Err(e) = Self::check_layout(&db, &self.dir) {
+            let _ = db.close();
+            return Err(e);
+        }
+        self.filter_db.attach(db.clone());
+        self.engine.store(Arc::new(Engine::Writer(db)));
+        *self.replica_of.lock() = None;
+        // The replica closes when the last reader lets go of it; its directory is not needed.
+        drop(old);
+        if let Err(e) = std::fs::remove_dir_all(replica_dir(&self.dir)) {
+            tracing::warn!(error = %e, "promotion: could not remove the replica's directory");
+        }
+        tracing::info!(dir = %self.dir.display(), "promoted from replica to writer");
+        Ok(true)
     }
 
     pub fn locks(&self) -> &Arc<KeyLocks> {
@@ -150,7 +307,7 @@ impl Store {
 
     /// The live entry of `key` at time `now` (ms), or `None` if absent or expired.
     pub fn get(&self, key: &[u8], now: u64) -> StoreResult<Option<Entry>> {
-        let raw = self.db.get(keyspace::data_key(key))?;
+        let raw = self.get_opt(&ReadOptions::default(), &keyspace::data_key(key))?;
         let Some(raw) = raw else { return Ok(None) };
         let e = value::decode(raw)?;
         Ok((!is_expired(e.expire_at, now)).then_some(e))
@@ -182,7 +339,10 @@ impl Store {
     /// after any other error the batch may have been applied, so they are marked).
     fn write_watched(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<(), strata::Error> {
         let watchers = self.watches.watchers_of(&batch);
-        let r = self.db.write_opt(batch, opts);
+        let r = match &**self.engine.load() {
+            Engine::Writer(db) => db.write_opt(batch, opts),
+            Engine::Replica(_) => return Err(strata::Error::invalid_argument(READONLY_ENGINE)),
+        };
         let refused = r.as_ref().is_err_and(|e| {
             matches!(
                 e.kind(),
@@ -198,7 +358,7 @@ impl Store {
     /// The stored function libraries' codes (`keyspace::NS_FUNCTIONS`), read at start-up. A
     /// value with an unknown version is an error, not skipped.
     pub fn function_libraries(&self) -> StoreResult<Vec<bytes::Bytes>> {
-        let mut it = self.db.iter(ReadOptions {
+        let mut it = self.iter(ReadOptions {
             lower_bound: Some(keyspace::FUNCTIONS_START.to_vec()),
             upper_bound: Some(keyspace::FUNCTIONS_END.to_vec()),
             ..Default::default()
@@ -234,7 +394,7 @@ impl Store {
         now: u64,
         mut visit: impl FnMut(&[u8], Option<ValueType>, Option<u64>),
     ) -> StoreResult<Option<Vec<u8>>> {
-        let mut it = self.db.iter(ReadOptions {
+        let mut it = self.iter(ReadOptions {
             lower_bound: Some(DB0_START.to_vec()),
             upper_bound: Some(DB0_END.to_vec()),
             skip_cache_fill: true,

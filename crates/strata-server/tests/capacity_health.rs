@@ -372,8 +372,13 @@ fn an_idle_server_makes_no_object_store_request() {
     for i in (0..keys).step_by(97) {
         let _: Option<String> = c.get(format!("k{i:08}")).unwrap();
     }
-    s.shared().store.db().flush().unwrap();
-    s.shared().store.db().wait_for_compactions().unwrap();
+    s.shared().store.db().unwrap().flush().unwrap();
+    s.shared()
+        .store
+        .db()
+        .unwrap()
+        .wait_for_compactions()
+        .unwrap();
     // The compactions' inputs are deleted once garbage collection's minimum age (60 s) has
     // passed: that is the last work the store sees. Idle starts after it.
     let settled = Instant::now() + Duration::from_secs(180);

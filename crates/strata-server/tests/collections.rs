@@ -481,11 +481,12 @@ fn collections_match_an_oracle_across_restarts_and_compactions() {
         }
     }
     // Force compactions over everything: stale sub-keys go, live ones stay.
-    server.shared().store.db().flush().unwrap();
+    server.shared().store.db().unwrap().flush().unwrap();
     server
         .shared()
         .store
         .db()
+        .unwrap()
         .compact_range(None, None)
         .unwrap();
     check_all(&mut c, &o, seed, ops);
@@ -576,7 +577,7 @@ fn deleted_and_overwritten_collections_leave_no_live_elements() {
         render(&run(&mut c, &["LRANGE", "l", "0", "-1"]).unwrap()),
         "[c]"
     );
-    let db = server.shared().store.db().clone();
+    let db = server.shared().store.db().unwrap();
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     assert!(

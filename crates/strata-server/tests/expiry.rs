@@ -24,7 +24,7 @@ fn compaction_removes_expired_keys() {
     assert_eq!(run(c, &["DBSIZE"]), Ok(Value::Int(600)));
 
     // Still stored (invisible) until compaction runs.
-    let db = s.shared().store.db().clone();
+    let db = s.shared().store.db().unwrap();
     assert!(db.get(data_key(b"short:7")).unwrap().is_some());
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
@@ -60,7 +60,7 @@ fn a_rewritten_key_is_not_removed_by_its_old_expiry() {
     let s = TestServer::start(test_config(dir.path()));
     let c = &mut s.conn();
     run(c, &["SET", "k", "old", "PX", "30"]).unwrap();
-    let db = s.shared().store.db().clone();
+    let db = s.shared().store.db().unwrap();
     db.flush().unwrap();
     run(c, &["SET", "k", "new"]).unwrap();
     std::thread::sleep(Duration::from_millis(60));

@@ -74,6 +74,7 @@ fn bgsave_writes_a_checkpoint_another_server_opens() {
         .shared()
         .store
         .db()
+        .unwrap()
         .checkpoints()
         .unwrap()
         .into_iter()

@@ -203,10 +203,12 @@ impl Error {
         }
     }
 
-    /// Whether this is an I/O error for a file or object that does not exist.
+    /// Whether this is an I/O error for a file or object that does not exist (a missing
+    /// capacity-tier object included).
     pub fn is_not_found(&self) -> bool {
         match &*self.0 {
             ErrorRepr::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+            ErrorRepr::MissingObject(_) => true,
             ErrorRepr::Background(e) => e.is_not_found(),
             _ => false,
         }

@@ -10,7 +10,7 @@
 //!   between the writer's acknowledged values before the replica's last refresh and after the
 //!   read (bounded staleness, as RocksDB's stress test checks secondaries), and a replica's
 //!   sequence number never goes backwards.
-//! - The replica writes nothing to the log location; an idle refresh costs one request.
+//! - The replica writes nothing to the log location; an idle refresh costs two requests.
 //!
 //! Replay a failure with `STRATA_SEED=<seed> cargo test --test replica`.
 
@@ -375,9 +375,9 @@ fn a_replica_beside_a_running_writer_is_never_more_than_a_refresh_behind() {
 }
 
 /// A replica sends nothing but reads to the log location, and an idle refresh (nothing new)
-/// costs one request: the probe of the next WAL segment.
+/// costs two requests: the probes of the next WAL and manifest segments.
 #[test]
-fn an_idle_replica_sends_one_request_per_refresh_and_writes_nothing() {
+fn an_idle_replica_sends_two_requests_per_refresh_and_writes_nothing() {
     let seed = seeds(1)[0];
     with_seed("replica", seed, move || {
         let mut rng = Rng::new(seed);
@@ -404,7 +404,7 @@ fn an_idle_replica_sends_one_request_per_refresh_and_writes_nothing() {
         let end = replica.status();
         assert_eq!(
             end.log_requests - start.log_requests,
-            10,
+            20,
             "{start:?} -> {end:?}"
         );
         assert_eq!(end.log_lists, start.log_lists);
@@ -460,6 +460,7 @@ fn a_promoted_replica_takes_over_only_from_a_writer_that_let_go() {
                 .promote(base.path().join("promoted"))
                 .expect_err("promoted beside a live writer");
             assert_eq!(err.kind(), strata::ErrorKind::Locked, "{err}");
+            replica.close().unwrap();
             workload(&mut rng, &db, &mut model, 100, 1);
             db.close().unwrap();
 
@@ -473,9 +474,14 @@ fn a_promoted_replica_takes_over_only_from_a_writer_that_let_go() {
             std::fs::remove_dir_all(&promoted).ok();
             let err = replica.promote(&occupied).expect_err("into a database");
             assert_eq!(err.kind(), strata::ErrorKind::AlreadyExists, "{err}");
+            replica.close().unwrap();
             let replica = Db::open_replica(ropts.clone()).unwrap();
             let db = replica.promote(&promoted).unwrap();
             assert!(db.latest_sequence() >= applied);
+            // The promoted replica no longer follows, but still reads its last state.
+            assert!(replica.refresh().is_err());
+            assert_eq!(scan(&replica), model, "the promoted replica's last state");
+            replica.close().unwrap();
             assert_eq!(common::contents(&db), model, "the promoted writer's state");
             workload(&mut rng, &db, &mut model, 100, 2);
             // The new writer is followed like the old one.

@@ -184,7 +184,6 @@ impl Ctx<'_> {
         } else {
             let mut it = self
                 .store()
-                .db()
                 .iter(ReadOptions {
                     lower_bound: Some(prefix.clone()),
                     upper_bound: Some(end),

@@ -168,7 +168,14 @@ pub fn hello(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         (s("proto"), Reply::Int(ctx.session.protocol.number())),
         (s("id"), Reply::Int(ctx.session.client.id as i64)),
         (s("mode"), s("standalone")),
-        (s("role"), s("master")),
+        (
+            s("role"),
+            s(if ctx.shared.store.is_replica() {
+                "replica"
+            } else {
+                "master"
+            }),
+        ),
         (s("modules"), Reply::Array(vec![])),
     ]))
 }

@@ -307,7 +307,6 @@ impl Ctx<'_> {
         };
         self.shared
             .store
-            .db()
             .get_opt(&opts, engine_key)
             .map_err(|e| self.engine_error(e))
     }
@@ -434,7 +433,7 @@ impl Ctx<'_> {
                 cache_only: self.pending.inline,
                 ..Default::default()
             };
-            let got = self.shared.store.db().multi_get(&opts, &engine_keys);
+            let got = self.shared.store.multi_get(&opts, &engine_keys);
             for (&i, r) in at.iter().zip(got) {
                 raws[i] = r.map_err(|e| self.engine_error(e))?;
             }

@@ -86,6 +86,16 @@ impl From<StoreError> for Reply {
     fn from(e: StoreError) -> Reply {
         match e {
             StoreError::KeyTooLarge => Reply::error(format!("ERR {e}")),
+            // A write the engine refused because another writer took the log location over.
+            StoreError::Engine(ref x) if x.kind() == strata::ErrorKind::Locked => {
+                Reply::error(format!(
+                    "FENCED this server lost its log location to another writer and accepts no \
+                     more writes ({x})"
+                ))
+            }
+            StoreError::Engine(ref x) if x.to_string().contains(crate::store::READONLY_ENGINE) => {
+                Reply::error(super::replication::READONLY)
+            }
             other => Reply::error(format!("ERR storage error: {other}")),
         }
     }

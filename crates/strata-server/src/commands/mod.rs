@@ -31,6 +31,7 @@ pub mod keys;
 pub mod lcs;
 pub mod lists;
 pub mod pubsub;
+pub mod replication;
 mod request;
 pub mod scripting;
 pub mod server;
@@ -433,6 +434,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(tables) in Strata: a checkpoint (hard links, shared capacity tables).", true, server::save, "Synchronously saves the database(s) to disk."),
     cmd!("bgsave", -1, &["admin", "noscript", "no_async_loading"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(1) to start; a checkpoint in the background.", true, server::bgsave, "Asynchronously saves the database(s) to disk."),
     cmd!("wait", 3, &["noscript"], (0, 0, 0), &["@slow", "@connection"], "generic", "3.0.0", "O(1)", false, server::wait, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
+    cmd!("role", 1, &["noscript", "loading", "stale", "fast"], (0, 0, 0), &["@admin", "@fast", "@dangerous"], "server", "2.8.12", "O(1)", false, replication::role, "Returns the replication role."),
+    cmd!("replicaof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "5.0.0", "O(1) to answer; promoting rebuilds the fast tier from the log location.", true, replication::replicaof, "Configures a server as replica of another, or promotes it to a master."),
+    cmd!("slaveof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(1) to answer; promoting rebuilds the fast tier from the log location.", true, replication::replicaof, "Sets a Redis server as a replica of another, or promotes it to being a master."),
     cmd!("lastsave", 1, &["loading", "stale", "fast"], (0, 0, 0), &["@admin", "@fast", "@dangerous"], "server", "1.0.0", "O(1)", false, server::lastsave, "Returns the Unix timestamp of the last successful save to disk."),
     cmd!("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], (0, 0, 0), &["@admin", "@slow", "@dangerous"], "server", "1.0.0", "O(1)", false, server::shutdown, "Synchronously saves the database(s) to disk and shuts down the Redis server."),
     // Connection.
@@ -526,6 +530,8 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
         Some(errors::wrong_args(spec.name))
     } else if !ctx.session.authenticated && !spec.no_auth() && ctx.shared.limits.auth_required() {
         Some(errors::err(errors::NOAUTH))
+    } else if spec.writes() && ctx.shared.store.is_replica() {
+        Some(Reply::error(replication::READONLY))
     } else if ctx.session.resp2_subscribed() && !pubsub::allowed_when_subscribed(spec) {
         Some(pubsub::not_allowed_when_subscribed(spec.name))
     } else if (ctx.pending.refuse_busy || ctx.shared.busy.is_busy())

@@ -123,6 +123,19 @@ fn parameters(ctx: &Ctx<'_>) -> Vec<(String, String)> {
             c.backup_url.clone().unwrap_or_default(),
         ),
         ("backup-keep".into(), c.backup_keep.to_string()),
+        (
+            "replicaof".into(),
+            ctx.shared
+                .store
+                .replica_status()
+                .map(|(of, _)| of)
+                .unwrap_or_default(),
+        ),
+        ("replica-read-only".into(), "yes".into()),
+        (
+            "replica-refresh-ms".into(),
+            c.replica_refresh_ms.to_string(),
+        ),
         ("databases".into(), "1".into()),
         ("loglevel".into(), c.log_level.clone()),
         (
@@ -295,16 +308,19 @@ pub fn config(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     }
 }
 
+/// Saves copy the writer's state: a replica has no database of its own to save.
+const SAVE_ON_REPLICA: &str =
+    "ERR a read replica cannot SAVE or BGSAVE: save on the writer (or promote this replica)";
+
 /// `SAVE`: a checkpoint of the database into the backup directory (or a backup to
 /// `backup-url`), now (see `saves`).
 pub fn save(ctx: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     let sh = ctx.shared;
+    let Some(db) = sh.store.db() else {
+        return Err(Reply::error(SAVE_ON_REPLICA));
+    };
     sh.saves
-        .save_now(
-            sh.store.db(),
-            &sh.config.save_target(),
-            sh.config.backup_keep,
-        )
+        .save_now(&db, &sh.config.save_target(), sh.config.backup_keep)
         .map(|_| Reply::Ok)
         .map_err(|e| Reply::error(format!("ERR {e}")))
 }
@@ -315,7 +331,9 @@ pub fn bgsave(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         return Err(Reply::error("ERR syntax error"));
     }
     let sh = ctx.shared;
-    let db = sh.store.db().clone();
+    let Some(db) = sh.store.db() else {
+        return Err(Reply::error(SAVE_ON_REPLICA));
+    };
     if !sh.saves.bgsave(
         db,
         sh.config.save_target(),

@@ -147,7 +147,7 @@ fn watched_key_expired(
         ..Default::default()
     };
     for (key, since) in w.keys() {
-        let raw = crate::keyspace::with_data_key(key, |k| shared.store.db().get_opt(&opts, k));
+        let raw = crate::keyspace::with_data_key(key, |k| shared.store.get_opt(&opts, k));
         let expire_at = match raw {
             // A record that does not decode: not a state to run the transaction on.
             Ok(Some(raw)) => match crate::value::peek(&raw) {

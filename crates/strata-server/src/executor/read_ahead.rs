@@ -103,7 +103,7 @@ pub(super) fn prefetch_keys(
             k
         })
         .collect();
-    let db = shared.store.db();
+    let db = &shared.store;
     let (read, hints) = keys.split_at(read_ahead);
     if read.len() >= 2 {
         let opts = strata::ReadOptions {

@@ -12,11 +12,15 @@
 //!
 //! A refresh reads the manifest before the WAL: the writer syncs a table's key list to the WAL
 //! before its manifest edit, so every edit the replica applies finds its key lists mirrored.
-//! It follows the WAL through log-link records (`wal::link`): a sealed log names the next one,
-//! so an idle refresh costs one GET (the next segment of the newest log, not there). The
-//! manifest is probed when the WAL carried key lists (an install follows) and every
+//! It follows the WAL through log-link records (`wal::link`): a sealed log names the next one.
+//! When the newest log has nothing more, that is ambiguous (the writer may have flushed it and
+//! deleted it, link and all), so every refresh then probes the manifest's next segment: a log is
+//! deleted only after the manifest edit that releases it. An idle refresh costs two GETs (the
+//! next segments of the newest log and of the manifest, not there). The manifest is also
+//! probed before the logs when the WAL carried key lists (an install follows) and every
 //! `manifest_probe_interval`; `CURRENT` then too, and when it names another manifest (the
-//! writer restarted, or rolled its manifest over) the next refresh lists the location again.
+//! writer restarted, or rolled its manifest over) the next refresh lists the location again:
+//! those two changes are seen within `manifest_probe_interval`.
 //!
 //! Invariants: a view's sequence number is that of the last whole write batch applied, so a
 //! reader never sees part of a batch; views never go backwards (a refresh that fails keeps
@@ -50,6 +54,8 @@ struct LogTail {
     next: Option<u64>,
     /// The last sequence number applied from this file (0: none).
     last_seq: SeqNo,
+    /// The first sequence number applied from this file (0: none).
+    first_seq: SeqNo,
 }
 
 /// What a refresh did.
@@ -200,21 +206,26 @@ impl Follower {
 
     /// Lists the location and mirrors CURRENT, its manifest and the WAL files from the
     /// manifest's WAL bound on. Returns the bytes fetched.
+    ///
+    /// A listing is no snapshot (an S3 LIST, a directory walk): a file created while it runs
+    /// may be missed. So the manifest is read first (listed, then probed for what it gained),
+    /// and the logs come from a second listing after it: every log that manifest needs existed
+    /// before it was read, and is in the second listing unless a later edit released it (then
+    /// the install fails and the next refresh reads that edit).
     fn sync_listing(&mut self) -> Result<u64> {
-        let listing = self.source.list()?;
+        let first = self.source.list()?;
         let Some(manifest) = self.fetch_current()? else {
             return Err(Error::invalid(
                 "the log location holds no database (no CURRENT): start the writer first",
             ));
         };
         let mut fetched = 0;
-        let by_name: HashMap<&str, &Listed> =
-            listing.iter().map(|l| (l.name.as_str(), l)).collect();
-        // The manifest first (it bounds the logs needed), then the logs.
-        let m = self.fetch_listed_or_new(&manifest, by_name.get(manifest.as_str()).copied())?;
-        fetched += m;
+        let listed = first.iter().find(|l| l.name == manifest);
+        fetched += self.fetch_listed_or_new(&manifest, listed)?;
+        fetched += self.fetch_listed_or_new(&manifest, None)?;
         self.manifest = Some(manifest.clone());
         let versions = self.read_versions()?;
+        let listing = self.source.list()?;
         let bound = versions.wal_bound();
         let log_number = versions.log_number;
         self.versions = Some(versions);
@@ -223,6 +234,10 @@ impl Follower {
             if let Some(n) = parse_log(&l.name) {
                 if n >= bound {
                     fetched += self.fetch_listed_or_new(&l.name, Some(l))?;
+                    // A listing is no snapshot: a log may have been listed before the manifest
+                    // edit whose key list it took after. What it gained since is fetched too,
+                    // so every key list the mirrored manifest names is mirrored.
+                    fetched += self.fetch_listed_or_new(&l.name, None)?;
                     newest = newest.max(Some(n));
                 }
             }
@@ -282,6 +297,15 @@ impl Follower {
             self.opts.num_levels,
             self.opts.max_manifest_file_size,
         )
+    }
+
+    /// Fetches what the manifest gained (one request when nothing); bytes fetched.
+    fn probe_manifest_segment(&mut self) -> Result<u64> {
+        let Some(name) = self.manifest.clone() else {
+            self.relist = true;
+            return Ok(0);
+        };
+        self.fetch_listed_or_new(&name, None)
     }
 
     /// Probes the manifest (and, when it did not grow, CURRENT): whether it grew.
@@ -348,6 +372,7 @@ impl Follower {
             mem: Arc::new(MemTable::for_options(n, &self.opts, None)),
             next: None,
             last_seq: 0,
+            first_seq: 0,
         });
         if tail.parsed as u64 >= size {
             return Ok(());
@@ -378,6 +403,9 @@ impl Follower {
             }
             .map_err(|e| Error::corruption(format!("{name}: {e}")))?;
             tail.last_seq = tail.last_seq.max(first + count - 1);
+            if tail.first_seq == 0 {
+                tail.first_seq = first;
+            }
         }
         group.insert(&mem);
         tail.parsed = reader.position();
@@ -413,6 +441,21 @@ impl Follower {
         }
         // The WAL after the manifest: every key list an applied edit names is mirrored.
         self.follow_logs(&mut r.fetched)?;
+        // The newest log had nothing more. That is ambiguous: the writer may have flushed and
+        // deleted it (its link to the next log with it). A log is deleted only after the
+        // manifest edit that releases it, so a manifest that did not grow since the log's
+        // probe means the log really was idle; one that grew is read, and the logs followed
+        // again (the key lists its edits name were synced before them). A probe before the
+        // logs' does not settle it (the edit may land between the two).
+        if !r.listed {
+            let n = self.probe_manifest_segment()?;
+            r.fetched += n;
+            if n > 0 {
+                manifest_grew = true;
+                self.versions = Some(self.read_versions()?);
+                self.follow_logs(&mut r.fetched)?;
+            }
+        }
         // The writer flushed past the last log the links led to: a log in the chain is gone
         // (its retention ended before this refresh) or was never linked (a crash). The
         // location is listed again.
@@ -423,10 +466,99 @@ impl Follower {
             manifest_grew = true;
             self.follow_logs(&mut r.fetched)?;
         }
+        // The memtables must hold every write after the version's tables: a log the writer
+        // deleted after the mirrored manifest was read (a later edit released it) leaves a
+        // gap, and a view with a gap would show older values at a newer sequence.
+        let mut attempt = 0;
+        while let Some(gap) = self.memtable_gap() {
+            attempt += 1;
+            if attempt > 3 || !self.read_release(&mut r)? {
+                return Err(Error::corruption(format!(
+                    "replica: the WAL after the writer's version is incomplete ({gap}); the \
+                     refresh is retried"
+                )));
+            }
+            manifest_grew = true;
+        }
         if manifest_grew || self.version.is_none() {
-            self.install_version(&mut r)?;
+            let mut attempt = 0;
+            while let Err(e) = self.install_version(&mut r) {
+                // A later edit may have released a log this version still needs (the writer
+                // moved on while the mirror caught up): read that edit and install it instead.
+                attempt += 1;
+                if attempt > 3 || !(e.is_corruption() || e.is_not_found()) {
+                    return Err(e);
+                }
+                if !self.read_release(&mut r)? {
+                    return Err(e);
+                }
+            }
         }
         Ok((self.view()?, r))
+    }
+
+    /// Where the memtables' writes do not follow on from the version's (`None`: they do).
+    /// Logs from the version's log number on hold the writes after its tables, one after the
+    /// other; logs with no write batch are skipped.
+    fn memtable_gap(&self) -> Option<String> {
+        let versions = self.versions.as_ref()?;
+        let mut expect = versions.last_sequence + 1;
+        let mut first_log = true;
+        for (n, t) in self.logs.range(versions.log_number..) {
+            if t.first_seq == 0 {
+                continue;
+            }
+            // The version's last sequence may count writes already in its first log.
+            let ok = if first_log {
+                t.first_seq <= expect
+            } else {
+                t.first_seq == expect
+            };
+            if !ok {
+                return Some(format!(
+                    "log {n} starts at sequence {}, after {}",
+                    t.first_seq,
+                    expect - 1
+                ));
+            }
+            first_log = false;
+            expect = t.last_seq + 1;
+        }
+        None
+    }
+
+    /// After an install found a log missing: reads what the writer changed since (a listing
+    /// where listing is cheap, else the manifest's new segments, listing again if the log
+    /// chain broke) and follows the logs. Whether the manifest moved on.
+    fn read_release(&mut self, r: &mut Refreshed) -> Result<bool> {
+        if self.source.cheap_listing() {
+            let before = self
+                .sizes
+                .get(self.manifest.as_deref().unwrap_or(""))
+                .copied();
+            r.fetched += self.sync_listing()?;
+            r.listed = true;
+            self.follow_logs(&mut r.fetched)?;
+            let after = self
+                .sizes
+                .get(self.manifest.as_deref().unwrap_or(""))
+                .copied();
+            return Ok(before != after);
+        }
+        let n = self.probe_manifest_segment()?;
+        if n == 0 {
+            return Ok(false);
+        }
+        r.fetched += n;
+        self.versions = Some(self.read_versions()?);
+        self.follow_logs(&mut r.fetched)?;
+        let log_number = self.versions.as_ref().map_or(0, |v| v.log_number);
+        if self.newest.is_some_and(|n| n < log_number) {
+            r.fetched += self.sync_listing()?;
+            r.listed = true;
+            self.follow_logs(&mut r.fetched)?;
+        }
+        Ok(true)
     }
 
     /// Rebuilds the fast-tier tables the version names and the replica lacks, drops those it

@@ -145,7 +145,7 @@ struct ReplicaInner {
 /// A read-only replica; see the module docs. Dropping it stops its refresh thread.
 pub struct Replica {
     inner: Arc<ReplicaInner>,
-    thread: Option<JoinHandle<()>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// A replica's reads pinned at one state of the writer.
@@ -268,7 +268,20 @@ impl Replica {
             opts.manifest_probe_interval,
         )?;
         let start = (Instant::now(), SystemTime::now());
-        let (view, first) = follower.refresh(true)?;
+        // The writer may release a log the first manifest read still needs (its install then
+        // fails): the next refresh reads the edit that released it.
+        let mut attempt = 0;
+        let (view, first) = loop {
+            match follower.refresh(true) {
+                Ok(r) => break r,
+                Err(e) if attempt < 3 && (e.is_corruption() || e.is_not_found()) => {
+                    attempt += 1;
+                    tracing::debug!(error = %e, attempt, "replica: first refresh failed; again");
+                    std::thread::sleep(Duration::from_millis(20 << attempt));
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let stats = Arc::new(EngineStats::default());
         let versions = follower
             .versions()
@@ -302,19 +315,27 @@ impl Replica {
             writer,
             _lock: lock,
         });
-        let thread = match inner.opts.refresh_interval {
-            Some(every) => {
-                let inner = inner.clone();
-                Some(
-                    std::thread::Builder::new()
-                        .name("strata-replica".into())
-                        .spawn(move || refresh_loop(&inner, every))
-                        .map_err(|e| Error::io("replica refresh thread", e))?,
-                )
-            }
-            None => None,
+        let r = Replica {
+            inner,
+            thread: Mutex::new(None),
         };
-        Ok(Replica { inner, thread })
+        r.start_refreshing()?;
+        Ok(r)
+    }
+
+    /// Starts the background refresh thread (if `refresh_interval` asks for one).
+    fn start_refreshing(&self) -> Result<()> {
+        *self.inner.stop.lock() = false;
+        let Some(every) = self.inner.opts.refresh_interval else {
+            return Ok(());
+        };
+        let inner = self.inner.clone();
+        let t = std::thread::Builder::new()
+            .name("strata-replica".into())
+            .spawn(move || refresh_loop(&inner, every))
+            .map_err(|e| Error::io("replica refresh thread", e))?;
+        *self.thread.lock() = Some(t);
+        Ok(())
     }
 
     /// The newest value of `key` the replica has applied.
@@ -361,6 +382,11 @@ impl Replica {
     /// Catches up with the writer now (what the background thread does every
     /// `refresh_interval`), and says where the replica stands.
     pub fn refresh(&self) -> Result<ReplicaStatus> {
+        if *self.inner.stop.lock() {
+            return Err(Error::invalid(
+                "the replica was promoted or closed: it no longer follows the writer",
+            ));
+        }
         self.inner.refresh(false)?;
         Ok(self.status())
     }
@@ -410,15 +436,16 @@ impl Replica {
     }
 
     /// Stops the refresh thread and closes the replica.
-    pub fn close(mut self) -> Result<()> {
+    pub fn close(self) -> Result<()> {
         self.stop();
         Ok(())
     }
 
-    /// Failover: makes this replica's node the writer, in `dir` (absent or empty; not the
+    /// Failover: makes this replica's node the writer, in `dir` (holding no database; not the
     /// replica's `local_dir`), and returns the open database.
     ///
-    /// The replica stops following, then the writer opens on the log location and capacity
+    /// The replica stops following (its reads keep serving its last state until it is
+    /// closed, so a server can answer reads while it promotes), then the writer opens on the log location and capacity
     /// tier the replica followed, with the replica's engine options and `extended_wal` on (so
     /// that the next replica can follow it). Opening takes the log location's lease: a writer
     /// that is still alive keeps it and the promotion fails with `Locked` (close it first for
@@ -428,9 +455,9 @@ impl Replica {
     /// every write the old writer acknowledged with `sync` is in the returned database, and
     /// its sequence is at least the replica's.
     ///
-    /// The replica is closed whether or not the open succeeds. Its rebuilt tables are not
-    /// reused yet: promotion costs a node-loss recovery (`docs/mechanisms/replicas.md`).
-    pub fn promote(mut self, dir: impl AsRef<std::path::Path>) -> Result<crate::Db> {
+    /// If the open fails, the replica goes on following. Its rebuilt tables are not reused
+    /// yet: promotion costs a node-loss recovery (`docs/mechanisms/replicas.md`).
+    pub fn promote(&self, dir: impl AsRef<std::path::Path>) -> Result<crate::Db> {
         let dir = dir.as_ref();
         let inner = &self.inner;
         let storage = inner.writer.storage.clone().unwrap_or_else(default_storage);
@@ -450,9 +477,15 @@ impl Replica {
         let applied = self.inner.view.load().seq;
         let writer = self.inner.writer.clone();
         let local = self.inner.opts.local_dir.clone();
-        drop(self);
         let start = Instant::now();
-        let db = crate::Db::open(dir, writer)?;
+        let db = match crate::Db::open(dir, writer) {
+            Ok(db) => db,
+            Err(e) => {
+                // Still a replica: follow the writer again.
+                self.start_refreshing()?;
+                return Err(e);
+            }
+        };
         let seq = db.latest_sequence();
         if seq < applied {
             return Err(Error::corruption(format!(
@@ -471,10 +504,10 @@ impl Replica {
         Ok(db)
     }
 
-    fn stop(&mut self) {
+    fn stop(&self) {
         *self.inner.stop.lock() = true;
         self.inner.wake.notify_all();
-        if let Some(t) = self.thread.take() {
+        if let Some(t) = self.thread.lock().take() {
             let _ = t.join();
         }
     }

@@ -611,7 +611,12 @@ impl CapacityTier {
             let (store, p) = (store.clone(), p.clone());
             async move {
                 match store.get(&p).await {
-                    Ok(r) => r.bytes().await.map(Some),
+                    // Deleted between the request and the read of its body: gone too.
+                    Ok(r) => match r.bytes().await {
+                        Ok(b) => Ok(Some(b)),
+                        Err(object_store::Error::NotFound { .. }) => Ok(None),
+                        Err(e) => Err(e),
+                    },
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
                     Err(e) => Err(e),
                 }
