@@ -4,7 +4,7 @@
 It reads the public option structs of the `strata` crate (their fields, types and `///` doc
 comments), their defaults (from the doc text "Default X.", else from `impl Default` or a
 constructor when the expression is simple), and the `strata serve` TOML keys that set them (by
-parsing `crates/strata-server/src/config.rs`, the only place server settings become engine
+parsing `crates/strata-server/src/config.rs` and `engine_config.rs`, the only place server settings become engine
 `Options`), and writes one table per struct.
 
     python3 scripts/options-reference.py           # (re)write the page
@@ -24,7 +24,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENGINE_SRC = "crates/strata/src"
-SERVER_CONFIG = "crates/strata-server/src/config.rs"
+# The server's configuration: ServerConfig, and its [engine] table (parsed as one source).
+SERVER_CONFIG = ("crates/strata-server/src/config.rs", "crates/strata-server/src/engine_config.rs")
 SERVE_ARGS = "crates/strata-cli/src/serve.rs"
 OUTPUT = "docs/operating/configuration.md"
 
@@ -199,9 +200,14 @@ def split_top(toks, lo, hi, sep=",", angles=False):
 
 class Source:
     def __init__(self, rel):
-        self.rel = rel
-        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
-            self.text = f.read()
+        # A tuple of files is read as one text (line numbers then count through all of them).
+        rels = rel if isinstance(rel, tuple) else (rel,)
+        self.rel = " + ".join(rels)
+        texts = []
+        for r in rels:
+            with open(os.path.join(ROOT, r), encoding="utf-8") as f:
+                texts.append(f.read())
+        self.text = "\n".join(texts)
         self.toks = lex(self.text)
         self.lines = [m.start() for m in re.finditer("\n", self.text)]
 
@@ -1139,7 +1145,7 @@ def render(engine):
                "from `%s`. Any key can also be given as `strata serve --set engine.KEY=VALUE`; "
                "the flag column names the dedicated flag where there is one (`%s`). Defaults "
                "marked \"engine\" are the engine's default for the field the key sets.\n"
-               % (SERVER_CONFIG, SERVE_ARGS))
+               % ("` and `".join(SERVER_CONFIG), SERVE_ARGS))
     by_key = {}
     for (st, field), ks in smap.items():
         for k in ks:

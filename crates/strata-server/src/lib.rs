@@ -42,6 +42,7 @@ pub mod config;
 pub mod config_values;
 pub mod connection;
 pub mod cursor;
+pub mod engine_config;
 pub mod executor;
 pub mod expiry;
 pub mod fasthash;

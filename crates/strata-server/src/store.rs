@@ -55,7 +55,8 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// The engine error of a write that reached a replica (commands answer `READONLY` first).
+/// The engine error of a write that reached a replica: a safety net, since the dispatcher
+/// answers every write command on a replica `READONLY` before it runs.
 pub const READONLY_ENGINE: &str = "a read replica accepts no writes";
 
 /// What the store reads and writes: the writer, or a replica of one.
@@ -227,7 +228,7 @@ impl Store {
     pub fn latest_sequence(&self) -> u64 {
         match &**self.engine.load() {
             Engine::Writer(db) => db.latest_sequence(),
-            Engine::Replica(r) => r.status().applied_sequence,
+            Engine::Replica(r) => r.applied_sequence(),
         }
     }
 

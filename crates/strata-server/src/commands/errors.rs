@@ -93,9 +93,6 @@ impl From<StoreError> for Reply {
                      more writes ({x})"
                 ))
             }
-            StoreError::Engine(ref x) if x.to_string().contains(crate::store::READONLY_ENGINE) => {
-                Reply::error(super::replication::READONLY)
-            }
             other => Reply::error(format!("ERR storage error: {other}")),
         }
     }

@@ -73,7 +73,7 @@ pub(crate) struct Refreshed {
 
 /// See the module docs.
 pub(crate) struct Follower {
-    source: Box<dyn LogSource>,
+    source: Arc<dyn LogSource>,
     storage: Arc<dyn Storage>,
     /// `<local_dir>`: the rebuilt tables.
     dir: PathBuf,
@@ -112,7 +112,7 @@ fn parse_log(name: &str) -> Option<u64> {
 
 impl Follower {
     pub fn new(
-        source: Box<dyn LogSource>,
+        source: Arc<dyn LogSource>,
         storage: Arc<dyn Storage>,
         dir: &Path,
         opts: Options,
@@ -152,10 +152,6 @@ impl Follower {
     }
 
     /// Requests the source sent.
-    pub fn requests(&self) -> crate::stats::RequestCounts {
-        self.source.requests()
-    }
-
     /// Appends `bytes` to the mirror of `name` (or replaces it, `replace`).
     fn mirror_append(&mut self, name: &str, bytes: &[u8], replace: bool) -> Result<()> {
         let path = self.mirror.join(name);

@@ -139,6 +139,8 @@ struct ReplicaInner {
     wake: Condvar,
     /// The options a promoted replica opens the writer with.
     writer: Options,
+    /// The log location, shared with the follower (its request counters are read unlocked).
+    source: Arc<dyn LogSource>,
     _lock: Box<dyn DirLock>,
 }
 
@@ -249,19 +251,19 @@ impl Replica {
                 storage.remove(&dir.join(&name))?;
             }
         }
-        let source: Box<dyn LogSource> = if is_object_store_location(&opts.wal_location) {
+        let source: Arc<dyn LogSource> = if is_object_store_location(&opts.wal_location) {
             let mut c = CapacityOptions::new(opts.wal_location.to_string_lossy().into_owned());
             c.emulation = opts.engine.wal_emulation.clone();
-            Box::new(ObjectSource::new(CapacityTier::open(
+            Arc::new(ObjectSource::new(CapacityTier::open(
                 &c,
                 None,
                 Default::default(),
             )?))
         } else {
-            Box::new(DirSource::new(&opts.wal_location, storage.clone()))
+            Arc::new(DirSource::new(&opts.wal_location, storage.clone()))
         };
         let mut follower = Follower::new(
-            source,
+            source.clone(),
             storage.clone(),
             &dir,
             engine.clone(),
@@ -313,6 +315,7 @@ impl Replica {
             stop: Mutex::new(false),
             wake: Condvar::new(),
             writer,
+            source,
             _lock: lock,
         });
         let r = Replica {
@@ -391,22 +394,24 @@ impl Replica {
         Ok(self.status())
     }
 
+    /// The sequence number reads see (`ReplicaStatus::applied_sequence`, without the rest).
+    pub fn applied_sequence(&self) -> SeqNo {
+        self.inner.view.load().seq
+    }
+
     /// Where the replica stands and what following the writer cost.
     pub fn status(&self) -> ReplicaStatus {
         let inner = &self.inner;
         let view = inner.view.load();
-        let (log_requests, capacity_requests) = {
-            let f = inner.follower.lock();
-            (
-                f.requests(),
-                inner
-                    .tables
-                    .store()
-                    .capacity()
-                    .map(|c| c.stats().requests.snapshot())
-                    .unwrap_or_default(),
-            )
-        };
+        // No follower lock: a refresh rebuilding tables holds it for seconds, and INFO, ROLE
+        // and metrics scrapes must not wait for it.
+        let log_requests = inner.source.requests();
+        let capacity_requests = inner
+            .tables
+            .store()
+            .capacity()
+            .map(|c| c.stats().requests.snapshot())
+            .unwrap_or_default();
         let c = inner.counters.lock();
         ReplicaStatus {
             applied_sequence: view.seq,
