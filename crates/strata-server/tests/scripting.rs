@@ -337,6 +337,39 @@ fn functions_run_with_their_flags_and_the_sandbox_holds_across_calls() {
         .unwrap();
     assert_eq!(got, vec![bulk("three"), Value::Int(3)]);
     assert_eq!(run(&mut c, &["FCALL_RO", "peek", "1", "b"]), Ok(bulk("6")));
+    // A function never sees the KEYS and ARGV of the script that ran before it on its
+    // interpreter (pipelined: the same thread runs both).
+    let lib4 = "#!lua name=four\n\
+        redis.register_function('globals', function()\n\
+          local ok, k = pcall(function() return KEYS end)\n\
+          local ok2, a = pcall(function() return ARGV end)\n\
+          return {tostring(ok and k ~= nil), tostring(ok2 and a ~= nil)}\n\
+        end)";
+    run(&mut c, &["FUNCTION", "LOAD", lib4]).unwrap();
+    let got: Vec<Value> = redis::pipe()
+        .cmd("EVAL")
+        .arg("return #KEYS + #ARGV")
+        .arg(2)
+        .arg("k1")
+        .arg("k2")
+        .arg("a1")
+        .cmd("FCALL")
+        .arg("globals")
+        .arg(0)
+        .cmd("EVAL")
+        .arg("return {#KEYS, #ARGV}")
+        .arg(1)
+        .arg("k3")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![
+            Value::Int(3),
+            Value::Array(vec![bulk("false"), bulk("false")]),
+            Value::Array(vec![Value::Int(1), Value::Int(0)])
+        ]
+    );
     s.stop();
 }
 

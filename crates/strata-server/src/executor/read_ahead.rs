@@ -38,8 +38,8 @@ pub(crate) fn read_ahead_safe(cmds: &[Request]) -> bool {
 /// [`read_ahead_safe`] says so — whole commands, at most [`PREFETCH_MAX`] keys: returns the
 /// index of the first GET or MGET left out, before which the caller closes the read-ahead
 /// (`ReadAhead::close`); hints the engine ([`strata::Db::prefetch_gets`]) at the data keys of
-/// the other engine commands that read them (not blind writes such as a plain SET), and at the
-/// GETs' when they are not read ahead. A GET answered from the read-ahead answers as of a
+/// the other engine commands that read them (not blind writes such as a plain SET) and at the
+/// keys scripts declare, and at the GETs' when they are not read ahead. A GET answered from the read-ahead answers as of a
 /// moment between its request's arrival and its reply, no earlier than any earlier command of
 /// the segment read; a read-modify-write of a key some GET read ahead reads that value, which
 /// is current, since the segment held the key's stripe before reading it. A read-ahead that
@@ -83,16 +83,29 @@ pub(super) fn prefetch_keys(
     } else {
         cut.unwrap_or(cmds.len())
     };
-    let hinted = cmds
-        .iter()
-        .enumerate()
-        .filter(|(i, r)| {
-            r.needs_engine() && !r.blind_write() && !(r.reads_ahead() && *i < read_through)
-        })
-        .filter_map(|(_, r)| r.spec().map(|spec| spec.table_keys(r)))
-        .flatten();
-    for k in hinted.take(PREFETCH_MAX.saturating_sub(read_ahead)) {
-        push(k);
+    let mut room = PREFETCH_MAX.saturating_sub(read_ahead);
+    for (i, r) in cmds.iter().enumerate() {
+        if room == 0 {
+            break;
+        }
+        let Some(spec) = r.spec() else { continue };
+        if !r.needs_engine() || r.blind_write() || (r.reads_ahead() && i < read_through) {
+            continue;
+        }
+        if spec.runs_script() {
+            // A script's declared keys: what a script reads, mostly.
+            if let LockScope::Keys(keys) = r.lock_scope() {
+                for k in keys.into_iter().take(room) {
+                    push(k);
+                    room -= 1;
+                }
+            }
+        } else {
+            for k in spec.table_keys(r).take(room) {
+                push(k);
+                room -= 1;
+            }
+        }
     }
     let mut start = 0;
     let keys: Vec<&[u8]> = ends

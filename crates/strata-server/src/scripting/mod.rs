@@ -29,7 +29,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use mlua::{Function, Lua, MultiValue, Value};
+use mlua::{Function, Lua, MultiValue, Table, Value};
 use parking_lot::RwLock;
 
 use crate::commands::{self, Ctx, LockScope, Request};
@@ -70,6 +70,20 @@ struct Vm {
     /// change and a cache filled after it cannot pair an old library with a new generation.
     libraries: HashMap<String, LoadedLibrary, FastHash>,
     fn_generation: u64,
+    /// The last script's `KEYS` and `ARGV` are still set in the environment: the next script
+    /// replaces them, and a function (which reads globals through to the environment) must
+    /// not see another client's, so [`Vm::clear_script_args`] clears them before one runs.
+    script_args: bool,
+}
+
+impl Vm {
+    /// Clears the last script's `KEYS` and `ARGV`, if set (before a function library loads or
+    /// a function runs).
+    fn clear_script_args(&mut self) {
+        if std::mem::take(&mut self.script_args) {
+            let _ = set_keys_argv(&self.sb.lua, &self.sb.env, None);
+        }
+    }
 }
 
 /// A library loaded into one interpreter: the registry entry it came from, its functions.
@@ -106,6 +120,7 @@ fn with_vm(shared: &crate::server::Shared, f: impl FnOnce(&mut Vm) -> Reply) -> 
                         generation,
                         libraries: HashMap::default(),
                         fn_generation,
+                        script_args: false,
                     })
                 }
                 Err(e) => return Reply::error(format!("ERR cannot start Lua: {e}")),
@@ -124,6 +139,29 @@ fn with_vm(shared: &crate::server::Shared, f: impl FnOnce(&mut Vm) -> Reply) -> 
         }
         f(vm)
     })
+}
+
+/// A script's name as a client gives it to EVALSHA or SCRIPT EXISTS, in lowercase, kept on
+/// the stack (a lookup per EVALSHA allocates nothing).
+pub struct Sha([u8; 40]);
+
+impl Sha {
+    /// `name` in lowercase, if it can name a script (40 hex digits, any case).
+    pub fn parse(name: &[u8]) -> Option<Sha> {
+        let mut out = [0u8; 40];
+        if name.len() != out.len() || !name.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        for (o, c) in out.iter_mut().zip(name) {
+            *o = c.to_ascii_lowercase();
+        }
+        Some(Sha(out))
+    }
+
+    pub fn as_str(&self) -> &str {
+        // 40 ASCII hex digits (`parse`).
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
 }
 
 /// The lowercase hex SHA1 of `body` (how scripts are named).
@@ -146,15 +184,14 @@ impl Scripts {
             .or_insert_with(|| body.clone());
     }
 
-    /// The script named `sha` (any case): its name in lowercase and its text.
-    pub fn get(&self, sha: &[u8]) -> Option<(String, Bytes)> {
-        let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
-        let text = self.texts.read().get(&sha).cloned()?;
-        Some((sha, text))
+    /// The text of the script named `sha`.
+    pub fn get(&self, sha: &Sha) -> Option<Bytes> {
+        self.texts.read().get(sha.as_str()).cloned()
     }
 
+    /// Whether a script is named `sha` (any case).
     pub fn exists(&self, sha: &[u8]) -> bool {
-        self.get(sha).is_some()
+        Sha::parse(sha).is_some_and(|sha| self.texts.read().contains_key(sha.as_str()))
     }
 
     /// Forgets every script (SCRIPT FLUSH).
@@ -199,33 +236,90 @@ fn run_in(
     args: &[Bytes],
     read_only: bool,
 ) -> Reply {
-    let f = match compiled(vm, sha, body) {
-        Ok(f) => f,
-        Err(e) => return e,
+    if let Err(e) = compiled(vm, sha, body) {
+        return e;
+    }
+    // Borrowed, not cloned: a clone of a `Function` is a registry reference made and freed.
+    let Vm {
+        sb,
+        compiled,
+        script_args,
+        ..
+    } = vm;
+    let Some(f) = compiled.get(sha) else {
+        return Reply::error("ERR the script was not compiled");
     };
-    // KEYS and ARGV as fresh arrays (filled in place: no intermediate vector per call).
-    let setup = || -> mlua::Result<()> {
-        vm.sb.env.raw_set("KEYS", array(&vm.sb.lua, keys)?)?;
-        vm.sb.env.raw_set("ARGV", array(&vm.sb.lua, args)?)
-    };
-    if let Err(e) = setup() {
+    // Left set afterwards (`Vm::script_args`): clearing them would cost another protected
+    // call per script.
+    *script_args = true;
+    if let Err(e) = set_keys_argv(&sb.lua, &sb.env, Some((keys, args))) {
         return Reply::error(format!("ERR {}", one_line(&e.to_string())));
     }
-    let reply = call(ctx, &f, (), keys, read_only, sha);
-    // Not left for the next script or function on this thread (another client's).
-    for name in ["KEYS", "ARGV"] {
-        let _ = vm.sb.env.raw_set(name, Value::Nil);
-    }
-    reply
+    call(ctx, f, (), keys, read_only, sha)
 }
 
-/// A Lua array of `items` as strings.
-fn array(lua: &Lua, items: &[Bytes]) -> mlua::Result<mlua::Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(item)?)?;
+/// Sets the script environment `env`'s `KEYS` and `ARGV` to fresh arrays of `keys` and `args`
+/// (as strings), or both to nil for `None` — in one protected call, building the tables on the
+/// Lua stack: mlua's typed table and string calls would each run protected, about ten
+/// protected calls per script, a tenth of a short script's time.
+fn set_keys_argv(lua: &Lua, env: &Table, items: Option<(&[Bytes], &[Bytes])>) -> mlua::Result<()> {
+    use mlua::ffi;
+    let lists = items.map(|(k, a)| [(&b"KEYS"[..], k), (&b"ARGV"[..], a)]);
+    if lists
+        .iter()
+        .flatten()
+        .any(|(_, l)| l.len() >= std::os::raw::c_int::MAX as usize)
+    {
+        return Err(mlua::Error::runtime("too many keys or arguments"));
     }
-    Ok(t)
+    // SAFETY: `exec_raw` runs the closure as a protected C function with `env` at stack index
+    // 1 and room for three more values (a name, a table, an item: at most three are pushed at
+    // once). A Lua error (out of memory) unwinds through the closure, which holds only
+    // borrowed slices and plain integers: nothing is left undropped.
+    unsafe {
+        lua.exec_raw::<()>(env, |state| match &lists {
+            Some(lists) => {
+                for (name, list) in lists {
+                    ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
+                    ffi::lua_createtable(state, list.len() as std::os::raw::c_int, 0);
+                    for (i, item) in list.iter().enumerate() {
+                        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                        ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+                    }
+                    ffi::lua_rawset(state, 1);
+                }
+            }
+            None => {
+                for name in [&b"KEYS"[..], b"ARGV"] {
+                    ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
+                    ffi::lua_pushnil(state);
+                    ffi::lua_rawset(state, 1);
+                }
+            }
+        })
+    }
+}
+
+/// Lua arrays of `keys` and of `args`, as strings (a function's two arguments), made in one
+/// protected call (see [`set_keys_argv`]).
+fn arrays(lua: &Lua, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<(Table, Table)> {
+    use mlua::ffi;
+    if keys.len().max(args.len()) >= std::os::raw::c_int::MAX as usize {
+        return Err(mlua::Error::runtime("too many keys or arguments"));
+    }
+    // SAFETY: as in `set_keys_argv`: two tables are left on the stack as the results, with at
+    // most one item above them while each is filled.
+    unsafe {
+        lua.exec_raw::<(Table, Table)>((), |state| {
+            for list in [keys, args] {
+                ffi::lua_createtable(state, list.len() as std::os::raw::c_int, 0);
+                for (i, item) in list.iter().enumerate() {
+                    ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                    ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+                }
+            }
+        })
+    }
 }
 
 /// Calls the script or function `f` with `fargs`, its `redis.call`s running against `ctx`
@@ -324,6 +418,7 @@ pub fn fcall(
     }
     let inline = ctx.pending.inline;
     with_vm(shared, |vm| {
+        vm.clear_script_args();
         let current = vm
             .libraries
             .get(&lib.name)
@@ -357,9 +452,7 @@ pub fn fcall(
         else {
             return Reply::error("ERR Function not found");
         };
-        let lua = &vm.sb.lua;
-        let tables = array(lua, keys).and_then(|k| Ok((k, array(lua, args)?)));
-        match tables {
+        match arrays(&vm.sb.lua, keys, args) {
             Ok(t) => call(ctx, &f, t, keys, read_only || no_writes, &info.name),
             Err(e) => Reply::error(format!("ERR {}", one_line(&e.to_string()))),
         }
@@ -378,10 +471,10 @@ pub fn compile(shared: &crate::server::Shared, sha: &str, body: &Bytes) -> Resul
     }
 }
 
-/// The function of script `sha` in `vm`, compiled from `body` the first time.
-fn compiled(vm: &mut Vm, sha: &str, body: &Bytes) -> Result<Function, Reply> {
-    if let Some(f) = vm.compiled.get(sha) {
-        return Ok(f.clone());
+/// Compiles script `sha` from `body` into `vm.compiled`, unless it is there already.
+fn compiled(vm: &mut Vm, sha: &str, body: &Bytes) -> Result<(), Reply> {
+    if vm.compiled.contains_key(sha) {
+        return Ok(());
     }
     match vm
         .sb
@@ -392,8 +485,8 @@ fn compiled(vm: &mut Vm, sha: &str, body: &Bytes) -> Result<Function, Reply> {
         .into_function()
     {
         Ok(f) => {
-            vm.compiled.insert(sha.to_string(), f.clone());
-            Ok(f)
+            vm.compiled.insert(sha.to_string(), f);
+            Ok(())
         }
         Err(e) => Err(Reply::error(format!(
             "ERR Error compiling script (new function): {}",
@@ -412,6 +505,7 @@ pub fn compile_library(
     let limit = shared.limits.lua_time_limit();
     let _watched = busy::watch(&shared.busy, "FUNCTION LOAD", limit, false);
     let vm = with_vm(shared, |vm| {
+        vm.clear_script_args();
         out = Some(functions::load(&vm.sb, code).map(|l| l.describe(code)));
         Reply::Ok
     });
