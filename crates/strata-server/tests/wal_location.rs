@@ -92,3 +92,36 @@ fn extended_wal_needs_a_wal_location() {
     let err = start_error(config).expect("extended WAL accepted without a log location");
     assert!(err.contains("wal_location"), "{err}");
 }
+
+/// A server whose object-store log location another writer took over (the next lease
+/// generations are the other's, as after a failover to a promoted replica) answers every
+/// write `FENCED` from then on and keeps answering reads.
+#[test]
+fn a_server_whose_log_location_was_taken_over_answers_writes_fenced() {
+    let data = tempfile::tempdir().unwrap();
+    let wal = tempfile::tempdir().unwrap();
+    let mut config = test_config(data.path());
+    config.engine.wal_location = format!("file://{}", wal.path().display());
+    config.engine.wal_lease_ttl_secs = 0.8;
+    let s = TestServer::start(config);
+    let mut c = s.conn();
+    let _: () = c.set("before", "taken").unwrap();
+
+    strata_test_support::take_over_file_lease(wal.path());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
+    let e = loop {
+        match c.set::<_, _, ()>("after", "refused") {
+            Err(e) => break e,
+            Ok(()) => assert!(std::time::Instant::now() < deadline, "never fenced"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(e.code(), Some("FENCED"), "{e}");
+    let e = c.set::<_, _, ()>("again", "refused").unwrap_err();
+    assert_eq!(e.code(), Some("FENCED"), "{e}");
+    let v: String = c.get("before").unwrap();
+    assert_eq!(v, "taken", "reads still answer");
+    drop(c);
+    let closed = s.stop_result().expect_err("the engine closes fenced");
+    assert!(closed.to_string().contains("fenced"), "{closed}");
+}

@@ -1,6 +1,7 @@
 //! Test-only helpers shared by the test suites of every crate in the workspace: a small seeded
 //! PRNG and the seed convention (`STRATA_SEED=<n>` replays a run; otherwise a clock-derived seed
-//! is printed so a failure can be replayed). A dev-dependency of the test suites, and a normal
+//! is printed so a failure can be replayed), and a staged takeover of a `file://` log
+//! location's lease (`take_over_file_lease`), as a failover makes it. A dev-dependency of the test suites, and a normal
 //! dependency of `strata-stress` (the `strata stress` harness draws its choices from [`Rng`]);
 //! depends on nothing.
 
@@ -55,6 +56,24 @@ pub fn seed(name: &str) -> u64 {
         });
     eprintln!("{name}: seed {s} (replay with STRATA_SEED={s})");
     s
+}
+
+/// Stages a takeover of the lease on a `file://` log location rooted at `log_dir`: the next
+/// lease generations (`LEASE/<generation:020>`, see `strata::storage::object` lease) appear
+/// with another holder's token, as when another database took the location over after its
+/// holder stayed silent a whole ttl. The holder learns at its next renewal; the staged holder
+/// never renews, so a later opener takes the lease over a ttl after that.
+pub fn take_over_file_lease(log_dir: &std::path::Path) {
+    let lease = log_dir.join("LEASE");
+    let newest = std::fs::read_dir(&lease)
+        .expect("a held lease")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+        .max()
+        .expect("the holder's lease generation");
+    for g in newest + 1..newest + 50 {
+        std::fs::write(lease.join(format!("{g:020}")), b"another database")
+            .expect("write a lease generation");
+    }
 }
 
 #[cfg(test)]

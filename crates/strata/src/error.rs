@@ -48,6 +48,11 @@ pub enum ErrorKind {
     /// A pessimistic transaction outlived its expiration, so its locks could be taken over: its
     /// commit is refused and nothing is written (RocksDB's `Status::Expired`).
     Expired,
+    /// Another database took over this one's object-store log location (its lease): this
+    /// database makes nothing durable any more — no WAL segment, manifest, table upload or
+    /// deletion — and every later write fails with this kind. Close it; the writer that took
+    /// over holds every write this one acknowledged.
+    Fenced,
 }
 
 /// The detailed internal error. Public only so it can be reached through `Error::repr`.
@@ -83,6 +88,9 @@ pub enum ErrorRepr {
     /// itself may still be held: the writer renews it and sends the request again.
     #[error("lease deadline passed: {0}")]
     LeaseDeadline(String),
+    /// The log location's lease was taken over by another database ([`ErrorKind::Fenced`]).
+    #[error("fenced: {0}")]
+    Fenced(String),
     /// The directory or a table is not a Strata database or has an unknown format version
     /// ([`ErrorKind::NotADatabase`]).
     #[error("not a strata database: {0}")]
@@ -128,6 +136,7 @@ impl Error {
             ErrorRepr::Corruption(_) | ErrorRepr::MissingObject(_) => ErrorKind::Corruption,
             ErrorRepr::InvalidArgument(_) => ErrorKind::InvalidArgument,
             ErrorRepr::Locked(_) | ErrorRepr::LeaseDeadline(_) => ErrorKind::Locked,
+            ErrorRepr::Fenced(_) => ErrorKind::Fenced,
             ErrorRepr::NotADatabase(_) => ErrorKind::NotADatabase,
             ErrorRepr::AlreadyExists(_) => ErrorKind::AlreadyExists,
             ErrorRepr::Closed => ErrorKind::Closed,

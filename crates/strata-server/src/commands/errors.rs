@@ -86,8 +86,19 @@ impl From<StoreError> for Reply {
     fn from(e: StoreError) -> Reply {
         match e {
             StoreError::KeyTooLarge => Reply::error(format!("ERR {e}")),
-            // A write the engine refused because another writer took the log location over.
-            StoreError::Engine(ref x) if x.kind() == strata::ErrorKind::Locked => {
+            // A write the engine refused because another writer took the log location over:
+            // said in the log once, and to every writing client.
+            StoreError::Engine(ref x) if x.kind() == strata::ErrorKind::Fenced => {
+                static LOGGED: std::sync::atomic::AtomicBool =
+                    std::sync::atomic::AtomicBool::new(false);
+                if !LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::error!(
+                        error = %x,
+                        "another writer took over the log location: this server makes nothing \
+                         durable any more and answers every write FENCED; stop it (reads still \
+                         answer from what it holds)"
+                    );
+                }
                 Reply::error(format!(
                     "FENCED this server lost its log location to another writer and accepts no \
                      more writes ({x})"

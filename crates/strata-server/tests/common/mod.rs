@@ -108,6 +108,12 @@ impl TestServer {
         self.stop_inner().expect("clean shutdown");
     }
 
+    /// [`TestServer::stop`], returning how the engine closed instead of requiring it clean.
+    #[allow(dead_code)]
+    pub fn stop_result(mut self) -> Result<(), ServerError> {
+        self.stop_inner()
+    }
+
     /// Waits until the server stopped by itself (e.g. after SHUTDOWN).
     pub fn wait_stopped(mut self) -> Result<(), ServerError> {
         self.shared = None;

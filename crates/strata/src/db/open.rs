@@ -52,8 +52,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     }
     let lock = storage.lock(&dir.join("LOCK"))?;
     let log_tier = Arc::new(crate::stats::TierStats::default());
-    let (log_storage, log_dir) =
-        crate::storage::object::log_location(dir, &storage, &opts, log_tier.clone())?;
+    let (log_storage, log_dir, log_fence) =
+        crate::storage::object::fenced_log_location(dir, &storage, &opts, log_tier.clone())?;
     let separate_log = log_dir != dir;
     if opts.extended_wal && !separate_log {
         return Err(Error::invalid(
@@ -170,6 +170,12 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let block_cache = (opts.block_cache_capacity > 0)
         .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
     let store = Arc::new(open_tiers(dir, &storage, &opts, &versions, &stats)?);
+    // The capacity tier's writes (uploads, deletions) are fenced by the log location's lease,
+    // as its own writes are: once another database takes it over, this one makes nothing
+    // durable on either (`storage/object/fence.rs`).
+    if let (Some(capacity), Some(_)) = (store.capacity(), &log_lock) {
+        capacity.set_write_fence(log_fence);
+    }
     // Numbers of objects a crash left on the capacity tier are never handed out again either.
     for (id, _) in store.capacity_objects()? {
         versions.mark_file_number_used(id);

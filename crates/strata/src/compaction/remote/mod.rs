@@ -269,7 +269,8 @@ impl FailureClass {
             | ErrorKind::InvalidArgument
             | ErrorKind::NotADatabase
             | ErrorKind::AlreadyExists
-            | ErrorKind::Expired => FailureClass::Fatal,
+            | ErrorKind::Expired
+            | ErrorKind::Fenced => FailureClass::Fatal,
         }
     }
 

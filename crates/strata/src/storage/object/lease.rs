@@ -384,15 +384,16 @@ impl Lease {
 
     /// Whether the lease still allows writing: a guard to hold while the write's requests
     /// run, which must end by its `until`. A lease within an eighth of a ttl of expiring (its
-    /// renewals late) is renewed on the spot first; `Locked` once it is lost or cannot be
-    /// renewed within a `ttl`.
+    /// renewals late) is renewed on the spot first; `Fenced` once another database took it
+    /// over, `Locked` if it cannot be renewed within a `ttl` (the store unreachable: a later
+    /// write may renew it).
     pub(crate) fn check(self: &Arc<Self>) -> Result<LeaseGuard> {
         let s = &self.shared;
         let mut st = s.state.lock();
         let deadline = Instant::now() + s.ttl;
         loop {
             if let Some(why) = &st.lost {
-                return Err(locked(&s.what, why));
+                return Err(ErrorRepr::Fenced(format!("{}: {why}", s.what)).into());
             }
             if Instant::now() + s.ttl / 8 < st.valid_until {
                 return Ok(LeaseGuard {
@@ -481,7 +482,7 @@ mod tests {
         loop {
             match a.check() {
                 Err(e) => {
-                    assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
+                    assert_eq!(e.kind(), ErrorKind::Fenced, "{e}");
                     return;
                 }
                 Ok(_) => assert!(Instant::now() < deadline, "the loss was never noticed"),
@@ -568,7 +569,7 @@ mod tests {
         foreign(&t, g + 2, g + 3);
         a.shared.state.lock().valid_until = Instant::now() - Duration::from_millis(1);
         let e = a.check().expect_err("renewed into a passed number");
-        assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
+        assert_eq!(e.kind(), ErrorKind::Fenced, "{e}");
         assert_eq!(a.generation(), g, "the passed generation was never adopted");
     }
 

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::fence::{fenced, WriteFence};
 use super::lease::{Lease, LeaseGuard, DEFAULT_TTL};
 use super::CapacityTier;
 use crate::error::{Error, ErrorRepr, Result};
@@ -142,45 +143,28 @@ impl ObjectLogStorage {
     }
 }
 
-/// Runs one leased request: `op` gets the instant its requests must end by (the lease's
-/// validity; `None` without a lease). A request that found that instant passed while it
-/// waited or retried (a slow store, a renewal due) may or may not have been applied: the lease
-/// is checked again, which renews it if it can, and the request — the same bytes to the same
-/// object, or a deletion, so applying it twice is applying it once — is sent again.
-/// `Locked` once the lease is lost or cannot be renewed.
+/// Runs one leased request (see [`fenced`]: the request — the same bytes to the same object,
+/// or a deletion, so applying it twice is applying it once — is sent again if it ran past the
+/// lease). `Locked` once the lease is lost or cannot be renewed.
 fn leased<T>(slot: &LeaseSlot, op: impl Fn(Option<std::time::Instant>) -> Result<T>) -> Result<T> {
-    const ATTEMPTS: u32 = 3;
-    let mut attempt = 1;
-    loop {
-        let guard = check(slot)?;
-        match op(until(&guard)) {
-            Err(e) if attempt < ATTEMPTS && matches!(e.repr(), ErrorRepr::LeaseDeadline(_)) => {
-                tracing::debug!(error = %e, attempt, "leased request ran past the lease; renewing and resending");
-                attempt += 1;
+    fenced(&**slot, op)
+}
+
+impl WriteFence for parking_lot::Mutex<Leased> {
+    /// What a write holds while its requests run (`None`: no lease was ever taken), or `Locked`.
+    fn check(&self) -> Result<Option<LeaseGuard>> {
+        let lease = match &*self.lock() {
+            Leased::Never => return Ok(None),
+            Leased::Held(l) => l.clone(),
+            Leased::Released => {
+                return Err(ErrorRepr::Locked(
+                    "log location: written after its lock was released".into(),
+                )
+                .into())
             }
-            r => return r,
-        }
+        };
+        lease.check().map(Some)
     }
-}
-
-/// What a write holds while its requests run (`None`: no lease was ever taken), or `Locked`.
-fn check(slot: &LeaseSlot) -> Result<Option<LeaseGuard>> {
-    let lease = match &*slot.lock() {
-        Leased::Never => return Ok(None),
-        Leased::Held(l) => l.clone(),
-        Leased::Released => {
-            return Err(ErrorRepr::Locked(
-                "log location: written after its lock was released".into(),
-            )
-            .into())
-        }
-    };
-    lease.check().map(Some)
-}
-
-/// The deadline of a write's requests under `guard`.
-fn until(guard: &Option<LeaseGuard>) -> Option<std::time::Instant> {
-    guard.as_ref().map(|g| g.until)
 }
 
 /// The lock of an object-store log location: the staging directory's and the lease.
@@ -475,8 +459,23 @@ pub fn log_location(
     opts: &crate::Options,
     stats: Arc<crate::stats::TierStats>,
 ) -> Result<(Arc<dyn Storage>, PathBuf)> {
+    fenced_log_location(dir, storage, opts, stats).map(|(s, d, _)| (s, d))
+}
+
+/// The storage, directory and write fence of `opts.wal_location` ([`log_location`]): an
+/// object-store location's fence is its lease, held once the location is locked, which the
+/// database's capacity-tier writes check too (`fence`).
+pub(crate) type LogLocation = (Arc<dyn Storage>, PathBuf, Option<Arc<dyn WriteFence>>);
+
+/// [`log_location`] with the location's write fence.
+pub(crate) fn fenced_log_location(
+    dir: &Path,
+    storage: &Arc<dyn Storage>,
+    opts: &crate::Options,
+    stats: Arc<crate::stats::TierStats>,
+) -> Result<LogLocation> {
     let Some(loc) = &opts.wal_location else {
-        return Ok((storage.clone(), dir.to_path_buf()));
+        return Ok((storage.clone(), dir.to_path_buf(), None));
     };
     if !is_object_store_location(loc) {
         // The database directory under another spelling (`./db`, `db/.`, `/abs/db` for `db`)
@@ -487,16 +486,15 @@ pub fn log_location(
             _ => loc == dir,
         };
         let at = if same { dir.to_path_buf() } else { loc.clone() };
-        return Ok((storage.clone(), at));
+        return Ok((storage.clone(), at, None));
     }
     let mut c = super::CapacityOptions::new(loc.to_string_lossy().into_owned());
     c.emulation = opts.wal_emulation.clone();
     let tier = CapacityTier::open(&c, None, stats)?;
     let stage = dir.join("wal-stage");
-    Ok((
-        Arc::new(ObjectLogStorage::new(tier, storage.clone()).with_lease_ttl(opts.wal_lease_ttl)),
-        stage,
-    ))
+    let log = ObjectLogStorage::new(tier, storage.clone()).with_lease_ttl(opts.wal_lease_ttl);
+    let fence: Arc<dyn WriteFence> = log.lease.clone();
+    Ok((Arc::new(log), stage, Some(fence)))
 }
 
 #[cfg(test)]
@@ -564,7 +562,7 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert_eq!(e.kind(), crate::ErrorKind::Locked, "{e}");
+        assert_eq!(e.kind(), crate::ErrorKind::Fenced, "{e}");
     }
 
     /// A request that ran past the lease's validity (a slow store, a starved renewal) is sent

@@ -17,6 +17,7 @@
 mod budget;
 mod counting;
 mod emulated;
+mod fence;
 mod file;
 mod lease;
 mod log;
@@ -25,8 +26,10 @@ pub use crate::stats::cost::{BudgetStats, RequestBudget};
 pub use budget::{budget_scope, BudgetScope};
 pub use counting::CountingStore;
 pub use emulated::{EmulatedStore, Emulation, EmulationStats};
+pub(crate) use fence::WriteFence;
 pub use file::{ObjectFile, ObjectWriter};
 pub use lease::DEFAULT_TTL as DEFAULT_LEASE_TTL;
+pub(crate) use log::fenced_log_location;
 pub use log::{is_object_store_location, log_location, ObjectLogStorage};
 
 use std::collections::HashMap;
@@ -298,6 +301,10 @@ pub struct CapacityTier {
     url: Arc<str>,
     /// The request budget background requests wait for (none by default).
     budget: Arc<budget::Budget>,
+    /// What [`CapacityTier::put`], [`CapacityTier::delete`] and an [`ObjectWriter`]'s
+    /// completion check first: the lease of the database's log location (`fence`), once the
+    /// database holds it; none for a database without one.
+    fence: parking_lot::RwLock<Option<Arc<dyn WriteFence>>>,
 }
 
 impl std::fmt::Debug for CapacityTier {
@@ -358,6 +365,7 @@ impl CapacityTier {
             emulation,
             url,
             budget,
+            fence: parking_lot::RwLock::new(None),
         }))
     }
 
@@ -542,9 +550,25 @@ impl CapacityTier {
         self.run(read)
     }
 
-    /// Writes a whole object in one request.
+    /// Writes a whole object in one request — refused (`Locked`) once another database took
+    /// over the lease of this one's log location (`fence`).
     pub fn put(&self, path: &ObjPath, data: Bytes) -> Result<()> {
-        self.put_until(path, data, None)
+        self.fenced(|until| self.put_until(path, data.clone(), until))
+    }
+
+    /// Makes this tier's writes ([`CapacityTier::put`], [`CapacityTier::delete`], an
+    /// [`ObjectWriter`]'s completion) check `fence` first, and end by the instant it gives.
+    pub(crate) fn set_write_fence(&self, fence: Option<Arc<dyn WriteFence>>) {
+        *self.fence.write() = fence;
+    }
+
+    /// Runs the write `op` under the tier's write fence, if it has one (see `fence::fenced`).
+    pub(crate) fn fenced<T>(&self, op: impl Fn(Option<Instant>) -> Result<T>) -> Result<T> {
+        let fence = self.fence.read().clone();
+        match fence {
+            None => op(None),
+            Some(f) => fence::fenced(&*f, op),
+        }
     }
 
     /// [`CapacityTier::put`], with no attempt sent or left running past `deadline`.
@@ -628,9 +652,10 @@ impl CapacityTier {
         Ok(b)
     }
 
-    /// Deletes an object; deleting a missing object succeeds.
+    /// Deletes an object; deleting a missing object succeeds. Refused like
+    /// [`CapacityTier::put`] once the log location's lease was taken over.
     pub fn delete(&self, path: &ObjPath) -> Result<()> {
-        self.delete_until(path, None)
+        self.fenced(|until| self.delete_until(path, until))
     }
 
     /// [`CapacityTier::delete`], with no attempt sent or left running past `deadline`.
