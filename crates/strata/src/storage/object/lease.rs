@@ -16,14 +16,16 @@
 //!   (or its next one existing with another token) means another party took the lease over,
 //!   and the lease is lost for good — a holder that was silent cannot "renew" into a number the
 //!   taker already passed.
-//! - **Fence**: before each write to the log location the holder checks the lease, which is
+//! - **Fence**: before each write to the log location (and to the database's capacity tier:
+//!   `fence.rs`) the holder checks the lease, which is
 //!   valid until half a `ttl` after the start of its last successful renewal, and the write's
 //!   requests carry that instant as their deadline (no attempt is sent, or left running, past
 //!   it). A taker waits a whole `ttl` from seeing that generation, so the holder's requests end
 //!   before the taker's can start — given clocks that run at the same rate (no wall clock is
 //!   compared), and a store that does not apply a request its client abandoned long after. A
 //!   holder whose renewals were only late (a starved thread) renews on the spot rather than
-//!   failing the write; a lease that cannot be renewed within a `ttl` fails it with `Locked`.
+//!   failing the write; a lease that cannot be renewed within a `ttl` fails it with `Locked`,
+//!   one another party took over with `Fenced`, for good.
 //! - **Release**: closing creates a release mark as the next generation, so the next opener
 //!   need not wait, and numbers never go back.
 //!
