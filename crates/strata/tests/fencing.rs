@@ -7,35 +7,46 @@
 //! The takeover is staged the way a taker makes it: the next lease generations appear on the
 //! log location (`storage/object/lease.rs`), as after the holder stayed silent a whole ttl —
 //! which is what a writer paused (a stopped process) past the ttl and past
-//! `capacity_gc_min_age` sees when it resumes.
+//! `capacity_gc_min_age` sees when it resumes. On `file://` stores, and on the S3-compatible
+//! server named by `STRATA_S3_URL` when it is set (`scripts/test.sh` starts one).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strata::storage::object::CapacityOptions;
+use bytes::Bytes;
+use strata::storage::object::{CapacityOptions, CapacityTier};
 use strata::{Db, ErrorKind, Options, WriteBatch, WriteOptions};
 
 const TTL: Duration = Duration::from_millis(800);
 
-/// Every object under `dir` (a `file://` store's root), by its path relative to `dir`.
-fn objects(dir: &Path) -> BTreeSet<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeSet<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.insert(p.strip_prefix(root).unwrap().display().to_string());
-            }
-        }
+fn tier(url: &str) -> Arc<CapacityTier> {
+    CapacityTier::open(&CapacityOptions::new(url), None, Default::default()).unwrap()
+}
+
+/// Every object of the store at `url`, with its size.
+fn objects(url: &str) -> BTreeSet<(String, u64)> {
+    tier(url).list("").unwrap().into_iter().collect()
+}
+
+/// Stages a takeover of the lease on the log location `url`: the next generations are
+/// another database's.
+fn take_over_lease(url: &str) {
+    let t = tier(url);
+    let newest = t
+        .list("LEASE/")
+        .unwrap()
+        .iter()
+        .filter_map(|(name, _)| name.rsplit('/').next()?.parse::<u64>().ok())
+        .max()
+        .expect("the writer holds a lease generation");
+    for g in newest + 1..newest + 50 {
+        t.put(
+            &t.path(&format!("LEASE/{g:020}")),
+            Bytes::from_static(b"another database"),
+        )
+        .unwrap();
     }
-    let mut out = BTreeSet::new();
-    walk(dir, dir, &mut out);
-    out
 }
 
 fn put(db: &Db, k: &[u8], v: &[u8]) -> strata::Result<()> {
@@ -53,12 +64,34 @@ fn put(db: &Db, k: &[u8], v: &[u8]) -> strata::Result<()> {
 #[test]
 fn a_writer_whose_lease_was_taken_over_makes_nothing_durable() {
     let base = tempfile::tempdir().unwrap();
-    let (log, cap) = (base.path().join("log"), base.path().join("cap"));
+    fenced_writer(&base, &format!("file://{}", base.path().display()));
+}
+
+#[test]
+fn a_writer_whose_lease_was_taken_over_on_s3_makes_nothing_durable() {
+    let Ok(url) = std::env::var("STRATA_S3_URL") else {
+        eprintln!("fencing: STRATA_S3_URL is not set; the S3 run is skipped");
+        return;
+    };
+    let base = tempfile::tempdir().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    fenced_writer(
+        &base,
+        &format!("{}/fencing-{nanos}", url.trim_end_matches('/')),
+    );
+}
+
+/// The scenario with the log location at `<root>/log` and the capacity tier at `<root>/cap`.
+fn fenced_writer(base: &tempfile::TempDir, root: &str) {
+    let (log, cap) = (format!("{root}/log"), format!("{root}/cap"));
     let o = Options {
-        wal_location: Some(format!("file://{}", log.display()).into()),
+        wal_location: Some(log.clone().into()),
         extended_wal: true,
         extended_wal_ttl: None,
-        capacity: Some(CapacityOptions::new(format!("file://{}", cap.display()))),
+        capacity: Some(CapacityOptions::new(cap.clone())),
         // Every level below L0 on the capacity tier: a full compaction uploads its output
         // there and deletes its inputs at once.
         fast_levels: Some(0),
@@ -79,7 +112,7 @@ fn a_writer_whose_lease_was_taken_over_makes_nothing_durable() {
     a.compact_range(None, None).unwrap();
     let before = objects(&cap);
     assert!(
-        before.iter().any(|n| n.starts_with("tables/")),
+        before.iter().any(|(n, _)| n.starts_with("tables/")),
         "the compaction uploaded tables: {before:?}"
     );
     for i in 300..400u32 {
@@ -90,7 +123,7 @@ fn a_writer_whose_lease_was_taken_over_makes_nothing_durable() {
     a.flush().unwrap();
 
     // Another database takes the lease over: the next generations are its.
-    strata_test_support::take_over_file_lease(&log);
+    take_over_lease(&log);
     // The writer learns at its next renewal (every quarter ttl), without writing anything.
     std::thread::sleep(TTL);
 
