@@ -383,7 +383,12 @@ fn compaction_loop(inner: &Arc<DbInner>) {
                     .stats
                     .background_errors
                     .fetch_add(1, Ordering::Relaxed);
-                if matches!(e.kind(), ErrorKind::Corruption | ErrorKind::NotADatabase) {
+                // A fenced database (another took its log location over) stops for good: its
+                // compactions could only upload parts nobody completes.
+                if matches!(
+                    e.kind(),
+                    ErrorKind::Corruption | ErrorKind::NotADatabase | ErrorKind::Fenced
+                ) {
                     set_bg_error(inner, e);
                 }
                 std::thread::sleep(backoff);

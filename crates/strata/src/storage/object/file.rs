@@ -134,38 +134,16 @@ impl WritableFile for ObjectWriter {
                     self.tier.stats().record_put(n);
                 }
                 let start = std::time::Instant::now();
-                // The completion makes the object visible: fenced like a PUT, and ended by the
-                // fence's deadline (a completion it cuts short is an error; the upload is
-                // aborted as the writer drops, or left for the store's lifecycle rules).
-                let tier = self.tier.clone();
-                let path = self.path.clone();
-                let up = std::sync::Mutex::new(Some(up));
-                self.tier.fenced(|until| {
-                    let Some(up) = up.lock().ok().and_then(|mut u| u.take()) else {
-                        return Err(Error::invalid("the upload was cut short by its deadline"));
-                    };
-                    let finish = async move {
-                        match until
-                            .and_then(|d| d.checked_duration_since(std::time::Instant::now()))
-                        {
-                            None if until.is_some() => Err(None),
-                            None => up.finish().await.map_err(Some),
-                            Some(left) => match tokio::time::timeout(left, up.finish()).await {
-                                Ok(r) => r.map_err(Some),
-                                Err(_) => Err(None),
-                            },
-                        }
-                    };
-                    match futures::executor::block_on(finish) {
-                        Ok(_) => Ok(()),
-                        Err(Some(e)) => Err(tier.failed("complete upload", &path, e)),
-                        Err(None) => Err(crate::error::ErrorRepr::Locked(format!(
-                            "capacity tier complete upload {path}: not finished before the \
-                             log location's lease it needs expired"
-                        ))
-                        .into()),
-                    }
-                })?;
+                // The completion makes the object visible: refused, and the upload aborted,
+                // once the log location's lease was taken over (checked as a PUT checks it).
+                // It carries no deadline: it also uploads the last part and waits for those
+                // in flight, which may take longer than the lease's remaining validity.
+                if let Err(e) = self.tier.fenced(|_| Ok(())) {
+                    let _ = futures::executor::block_on(up.abort());
+                    return Err(e);
+                }
+                futures::executor::block_on(up.finish())
+                    .map_err(|e| self.tier.failed("complete upload", &self.path, e))?;
                 self.tier.answered();
                 self.tier
                     .stats()
