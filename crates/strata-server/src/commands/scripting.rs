@@ -13,7 +13,7 @@ use crate::resp::Reply;
 use crate::scripting;
 
 /// The keys and arguments after `numkeys` (`a[2]`).
-pub(super) fn keys_and_args(a: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
+pub(crate) fn keys_and_args(a: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
     let n = int_arg(&a[2])?;
     if n < 0 {
         return Err(Reply::error("ERR Number of keys can't be negative"));

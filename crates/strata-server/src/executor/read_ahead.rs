@@ -93,9 +93,12 @@ pub(super) fn prefetch_keys(
             continue;
         }
         if spec.runs_script() {
-            // A script's declared keys: what a script reads, mostly.
-            if let LockScope::Keys(keys) = r.lock_scope() {
-                for k in keys.into_iter().take(room) {
+            // A script's declared keys (what a script reads, mostly), sliced from its
+            // arguments: no vector per script.
+            let args = r.args();
+            let parsed = (args.len() >= 3).then(|| crate::commands::scripting::keys_and_args(args));
+            if let Some(Ok((keys, _))) = parsed {
+                for k in keys.iter().take(room) {
                     push(k);
                     room -= 1;
                 }

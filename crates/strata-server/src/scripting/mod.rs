@@ -281,11 +281,7 @@ fn set_keys_argv(lua: &Lua, env: &Table, items: Option<(&[Bytes], &[Bytes])>) ->
             Some(lists) => {
                 for (name, list) in lists {
                     ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
-                    ffi::lua_createtable(state, list.len() as std::os::raw::c_int, 0);
-                    for (i, item) in list.iter().enumerate() {
-                        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                        ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
-                    }
+                    push_array(state, list);
                     ffi::lua_rawset(state, 1);
                 }
             }
@@ -303,7 +299,6 @@ fn set_keys_argv(lua: &Lua, env: &Table, items: Option<(&[Bytes], &[Bytes])>) ->
 /// Lua arrays of `keys` and of `args`, as strings (a function's two arguments), made in one
 /// protected call (see [`set_keys_argv`]).
 fn arrays(lua: &Lua, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<(Table, Table)> {
-    use mlua::ffi;
     if keys.len().max(args.len()) >= std::os::raw::c_int::MAX as usize {
         return Err(mlua::Error::runtime("too many keys or arguments"));
     }
@@ -311,14 +306,24 @@ fn arrays(lua: &Lua, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<(Table, Tab
     // most one item above them while each is filled.
     unsafe {
         lua.exec_raw::<(Table, Table)>((), |state| {
-            for list in [keys, args] {
-                ffi::lua_createtable(state, list.len() as std::os::raw::c_int, 0);
-                for (i, item) in list.iter().enumerate() {
-                    ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                    ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
-                }
-            }
+            push_array(state, keys);
+            push_array(state, args);
         })
+    }
+}
+
+/// Pushes a new array of `list`'s items, as strings, onto `state`'s stack (two slots: the
+/// table and one item at a time).
+///
+/// # Safety
+/// Only inside a protected call (`exec_raw`) with two free stack slots, `list` shorter than
+/// `c_int::MAX` (the callers check).
+unsafe fn push_array(state: *mut mlua::lua_State, list: &[Bytes]) {
+    use mlua::ffi;
+    ffi::lua_createtable(state, list.len() as std::os::raw::c_int, 0);
+    for (i, item) in list.iter().enumerate() {
+        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+        ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
     }
 }
 

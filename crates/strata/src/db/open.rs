@@ -173,8 +173,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     // The capacity tier's writes (uploads, deletions) are fenced by the log location's lease,
     // as its own writes are: once another database takes it over, this one makes nothing
     // durable on either (`storage/object/fence.rs`).
-    if let (Some(capacity), Some(_)) = (store.capacity(), &log_lock) {
-        capacity.set_write_fence(log_fence);
+    if let (Some(capacity), Some(fence)) = (store.capacity(), log_fence) {
+        capacity.set_write_fence(fence);
     }
     // Numbers of objects a crash left on the capacity tier are never handed out again either.
     for (id, _) in store.capacity_objects()? {

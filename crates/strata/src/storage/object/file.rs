@@ -138,7 +138,7 @@ impl WritableFile for ObjectWriter {
                 // once the log location's lease was taken over (checked as a PUT checks it).
                 // It carries no deadline: it also uploads the last part and waits for those
                 // in flight, which may take longer than the lease's remaining validity.
-                if let Err(e) = self.tier.fenced(|_| Ok(())) {
+                if let Err(e) = self.tier.check_write_fence() {
                     let _ = futures::executor::block_on(up.abort());
                     return Err(e);
                 }

@@ -145,7 +145,8 @@ impl ObjectLogStorage {
 
 /// Runs one leased request (see [`fenced`]: the request — the same bytes to the same object,
 /// or a deletion, so applying it twice is applying it once — is sent again if it ran past the
-/// lease). `Locked` once the lease is lost or cannot be renewed.
+/// lease). `Fenced` once another database took the lease over, `Locked` if it cannot be
+/// renewed.
 fn leased<T>(slot: &LeaseSlot, op: impl Fn(Option<std::time::Instant>) -> Result<T>) -> Result<T> {
     fenced(&**slot, op)
 }

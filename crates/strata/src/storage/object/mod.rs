@@ -304,7 +304,7 @@ pub struct CapacityTier {
     /// What [`CapacityTier::put`], [`CapacityTier::delete`] and an [`ObjectWriter`]'s
     /// completion check first: the lease of the database's log location (`fence`), once the
     /// database holds it; none for a database without one.
-    fence: parking_lot::RwLock<Option<Arc<dyn WriteFence>>>,
+    fence: OnceLock<Arc<dyn WriteFence>>,
 }
 
 impl std::fmt::Debug for CapacityTier {
@@ -365,7 +365,7 @@ impl CapacityTier {
             emulation,
             url,
             budget,
-            fence: parking_lot::RwLock::new(None),
+            fence: OnceLock::new(),
         }))
     }
 
@@ -550,7 +550,7 @@ impl CapacityTier {
         self.run(read)
     }
 
-    /// Writes a whole object in one request — refused (`Locked`) once another database took
+    /// Writes a whole object in one request — refused (`Fenced`) once another database took
     /// over the lease of this one's log location (`fence`).
     pub fn put(&self, path: &ObjPath, data: Bytes) -> Result<()> {
         self.fenced(|until| self.put_until(path, data.clone(), until))
@@ -558,16 +558,25 @@ impl CapacityTier {
 
     /// Makes this tier's writes ([`CapacityTier::put`], [`CapacityTier::delete`], an
     /// [`ObjectWriter`]'s completion) check `fence` first, and end by the instant it gives.
-    pub(crate) fn set_write_fence(&self, fence: Option<Arc<dyn WriteFence>>) {
-        *self.fence.write() = fence;
+    /// Set once, when the database opens; a later call is ignored.
+    pub(crate) fn set_write_fence(&self, fence: Arc<dyn WriteFence>) {
+        let _ = self.fence.set(fence);
     }
 
     /// Runs the write `op` under the tier's write fence, if it has one (see `fence::fenced`).
     pub(crate) fn fenced<T>(&self, op: impl Fn(Option<Instant>) -> Result<T>) -> Result<T> {
-        let fence = self.fence.read().clone();
-        match fence {
+        match self.fence.get() {
             None => op(None),
-            Some(f) => fence::fenced(&*f, op),
+            Some(f) => fence::fenced(&**f, op),
+        }
+    }
+
+    /// Whether the tier's write fence still allows writing (for a write that cannot carry its
+    /// deadline: a multipart completion).
+    pub(crate) fn check_write_fence(&self) -> Result<()> {
+        match self.fence.get() {
+            None => Ok(()),
+            Some(f) => f.check().map(drop),
         }
     }
 
