@@ -11,7 +11,9 @@
 //! KEYS, HKEYS, HVALS, HGETALL pairs) are compared sorted, and a positive TTL or EXPIRETIME may differ by
 //! one second (the two servers read the clock at different instants), and the stream fields
 //! that are clocks or redis' node layout (XPENDING's and XINFO CONSUMERS' idle times, XINFO
-//! STREAM's radix-tree counts) are zeroed. Streams get explicit IDs (`ms-seq`, `ms-*`: the
+//! STREAM's radix-tree counts) are zeroed, and a stream whose last ID redis-server let XSETID
+//! lower below a deleted entry is deleted on both servers (redis then trims it out of order;
+//! `streams::LOWERED_BELOW_A_DELETED_ENTRY`). Streams get explicit IDs (`ms-seq`, `ms-*`: the
 //! same on both servers; `*` would read two clocks), and claims use a min-idle time of 0.
 //! Random-result commands
 //! (SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER), cursors (SCAN family) and OBJECT are left
@@ -690,6 +692,31 @@ impl Gen {
     }
 }
 
+/// The stream keys whose last ID redis-server let XSETID lower below a deleted entry
+/// (`streams::LOWERED_BELOW_A_DELETED_ENTRY`).
+fn lowered_streams(redis: &mut Wire) -> Vec<String> {
+    let mut args: Vec<&[u8]> = vec![
+        b"EVAL",
+        streams::LOWERED_BELOW_A_DELETED_ENTRY.as_bytes(),
+        b"3",
+    ];
+    args.extend(streams::STREAM_KEYS.iter().map(|k| k.as_bytes()));
+    let reply = redis.call(&args);
+    elements(&reply)
+        .unwrap_or_else(|| {
+            panic!(
+                "the XSETID probe failed: {:?}",
+                String::from_utf8_lossy(&reply)
+            )
+        })
+        .iter()
+        .map(|e| {
+            let s = String::from_utf8_lossy(e);
+            s.lines().nth(1).unwrap_or_default().to_string()
+        })
+        .collect()
+}
+
 fn run_stream(seed: u64, ops: usize, strata: &mut Wire, redis: &mut Wire) {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -700,6 +727,7 @@ fn run_stream(seed: u64, ops: usize, strata: &mut Wire, redis: &mut Wire) {
         now,
     };
     let mut history: Vec<String> = Vec::new();
+    let (mut in_multi, mut xsetid_sent) = (false, false);
     let mut queue: std::collections::VecDeque<Vec<String>> = Default::default();
     // A transaction started near the end runs to its end (the next stream starts outside
     // MULTI).
@@ -731,6 +759,23 @@ fn run_stream(seed: u64, ops: usize, strata: &mut Wire, redis: &mut Wire) {
                 .take(80)
                 .collect::<String>()
         ));
+        if name == "MULTI" && b == b"+OK\r\n" {
+            in_multi = true;
+        } else if name == "EXEC" || name == "DISCARD" {
+            in_multi = false;
+        }
+        xsetid_sent |= cmd.iter().any(|a| a.eq_ignore_ascii_case("XSETID"));
+        if xsetid_sent && !in_multi && same {
+            xsetid_sent = false;
+            for k in lowered_streams(redis) {
+                for w in [&mut *strata, &mut *redis] {
+                    w.call(&[b"DEL", k.as_bytes()]);
+                }
+                history.push(format!(
+                    "(DEL {k} on both: XSETID went below a deleted entry)"
+                ));
+            }
+        }
         if !same {
             let window = std::env::var("STRATA_DIFF_HISTORY")
                 .ok()
