@@ -185,6 +185,12 @@ pub struct Options {
     /// holder renews every quarter of this, and one silent for all of it is taken over (an
     /// open of a location whose holder died waits this long). Default 20 s.
     pub wal_lease_ttl: Duration,
+    /// An object-store `wal_location` keeps a released WAL file's objects this long after its
+    /// database deleted it (and after the last `CURRENT` it wrote), so that a replica can tell
+    /// an idle log from a deleted one with one request per refresh. A replica of the location
+    /// must be given no larger a value than its writer's; zero turns the rule off (the replica
+    /// then probes the manifest too, two requests per idle refresh). Default 60 s.
+    pub wal_log_min_age: Duration,
     /// The extended WAL (RocksMash §3.4; needs `wal_location`): the WAL is kept while fast-tier
     /// tables still hold its records, and each new fast-tier table's key list is logged when
     /// it is installed, so the fast tier can be rebuilt from the log location and the capacity
@@ -304,6 +310,7 @@ impl Default for Options {
             wal_location: None,
             wal_emulation: None,
             wal_lease_ttl: crate::storage::object::DEFAULT_LEASE_TTL,
+            wal_log_min_age: crate::storage::object::SEALED_LOG_MIN_AGE,
             extended_wal: false,
             extended_wal_ttl: Some(Duration::from_secs(600)),
             compaction_filter: None,
@@ -369,6 +376,7 @@ impl std::fmt::Debug for Options {
             .field("forest", &self.forest)
             .field("wal_location", &self.wal_location)
             .field("wal_lease_ttl", &self.wal_lease_ttl)
+            .field("wal_log_min_age", &self.wal_log_min_age)
             .field("extended_wal", &self.extended_wal)
             .field("extended_wal_ttl", &self.extended_wal_ttl)
             .field(

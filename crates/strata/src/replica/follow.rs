@@ -14,9 +14,12 @@
 //! before its manifest edit, so every edit the replica applies finds its key lists mirrored.
 //! It follows the WAL through log-link records (`wal::link`): a sealed log names the next one.
 //! When the newest log has nothing more, that is ambiguous (the writer may have flushed it and
-//! deleted it, link and all), so every refresh then probes the manifest's next segment: a log is
-//! deleted only after the manifest edit that releases it. An idle refresh costs two GETs (the
-//! next segments of the newest log and of the manifest, not there). The manifest is also
+//! deleted it, link and all). The writer keeps a deleted log's objects for `wal_log_min_age`
+//! after sealing it (and after its last `CURRENT`), so a probe within half of that of the last
+//! one that found the log unsealed settles it: an idle refresh costs one GET. Otherwise the
+//! refresh probes the manifest's next segment: a log is deleted only after the manifest edit
+//! that releases it (two GETs, the next segments of the newest log and of the manifest, not
+//! there). The manifest is also
 //! probed before the logs when the WAL carried key lists (an install follows) and every
 //! `manifest_probe_interval`; `CURRENT` then too, and when it names another manifest (the
 //! writer restarted, or rolled its manifest over) the next refresh lists the location again:
@@ -97,6 +100,14 @@ pub(crate) struct Follower {
     /// Key lists were read from the WAL since the manifest was last probed.
     manifest_due: bool,
     last_manifest_probe: Option<Instant>,
+    /// When a probe was sent that found the newest log unsealed and not deleted: the writer
+    /// seals every later log after it, and deletes none sooner than `wal_log_min_age` after
+    /// sealing it.
+    idle_anchor: Option<Instant>,
+    /// When a read of `CURRENT` was sent that named `manifest`: a writer that wrote another
+    /// `CURRENT` since (a restart, a roll-over) deletes no log sooner than `wal_log_min_age`
+    /// after that write.
+    current_seen: Option<Instant>,
 }
 
 fn log_name(n: u64) -> String {
@@ -143,6 +154,8 @@ impl Follower {
             relist: true,
             manifest_due: false,
             last_manifest_probe: None,
+            idle_anchor: None,
+            current_seen: None,
         })
     }
 
@@ -210,6 +223,8 @@ impl Follower {
     /// the install fails and the next refresh reads that edit).
     fn sync_listing(&mut self) -> Result<u64> {
         let first = self.source.list()?;
+        let sent = Instant::now();
+        self.idle_anchor = None;
         let Some(manifest) = self.fetch_current()? else {
             return Err(Error::invalid(
                 "the log location holds no database (no CURRENT): start the writer first",
@@ -220,6 +235,7 @@ impl Follower {
         fetched += self.fetch_listed_or_new(&manifest, listed)?;
         fetched += self.fetch_listed_or_new(&manifest, None)?;
         self.manifest = Some(manifest.clone());
+        self.current_seen = Some(sent);
         let versions = self.read_versions()?;
         let listing = self.source.list()?;
         let bound = versions.wal_bound();
@@ -295,6 +311,20 @@ impl Follower {
         )
     }
 
+    /// Whether a probe of the newest log that found nothing and came back at `now` settles
+    /// that the log is idle, not deleted: the writer deletes a log no sooner than
+    /// `Options::wal_log_min_age` after sealing it (later than `idle_anchor`) or after writing
+    /// a `CURRENT` the replica has not seen (later than `current_seen`). Half of it is the
+    /// margin for the two machines' clocks and the request's time in flight.
+    fn idle_settled(&self, now: Instant) -> bool {
+        match (self.idle_anchor, self.current_seen) {
+            (Some(a), Some(c)) => {
+                now.saturating_duration_since(a.min(c)) < self.opts.wal_log_min_age / 2
+            }
+            _ => false,
+        }
+    }
+
     /// Fetches what the manifest gained (one request when nothing); bytes fetched.
     fn probe_manifest_segment(&mut self) -> Result<u64> {
         let Some(name) = self.manifest.clone() else {
@@ -318,8 +348,11 @@ impl Follower {
             return Ok(true);
         }
         // Nothing new: the writer may have moved to another manifest (a restart, a roll-over).
+        let sent = Instant::now();
         match self.source.fetch_whole("CURRENT")? {
-            Some(cur) if cur.strip_suffix(b"\n") == Some(name.as_bytes()) => {}
+            Some(cur) if cur.strip_suffix(b"\n") == Some(name.as_bytes()) => {
+                self.current_seen = Some(sent)
+            }
             _ => self.relist = true,
         }
         Ok(false)
@@ -436,20 +469,29 @@ impl Follower {
             self.versions = Some(self.read_versions()?);
         }
         // The WAL after the manifest: every key list an applied edit names is mirrored.
+        let logs_probed = Instant::now();
         self.follow_logs(&mut r.fetched)?;
         // The newest log had nothing more. That is ambiguous: the writer may have flushed and
-        // deleted it (its link to the next log with it). A log is deleted only after the
-        // manifest edit that releases it, so a manifest that did not grow since the log's
-        // probe means the log really was idle; one that grew is read, and the logs followed
-        // again (the key lists its edits name were synced before them). A probe before the
-        // logs' does not settle it (the edit may land between the two).
+        // deleted it (its link to the next log with it). It is not, if the probe came back
+        // within half of `wal_log_min_age` of the anchors (`idle_settled`). Otherwise: a log
+        // is deleted only after the manifest edit that releases it, so a manifest that did
+        // not grow since the log's probe means the log really was idle; one that grew is
+        // read, and the logs followed again (the key lists its edits name were synced before
+        // them). A probe before the logs' does not settle it (the edit may land between the
+        // two).
         if !r.listed {
-            let n = self.probe_manifest_segment()?;
-            r.fetched += n;
-            if n > 0 {
-                manifest_grew = true;
-                self.versions = Some(self.read_versions()?);
-                self.follow_logs(&mut r.fetched)?;
+            if self.idle_settled(Instant::now()) {
+                self.idle_anchor = Some(logs_probed);
+            } else {
+                let n = self.probe_manifest_segment()?;
+                r.fetched += n;
+                if n > 0 {
+                    manifest_grew = true;
+                    self.versions = Some(self.read_versions()?);
+                    self.follow_logs(&mut r.fetched)?;
+                } else {
+                    self.idle_anchor = Some(logs_probed);
+                }
             }
         }
         // The writer flushed past the last log the links led to: a log in the chain is gone

@@ -14,12 +14,21 @@
 //! segment, so a crash can leave part of one: only WAL files the manifest no longer needs are
 //! deleted, and readers skip those (`VersionSet::wal_bound`).
 //!
+//! A WAL file's objects outlive its deletion by `Options::wal_log_min_age` ([`SEALED_LOG_MIN_AGE`]), counted from the later
+//! of the `remove` and this storage's last `CURRENT` write (its database's open or manifest
+//! roll-over). A replica relies on it (`replica::follow`): a WAL file is released only after
+//! it is sealed, so one it saw unsealed within that age, and whose next segment is absent, is
+//! really idle (not deleted, link and all). The deletions are sent by later calls to `remove`
+//! or `rename` once due (the flush and the manifest's writers, never a write's path); an idle writer sends none, and those a closed database left
+//! are finished by the next open (it deletes the WAL files below the manifest's bound).
+//!
 //! Invariants: after `sync` returns, every byte appended to the file is in the object store;
 //! names are flat (no directories inside the log location). Depends on `storage` and
 //! `storage::object` (the retrying, emulatable client); never on the engine.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -42,12 +51,28 @@ enum Leased {
     Released,
 }
 
+/// How long a WAL file's objects outlive its deletion by default (`Options::wal_log_min_age`;
+/// see the module docs). A replica that found a log's next segment absent within half of it
+/// of seeing the log unsealed knows the log is idle.
+pub const SEALED_LOG_MIN_AGE: Duration = Duration::from_secs(60);
+
+/// WAL files removed whose objects are not deleted yet.
+#[derive(Default)]
+struct Deferred {
+    /// (file name, when `remove` was called), oldest first.
+    logs: Vec<(String, Instant)>,
+    /// When `CURRENT` was last written here.
+    current_written: Option<Instant>,
+}
+
 /// See the module docs.
 pub struct ObjectLogStorage {
     tier: Arc<CapacityTier>,
     local: Arc<dyn Storage>,
-    lease_ttl: std::time::Duration,
+    lease_ttl: Duration,
     lease: LeaseSlot,
+    log_min_age: Duration,
+    deferred: parking_lot::Mutex<Deferred>,
 }
 
 impl ObjectLogStorage {
@@ -59,12 +84,55 @@ impl ObjectLogStorage {
             local,
             lease_ttl: DEFAULT_TTL,
             lease: LeaseSlot::default(),
+            log_min_age: SEALED_LOG_MIN_AGE,
+            deferred: parking_lot::Mutex::default(),
         }
+    }
+
+    /// How long a removed WAL file's objects are kept ([`SEALED_LOG_MIN_AGE`]; tests shorten
+    /// it).
+    pub fn with_log_min_age(mut self, age: Duration) -> Self {
+        self.log_min_age = age;
+        self
+    }
+
+    /// The deferred WAL deletions that are due: their objects are deleted (a failure keeps
+    /// the file for the next call).
+    fn delete_due_logs(&self) {
+        let now = Instant::now();
+        let due: Vec<String> = {
+            let d = self.deferred.lock();
+            let fresh = d
+                .current_written
+                .is_some_and(|t| now.duration_since(t) < self.log_min_age);
+            if fresh {
+                return;
+            }
+            d.logs
+                .iter()
+                .filter(|(_, at)| now.duration_since(*at) >= self.log_min_age)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        for name in due {
+            match self.remote_remove(&name) {
+                Ok(()) => self.deferred.lock().logs.retain(|(n, _)| *n != name),
+                Err(e) => {
+                    tracing::warn!(file = %name, error = %e, "could not delete an old WAL file");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// WAL files removed whose objects are still kept ([`SEALED_LOG_MIN_AGE`]).
+    pub fn deferred_log_deletions(&self) -> usize {
+        self.deferred.lock().logs.len()
     }
 
     /// How long a holder of the location's lease may fall silent before another database
     /// takes the lease over (`storage/object/lease.rs`).
-    pub fn with_lease_ttl(mut self, ttl: std::time::Duration) -> Self {
+    pub fn with_lease_ttl(mut self, ttl: Duration) -> Self {
         self.lease_ttl = ttl;
         self
     }
@@ -343,6 +411,11 @@ impl Storage for ObjectLogStorage {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let (f, t) = (Self::name(from)?, Self::name(to)?);
+        if t == "CURRENT" {
+            // Before the PUT: a replica may see the new CURRENT as soon as it lands.
+            self.deferred.lock().current_written = Some(Instant::now());
+        }
+        self.delete_due_logs();
         let data = self.read_all(from)?;
         // One PUT replaces the target's first segment atomically; any later ones go after.
         let data = Bytes::from(data);
@@ -364,7 +437,17 @@ impl Storage for ObjectLogStorage {
     }
 
     fn remove(&self, path: &Path) -> Result<()> {
-        self.remote_remove(&Self::name(path)?)?;
+        let name = Self::name(path)?;
+        if name.ends_with(".log") {
+            // Kept for replicas (module docs); the staged copy goes now.
+            let mut d = self.deferred.lock();
+            if !d.logs.iter().any(|(n, _)| *n == name) {
+                d.logs.push((name, Instant::now()));
+            }
+        } else {
+            self.remote_remove(&name)?;
+        }
+        self.delete_due_logs();
         if self.local.exists(path)? {
             self.local.remove(path)?;
         }
@@ -493,7 +576,9 @@ pub(crate) fn fenced_log_location(
     c.emulation = opts.wal_emulation.clone();
     let tier = CapacityTier::open(&c, None, stats)?;
     let stage = dir.join("wal-stage");
-    let log = ObjectLogStorage::new(tier, storage.clone()).with_lease_ttl(opts.wal_lease_ttl);
+    let log = ObjectLogStorage::new(tier, storage.clone())
+        .with_lease_ttl(opts.wal_lease_ttl)
+        .with_log_min_age(opts.wal_log_min_age);
     let fence: Arc<dyn WriteFence> = log.lease.clone();
     Ok((Arc::new(log), stage, Some(fence)))
 }
@@ -510,9 +595,51 @@ mod tests {
         (dir, ObjectLogStorage::new(tier, Arc::new(LocalFs)))
     }
 
+    /// A removed WAL file's objects stay for the minimum age, counted from the removal and
+    /// from the last `CURRENT` written; a later call deletes them once due. Other files go at
+    /// once.
+    #[test]
+    fn a_removed_wal_file_outlives_its_removal_by_the_minimum_age() {
+        let (dir, s) = store("log-min-age");
+        let s = s.with_log_min_age(Duration::from_millis(1000));
+        let p = |n: &str| dir.path().join(n);
+        let write = |name: &str| {
+            let mut f = s.create(&p(name)).unwrap();
+            f.append(b"synced").unwrap();
+            f.sync().unwrap();
+        };
+        let remote = |name: &str| !s.segments(name).unwrap().is_empty();
+        write("000001.log");
+        write("MANIFEST-000002");
+        s.remove(&p("000001.log")).unwrap();
+        s.remove(&p("MANIFEST-000002")).unwrap();
+        assert!(remote("000001.log"), "deleted before its minimum age");
+        assert!(!p("000001.log").exists(), "the staged copy stays");
+        assert!(!remote("MANIFEST-000002"));
+        assert_eq!(s.deferred_log_deletions(), 1);
+        // A CURRENT written before the deletion is due holds it for another minimum age.
+        std::thread::sleep(Duration::from_millis(600));
+        write("CURRENT.tmp");
+        s.rename(&p("CURRENT.tmp"), &p("CURRENT")).unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        // Creating a WAL sends none (it may be on a write's path); a deletion does.
+        write("000003.log");
+        s.remove(&p("MANIFEST-000005")).unwrap();
+        assert!(
+            remote("000001.log"),
+            "deleted within the age of a CURRENT write"
+        );
+        std::thread::sleep(Duration::from_millis(600));
+        write("000004.log");
+        assert!(remote("000001.log"), "deleted by a WAL's creation");
+        s.remove(&p("MANIFEST-000006")).unwrap();
+        assert!(!remote("000001.log"), "never deleted");
+        assert_eq!(s.deferred_log_deletions(), 0);
+        assert!(remote("000003.log") && remote("000004.log"));
+    }
+
     #[test]
     fn one_database_at_a_time_writes_a_location_across_nodes() {
-        use std::time::Duration;
         // Two nodes: staging directories of their own, one object-store location.
         let (dir_a, a) = store("lease");
         let (dir_b, b) = store("lease");
@@ -537,7 +664,6 @@ mod tests {
 
     #[test]
     fn a_database_whose_lease_is_taken_over_fails_its_next_sync() {
-        use std::time::Duration;
         let (dir, s) = store("lease-lost");
         let s = s.with_lease_ttl(Duration::from_secs(3));
         let _lock = s.lock(&dir.path().join("LOCK")).unwrap();
@@ -571,7 +697,6 @@ mod tests {
     #[test]
     fn a_request_past_the_lease_is_resent_under_a_renewed_one() {
         use std::sync::atomic::{AtomicU32, Ordering};
-        use std::time::Duration;
         let (dir, s) = store("lease-deadline");
         let s = s.with_lease_ttl(Duration::from_secs(3));
         let _lock = s.lock(&dir.path().join("LOCK")).unwrap();
@@ -692,6 +817,7 @@ mod tests {
     #[test]
     fn synced_bytes_survive_the_loss_of_the_staging_directory() {
         let (dir, s) = store("sync");
+        let s = s.with_log_min_age(Duration::ZERO);
         let p = dir.path().join("000007.log");
         let mut f = s.create(&p).unwrap();
         f.append(b"hello ").unwrap();

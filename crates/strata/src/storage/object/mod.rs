@@ -30,7 +30,7 @@ pub(crate) use fence::WriteFence;
 pub use file::{ObjectFile, ObjectWriter};
 pub use lease::DEFAULT_TTL as DEFAULT_LEASE_TTL;
 pub(crate) use log::fenced_log_location;
-pub use log::{is_object_store_location, log_location, ObjectLogStorage};
+pub use log::{is_object_store_location, log_location, ObjectLogStorage, SEALED_LOG_MIN_AGE};
 
 use std::collections::HashMap;
 use std::future::Future;
