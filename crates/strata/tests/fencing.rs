@@ -2,7 +2,9 @@
 //! slatedb#1622 scenario): once its lease is taken, the old writer makes nothing durable on the
 //! log location *or the capacity tier* — no table upload, no deletion by compaction or garbage
 //! collection — its writes fail with `ErrorKind::Fenced`, and the database that took over holds
-//! every write the old one acknowledged.
+//! every write the old one acknowledged. The same holds for a database that loses the lease
+//! while it opens (node-loss recovery and WAL replay from a slow log location): its open fails
+//! with `Fenced` and adds nothing to either store.
 //!
 //! The takeover is staged the way a taker makes it: the next lease generations appear on the
 //! log location (`storage/object/lease.rs`), as after the holder stayed silent a whole ttl —
@@ -158,6 +160,132 @@ fn fenced_writer(base: &tempfile::TempDir, root: &str) {
     // The successor (the forged holder never renews: it is taken over a ttl later) rebuilds
     // from the log location and the capacity tier and holds every acknowledged write.
     let b = Db::open(base.path().join("b"), o.clone()).unwrap();
+    for (k, v) in &acked {
+        assert_eq!(
+            b.get(k).unwrap().as_deref(),
+            Some(&v[..]),
+            "{}",
+            String::from_utf8_lossy(k)
+        );
+    }
+    b.close().unwrap();
+}
+
+/// The newest lease generation on the log location `url`.
+fn newest_generation(url: &str) -> u64 {
+    tier(url)
+        .list("LEASE/")
+        .unwrap()
+        .iter()
+        .filter_map(|(name, _)| name.rsplit('/').next()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The objects of `url` other than lease generations.
+fn data_objects(url: &str) -> BTreeSet<(String, u64)> {
+    objects(url)
+        .into_iter()
+        .filter(|(n, _)| !n.starts_with("LEASE/"))
+        .collect()
+}
+
+#[test]
+fn a_writer_taken_over_during_its_wal_replay_makes_nothing_durable() {
+    let base = tempfile::tempdir().unwrap();
+    taken_over_in_replay(&base, &format!("file://{}", base.path().display()));
+}
+
+#[test]
+fn a_writer_taken_over_during_its_wal_replay_on_s3_makes_nothing_durable() {
+    let Ok(url) = std::env::var("STRATA_S3_URL") else {
+        eprintln!("fencing: STRATA_S3_URL is not set; the S3 run is skipped");
+        return;
+    };
+    let base = tempfile::tempdir().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    taken_over_in_replay(
+        &base,
+        &format!("{}/fencing-replay-{nanos}", url.trim_end_matches('/')),
+    );
+}
+
+/// Case (i) of the two-writer matrix: a database opening on another node (node-loss recovery,
+/// then WAL replay, all read from the log location at 40 ms a request) loses the lease while
+/// it replays — as one paused there past the ttl would. Its open fails with `Fenced`, it adds
+/// nothing to the log location or the capacity tier, and the database that opens after it
+/// holds every write the first one acknowledged.
+fn taken_over_in_replay(base: &tempfile::TempDir, root: &str) {
+    const REPLAY_TTL: Duration = Duration::from_secs(2);
+    let (log, cap) = (format!("{root}/log"), format!("{root}/cap"));
+    let o = Options {
+        wal_location: Some(log.clone().into()),
+        extended_wal: true,
+        extended_wal_ttl: None,
+        capacity: Some(CapacityOptions::new(cap.clone())),
+        capacity_gc_min_age: Duration::ZERO,
+        wal_lease_ttl: REPLAY_TTL,
+        ..Default::default()
+    };
+    // The first writer: every write synced (one WAL segment each), nothing flushed.
+    let a = Db::open(base.path().join("a"), o.clone()).unwrap();
+    let mut acked = BTreeMap::new();
+    for i in 0..1500u32 {
+        let (k, v) = (format!("key{i:05}"), format!("value-{i}"));
+        put(&a, k.as_bytes(), v.as_bytes()).unwrap();
+        acked.insert(k.into_bytes(), v.into_bytes());
+    }
+    a.close().unwrap();
+    let released = newest_generation(&log);
+
+    // The second, on a new node, with a slow log location: its replay reads ~100 batches of
+    // segments at 40 ms each.
+    let slow = Options {
+        wal_emulation: Some(strata::storage::object::Emulation {
+            latency: Duration::from_millis(40),
+            ..Default::default()
+        }),
+        ..o.clone()
+    };
+    let dir = base.path().join("c");
+    let opener = std::thread::spawn(move || Db::open(dir, slow).map(|db| db.close()));
+    // Once it holds the lease (a generation past the first writer's release mark, and the
+    // listing that confirms it done), another database takes it over.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while newest_generation(&log) <= released {
+        assert!(
+            Instant::now() < deadline,
+            "the second writer never took the lease"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    take_over_lease(&log);
+    let staged = Instant::now();
+    let (log_before, cap_before) = (data_objects(&log), data_objects(&cap));
+    let opened = opener.join().unwrap();
+    eprintln!("the open ended {:?} after the takeover", staged.elapsed());
+    let e = match opened {
+        Ok(_) => panic!("a writer whose lease was taken over during its replay opened"),
+        Err(e) => e,
+    };
+    assert_eq!(e.kind(), ErrorKind::Fenced, "{e}");
+    assert_eq!(
+        data_objects(&log),
+        log_before,
+        "the fenced opener wrote to the log location"
+    );
+    assert_eq!(
+        data_objects(&cap),
+        cap_before,
+        "the fenced opener wrote to the capacity tier"
+    );
+
+    // The successor (after the forged holder's ttl) holds every acknowledged write.
+    let b = Db::open(base.path().join("b"), o).unwrap();
     for (k, v) in &acked {
         assert_eq!(
             b.get(k).unwrap().as_deref(),
