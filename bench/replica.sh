@@ -21,6 +21,7 @@
 #   bash bench/replica.sh                               # file:// stores under a temp dir
 #   STRATA_S3_URL=s3://bucket bash bench/replica.sh       # the S3 server scripts/s3-server.sh starts
 #   PHASES="idle failover" IDLE=300 bash bench/replica.sh
+#   RENEW_WHILE_IDLE=false PHASES=idle bash bench/replica.sh  # the writer's lease sleeps when idle
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STRATA_BIN="${STRATA_BIN:-target/release/strata}"
@@ -29,6 +30,7 @@ SETTLE="${SETTLE:-15}"
 KEYS="${KEYS:-20000}"
 REFRESH_MS="${REFRESH_MS:-1000}"
 LEASE_TTL="${LEASE_TTL:-20}"
+RENEW_WHILE_IDLE="${RENEW_WHILE_IDLE:-true}"
 SYNC="${SYNC:-everysec}"
 PHASES="${PHASES:-lag reads idle failover}"
 RATES="${RATES:-1 10 100}"
@@ -52,7 +54,7 @@ else
 fi
 WAL="$ROOT/log"
 CAP="$ROOT/cap"
-printf '[engine]\nwal-lease-ttl-secs = %s\n' "$LEASE_TTL" >"$WORK/lease.toml"
+printf '[engine]\nwal-lease-ttl-secs = %s\nwal-lease-renew-while-idle = %s\n' "$LEASE_TTL" "$RENEW_WHILE_IDLE" >"$WORK/lease.toml"
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
 
@@ -122,10 +124,11 @@ if has failover; then
   echo "$T0 $T1" >"$WORK/failover"
 fi
 
-python3 - "$WORK" "$IDLE" "$REFRESH_MS" "$ROOT" "$KEYS" "$LEASE_TTL" "$SYNC" "$PHASES" <<'EOF'
+python3 - "$WORK" "$IDLE" "$REFRESH_MS" "$ROOT" "$KEYS" "$LEASE_TTL" "$SYNC" "$PHASES" "$RENEW_WHILE_IDLE" <<'EOF'
 import json, re, sys
 work, idle, refresh_ms, root, keys = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 lease_ttl, sync, phases = float(sys.argv[6]), sys.argv[7], sys.argv[8].split()
+renew_while_idle = sys.argv[9] == "true"
 t0, t1 = map(float, open(f"{work}/failover").read().split())
 lag = [json.loads(l) for l in open(f"{work}/lag") if l.strip()]
 reads = [tuple(map(float, l.split())) for l in open(f"{work}/reads") if l.strip()]
@@ -159,6 +162,7 @@ print(json.dumps({
     "replica_requests_per_min_total": round(sum(r.values()), 2),
     "replica_requests_per_refresh": round(sum(r.values()) / (60000 / refresh_ms), 3),
     "lease_ttl_secs": lease_ttl,
+    "lease_renew_while_idle": renew_while_idle,
     "failover_secs": round(t1 - t0, 2) if "failover" in phases else None,
     "acknowledged_write_present": True if "failover" in phases else None,
 }, indent=2))

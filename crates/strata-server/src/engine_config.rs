@@ -138,6 +138,11 @@ pub struct EngineConfig {
     /// holder silent this many seconds is taken over (a server starting on a location whose
     /// previous holder died waits this long). Default 20.
     pub wal_lease_ttl_secs: f64,
+    /// Whether the lease of an object-store `wal-location` is renewed while the server writes
+    /// nothing (true, the default). False: an idle server sends no request to the location;
+    /// its next write renews the lease first and fails with `FENCED` if another server took
+    /// it over meanwhile (an idle server looks dead to a replica's `REPLICAOF NO ONE`).
+    pub wal_lease_renew_while_idle: bool,
 }
 
 /// A positive number of seconds as a `Duration` (`None` for zero, negative, NaN or too large):
@@ -202,6 +207,7 @@ impl Default for EngineConfig {
             extended_wal: o.extended_wal,
             avoid_flush_during_recovery: o.avoid_flush_during_recovery,
             wal_lease_ttl_secs: o.wal_lease_ttl.as_secs_f64(),
+            wal_lease_renew_while_idle: o.wal_lease_renew_while_idle,
         }
     }
 }
@@ -293,6 +299,7 @@ impl EngineConfig {
                     self.wal_lease_ttl_secs
                 ))
             })?,
+            wal_lease_renew_while_idle: self.wal_lease_renew_while_idle,
             ..Options::default()
         };
         o.validate()
@@ -455,6 +462,10 @@ impl EngineConfig {
             self.avoid_flush_during_recovery.to_string(),
         );
         p("wal-lease-ttl-secs", self.wal_lease_ttl_secs.to_string());
+        p(
+            "wal-lease-renew-while-idle",
+            self.wal_lease_renew_while_idle.to_string(),
+        );
         p("compaction-service", self.compaction_service.clone());
         // The token is a secret: shown as set or not.
         p(

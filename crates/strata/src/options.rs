@@ -185,6 +185,13 @@ pub struct Options {
     /// holder renews every quarter of this, and one silent for all of it is taken over (an
     /// open of a location whose holder died waits this long). Default 20 s.
     pub wal_lease_ttl: Duration,
+    /// Whether a writer renews an object-store `wal_location`'s lease while it writes nothing
+    /// (default true). False: after a whole `wal_lease_ttl` without a write (or background
+    /// job) it stops, so an idle writer sends no request at all; its next write renews the
+    /// lease first (a few requests' latency), and fails with `Fenced` if another database
+    /// took the lease over meanwhile — an idle writer then looks dead to a replica's
+    /// promotion or a second writer, which may take over without waiting for it to fail.
+    pub wal_lease_renew_while_idle: bool,
     /// An object-store `wal_location` keeps a released WAL file's objects this long after its
     /// database deleted it (and after the last `CURRENT` it wrote), so that a replica can tell
     /// an idle log from a deleted one with one request per refresh. A replica of the location
@@ -310,6 +317,7 @@ impl Default for Options {
             wal_location: None,
             wal_emulation: None,
             wal_lease_ttl: crate::storage::object::DEFAULT_LEASE_TTL,
+            wal_lease_renew_while_idle: true,
             wal_log_min_age: crate::storage::object::SEALED_LOG_MIN_AGE,
             extended_wal: false,
             extended_wal_ttl: Some(Duration::from_secs(600)),
@@ -376,6 +384,10 @@ impl std::fmt::Debug for Options {
             .field("forest", &self.forest)
             .field("wal_location", &self.wal_location)
             .field("wal_lease_ttl", &self.wal_lease_ttl)
+            .field(
+                "wal_lease_renew_while_idle",
+                &self.wal_lease_renew_while_idle,
+            )
             .field("wal_log_min_age", &self.wal_log_min_age)
             .field("extended_wal", &self.extended_wal)
             .field("extended_wal_ttl", &self.extended_wal_ttl)

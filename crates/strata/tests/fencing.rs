@@ -296,3 +296,57 @@ fn taken_over_in_replay(base: &tempfile::TempDir, root: &str) {
     }
     b.close().unwrap();
 }
+
+#[test]
+fn an_idle_writer_that_does_not_renew_sends_nothing_and_is_fenced_once_taken_over() {
+    let base = tempfile::tempdir().unwrap();
+    idle_writer(&base, &format!("file://{}", base.path().display()));
+    if let Ok(url) = std::env::var("STRATA_S3_URL") {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        idle_writer(
+            &base,
+            &format!("{}/fencing-idle-{nanos}", url.trim_end_matches('/')),
+        );
+    }
+}
+
+/// `wal_lease_renew_while_idle = false`: an idle writer leaves both stores untouched (no lease
+/// renewal); its next write renews the lease and lands; once another database took the lease
+/// over while it was idle, its next write fails with `Fenced`.
+fn idle_writer(base: &tempfile::TempDir, root: &str) {
+    let (log, cap) = (format!("{root}/log"), format!("{root}/cap"));
+    let o = Options {
+        wal_location: Some(log.clone().into()),
+        extended_wal: true,
+        capacity: Some(CapacityOptions::new(cap.clone())),
+        wal_lease_ttl: TTL,
+        wal_lease_renew_while_idle: false,
+        ..Default::default()
+    };
+    let dir = base.path().join(format!("idle-{}", root.len()));
+    let a = Db::open(&dir, o).unwrap();
+    put(&a, b"k1", b"v1").unwrap();
+    std::thread::sleep(2 * TTL);
+    let (log_idle, cap_idle) = (objects(&log), objects(&cap));
+    std::thread::sleep(3 * TTL);
+    assert_eq!(
+        objects(&log),
+        log_idle,
+        "an idle writer wrote to the log location"
+    );
+    assert_eq!(
+        objects(&cap),
+        cap_idle,
+        "an idle writer wrote to the capacity tier"
+    );
+    put(&a, b"k2", b"v2").expect("the next write renews the lease");
+    assert_eq!(a.get(b"k2").unwrap().as_deref(), Some(&b"v2"[..]));
+    std::thread::sleep(2 * TTL);
+    take_over_lease(&log);
+    let e = put(&a, b"k3", b"v3").expect_err("taken over while idle");
+    assert_eq!(e.kind(), ErrorKind::Fenced, "{e}");
+    let _ = a.close();
+}

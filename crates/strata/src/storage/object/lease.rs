@@ -28,6 +28,10 @@
 //!   one another party took over with `Fenced`, for good.
 //! - **Release**: closing creates a release mark as the next generation, so the next opener
 //!   need not wait, and numbers never go back.
+//! - **Idle** (`renew_while_idle(false)`): a holder that went a whole `ttl` without a check
+//!   stops renewing, so an idle database sends no request; its next write renews first, which
+//!   fails with `Fenced` if another party took the lease over meanwhile (to that party the
+//!   silent holder looked dead). The lease then guards writes only, not liveness.
 //!
 //! The store must offer conditional PUTs (S3, MinIO, R2, `file://`, `memory://` do): acquiring
 //! probes that a second creation of its generation is refused. Depends on [`CapacityTier`]
@@ -71,6 +75,8 @@ struct Shared {
     what: String,
     state: Mutex<State>,
     cv: Condvar,
+    /// Renew while no write checks the lease (the default), or stop after a `ttl` of that.
+    renew_while_idle: std::sync::atomic::AtomicBool,
 }
 
 struct State {
@@ -82,6 +88,8 @@ struct State {
     /// A writer found the lease expired and waits for a renewal now.
     wanted: bool,
     stop: bool,
+    /// The last check (a write about to be sent).
+    last_used: Instant,
 }
 
 /// What creating a generation found.
@@ -233,12 +241,28 @@ impl Shared {
         loop {
             {
                 let mut st = self.state.lock();
-                while !(st.stop || st.wanted && hurry) && st.lost.is_none() && Instant::now() < next
-                {
+                loop {
+                    if st.stop || st.lost.is_some() {
+                        return;
+                    }
+                    if st.wanted && hurry {
+                        break;
+                    }
+                    let now = Instant::now();
+                    let idle = !self
+                        .renew_while_idle
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                        && !st.wanted
+                        && now >= st.last_used + self.ttl;
+                    if idle {
+                        // No write for a whole ttl: no renewal until one checks the lease.
+                        self.cv.wait(&mut st);
+                        continue;
+                    }
+                    if now >= next {
+                        break;
+                    }
                     self.cv.wait_until(&mut st, next);
-                }
-                if st.stop || st.lost.is_some() {
-                    return;
                 }
             }
             let valid = self.renew();
@@ -304,8 +328,10 @@ impl Lease {
                 lost: None,
                 wanted: false,
                 stop: false,
+                last_used: Instant::now(),
             }),
             cv: Condvar::new(),
+            renew_while_idle: std::sync::atomic::AtomicBool::new(true),
         });
         let s = &shared;
         // Taken before any wait: after a takeover the lease is valid only briefly, and the
@@ -392,6 +418,7 @@ impl Lease {
     pub(crate) fn check(self: &Arc<Self>) -> Result<LeaseGuard> {
         let s = &self.shared;
         let mut st = s.state.lock();
+        st.last_used = Instant::now();
         let deadline = Instant::now() + s.ttl;
         loop {
             if let Some(why) = &st.lost {
@@ -410,6 +437,15 @@ impl Lease {
             s.cv.notify_all();
             s.cv.wait_until(&mut st, deadline);
         }
+    }
+
+    /// Whether the lease is renewed while no write checks it (the default), or only from a
+    /// write's check on after a whole ttl without one (module docs: Idle).
+    pub(crate) fn renew_while_idle(&self, renew: bool) {
+        self.shared
+            .renew_while_idle
+            .store(renew, std::sync::atomic::Ordering::Relaxed);
+        self.shared.cv.notify_all();
     }
 
     /// The current generation.
@@ -523,6 +559,38 @@ mod tests {
         );
         assert_eq!(b.generation(), mark + 1, "numbers never go back");
         b.check().unwrap();
+    }
+
+    /// `renew_while_idle(false)`: a whole ttl without a check and the holder stops renewing
+    /// (no request); a check renews on the spot, or, once another party took the lease over
+    /// meanwhile, fails with `Fenced`.
+    #[test]
+    fn an_idle_holder_sends_nothing_and_its_next_write_renews_or_is_fenced() {
+        let ttl = Duration::from_millis(400);
+        let t = tier("idle");
+        let a = Arc::new(Lease::acquire(t.clone(), Path::new("log/LOCK"), ttl).unwrap());
+        a.renew_while_idle(false);
+        std::thread::sleep(ttl * 2);
+        let g = newest(&t);
+        std::thread::sleep(ttl * 2);
+        assert_eq!(newest(&t), g, "renewed while idle");
+        drop(a.check().expect("renewed on the spot"));
+        assert!(newest(&t) > g, "the check did not renew");
+        // Busy: renewed as usual.
+        let g = newest(&t);
+        for _ in 0..6 {
+            drop(a.check().unwrap());
+            std::thread::sleep(ttl / 4);
+        }
+        assert!(newest(&t) > g, "not renewed while in use");
+        // Idle again, and taken over by a party that found the holder silent.
+        std::thread::sleep(ttl * 2);
+        let g = newest(&t);
+        foreign(&t, g + 1, g + 3);
+        let Err(e) = a.check() else {
+            panic!("a taken-over lease checked valid");
+        };
+        assert_eq!(e.kind(), ErrorKind::Fenced, "{e}");
     }
 
     #[test]

@@ -70,6 +70,7 @@ pub struct ObjectLogStorage {
     tier: Arc<CapacityTier>,
     local: Arc<dyn Storage>,
     lease_ttl: Duration,
+    lease_renew_while_idle: bool,
     lease: LeaseSlot,
     log_min_age: Duration,
     deferred: parking_lot::Mutex<Deferred>,
@@ -83,10 +84,17 @@ impl ObjectLogStorage {
             tier,
             local,
             lease_ttl: DEFAULT_TTL,
+            lease_renew_while_idle: true,
             lease: LeaseSlot::default(),
             log_min_age: SEALED_LOG_MIN_AGE,
             deferred: parking_lot::Mutex::default(),
         }
+    }
+
+    /// Whether the lease is renewed while no write needs it (`Options::wal_lease_renew_while_idle`).
+    pub fn with_lease_renewal_while_idle(mut self, renew: bool) -> Self {
+        self.lease_renew_while_idle = renew;
+        self
     }
 
     /// How long a removed WAL file's objects are kept ([`SEALED_LOG_MIN_AGE`]; tests shorten
@@ -520,6 +528,7 @@ impl Storage for ObjectLogStorage {
         // This node first (a second opener here fails at once), then every node.
         let local = self.local.lock(path)?;
         let lease = Lease::acquire(self.tier.clone(), path, self.lease_ttl)?;
+        lease.renew_while_idle(self.lease_renew_while_idle);
         *self.lease.lock() = Leased::Held(Arc::new(lease));
         Ok(Box::new(LeaseLock {
             _local: local,
@@ -578,6 +587,7 @@ pub(crate) fn fenced_log_location(
     let stage = dir.join("wal-stage");
     let log = ObjectLogStorage::new(tier, storage.clone())
         .with_lease_ttl(opts.wal_lease_ttl)
+        .with_lease_renewal_while_idle(opts.wal_lease_renew_while_idle)
         .with_log_min_age(opts.wal_log_min_age);
     let fence: Arc<dyn WriteFence> = log.lease.clone();
     Ok((Arc::new(log), stage, Some(fence)))
