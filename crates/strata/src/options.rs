@@ -186,14 +186,16 @@ pub struct Options {
     /// open of a location whose holder died waits this long). Default 20 s.
     pub wal_lease_ttl: Duration,
     /// Whether a writer renews an object-store `wal_location`'s lease while it writes nothing
-    /// (default true). False: after a whole `wal_lease_ttl` without a write (or background
-    /// job) it stops, so an idle writer sends no request at all; its next write renews the
+    /// (default true). False: after a whole `wal_lease_ttl` without a write to an object store
+    /// (counted from the first after open) it stops, so an idle writer sends no request at
+    /// all — nor does a long compaction of fast-tier tables alone, during which it can be
+    /// taken over; its next write renews the
     /// lease first (a few requests' latency), and fails with `Fenced` if another database
     /// took the lease over meanwhile — an idle writer then looks dead to a replica's
     /// promotion or a second writer, which may take over without waiting for it to fail.
     pub wal_lease_renew_while_idle: bool,
-    /// An object-store `wal_location` keeps a released WAL file's objects this long after its
-    /// database deleted it (and after the last `CURRENT` it wrote), so that a replica can tell
+    /// An object-store `wal_location` keeps a WAL file's objects this long after the database
+    /// that wrote it deleted it, so that a replica can tell
     /// an idle log from a deleted one with one request per refresh. A replica of the location
     /// must be given no larger a value than its writer's; zero turns the rule off (the replica
     /// then probes the manifest too, two requests per idle refresh). Default 60 s.

@@ -14,9 +14,10 @@
 //! before its manifest edit, so every edit the replica applies finds its key lists mirrored.
 //! It follows the WAL through log-link records (`wal::link`): a sealed log names the next one.
 //! When the newest log has nothing more, that is ambiguous (the writer may have flushed it and
-//! deleted it, link and all). The writer keeps a deleted log's objects for `wal_log_min_age`
-//! after sealing it (and after its last `CURRENT`), so a probe within half of that of the last
-//! one that found the log unsealed settles it: an idle refresh costs one GET. Otherwise the
+//! deleted it, link and all). The writer keeps a log it sealed for `wal_log_min_age` after
+//! deleting it (the seal synced before the manifest edit that released it, by the extended
+//! WAL's key-list sync), so a probe within half of that of the last one that found the log
+//! unsealed settles it: an idle refresh costs one GET. Otherwise the
 //! refresh probes the manifest's next segment: a log is deleted only after the manifest edit
 //! that releases it (two GETs, the next segments of the newest log and of the manifest, not
 //! there). The manifest is also
@@ -101,13 +102,9 @@ pub(crate) struct Follower {
     manifest_due: bool,
     last_manifest_probe: Option<Instant>,
     /// When a probe was sent that found the newest log unsealed and not deleted: the writer
-    /// seals every later log after it, and deletes none sooner than `wal_log_min_age` after
-    /// sealing it.
+    /// seals every later log after it, and deletes none it sealed sooner than
+    /// `wal_log_min_age` after that.
     idle_anchor: Option<Instant>,
-    /// When a read of `CURRENT` was sent that named `manifest`: a writer that wrote another
-    /// `CURRENT` since (a restart, a roll-over) deletes no log sooner than `wal_log_min_age`
-    /// after that write.
-    current_seen: Option<Instant>,
 }
 
 fn log_name(n: u64) -> String {
@@ -155,7 +152,6 @@ impl Follower {
             manifest_due: false,
             last_manifest_probe: None,
             idle_anchor: None,
-            current_seen: None,
         })
     }
 
@@ -223,7 +219,6 @@ impl Follower {
     /// the install fails and the next refresh reads that edit).
     fn sync_listing(&mut self) -> Result<u64> {
         let first = self.source.list()?;
-        let sent = Instant::now();
         self.idle_anchor = None;
         let Some(manifest) = self.fetch_current()? else {
             return Err(Error::invalid(
@@ -235,7 +230,6 @@ impl Follower {
         fetched += self.fetch_listed_or_new(&manifest, listed)?;
         fetched += self.fetch_listed_or_new(&manifest, None)?;
         self.manifest = Some(manifest.clone());
-        self.current_seen = Some(sent);
         let versions = self.read_versions()?;
         let listing = self.source.list()?;
         let bound = versions.wal_bound();
@@ -312,17 +306,14 @@ impl Follower {
     }
 
     /// Whether a probe of the newest log that found nothing and came back at `now` settles
-    /// that the log is idle, not deleted: the writer deletes a log no sooner than
-    /// `Options::wal_log_min_age` after sealing it (later than `idle_anchor`) or after writing
-    /// a `CURRENT` the replica has not seen (later than `current_seen`). Half of it is the
-    /// margin for the two machines' clocks and the request's time in flight.
+    /// that the log is idle, not deleted: the writer deletes a log it sealed no sooner than
+    /// `Options::wal_log_min_age` after (and it sealed it later than `idle_anchor`). Half of
+    /// it is the margin for the two machines' clocks and the request's time in flight. A
+    /// writer that restarted deletes the earlier process's logs at once: that is seen, as
+    /// before, when `CURRENT` is next read (every `manifest_probe_interval`).
     fn idle_settled(&self, now: Instant) -> bool {
-        match (self.idle_anchor, self.current_seen) {
-            (Some(a), Some(c)) => {
-                now.saturating_duration_since(a.min(c)) < self.opts.wal_log_min_age / 2
-            }
-            _ => false,
-        }
+        self.idle_anchor
+            .is_some_and(|a| now.saturating_duration_since(a) < self.opts.wal_log_min_age / 2)
     }
 
     /// Fetches what the manifest gained (one request when nothing); bytes fetched.
@@ -348,11 +339,8 @@ impl Follower {
             return Ok(true);
         }
         // Nothing new: the writer may have moved to another manifest (a restart, a roll-over).
-        let sent = Instant::now();
         match self.source.fetch_whole("CURRENT")? {
-            Some(cur) if cur.strip_suffix(b"\n") == Some(name.as_bytes()) => {
-                self.current_seen = Some(sent)
-            }
+            Some(cur) if cur.strip_suffix(b"\n") == Some(name.as_bytes()) => {}
             _ => self.relist = true,
         }
         Ok(false)

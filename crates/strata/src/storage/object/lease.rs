@@ -29,7 +29,7 @@
 //! - **Release**: closing creates a release mark as the next generation, so the next opener
 //!   need not wait, and numbers never go back.
 //! - **Idle** (`renew_while_idle(false)`): a holder that went a whole `ttl` without a check
-//!   stops renewing, so an idle database sends no request; its next write renews first, which
+//!   (counted from its first: an open reading its WAL back renews throughout) stops renewing, so an idle database sends no request; its next write renews first, which
 //!   fails with `Fenced` if another party took the lease over meanwhile (to that party the
 //!   silent holder looked dead). The lease then guards writes only, not liveness.
 //!
@@ -88,8 +88,9 @@ struct State {
     /// A writer found the lease expired and waits for a renewal now.
     wanted: bool,
     stop: bool,
-    /// The last check (a write about to be sent).
-    last_used: Instant,
+    /// The last check (a write about to be sent); `None` before the first (an open reading
+    /// its WAL back: no idle pause then).
+    last_used: Option<Instant>,
 }
 
 /// What creating a generation found.
@@ -253,7 +254,7 @@ impl Shared {
                         .renew_while_idle
                         .load(std::sync::atomic::Ordering::Relaxed)
                         && !st.wanted
-                        && now >= st.last_used + self.ttl;
+                        && st.last_used.is_some_and(|t| now >= t + self.ttl);
                     if idle {
                         // No write for a whole ttl: no renewal until one checks the lease.
                         self.cv.wait(&mut st);
@@ -328,7 +329,7 @@ impl Lease {
                 lost: None,
                 wanted: false,
                 stop: false,
-                last_used: Instant::now(),
+                last_used: None,
             }),
             cv: Condvar::new(),
             renew_while_idle: std::sync::atomic::AtomicBool::new(true),
@@ -418,8 +419,13 @@ impl Lease {
     pub(crate) fn check(self: &Arc<Self>) -> Result<LeaseGuard> {
         let s = &self.shared;
         let mut st = s.state.lock();
-        st.last_used = Instant::now();
-        let deadline = Instant::now() + s.ttl;
+        let now = Instant::now();
+        if st.last_used.is_some_and(|t| now >= t + s.ttl) {
+            // The renewal thread may be pausing (idle): it renews again from now on.
+            s.cv.notify_all();
+        }
+        st.last_used = Some(now);
+        let deadline = now + s.ttl;
         loop {
             if let Some(why) = &st.lost {
                 return Err(ErrorRepr::Fenced(format!("{}: {why}", s.what)).into());
@@ -442,6 +448,7 @@ impl Lease {
     /// Whether the lease is renewed while no write checks it (the default), or only from a
     /// write's check on after a whole ttl without one (module docs: Idle).
     pub(crate) fn renew_while_idle(&self, renew: bool) {
+        let _st = self.shared.state.lock();
         self.shared
             .renew_while_idle
             .store(renew, std::sync::atomic::Ordering::Relaxed);
@@ -570,6 +577,11 @@ mod tests {
         let t = tier("idle");
         let a = Arc::new(Lease::acquire(t.clone(), Path::new("log/LOCK"), ttl).unwrap());
         a.renew_while_idle(false);
+        // Before its first check (an open replaying its WAL) the holder renews as usual.
+        let g = newest(&t);
+        std::thread::sleep(ttl * 2);
+        assert!(newest(&t) > g, "paused before the first check");
+        drop(a.check().unwrap());
         std::thread::sleep(ttl * 2);
         let g = newest(&t);
         std::thread::sleep(ttl * 2);

@@ -14,13 +14,15 @@
 //! segment, so a crash can leave part of one: only WAL files the manifest no longer needs are
 //! deleted, and readers skip those (`VersionSet::wal_bound`).
 //!
-//! A WAL file's objects outlive its deletion by `Options::wal_log_min_age` ([`SEALED_LOG_MIN_AGE`]), counted from the later
-//! of the `remove` and this storage's last `CURRENT` write (its database's open or manifest
-//! roll-over). A replica relies on it (`replica::follow`): a WAL file is released only after
-//! it is sealed, so one it saw unsealed within that age, and whose next segment is absent, is
+//! A WAL file this storage created outlives its deletion by `Options::wal_log_min_age`
+//! ([`SEALED_LOG_MIN_AGE`]). A replica relies on it (`replica::follow`): the database deletes
+//! only a WAL file it sealed (and synced the seal of) before the manifest edit that released
+//! it, so one the replica saw unsealed within that age, and whose next segment is absent, is
 //! really idle (not deleted, link and all). The deletions are sent by later calls to `remove`
-//! or `rename` once due (the flush and the manifest's writers, never a write's path); an idle writer sends none, and those a closed database left
-//! are finished by the next open (it deletes the WAL files below the manifest's bound).
+//! or `rename` once due (the flush's and the manifest's writers, never a write's path); an
+//! idle writer sends none. A WAL file an earlier process wrote (found at open, replayed) is
+//! deleted at once, so none is left behind for long: a replica sees a restart through
+//! `CURRENT`, within its `manifest_probe_interval`, as before.
 //!
 //! Invariants: after `sync` returns, every byte appended to the file is in the object store;
 //! names are flat (no directories inside the log location). Depends on `storage` and
@@ -61,8 +63,8 @@ pub const SEALED_LOG_MIN_AGE: Duration = Duration::from_secs(60);
 struct Deferred {
     /// (file name, when `remove` was called), oldest first.
     logs: Vec<(String, Instant)>,
-    /// When `CURRENT` was last written here.
-    current_written: Option<Instant>,
+    /// The WAL files this storage created (only their deletions wait).
+    created: std::collections::HashSet<String>,
 }
 
 /// See the module docs.
@@ -110,12 +112,6 @@ impl ObjectLogStorage {
         let now = Instant::now();
         let due: Vec<String> = {
             let d = self.deferred.lock();
-            let fresh = d
-                .current_written
-                .is_some_and(|t| now.duration_since(t) < self.log_min_age);
-            if fresh {
-                return;
-            }
             d.logs
                 .iter()
                 .filter(|(_, at)| now.duration_since(*at) >= self.log_min_age)
@@ -124,10 +120,13 @@ impl ObjectLogStorage {
         };
         for name in due {
             match self.remote_remove(&name) {
-                Ok(()) => self.deferred.lock().logs.retain(|(n, _)| *n != name),
+                Ok(()) => {
+                    let mut d = self.deferred.lock();
+                    d.logs.retain(|(n, _)| *n != name);
+                    d.created.remove(&name);
+                }
                 Err(e) => {
                     tracing::warn!(file = %name, error = %e, "could not delete an old WAL file");
-                    return;
                 }
             }
         }
@@ -361,6 +360,8 @@ impl Storage for ObjectLogStorage {
         // manifest a crash left unnamed, `CURRENT.tmp`) may have segments of an earlier life.
         if !name.ends_with(".log") {
             self.remote_remove(&name)?;
+        } else if !self.log_min_age.is_zero() {
+            self.deferred.lock().created.insert(name.clone());
         }
         Ok(Box::new(ObjectLogFile {
             local: self.local.create(path)?,
@@ -419,10 +420,6 @@ impl Storage for ObjectLogStorage {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let (f, t) = (Self::name(from)?, Self::name(to)?);
-        if t == "CURRENT" {
-            // Before the PUT: a replica may see the new CURRENT as soon as it lands.
-            self.deferred.lock().current_written = Some(Instant::now());
-        }
         self.delete_due_logs();
         let data = self.read_all(from)?;
         // One PUT replaces the target's first segment atomically; any later ones go after.
@@ -446,13 +443,16 @@ impl Storage for ObjectLogStorage {
 
     fn remove(&self, path: &Path) -> Result<()> {
         let name = Self::name(path)?;
-        if name.ends_with(".log") {
-            // Kept for replicas (module docs); the staged copy goes now.
+        let defer = {
             let mut d = self.deferred.lock();
-            if !d.logs.iter().any(|(n, _)| *n == name) {
-                d.logs.push((name, Instant::now()));
+            let defer = d.created.contains(&name);
+            if defer && !d.logs.iter().any(|(n, _)| *n == name) {
+                d.logs.push((name.clone(), Instant::now()));
             }
-        } else {
+            defer
+        };
+        if !defer {
+            // Not a WAL file this storage wrote: nothing a replica anchors on (module docs).
             self.remote_remove(&name)?;
         }
         self.delete_due_logs();
@@ -605,47 +605,44 @@ mod tests {
         (dir, ObjectLogStorage::new(tier, Arc::new(LocalFs)))
     }
 
-    /// A removed WAL file's objects stay for the minimum age, counted from the removal and
-    /// from the last `CURRENT` written; a later call deletes them once due. Other files go at
-    /// once.
+    /// A WAL file this storage created keeps its objects for the minimum age after its
+    /// removal, deleted by a later deletion or rename once due (not by a WAL's creation); one
+    /// an earlier process wrote, and every other file, goes at once.
     #[test]
     fn a_removed_wal_file_outlives_its_removal_by_the_minimum_age() {
         let (dir, s) = store("log-min-age");
-        let s = s.with_log_min_age(Duration::from_millis(1000));
+        let s = s.with_log_min_age(Duration::from_millis(600));
         let p = |n: &str| dir.path().join(n);
-        let write = |name: &str| {
+        let write = |s: &ObjectLogStorage, name: &str| {
             let mut f = s.create(&p(name)).unwrap();
             f.append(b"synced").unwrap();
             f.sync().unwrap();
         };
         let remote = |name: &str| !s.segments(name).unwrap().is_empty();
-        write("000001.log");
-        write("MANIFEST-000002");
+        write(&s, "000001.log");
+        write(&s, "MANIFEST-000002");
         s.remove(&p("000001.log")).unwrap();
         s.remove(&p("MANIFEST-000002")).unwrap();
         assert!(remote("000001.log"), "deleted before its minimum age");
         assert!(!p("000001.log").exists(), "the staged copy stays");
         assert!(!remote("MANIFEST-000002"));
         assert_eq!(s.deferred_log_deletions(), 1);
-        // A CURRENT written before the deletion is due holds it for another minimum age.
-        std::thread::sleep(Duration::from_millis(600));
-        write("CURRENT.tmp");
-        s.rename(&p("CURRENT.tmp"), &p("CURRENT")).unwrap();
-        std::thread::sleep(Duration::from_millis(600));
+        std::thread::sleep(Duration::from_millis(700));
         // Creating a WAL sends none (it may be on a write's path); a deletion does.
-        write("000003.log");
-        s.remove(&p("MANIFEST-000005")).unwrap();
-        assert!(
-            remote("000001.log"),
-            "deleted within the age of a CURRENT write"
-        );
-        std::thread::sleep(Duration::from_millis(600));
-        write("000004.log");
+        write(&s, "000003.log");
         assert!(remote("000001.log"), "deleted by a WAL's creation");
-        s.remove(&p("MANIFEST-000006")).unwrap();
+        s.remove(&p("MANIFEST-000005")).unwrap();
         assert!(!remote("000001.log"), "never deleted");
         assert_eq!(s.deferred_log_deletions(), 0);
-        assert!(remote("000003.log") && remote("000004.log"));
+        // A WAL file an earlier process wrote (another storage here) goes at once.
+        let (_dir2, other) = store("log-min-age");
+        let other = other.with_log_min_age(Duration::from_secs(600));
+        write(&other, "000007.log");
+        drop(other);
+        assert!(remote("000007.log"));
+        s.remove(&p("000007.log")).unwrap();
+        assert!(!remote("000007.log"), "an earlier process's WAL was kept");
+        assert!(remote("000003.log"));
     }
 
     #[test]
