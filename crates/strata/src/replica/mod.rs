@@ -208,16 +208,20 @@ impl ReplicaInner {
     }
 
     /// Runs `read` on the newest view; if a table it needed was deleted by the writer,
-    /// refreshes (reading the manifest) and runs it once more.
+    /// refreshes (reading the manifest) and runs it again, up to [`READ_RETRIES`] times (a
+    /// writer compacting without a garbage-collection minimum age can delete the next
+    /// version's tables too before the read reaches them).
     fn read_latest<T>(&self, read: impl Fn(&Arc<View>) -> Result<T>) -> Result<T> {
-        let view = self.view.load_full();
-        match read(&view) {
-            Err(e) if e.is_not_found() || e.is_missing_object() => {
-                tracing::debug!(error = %e, "replica: a table is gone; refreshing");
-                self.refresh(true)?;
-                read(&self.view.load_full())
+        let mut attempt = 0;
+        loop {
+            match read(&self.view.load_full()) {
+                Err(e) if (e.is_not_found() || e.is_missing_object()) && attempt < READ_RETRIES => {
+                    attempt += 1;
+                    tracing::debug!(error = %e, attempt, "replica: a table is gone; refreshing");
+                    self.refresh(true)?;
+                }
+                r => return r,
             }
-            r => r,
         }
     }
 }
@@ -585,6 +589,9 @@ fn snapshot_error(e: Error) -> Error {
     }
     e
 }
+
+/// Refreshes a read retries after a table it needed was gone (`read_latest`).
+const READ_RETRIES: u32 = 5;
 
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
