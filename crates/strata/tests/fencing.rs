@@ -51,6 +51,16 @@ fn take_over_lease(url: &str) {
     }
 }
 
+/// A fresh root on the S3-compatible server `STRATA_S3_URL` names, if it is set.
+fn s3_root() -> Option<String> {
+    let url = std::env::var("STRATA_S3_URL").ok()?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    Some(format!("{}/fencing-{nanos}", url.trim_end_matches('/')))
+}
+
 fn put(db: &Db, k: &[u8], v: &[u8]) -> strata::Result<()> {
     let mut b = WriteBatch::new();
     b.put(k, v);
@@ -71,19 +81,12 @@ fn a_writer_whose_lease_was_taken_over_makes_nothing_durable() {
 
 #[test]
 fn a_writer_whose_lease_was_taken_over_on_s3_makes_nothing_durable() {
-    let Ok(url) = std::env::var("STRATA_S3_URL") else {
+    let Some(root) = s3_root() else {
         eprintln!("fencing: STRATA_S3_URL is not set; the S3 run is skipped");
         return;
     };
     let base = tempfile::tempdir().unwrap();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    fenced_writer(
-        &base,
-        &format!("{}/fencing-{nanos}", url.trim_end_matches('/')),
-    );
+    fenced_writer(&base, &root);
 }
 
 /// The scenario with the log location at `<root>/log` and the capacity tier at `<root>/cap`.
@@ -198,19 +201,12 @@ fn a_writer_taken_over_during_its_wal_replay_makes_nothing_durable() {
 
 #[test]
 fn a_writer_taken_over_during_its_wal_replay_on_s3_makes_nothing_durable() {
-    let Ok(url) = std::env::var("STRATA_S3_URL") else {
+    let Some(root) = s3_root() else {
         eprintln!("fencing: STRATA_S3_URL is not set; the S3 run is skipped");
         return;
     };
     let base = tempfile::tempdir().unwrap();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    taken_over_in_replay(
-        &base,
-        &format!("{}/fencing-replay-{nanos}", url.trim_end_matches('/')),
-    );
+    taken_over_in_replay(&base, &root);
 }
 
 /// Case (i) of the two-writer matrix: a database opening on another node (node-loss recovery,
@@ -301,15 +297,8 @@ fn taken_over_in_replay(base: &tempfile::TempDir, root: &str) {
 fn an_idle_writer_that_does_not_renew_sends_nothing_and_is_fenced_once_taken_over() {
     let base = tempfile::tempdir().unwrap();
     idle_writer(&base, &format!("file://{}", base.path().display()));
-    if let Ok(url) = std::env::var("STRATA_S3_URL") {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        idle_writer(
-            &base,
-            &format!("{}/fencing-idle-{nanos}", url.trim_end_matches('/')),
-        );
+    if let Some(root) = s3_root() {
+        idle_writer(&base, &root);
     }
 }
 
