@@ -13,7 +13,8 @@ use clap::Args;
 pub const EXAMPLES: &str = "\
 Examples:
   strata stress --dir /tmp/stress --rounds 300 --seconds-per-round 2
-  strata stress --dir /tmp/stress --rounds 1000 --seconds-per-round 5 --seed 42 --no-progress";
+  strata stress --dir /tmp/stress --rounds 1000 --seconds-per-round 5 --seed 42 --no-progress
+  strata stress --dir /tmp/stress --rounds 100 --replica-rounds";
 
 #[derive(Args, Debug)]
 pub struct StressArgs {
@@ -31,6 +32,11 @@ pub struct StressArgs {
     /// Seed of every random choice (printed at start; pass it to replay a run)
     #[arg(long, help_heading = "Run")]
     pub seed: Option<u64>,
+    /// Every database uses the extended WAL and every round after a database's first runs a
+    /// read replica beside the child, checked for bounded staleness; every other one ends in
+    /// a failover to it (otherwise: half of the extended-WAL rounds, a quarter of databases)
+    #[arg(long, help_heading = "Run")]
+    pub replica_rounds: bool,
     /// No progress bar
     #[arg(long, help_heading = "Output")]
     pub no_progress: bool,
@@ -61,6 +67,7 @@ pub fn run(args: StressArgs) -> ExitCode {
         seconds_per_round: args.seconds_per_round,
         seed: args.seed,
         progress: !args.no_progress,
+        replica_rounds: args.replica_rounds,
         child_exe: exe,
         child_args: vec!["stress-child".into()],
     });

@@ -10,7 +10,8 @@
 //! self-describing values), `history` (per-key version histories the child checks reads against),
 //! `child` (the workload), `copies` (checkpoints, clones and backups of a verified database
 //! checked against the oracle), `oracle` (the parent's expected state, the child's event log and the
-//! after-kill verification), `runner` (rounds, kills, progress, summary, failure copies).
+//! after-kill verification), `replica` (a read replica checked beside the child, and promoted
+//! in failover rounds), `runner` (rounds, kills, progress, summary, failure copies).
 //! Depends on `strata` and `strata-test-support` (its seeded PRNG); the CLI depends on this crate.
 
 pub mod child;
@@ -19,6 +20,7 @@ pub mod copies;
 pub mod history;
 pub mod keys;
 pub mod oracle;
+pub mod replica;
 pub mod runner;
 
 pub use child::child_main;

@@ -242,7 +242,8 @@ impl Expected {
     }
 }
 
-fn matches(i: u64, v: Version, observed: Option<&Vec<u8>>) -> bool {
+/// Whether `observed` is what key `i` holds after version `v`.
+pub fn matches(i: u64, v: Version, observed: Option<&Vec<u8>>) -> bool {
     match observed {
         None => !v.exists,
         Some(val) => v.exists && *val == keys::value(i, v.seq),

@@ -25,6 +25,7 @@ use crate::config::{draw_options, StressConfig};
 use crate::copies::{check_copy, CopyKind};
 use crate::history::ViolationKind;
 use crate::oracle::{parse_log, verify, Expected};
+use crate::replica::{replica_dir, ReplicaCounts, ReplicaRound};
 
 pub struct RunArgs {
     pub dir: PathBuf,
@@ -32,6 +33,9 @@ pub struct RunArgs {
     pub seconds_per_round: f64,
     pub seed: Option<u64>,
     pub progress: bool,
+    /// Every database uses the extended WAL, every round after its first runs a replica, and
+    /// every other one fails over to it (`strata stress --replica-rounds`).
+    pub replica_rounds: bool,
     /// How to start a child: this program and the arguments before `--dir ...` (e.g. the
     /// `strata` binary and `["stress-child"]`).
     pub child_exe: PathBuf,
@@ -72,6 +76,13 @@ pub struct Summary {
     pub clones: u64,
     /// Backups made of a reopened database, verified, restored and checked the same way.
     pub backups: u64,
+    /// Rounds in which a read replica followed the child ([`crate::replica`]).
+    pub replica_rounds: u64,
+    /// Of those, rounds that ended by promoting the replica in place of the writer.
+    pub failovers: u64,
+    /// The replica's bounded-staleness checks that passed, and its refreshes and reads that
+    /// failed (retried by the next check; not violations).
+    pub replica: ReplicaCounts,
 }
 
 impl Summary {
@@ -89,7 +100,7 @@ impl Summary {
 
     pub fn details(&self) -> String {
         format!(
-            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered ({} by the replay baseline, {} refused by it); {} checkpoints, {} clones and {} backups verified; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
+            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered ({} by the replay baseline, {} refused by it); {} checkpoints, {} clones and {} backups verified; {} replica rounds ({} replica checks passed, {} refreshes and {} reads failed), {} failovers to the replica; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
             self.seed,
             self.databases,
             self.acked_batches,
@@ -102,6 +113,11 @@ impl Summary {
             self.checkpoints,
             self.clones,
             self.backups,
+            self.replica_rounds,
+            self.replica.checks,
+            self.replica.refresh_errors,
+            self.replica.read_errors,
+            self.failovers,
             self.injected_errors,
             self.injected_timeouts,
             self.write_errors,
@@ -147,9 +163,16 @@ enum Ending {
     Hung,
 }
 
-fn wait_or_kill(child: &mut Child, kill_after: Option<Duration>, limit: Duration) -> Ending {
+/// Waits for the child, calling `tick` every few milliseconds meanwhile.
+fn wait_or_kill(
+    child: &mut Child,
+    kill_after: Option<Duration>,
+    limit: Duration,
+    tick: &mut dyn FnMut(),
+) -> Ending {
     let start = Instant::now();
     loop {
+        tick();
         if let Ok(Some(status)) = child.try_wait() {
             return Ending::Exited(status);
         }
@@ -201,7 +224,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
     let mut db_rounds_left = 0u64;
     for round in 0..args.rounds {
         if db_rounds_left == 0 {
-            for p in ["db", "cap", "wal", "state", "events.log", "config.json"] {
+            for p in [
+                "db",
+                "cap",
+                "wal",
+                "replica",
+                "state",
+                "events.log",
+                "config.json",
+            ] {
                 remove(&dir.join(p))?;
             }
             db_cfg = None;
@@ -209,7 +240,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
             sum.databases += 1;
         }
         db_rounds_left -= 1;
+        let fresh_database = db_cfg.is_none();
         let mut cfg = draw_options(&mut rng);
+        if args.replica_rounds {
+            cfg.extended_wal = true;
+        }
         match &db_cfg {
             Some(d) => cfg.keep_database(d),
             None => {
@@ -230,6 +265,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
         std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&cfg)?)?;
         expected.save(&dir.join("state"))?;
         remove(&dir.join("events.log"))?;
+        let mut problems: Vec<String> = Vec::new();
+        // Replica rounds: a replica follows the child (the database must exist to be
+        // followed); half of them end in a failover to it.
+        let mut replica = None;
+        let replica_round = rng.chance(50) || args.replica_rounds;
+        if cfg.extended_wal && !fresh_database && replica_round {
+            match ReplicaRound::open(dir, &cfg, &expected.versions, rng.below(u64::MAX)) {
+                Ok(r) => replica = Some(r),
+                Err(e) => problems.push(format!("opening the replica failed: {e:#}")),
+            }
+            sum.replica_rounds += 1;
+        }
+        let failover = replica.is_some()
+            && if args.replica_rounds {
+                sum.replica_rounds % 2 == 1
+            } else {
+                rng.chance(50)
+            };
+        let events = dir.join("events.log");
+        let mut replica_violation: Option<String> = None;
         let stderr = std::fs::File::create(dir.join("child.stderr"))?;
         let mut cmd = Command::new(&args.child_exe);
         cmd.args(&args.child_args)
@@ -247,11 +302,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
             .spawn()
             .with_context(|| format!("starting {}", args.child_exe.display()))?;
         let limit = Duration::from_millis(round_ms) + Duration::from_secs(120);
-        let ending = wait_or_kill(&mut child, kill_after, limit);
+        let ending = wait_or_kill(&mut child, kill_after, limit, &mut || {
+            if let (Some(r), None) = (&mut replica, &replica_violation) {
+                replica_violation = r.tick(&events).err();
+            }
+        });
+        // The writer is gone: everything it acknowledged must reach the replica.
+        if let (Some(r), None) = (&mut replica, &replica_violation) {
+            replica_violation = r.check(&events).err();
+        }
+        if let Some(v) = replica_violation {
+            if v.starts_with("lost") {
+                sum.lost += 1;
+            } else {
+                sum.phantoms += 1;
+            }
+            problems.push(format!("a read on the replica was wrong: {v}"));
+        }
 
         let text = std::fs::read_to_string(dir.join("events.log")).unwrap_or_default();
         let log = parse_log(&text).context("parsing the child's event log")?;
-        let mut problems: Vec<String> = Vec::new();
         match ending {
             Ending::Killed => sum.kills += 1,
             Ending::Exited(status) => {
@@ -284,7 +354,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
             // The node is lost: only the log location and the capacity tier remain.
             remove(&dir.join("db"))?;
             sum.node_losses += 1;
-            if let Some(mode) = cfg.node_loss_recovery.mode() {
+            // A failover opens the writer itself, from the log location.
+            if let Some(mode) = cfg.node_loss_recovery.mode().filter(|_| !failover) {
                 let replay = mode == strata::recovery::RecoveryMode::Replay;
                 match strata::recovery::recover(&dir.join("db"), cfg.to_options(dir, false), mode) {
                     Ok(_) if replay => sum.node_loss_replays += 1,
@@ -301,7 +372,32 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
                 }
             }
         }
-        match Db::open(dir.join("db"), cfg.to_options(dir, false)) {
+        let opened = match replica.take() {
+            Some(r) if failover => {
+                // The writer's node is lost; the replica's node takes over.
+                remove(&dir.join("db"))?;
+                match r.promote(&dir.join("db")) {
+                    Ok((db, counts)) => {
+                        sum.failovers += 1;
+                        sum.replica.add(counts);
+                        Ok(db)
+                    }
+                    Err(e) => Err(format!("{e:#}")),
+                }
+            }
+            r => {
+                if let Some(r) = r {
+                    match r.close() {
+                        Ok(counts) => sum.replica.add(counts),
+                        Err(e) => problems.push(format!("closing the replica failed: {e:#}")),
+                    }
+                }
+                Db::open(dir.join("db"), cfg.to_options(dir, false))
+                    .map_err(|e| format!("reopening the database failed: {e}"))
+            }
+        };
+        remove(&replica_dir(dir))?;
+        match opened {
             Ok(db) => {
                 sum.capacity_tables += db
                     .live_tables()
@@ -345,7 +441,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
                     problems.push(format!("closing the reopened database failed: {e}"));
                 }
             }
-            Err(e) => problems.push(format!("reopening the database failed: {e}")),
+            Err(e) => problems.push(e),
         }
         sum.rounds += 1;
         bar.inc(1);

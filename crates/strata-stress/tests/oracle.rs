@@ -72,6 +72,7 @@ fn a_run_whose_child_lies_fails_and_keeps_the_database() {
         seconds_per_round: 0.5,
         seed: Some(11),
         progress: false,
+        replica_rounds: false,
         child_exe: "sh".into(),
         child_args: vec!["-c".into(), script.into(), "sh".into()],
     })
