@@ -47,7 +47,7 @@
 #            of the latest inserts) on one load of --num (default 10,000,000) records of 16+100 B, --ycsb-ops (--num/10, at most
 #            2,000,000; --ycsb-ops N to choose) operations each, at every --threads count (default 2,8 for this suite).
 #            With --tiered: a tiered database (capacity tier on file:// at 5 ms per request, a
-#            fast tier of ~10% of the data, HotRAP on), beside Strata with HotRAP off (variant
+#            fast tier of ~10% of the data: memtable and level sizes scaled to --num, HotRAP on), beside Strata with HotRAP off (variant
 #            nohotrap) and SlateDB on the same emulated store; RocksDB is skipped.
 #   In these three suites every engine gets the same options, printed in each result's
 #   `settings`: 64 MiB memtables, the block cache above, 10 bloom bits a key, LZ4 from L2 down,
@@ -203,10 +203,10 @@ drop_caches() {
 }
 
 # The options every engine gets in the scale suites (CACHE: the block cache).
-scale_opts() { # scale_opts CACHE
-  echo --cache-size "$1" --write-buffer-size 64MiB --bloom-bits 10 --compression-type lz4 \
-    --min-level-to-compress 2 --max-bytes-for-level-base 256MiB --target-file-size-base 64MiB \
-    --max-background-compactions 2 --statistics
+scale_opts() { # scale_opts CACHE [MEMTABLE BASE_LEVEL TABLE] (bytes; default 64, 256, 64 MiB)
+  echo --cache-size "$1" --write-buffer-size "${2:-64MiB}" --bloom-bits 10 --compression-type lz4 \
+    --min-level-to-compress 2 --max-bytes-for-level-base "${3:-256MiB}" \
+    --target-file-size-base "${4:-64MiB}" --max-background-compactions 2 --statistics
 }
 
 # One repeat of scale-100 or scale-1k for one engine: steps on one database.
@@ -246,10 +246,17 @@ run_ycsb() { # run_ycsb ENGINE REPEAT [VARIANT]
   ops="$YCSB_OPS"
   if [ -z "$ops" ]; then ops=$(( n / 10 )); [ "$ops" -gt 2000000 ] && ops=2000000; fi
   local cache=$(( n * 116 / 16 )); [ "$cache" -lt 8388608 ] && cache=8388608
-  local extra=()
+  local extra=() sizes=()
   if [ "$TIERED" = 1 ]; then
-    # The tiered suite's set-up: a fast tier (tables or disk cache) of ~10% of the data.
-    local fast=$(( n * 116 / 10 ))
+    # The tiered suite's set-up: a fast tier (tables or disk cache) of ~10% of the data. The
+    # memtable (1/64 of the data) and the levels (base 1/16, tables a quarter of it; at least
+    # 4, 8 and 2 MiB) scale with it, so that L0 and L1 on the fast tier hold ~10% and the rest
+    # is on the capacity tier at any --num (64 MiB memtables and a 256 MiB L1 would hold all
+    # of a 1M-record load on the fast tier).
+    local fast=$(( n * 116 / 10 )) mem base
+    mem=$(( n * 116 / 64 )); [ "$mem" -lt 4194304 ] && mem=4194304
+    base=$(( n * 116 / 16 )); [ "$base" -lt 8388608 ] && base=8388608
+    sizes=("$mem" "$base" $(( base / 4 )))
     cache=8388608
     extra=(--capacity "file://$DATA/capacity" --capacity-latency-ms 5 --persistent-cache-size "$fast" --fast-levels 1)
     [ "$variant" = nohotrap ] && extra+=(--hotrap false)
@@ -263,7 +270,7 @@ run_ycsb() { # run_ycsb ENGINE REPEAT [VARIANT]
       [ "$keep" = 1 ] && more=(--use-existing-db)
       # Each workload's own key distribution (YCSB's: zipfian, latest for D).
       KEEP=$keep run "ycsb-$e${variant:+-$variant}-$wl$tag-r$r" "$e" --workload "$wl" --num "$n" \
-        --ops "$ops" --threads "$t" --key-size 16 --value-size 100 $(scale_opts "$cache") \
+        --ops "$ops" --threads "$t" --key-size 16 --value-size 100 $(scale_opts "$cache" "${sizes[@]}") \
         "${extra[@]}" "${more[@]}"
       keep=1
     done

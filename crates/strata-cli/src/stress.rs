@@ -33,8 +33,9 @@ pub struct StressArgs {
     #[arg(long, help_heading = "Run")]
     pub seed: Option<u64>,
     /// Every database uses the extended WAL and every round after a database's first runs a
-    /// read replica beside the child, checked for bounded staleness; every other one ends in
-    /// a failover to it (otherwise: half of the extended-WAL rounds, a quarter of databases)
+    /// read replica beside the child, checked for bounded staleness; every other one loses the
+    /// node and fails over to it (otherwise: half of the extended-WAL rounds, a quarter of
+    /// databases, fail over when they lose the node and would rebuild it by opening)
     #[arg(long, help_heading = "Run")]
     pub replica_rounds: bool,
     /// No progress bar

@@ -66,6 +66,9 @@ pub struct ReplicaRound {
     applied: u64,
     last: Option<Instant>,
     rng: Rng,
+    /// Every key's value in the last check's scan (compared with the reopened database after
+    /// the final check).
+    last_scan: Option<BTreeMap<u64, Vec<u8>>>,
     pub counts: ReplicaCounts,
 }
 
@@ -102,6 +105,7 @@ impl ReplicaRound {
             lower: vec![0; base.len()],
             last: None,
             rng: Rng::new(seed),
+            last_scan: None,
             counts: ReplicaCounts::default(),
         })
     }
@@ -112,14 +116,19 @@ impl ReplicaRound {
             return Ok(());
         }
         self.last = Some(Instant::now());
-        self.check(events)
+        self.check(events, false)
     }
 
-    /// One bounded-staleness check (see the module docs).
-    pub fn check(&mut self, events: &Path) -> Result<(), String> {
+    /// One bounded-staleness check (see the module docs). `writer_gone`: the child has ended,
+    /// so the refresh must succeed (a few attempts) and the scan is kept for
+    /// [`ReplicaRound::compare_with`]; otherwise a failed refresh is counted and skipped.
+    pub fn check(&mut self, events: &Path, writer_gone: bool) -> Result<(), String> {
         let read_log = || {
-            let text = std::fs::read_to_string(events).unwrap_or_default();
-            parse_log(&text).map_err(|e| format!("parsing the event log: {e:#}"))
+            // Bytes: a read may end inside a character of the last line, which the parser
+            // drops anyway (it ends without a newline).
+            let bytes = std::fs::read(events).unwrap_or_default();
+            parse_log(&String::from_utf8_lossy(&bytes))
+                .map_err(|e| format!("parsing the event log: {e:#}"))
         };
         let before = read_log()?;
         let mut floor = self.base.clone();
@@ -128,9 +137,19 @@ impl ReplicaRound {
                 floor[i as usize] = v;
             }
         }
-        if self.replica.refresh().is_err() {
+        let mut attempt = 0;
+        while let Err(e) = self.replica.refresh() {
             self.counts.refresh_errors += 1;
-            return Ok(());
+            attempt += 1;
+            if !writer_gone {
+                return Ok(());
+            }
+            if attempt == 5 {
+                return Err(format!(
+                    "phantom: the replica could not refresh after the writer ended: {e}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
         let snap = self.replica.snapshot();
         if snap.sequence() < self.applied {
@@ -179,10 +198,18 @@ impl ReplicaRound {
         match scanned {
             Ok(None) => {}
             Ok(Some(p)) => return Err(p),
-            Err(_) => {
+            // A table the writer deleted under the snapshot (garbage collection): the next
+            // check reads a newer state. Any other error is a failure.
+            Err(e)
+                if !writer_gone
+                    && (e.is_not_found()
+                        || e.is_missing_object()
+                        || e.kind() == strata::ErrorKind::Incomplete) =>
+            {
                 self.counts.read_errors += 1;
                 return Ok(());
             }
+            Err(e) => return Err(format!("phantom: a read on the replica failed: {e}")),
         }
         let after = read_log()?;
         let issued: Vec<&Batch> = after.acked.iter().chain(&after.in_flight).collect();
@@ -262,18 +289,52 @@ impl ReplicaRound {
             }
         }
         self.counts.checks += 1;
+        if writer_gone {
+            self.last_scan = Some(seen);
+        }
         Ok(())
     }
 
-    /// Failover: promotes the replica into `db_dir` (which must not hold a database).
-    pub fn promote(self, db_dir: &Path) -> anyhow::Result<(Db, ReplicaCounts)> {
-        let db = self
-            .replica
+    /// After the final check: the database reopened (or promoted) after the writer ended
+    /// holds exactly what the replica last read, since both read the same WAL. `Err`: the
+    /// first difference.
+    pub fn compare_with(&self, db: &Db) -> anyhow::Result<()> {
+        let Some(seen) = &self.last_scan else {
+            return Ok(());
+        };
+        let n = self.base.len() as u64;
+        let mut it = db.iter(ReadOptions::default())?;
+        it.seek_to_first();
+        let mut got: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        while it.valid() {
+            if let Some(i) = keys::key_index(it.key()).filter(|&i| i < n) {
+                got.insert(i, it.value().to_vec());
+            }
+            it.next();
+        }
+        it.status()?;
+        if let Some(i) = (0..n).find(|i| got.get(i) != seen.get(i)) {
+            anyhow::bail!(
+                "key {i}: the replica's last read after the writer ended gave {}, the reopened \
+                 database holds {}",
+                seen.get(&i)
+                    .map(|v| keys::show(v))
+                    .unwrap_or_else(|| "nothing".into()),
+                got.get(&i)
+                    .map(|v| keys::show(v))
+                    .unwrap_or_else(|| "nothing".into())
+            );
+        }
+        Ok(())
+    }
+
+    /// Failover: promotes the replica into `db_dir` (which must not hold a database). The
+    /// replica stays open until [`ReplicaRound::close`] (its last scan is compared with the
+    /// promoted writer).
+    pub fn promote(&self, db_dir: &Path) -> anyhow::Result<Db> {
+        self.replica
             .promote(db_dir)
-            .context("promoting the replica")?;
-        let counts = self.counts;
-        self.replica.close()?;
-        Ok((db, counts))
+            .context("promoting the replica")
     }
 
     /// Closes the replica.

@@ -25,7 +25,7 @@ use crate::config::{draw_options, StressConfig};
 use crate::copies::{check_copy, CopyKind};
 use crate::history::ViolationKind;
 use crate::oracle::{parse_log, verify, Expected};
-use crate::replica::{replica_dir, ReplicaCounts, ReplicaRound};
+use crate::replica::{ReplicaCounts, ReplicaRound};
 
 pub struct RunArgs {
     pub dir: PathBuf,
@@ -172,7 +172,10 @@ fn wait_or_kill(
 ) -> Ending {
     let start = Instant::now();
     loop {
-        tick();
+        // Not when the kill is due soon: a tick (a replica check) must not delay it.
+        if kill_after.is_none_or(|k| start.elapsed() + Duration::from_millis(100) < k) {
+            tick();
+        }
         if let Ok(Some(status)) = child.try_wait() {
             return Ending::Exited(status);
         }
@@ -252,6 +255,27 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
                 db_cfg = Some(cfg.clone());
             }
         }
+        let mut problems: Vec<String> = Vec::new();
+        // Replica rounds: a replica follows the child (the database must exist to be
+        // followed). A round that loses the node and would rebuild it by opening fails over
+        // to the replica instead (with `--replica-rounds`, every other replica round loses
+        // the node so). Drawn only for the rounds that can have one, so that seeds of runs
+        // without the extended WAL replay as before.
+        let mut replica = None;
+        if cfg.extended_wal && !fresh_database && (args.replica_rounds || rng.chance(50)) {
+            sum.replica_rounds += 1;
+            if args.replica_rounds && sum.replica_rounds % 2 == 1 {
+                cfg.node_loss = true;
+                cfg.node_loss_recovery = crate::config::NodeLossRecovery::Open;
+            }
+            match ReplicaRound::open(dir, &cfg, &expected.versions, rng.below(u64::MAX)) {
+                Ok(r) => replica = Some(r),
+                Err(e) => problems.push(format!("opening the replica failed: {e:#}")),
+            }
+        }
+        let failover = replica.is_some()
+            && cfg.node_loss
+            && cfg.node_loss_recovery == crate::config::NodeLossRecovery::Open;
         let clean = rng.chance(10);
         let kill_after = if clean {
             None
@@ -265,24 +289,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
         std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&cfg)?)?;
         expected.save(&dir.join("state"))?;
         remove(&dir.join("events.log"))?;
-        let mut problems: Vec<String> = Vec::new();
-        // Replica rounds: a replica follows the child (the database must exist to be
-        // followed); half of them end in a failover to it.
-        let mut replica = None;
-        let replica_round = rng.chance(50) || args.replica_rounds;
-        if cfg.extended_wal && !fresh_database && replica_round {
-            match ReplicaRound::open(dir, &cfg, &expected.versions, rng.below(u64::MAX)) {
-                Ok(r) => replica = Some(r),
-                Err(e) => problems.push(format!("opening the replica failed: {e:#}")),
-            }
-            sum.replica_rounds += 1;
-        }
-        let failover = replica.is_some()
-            && if args.replica_rounds {
-                sum.replica_rounds % 2 == 1
-            } else {
-                rng.chance(50)
-            };
         let events = dir.join("events.log");
         let mut replica_violation: Option<String> = None;
         let stderr = std::fs::File::create(dir.join("child.stderr"))?;
@@ -309,7 +315,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
         });
         // The writer is gone: everything it acknowledged must reach the replica.
         if let (Some(r), None) = (&mut replica, &replica_violation) {
-            replica_violation = r.check(&events).err();
+            replica_violation = r.check(&events, true).err();
         }
         if let Some(v) = replica_violation {
             if v.starts_with("lost") {
@@ -372,31 +378,31 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
                 }
             }
         }
-        let opened = match replica.take() {
+        let opened = match &replica {
             Some(r) if failover => {
                 // The writer's node is lost; the replica's node takes over.
                 remove(&dir.join("db"))?;
-                match r.promote(&dir.join("db")) {
-                    Ok((db, counts)) => {
-                        sum.failovers += 1;
-                        sum.replica.add(counts);
-                        Ok(db)
-                    }
-                    Err(e) => Err(format!("{e:#}")),
-                }
+                sum.failovers += 1;
+                r.promote(&dir.join("db")).map_err(|e| format!("{e:#}"))
             }
-            r => {
-                if let Some(r) = r {
-                    match r.close() {
-                        Ok(counts) => sum.replica.add(counts),
-                        Err(e) => problems.push(format!("closing the replica failed: {e:#}")),
-                    }
-                }
-                Db::open(dir.join("db"), cfg.to_options(dir, false))
-                    .map_err(|e| format!("reopening the database failed: {e}"))
-            }
+            // The replica stays open (idle) while the writer reopens.
+            _ => Db::open(dir.join("db"), cfg.to_options(dir, false))
+                .map_err(|e| format!("reopening the database failed: {e}")),
         };
-        remove(&replica_dir(dir))?;
+        if let (Some(r), Ok(db)) = (&replica, &opened) {
+            if let Err(e) = r.compare_with(db) {
+                sum.phantoms += 1;
+                problems.push(format!(
+                    "the replica and the reopened database differ: {e:#}"
+                ));
+            }
+        }
+        if let Some(r) = replica.take() {
+            match r.close() {
+                Ok(counts) => sum.replica.add(counts),
+                Err(e) => problems.push(format!("closing the replica failed: {e:#}")),
+            }
+        }
         match opened {
             Ok(db) => {
                 sum.capacity_tables += db
@@ -456,6 +462,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
             let _ = remove(&keep);
             for p in [
                 "db",
+                "replica",
                 "cap",
                 "wal",
                 "state",
