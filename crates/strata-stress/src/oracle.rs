@@ -274,6 +274,28 @@ impl Verdict {
     }
 }
 
+/// What [`scan_keys`] found: each key index in the key space with its value, and the keys
+/// outside that space (each a phantom).
+pub type Scanned = (BTreeMap<u64, Vec<u8>>, Vec<Vec<u8>>);
+
+/// Every key of the key space `0..n` an iterator holds, with its value (one forward scan from
+/// the first key), and the keys outside that space it met.
+pub fn scan_keys(mut it: strata::DbIterator, n: u64) -> strata::Result<Scanned> {
+    let (mut scanned, mut outside) = (BTreeMap::new(), Vec::new());
+    it.seek_to_first();
+    while it.valid() {
+        match keys::key_index(it.key()).filter(|&i| i < n) {
+            Some(i) => {
+                scanned.insert(i, it.value().to_vec());
+            }
+            None => outside.push(it.key().to_vec()),
+        }
+        it.next();
+    }
+    it.status()?;
+    Ok((scanned, outside))
+}
+
 /// Reads every key of `db` (a full scan and a point get of each key) and checks it against
 /// `expected` and the round's in-flight batches; in-flight batches found applied become expected.
 pub fn verify(
@@ -284,26 +306,16 @@ pub fn verify(
 ) -> anyhow::Result<Verdict> {
     let mut verdict = Verdict::default();
     let n = expected.versions.len() as u64;
-    let mut scanned: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
-    let mut it = db.iter(ReadOptions::default())?;
-    it.seek_to_first();
-    while it.valid() {
-        match keys::key_index(it.key()).filter(|&i| i < n) {
-            Some(i) => {
-                scanned.insert(i, it.value().to_vec());
-            }
-            None => verdict.wrong(
-                ViolationKind::Phantom,
-                format!(
-                    "key {:?} outside the key space appeared",
-                    String::from_utf8_lossy(it.key())
-                ),
+    let (scanned, outside) = scan_keys(db.iter(ReadOptions::default())?, n)?;
+    for k in outside {
+        verdict.wrong(
+            ViolationKind::Phantom,
+            format!(
+                "key {:?} outside the key space appeared",
+                String::from_utf8_lossy(&k)
             ),
-        }
-        it.next();
+        );
     }
-    it.status()?;
-    drop(it);
     let mut got: Vec<Option<Vec<u8>>> = Vec::with_capacity(n as usize);
     for i in 0..n {
         let g = db.get(keys::key(i))?.map(|b| b.to_vec());

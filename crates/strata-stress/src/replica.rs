@@ -29,7 +29,7 @@ use strata_test_support::Rng;
 use crate::config::StressConfig;
 use crate::history::{Version, ViolationKind};
 use crate::keys;
-use crate::oracle::{batch_effects, matches, parse_log, Batch};
+use crate::oracle::{batch_effects, matches, parse_log, scan_keys, Batch};
 
 /// How often the parent checks the replica while the child runs.
 const CHECK_EVERY: Duration = Duration::from_millis(60);
@@ -163,23 +163,14 @@ impl ReplicaRound {
         let n = self.base.len() as u64;
         let mut seen: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
         let scanned = (|| -> strata::Result<Option<String>> {
-            let mut it = snap.iter(ReadOptions::default())?;
-            it.seek_to_first();
-            while it.valid() {
-                match keys::key_index(it.key()).filter(|&i| i < n) {
-                    Some(i) => {
-                        seen.insert(i, it.value().to_vec());
-                    }
-                    None => {
-                        return Ok(Some(format!(
-                            "phantom: key {:?} outside the key space on the replica",
-                            String::from_utf8_lossy(it.key())
-                        )))
-                    }
-                }
-                it.next();
+            let outside;
+            (seen, outside) = scan_keys(snap.iter(ReadOptions::default())?, n)?;
+            if let Some(k) = outside.first() {
+                return Ok(Some(format!(
+                    "phantom: key {:?} outside the key space on the replica",
+                    String::from_utf8_lossy(k)
+                )));
             }
-            it.status()?;
             for _ in 0..GETS_PER_CHECK.min(n as usize) {
                 let i = self.rng.below(n);
                 let got = snap.get(keys::key(i))?;
@@ -303,16 +294,8 @@ impl ReplicaRound {
             return Ok(());
         };
         let n = self.base.len() as u64;
-        let mut it = db.iter(ReadOptions::default())?;
-        it.seek_to_first();
-        let mut got: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
-        while it.valid() {
-            if let Some(i) = keys::key_index(it.key()).filter(|&i| i < n) {
-                got.insert(i, it.value().to_vec());
-            }
-            it.next();
-        }
-        it.status()?;
+        // Keys outside the key space are the reopened database's verification's to report.
+        let (got, _) = scan_keys(db.iter(ReadOptions::default())?, n)?;
         if let Some(i) = (0..n).find(|i| got.get(i) != seen.get(i)) {
             anyhow::bail!(
                 "key {i}: the replica's last read after the writer ended gave {}, the reopened \

@@ -382,8 +382,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
             Some(r) if failover => {
                 // The writer's node is lost; the replica's node takes over.
                 remove(&dir.join("db"))?;
-                sum.failovers += 1;
-                r.promote(&dir.join("db")).map_err(|e| format!("{e:#}"))
+                let promoted = r.promote(&dir.join("db")).map_err(|e| format!("{e:#}"));
+                sum.failovers += promoted.is_ok() as u64;
+                promoted
             }
             // The replica stays open (idle) while the writer reopens.
             _ => Db::open(dir.join("db"), cfg.to_options(dir, false))
