@@ -361,6 +361,7 @@ mod tests {
             hot_aware: false,
             temperature: t,
             writing: &[],
+            capacity_down: false,
         })
     }
 

@@ -353,7 +353,9 @@ pub fn pick_by_score(input: &PickerInput<'_>) -> Option<Pick> {
                 out,
                 CompactionReason::L0FileCount,
                 score,
-            ) {
+            )
+            .filter(|p| !input.waits_for_capacity(p))
+            {
                 return Some(p);
             }
             continue;
@@ -376,7 +378,9 @@ pub fn pick_by_score(input: &PickerInput<'_>) -> Option<Pick> {
                 level + 1,
                 CompactionReason::LevelSize,
                 score,
-            ) {
+            )
+            .filter(|p| !input.waits_for_capacity(p))
+            {
                 return Some(p);
             }
         }
@@ -523,7 +527,9 @@ pub(crate) fn pick_misplaced(input: &PickerInput<'_>) -> Option<Pick> {
                 l,
                 CompactionReason::TierChange,
                 0.0,
-            ) {
+            )
+            .filter(|p| !input.waits_for_capacity(p))
+            {
                 return Some(p);
             }
         }

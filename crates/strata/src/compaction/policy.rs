@@ -43,6 +43,10 @@ pub struct PickerInput<'a> {
     pub temperature: Option<&'a TemperatureSnapshot>,
     /// Key ranges running jobs write into each level.
     pub writing: &'a [super::picker::Writing],
+    /// The capacity tier is down (its health, `stats/health.rs`): compactions that would
+    /// read or write it are not picked, so the fast tier's own compactions go on during an
+    /// outage instead of queueing behind retries that fail.
+    pub capacity_down: bool,
 }
 
 impl PickerInput<'_> {
@@ -54,6 +58,17 @@ impl PickerInput<'_> {
             self.version.deepest_non_empty(),
             self.version.fast_bytes() + self.running_fast_bytes,
         )
+    }
+
+    /// Whether `p` needs the capacity tier (writes into it or reads a table on it) while it is
+    /// down: such a pick would only fail and hold the fast tier's compactions back.
+    pub fn waits_for_capacity(&self, p: &Pick) -> bool {
+        self.capacity_down
+            && (p.output_tier == Tier::Capacity
+                || p.inputs
+                    .iter()
+                    .flat_map(|(_, files)| files)
+                    .any(|f| f.tier == Tier::Capacity))
     }
 
     /// Where `level` belongs, ignoring the budget.

@@ -93,6 +93,7 @@ pub(crate) fn pick_next(
             && inner.opts.compaction_style == crate::version::CompactionStyle::Leveled,
         temperature: None,
         writing: &writing,
+        capacity_down: capacity_down(inner),
     };
     let hb = hot_bytes(inner, &input);
     input.hot_bytes = &hb;
@@ -101,11 +102,27 @@ pub(crate) fn pick_next(
         .as_ref()
         .map(|ls| super::temperature::snapshot(inner, ls, &v));
     input.temperature = temps.as_ref();
-    inner.policy.pick(&input).or_else(|| match busy {
+    // The leveled picker passes over what waits for a capacity tier that is down and picks
+    // the fast tier's own work; for the other policies this is the backstop (their pick
+    // waits, instead of failing and backing off).
+    let pick = inner
+        .policy
+        .pick(&input)
+        .filter(|p| !input.waits_for_capacity(p));
+    pick.or_else(|| match busy {
         // Lowest priority: the extended WAL's TTL push-down.
         None => super::extended::ttl_pick(inner, st, &v),
         Some(_) => None,
     })
+}
+
+/// Whether the capacity tier is down now (its health as requests see it; probed while down).
+pub(crate) fn capacity_down(inner: &DbInner) -> bool {
+    inner
+        .tables
+        .store()
+        .capacity()
+        .is_some_and(|c| c.stats().health.is_down())
 }
 
 /// The tier placement gives tables written into `level` now.

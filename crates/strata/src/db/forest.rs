@@ -307,6 +307,7 @@ fn with_picker_input<T>(inner: &DbInner, st: &DbState, f: impl FnOnce(&PickerInp
         hot_aware: false,
         temperature: None,
         writing: &writing,
+        capacity_down: super::background::capacity_down(inner),
     };
     f(&input)
 }

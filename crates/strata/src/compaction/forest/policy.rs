@@ -468,6 +468,7 @@ mod tests {
                 hot_aware: false,
                 temperature: None,
                 writing: &[],
+                capacity_down: false,
             });
             assert_eq!(show(got), want, "case {i}: {fixture}");
         }

@@ -27,6 +27,17 @@ fn no_capacity() -> Placement {
 }
 
 fn pick(v: &Version, busy: &HashSet<u64>, pl: &Placement, hot: &HashMap<u64, u64>) -> Option<Pick> {
+    pick_while(v, busy, pl, hot, false)
+}
+
+/// [`pick`] with the capacity tier down or up.
+fn pick_while(
+    v: &Version,
+    busy: &HashSet<u64>,
+    pl: &Placement,
+    hot: &HashMap<u64, u64>,
+    capacity_down: bool,
+) -> Option<Pick> {
     let o = PickerOptions {
         max_base_level: pl.max_base_level(),
         ..opts()
@@ -41,6 +52,7 @@ fn pick(v: &Version, busy: &HashSet<u64>, pl: &Placement, hot: &HashMap<u64, u64
         hot_aware: !hot.is_empty(),
         temperature: None,
         writing: &[],
+        capacity_down,
     })
 }
 
@@ -271,4 +283,43 @@ fn tiered_picks() {
         assert_eq!(p.output_tier, tier, "case {i}");
         assert_eq!(p.reason, reason, "case {i}");
     }
+}
+
+/// While the capacity tier is down, nothing that reads or writes it is picked: L0 still
+/// compacts into the fast base level, the last fast level's overflow (into the capacity tier)
+/// and a misplaced capacity table wait.
+#[test]
+fn a_capacity_outage_leaves_only_fast_tier_compactions() {
+    let pl = Placement {
+        has_capacity: true,
+        fast_levels: None,
+        capacity_levels: 1,
+        num_levels: 7,
+        dynamic: true,
+        fast_budget: None,
+    };
+    let pick_with = |v: &Version, down: bool| {
+        pick_while(v, &HashSet::new(), &pl, &HashMap::new(), down).map(|p| (ids(&p), p.output_tier))
+    };
+    // L5 (fast) far over its target scores above L0: up, it goes to L6 first; down, L0 does.
+    let v = version(
+        "0 1 a c 100\n0 2 a c 100\n0 3 a c 100\n0 4 a c 100\n\
+         5 10 a m 90000\n5 11 n z 90000\n6 20 a z 10000 cap",
+    );
+    let (up, tier) = pick_with(&v, false).unwrap();
+    assert_eq!((up[0].0, tier), (5, Tier::Capacity));
+    let (down, tier) = pick_with(&v, true).unwrap();
+    assert_eq!(
+        (down[0].0, tier),
+        (0, Tier::Fast),
+        "into the fast base level"
+    );
+    // Only capacity-bound work left: nothing is picked while down.
+    let v = version("5 10 a m 90000\n5 11 n z 90000\n6 20 a z 10000 cap");
+    assert!(pick_with(&v, false).is_some());
+    assert_eq!(pick_with(&v, true), None);
+    // A table on the wrong tier (capacity, but its level is fast) needs a capacity read.
+    let v = version("5 10 a m 100 cap\n6 20 a z 100000 cap");
+    assert_eq!(pick_with(&v, false).map(|p| p.1), Some(Tier::Fast));
+    assert_eq!(pick_with(&v, true), None);
 }
