@@ -230,6 +230,9 @@ pub struct Options {
     /// tier holds about 1/`max_bytes_for_level_multiplier` of the data. Default 1.
     pub capacity_levels: usize,
     /// Absolute placement instead: levels `0..=k` live on the fast tier. Default `None`.
+    /// With dynamic level sizing L0 compacts into the shallowest level in use, which for a
+    /// tree that does not yet reach level `k` from the bottom is a capacity level: the fast
+    /// tier then holds L0 alone. `capacity_levels` has no such gap.
     pub fast_levels: Option<usize>,
     /// Bytes of tables the fast tier may hold; beyond it the deepest fast level spills to the
     /// capacity tier. Default unbounded.

@@ -110,8 +110,8 @@ pub(crate) fn pick_next(
         .pick(&input)
         .filter(|p| !input.waits_for_capacity(p));
     pick.or_else(|| match busy {
-        // Lowest priority: the extended WAL's TTL push-down.
-        None => super::extended::ttl_pick(inner, st, &v),
+        // Lowest priority: the extended WAL's TTL push-down (into the capacity tier).
+        None => super::extended::ttl_pick(inner, st, &v).filter(|p| !input.waits_for_capacity(p)),
         Some(_) => None,
     })
 }
