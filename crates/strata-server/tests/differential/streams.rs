@@ -9,7 +9,8 @@
 //! redis keeps it. Both trim only entries below the bound, as `~` allows; matching redis
 //! exactly needs the last ID appended to each node in the stream's metadata.
 
-use super::{elements, Gen};
+use super::wire::elements;
+use super::Gen;
 
 /// `raw` (an aggregate) rebuilt with each element `i` replaced by `f(i, element)`.
 pub(super) fn rebuild(raw: &[u8], f: impl Fn(usize, &[u8]) -> Vec<u8>) -> Option<Vec<u8>> {
