@@ -258,7 +258,8 @@ run_ycsb() { # run_ycsb ENGINE REPEAT [VARIANT]
     # L0 compacts into the last fast level, whose target is a tenth of the last level's (at
     # least the base), and the last level is on the capacity tier — ~10% fast at any --num.
     # (`--fast-levels 1` would make L1 the last fast level, but with dynamic level sizing L0
-    # compacts straight into L6 on a tree this small: the fast tier held L0 alone, 1.7%, and
+    # compacts into the shallowest level in use, a capacity level on a tree this small: the
+    # fast tier held L0 alone, 1.7%, and
     # HotRAP had no fast level to retain hot records in.)
     local fast=$(( n * 116 / 10 )) mem base
     mem=$(( n * 116 / 64 )); [ "$mem" -lt 4194304 ] && mem=4194304

@@ -180,6 +180,11 @@ pub struct ServeArgs {
     /// Compactions wait to stay within it; reads never wait but count against it.
     #[arg(long, value_name = "BUDGET", help_heading = "Storage and tiers")]
     pub capacity_request_budget: Option<String>,
+    /// The object store's prices for INFO's monthly cost and a `$/month` budget:
+    /// `put=0.005,get=0.0004,delete=0,storage=0.023` (dollars per 1,000 requests and per
+    /// GB-month) [default: S3 Standard]
+    #[arg(long, value_name = "PRICES", help_heading = "Storage and tiers")]
+    pub capacity_price: Option<String>,
     /// Where the write-ahead log lives (and the manifest is mirrored): a directory apart from
     /// the data directory, or an s3://, file:// or memory:// URL [default: the data directory]
     #[arg(long, value_name = "DIR|URL", help_heading = "Durability")]
@@ -400,6 +405,7 @@ pub fn build_config(args: &ServeArgs) -> Result<ServerConfig> {
         "engine.capacity-request-budget",
         args.capacity_request_budget.as_ref().map(s),
     )?;
+    set("engine.capacity-price", args.capacity_price.as_ref().map(s))?;
     set("engine.wal-location", args.wal_location.as_ref().map(s))?;
     set("engine.extended-wal", args.extended_wal.map(Value::Boolean))?;
     set(

@@ -195,6 +195,7 @@ impl ServerConfig {
         if self.engine_threads == 0 {
             return bad("engine-threads must be at least 1".into());
         }
+        self.engine.prices()?;
         if crate::notify::parse(&self.notify_keyspace_events).is_none() {
             return bad(format!(
                 "notify-keyspace-events: unknown class in '{}' (use K, E, g, $, l, s, h, z, x, e, t, m, d, n, A)",

@@ -100,6 +100,10 @@ pub struct EngineConfig {
     /// A bound on capacity-tier requests that compactions stay under:
     /// `50/s`, `$20/month` (S3 Standard prices) or both; empty: unbounded.
     pub capacity_request_budget: String,
+    /// The object store's prices, for INFO's and Prometheus' monthly cost and a `$/month`
+    /// request budget: `put=…,get=…,delete=…,storage=…` in dollars per 1,000 requests and per
+    /// GB-month; keys left out keep S3 Standard's (empty: S3 Standard).
+    pub capacity_price: String,
     /// Seconds a capacity-tier table that left the tree stays before it is deleted (and only
     /// if no checkpoint keeps it); lets `strata checkpoint` beside the server record what it
     /// read.
@@ -194,6 +198,7 @@ impl Default for EngineConfig {
             compaction_style: o.compaction_style.name().into(),
             fast_tier_budget: ByteSize(0),
             capacity_request_budget: String::new(),
+            capacity_price: String::new(),
             capacity_gc_min_age_secs: o.capacity_gc_min_age.as_secs_f64(),
             persistent_cache: "lap".into(),
             persistent_cache_size: ByteSize(256 << 20),
@@ -217,6 +222,13 @@ fn usize_of(v: ByteSize, name: &str) -> Result<usize, ConfigError> {
 }
 
 impl EngineConfig {
+    /// The object store's prices (`capacity-price` over S3 Standard's).
+    pub fn prices(&self) -> Result<strata::stats::PriceTable, ConfigError> {
+        strata::stats::PriceTable::default()
+            .with(&self.capacity_price)
+            .map_err(|e| ConfigError(format!("engine.capacity-price: {e}")))
+    }
+
     /// The engine options these settings describe (without the server's own hooks).
     pub fn to_options(&self) -> Result<Options, ConfigError> {
         let compression = self
@@ -263,9 +275,12 @@ impl EngineConfig {
             fast_tier_budget: (self.fast_tier_budget.0 > 0).then_some(self.fast_tier_budget.0),
             capacity_request_budget: match self.capacity_request_budget.trim() {
                 "" => None,
-                b => Some(b.parse().map_err(|e: String| {
-                    ConfigError(format!("engine.capacity-request-budget: {e}"))
-                })?),
+                b => Some(strata::storage::object::RequestBudget {
+                    prices: self.prices()?,
+                    ..b.parse().map_err(|e: String| {
+                        ConfigError(format!("engine.capacity-request-budget: {e}"))
+                    })?
+                }),
             },
             capacity_gc_min_age: Duration::try_from_secs_f64(self.capacity_gc_min_age_secs)
                 .map_err(|_| {
@@ -443,6 +458,7 @@ impl EngineConfig {
             "capacity-request-budget",
             self.capacity_request_budget.clone(),
         );
+        p("capacity-price", self.capacity_price.clone());
         p(
             "capacity-gc-min-age-secs",
             self.capacity_gc_min_age_secs.to_string(),
@@ -491,5 +507,24 @@ mod tests {
         assert_eq!(parse_compression("zstd:5").unwrap(), Compression::Zstd(5));
         assert_eq!(parse_compression("LZ4").unwrap(), Compression::Lz4);
         assert_eq!(compression_name(Compression::Zstd(3)), "zstd:3");
+    }
+
+    #[test]
+    fn capacity_prices_override_s3_standard_and_reach_the_budget() {
+        let mut e = EngineConfig::default();
+        assert_eq!(e.prices().unwrap(), strata::stats::PriceTable::default());
+        e.capacity_price = "get=0.001, storage=0.01".into();
+        let p = e.prices().unwrap();
+        assert_eq!((p.read_per_1k, p.storage_per_gb_month), (0.001, 0.01));
+        assert_eq!(
+            p.write_per_1k,
+            strata::stats::PriceTable::default().write_per_1k
+        );
+        e.capacity_request_budget = "$20/month".into();
+        let budget = e.to_options().unwrap().capacity_request_budget.unwrap();
+        assert_eq!(budget.prices, p, "a dollar budget is priced the same way");
+        e.capacity_price = "get=-1".into();
+        let err = e.prices().unwrap_err().to_string();
+        assert!(err.contains("engine.capacity-price"), "{err}");
     }
 }

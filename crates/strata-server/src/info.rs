@@ -447,20 +447,21 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
     s.kv("capacity_retries", t.capacity_retries);
     s.kv("capacity_errors", t.capacity_errors);
     // The request bill: every object-store request (capacity tier and log location), by kind,
-    // and what it costs a month at the rate since start under S3 Standard prices.
+    // and what it costs a month at the rate of the last five minutes under
+    // `engine.capacity-price` (S3 Standard by default).
     let requests = t.object_store_requests();
     s.kv("capacity_requests_total", requests.total());
     for (kind, n) in requests.by_kind() {
         s.kv(&format!("capacity_requests_{}", kind.name()), n);
     }
     s.kv("log_location_requests_total", t.log_requests.total());
-    // At the rate since the server became ready (opening's one-time requests left out).
-    let uptime = shared.started.elapsed().as_secs_f64();
-    let cost = strata::stats::PriceTable::default().monthly(
-        &requests.since(&shared.requests_at_start),
-        uptime,
-        t.capacity_table_bytes,
-    );
+    // At the rate of the last five minutes (since the server became ready, while younger:
+    // opening's one-time requests left out).
+    let (recent, secs) = shared
+        .request_window
+        .rate(std::time::Instant::now(), &requests);
+    let cost = shared.prices.monthly(&recent, secs, t.capacity_table_bytes);
+    s.kv("capacity_cost_window_seconds", format!("{secs:.0}"));
     s.kv(
         "capacity_requests_usd_per_month",
         format!("{:.2}", cost.requests_usd_per_month),

@@ -58,6 +58,7 @@ pub mod numbers;
 pub mod pool;
 pub mod pubsub;
 pub mod redis_float;
+pub mod request_window;
 pub mod resp;
 pub mod saves;
 pub mod scripting;

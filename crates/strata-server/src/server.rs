@@ -66,9 +66,11 @@ pub struct Shared {
     /// Group commit of inline segments' writes across connections.
     pub commit_groups: crate::commit_group::CommitGroups,
     pub started: Instant,
-    /// Object-store requests when the server became ready: INFO's monthly request cost is the
-    /// rate since then (opening's one-time requests left out).
-    pub requests_at_start: strata::stats::RequestCounts,
+    /// Object-store requests over the last five minutes (since the server became ready while
+    /// younger): the rate INFO's monthly request cost is priced at.
+    pub request_window: crate::request_window::RequestWindow,
+    /// The object store's prices (`engine.capacity-price`).
+    pub prices: strata::stats::PriceTable,
     pub run_id: String,
     pub local_addr: SocketAddr,
     /// The configuration file, if any (INFO `config_file`).
@@ -171,6 +173,7 @@ impl Server {
             .db()
             .map(|db| db.stats().tier.object_store_requests())
             .unwrap_or_default();
+        let prices = config.engine.prices()?;
         let saves = Arc::new(crate::saves::Saves::new(store.latest_sequence()));
         let config_notify = config.notify_keyspace_events.clone();
         let shared = Shared {
@@ -184,7 +187,11 @@ impl Server {
             pool,
             commit_groups: Default::default(),
             started: Instant::now(),
-            requests_at_start,
+            request_window: crate::request_window::RequestWindow::new(
+                Instant::now(),
+                requests_at_start,
+            ),
+            prices,
             run_id: id,
             local_addr,
             config_file,
@@ -388,12 +395,22 @@ fn raw_fd(_s: &TcpStream) -> i64 {
     -1
 }
 
-/// Samples the command counter once a second for `instantaneous_ops_per_sec`.
+/// Samples the command counter once a second for `instantaneous_ops_per_sec`, and the
+/// object-store request counts every [`RequestWindow::EVERY`](crate::request_window::RequestWindow::EVERY) for INFO's cost.
 async fn ops_sampler(shared: Arc<Shared>) {
     let mut last = ServerStats::get(&shared.stats.commands_processed);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let every = crate::request_window::RequestWindow::EVERY.as_secs().max(1);
+    let mut ticks: u64 = 0;
     loop {
         tick.tick().await;
+        ticks += 1;
+        if ticks.is_multiple_of(every) {
+            if let Some(db) = shared.store.db() {
+                let counts = db.stats().tier.object_store_requests();
+                shared.request_window.record(Instant::now(), counts);
+            }
+        }
         let now = ServerStats::get(&shared.stats.commands_processed);
         shared
             .stats

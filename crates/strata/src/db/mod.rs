@@ -476,6 +476,8 @@ impl Db {
     }
 
     /// Waits for background flushes and compactions to settle (no work pending or running).
+    /// While the capacity tier is down, work that needs it is not pending: it returns once the
+    /// fast tier's own work is done (`DbStats::tier.capacity_health` says the tier is down).
     pub fn wait_for_compactions(&self) -> Result<()> {
         background::wait_idle(self.inner())
     }

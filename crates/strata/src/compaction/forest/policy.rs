@@ -206,6 +206,11 @@ fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
                 if let Some(f) = p.as_mut().and_then(|p| p.forest.as_mut()) {
                     f.output_run = Some(into);
                 }
+                // A resume into a capacity tier that is down waits (as for a level that is
+                // not idle), so the fast tier's merges go on.
+                if p.as_ref().is_some_and(|p| input.waits_for_capacity(p)) {
+                    continue;
+                }
                 return p;
             }
         }
@@ -254,6 +259,9 @@ fn pick_forest(input: &PickerInput<'_>, fanout: usize) -> Option<Pick> {
             CompactionReason::LevelSize
         };
         if let Some(p) = merge_pick(input, l, &runs, out_of(l), reason, score, None) {
+            if input.waits_for_capacity(&p) {
+                continue;
+            }
             return Some(p);
         }
     }
@@ -295,6 +303,9 @@ mod tests {
                     }
                 }
                 continue;
+            }
+            if w[0] == "down" {
+                continue; // the capacity tier is down (see `picks`)
             }
             if w[0] == "cut" {
                 e.run_cuts.push((
@@ -445,6 +456,18 @@ mod tests {
             ),
             // ... unless it is being merged right now.
             ("1 10 1 a b\ncut 1 10 b 30", vec![1], "none"),
+            // A cut tree of L2 resumes into L3, on the capacity tier ...
+            (
+                "2 10 1 a b\n2 11 2 a m\ncut 2 10 b 30\ncut 2 11 b 30\n0 0 5 a b\n0 0 6 a b\ncap 0",
+                vec![],
+                "L2:[11, 10] -> L3 from b into 30 bottom JournalResume",
+            ),
+            // ... but while that tier is down the resume waits and L0 merges on the fast tier.
+            (
+                "2 10 1 a b\n2 11 2 a m\ncut 2 10 b 30\ncut 2 11 b 30\n0 0 5 a b\n0 0 6 a b\ncap 0\ndown",
+                vec![],
+                "L0:[0, 0] -> L1 L0FileCount",
+            ),
             // A table of L1 on the capacity tier while L1 is not the bottom: rewritten in its
             // tree onto the fast tier, and not bottommost (an older tree of L1 overlaps it).
             (
@@ -468,7 +491,7 @@ mod tests {
                 hot_aware: false,
                 temperature: None,
                 writing: &[],
-                capacity_down: false,
+                capacity_down: fixture.contains("down"),
             });
             assert_eq!(show(got), want, "case {i}: {fixture}");
         }
