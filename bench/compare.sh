@@ -207,6 +207,12 @@ drop_caches() {
 }
 
 # The options every engine gets in the scale suites (CACHE: the block cache).
+# The most bytes Strata's fast-tier tables held in any phase of the result files given: the
+# local disk SlateDB's cache gets on top of the engines' common cache ("equal local disk").
+fast_table_bytes() { # fast_table_bytes JSON...
+  python3 -c 'import json,sys; print(max(p["tier"]["delta"]["fast_table_bytes"] for f in sys.argv[1:] for p in json.load(open(f))["phases"] if p.get("tier")))' "$@"
+}
+
 scale_opts() { # scale_opts CACHE [MEMTABLE BASE_LEVEL TABLE] (bytes; default 64, 256, 64 MiB)
   echo --cache-size "$1" --write-buffer-size "${2:-64MiB}" --bloom-bits 10 --compression-type lz4 \
     --min-level-to-compress 2 --max-bytes-for-level-base "${3:-256MiB}" \
@@ -269,7 +275,7 @@ run_ycsb() { # run_ycsb ENGINE REPEAT [VARIANT]
     if [ "$e" = slatedb ] && ls "$OUT"/ycsb-strata-?-*r"$r".json >/dev/null 2>&1; then
       # Equal local disk: SlateDB keeps all its tables in the object store, so its disk cache
       # also gets the most bytes Strata's fast-tier tables took in this repeat (HotRAP on).
-      fast=$(( fast + $(python3 -c 'import json,sys; print(max(p["tier"]["delta"]["fast_table_bytes"] for f in sys.argv[1:] for p in json.load(open(f))["phases"] if p.get("tier")))' "$OUT"/ycsb-strata-?-*r"$r".json) ))
+      fast=$(( fast + $(fast_table_bytes "$OUT"/ycsb-strata-?-*r"$r".json) ))
     fi
     extra=(--capacity "file://$DATA/capacity" --capacity-latency-ms 5 --persistent-cache-size "$fast")
     [ "$variant" = nohotrap ] && extra+=(--hotrap false)
@@ -343,7 +349,7 @@ run_suite() { # run_suite SUITE ENGINE REPEAT
         if [ "$e" = slatedb ] && [ -f "$OUT/tiered-strata-$dist-r$r.json" ]; then
           # Equal local disk: SlateDB keeps everything in the object store, so its disk
           # cache also gets the bytes Strata's fast-tier tables took in the same repeat.
-          fast=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(max(p["tier"]["delta"]["fast_table_bytes"] for p in r["phases"] if p.get("tier")))' "$OUT/tiered-strata-$dist-r$r.json")
+          fast=$(fast_table_bytes "$OUT/tiered-strata-$dist-r$r.json")
           local_cache=$(( cache + fast ))
         fi
         run "tiered-$e-$dist-r$r" "$e" --workload c --distribution "$dist" \
@@ -363,7 +369,7 @@ run_suite() { # run_suite SUITE ENGINE REPEAT
       for wl in a b c; do
         local_cache=$cache
         if [ "$e" = slatedb ] && [ -f "$OUT/requests-strata-$wl-r$r.json" ]; then
-          fast=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(max(p["tier"]["delta"]["fast_table_bytes"] for p in r["phases"] if p.get("tier")))' "$OUT/requests-strata-$wl-r$r.json")
+          fast=$(fast_table_bytes "$OUT/requests-strata-$wl-r$r.json")
           local_cache=$(( cache + fast ))
         fi
         run "requests-$e-$wl-r$r" "$e" --workload "$wl" --distribution zipfian \

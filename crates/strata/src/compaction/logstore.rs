@@ -302,23 +302,11 @@ pub fn pick_reverse(input: &PickerInput<'_>, t: &TemperatureSnapshot) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::picker::tests::{ids, opts, version};
+    use crate::compaction::picker::tests::{ids, opts, tiered, version};
     use crate::compaction::PickerOptions;
     use crate::tier::temperature::TierCosts;
     use crate::tier::Placement;
     use std::collections::HashMap;
-
-    /// Relative placement: levels 0–5 fast, level 6 on the capacity tier.
-    fn tiered() -> Placement {
-        Placement {
-            has_capacity: true,
-            fast_levels: None,
-            capacity_levels: 1,
-            num_levels: 7,
-            dynamic: true,
-            fast_budget: None,
-        }
-    }
 
     const COSTS: TierCosts = TierCosts {
         fast_seek: 1e-4,

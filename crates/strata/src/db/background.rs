@@ -8,7 +8,7 @@
 //! recovers from the WAL). A compaction failing for any other reason (an I/O error) removes its
 //! partial outputs and is retried after a pause.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,123 +18,18 @@ use parking_lot::MutexGuard;
 use super::gc::{collect_capacity, reap};
 use super::job_slot::range_of;
 pub(crate) use super::job_slot::JobSlot;
+use super::pick::{pick_next, placement};
 use super::write::{set_bg_error, switch_memtable, wal_path};
 use super::{DbInner, DbState};
 use crate::compaction::{
     self, write_tables, CompactionEnv, CompactionInput, CompactionJob, CompactionReason, HotRoute,
-    Pick, PickerInput, PickerOptions, PromotedRecord,
+    Pick, PromotedRecord,
 };
 use crate::error::{ErrorKind, ErrorRepr, Result};
 use crate::iter::InternalIterator;
 use crate::sst::TableBuilderOptions;
-use crate::tier::{tier_for_level, Placement, Tier};
+use crate::tier::{tier_for_level, Tier};
 use crate::version::{FileMeta, TableFile, VersionEdit};
-
-pub(crate) fn picker_options(o: &crate::Options) -> PickerOptions {
-    let pl = placement(o);
-    // LogStore over relative, dynamic placement: one sized fast level (L0 compacts straight
-    // into the last fast level), as LogStore's L0 + L1.
-    let one_fast_level = o.placement_policy == crate::tier::PlacementPolicy::LogStore
-        && pl.has_capacity
-        && pl.fast_levels.is_none()
-        && pl.dynamic;
-    PickerOptions {
-        l0_trigger: o.level0_file_num_compaction_trigger,
-        base_bytes: o.max_bytes_for_level_base,
-        multiplier: o.max_bytes_for_level_multiplier,
-        dynamic: o.level_compaction_dynamic_level_bytes,
-        max_base_level: pl.max_base_level(),
-        min_base_level: if one_fast_level {
-            pl.max_base_level()
-        } else {
-            1
-        },
-    }
-}
-
-/// HotRAP's hot-byte estimates for the tables of the level compacting into the capacity tier.
-fn hot_bytes(inner: &DbInner, input: &PickerInput<'_>) -> HashMap<u64, u64> {
-    let (Some(hot), Some(level)) = (&inner.hot, input.hot_aware_level()) else {
-        return HashMap::new();
-    };
-    input.version.levels[level]
-        .files()
-        .map(|f| {
-            let b = hot.tracker.hot_bytes_in_range(&f.smallest, &f.largest);
-            (f.id, b)
-        })
-        .collect()
-}
-
-/// Asks the policy for the next compaction over the current version. `busy` replaces the
-/// running jobs' tables (an empty set asks whether any work is due at all).
-pub(crate) fn pick_next(
-    inner: &DbInner,
-    st: &DbState,
-    busy: Option<&HashSet<u64>>,
-) -> Option<Pick> {
-    let v = st.versions.current();
-    let popts = picker_options(&inner.opts);
-    let pl = placement(&inner.opts);
-    let empty = HashMap::new();
-    let writing: Vec<compaction::picker::Writing> = match busy {
-        Some(_) => Vec::new(),
-        None => st.writing.iter().map(|(_, w)| w.clone()).collect(),
-    };
-    let mut input = PickerInput {
-        version: &v,
-        busy: busy.unwrap_or(&st.busy),
-        options: &popts,
-        placement: &pl,
-        running_fast_bytes: st.running_fast_bytes,
-        hot_bytes: &empty,
-        // The split-forest policy does not score hotness: skip RALT's range sums under the lock.
-        hot_aware: inner.hot.is_some()
-            && inner.opts.compaction_style == crate::version::CompactionStyle::Leveled,
-        temperature: None,
-        writing: &writing,
-        capacity_down: capacity_down(inner),
-    };
-    let hb = hot_bytes(inner, &input);
-    input.hot_bytes = &hb;
-    let temps = inner
-        .logstore
-        .as_ref()
-        .map(|ls| super::temperature::snapshot(inner, ls, &v));
-    input.temperature = temps.as_ref();
-    // The leveled picker passes over what waits for a capacity tier that is down and picks
-    // the fast tier's own work; for the other policies this is the backstop (their pick
-    // waits, instead of failing and backing off).
-    let pick = inner
-        .policy
-        .pick(&input)
-        .filter(|p| !input.waits_for_capacity(p));
-    pick.or_else(|| match busy {
-        // Lowest priority: the extended WAL's TTL push-down (into the capacity tier).
-        None => super::extended::ttl_pick(inner, st, &v).filter(|p| !input.waits_for_capacity(p)),
-        Some(_) => None,
-    })
-}
-
-/// Whether the capacity tier is down now (its health as requests see it; probed while down).
-pub(crate) fn capacity_down(inner: &DbInner) -> bool {
-    inner
-        .tables
-        .store()
-        .capacity()
-        .is_some_and(|c| c.stats().health.is_down())
-}
-
-/// The tier placement gives tables written into `level` now.
-pub(crate) fn tier_now(inner: &DbInner, st: &DbState, level: usize) -> Tier {
-    let v = st.versions.current();
-    tier_for_level(
-        &placement(&inner.opts),
-        level,
-        v.deepest_non_empty(),
-        v.fast_bytes() + st.running_fast_bytes,
-    )
-}
 
 pub(crate) fn table_options(o: &crate::Options, level: usize) -> TableBuilderOptions {
     TableBuilderOptions {
@@ -232,21 +127,6 @@ impl crate::compaction::IdReserver for DbInner {
         st.versions.log_and_apply(VersionEdit::default())?;
         self.install_super_version(&st);
         Ok(first)
-    }
-}
-
-/// Level placement. Under LogStore the fast-tier budget does not spill new tables of the
-/// last fast level to the capacity tier (that would send the newest data down): LogStore
-/// evicts the coldest tables instead (see `compaction::picker::pick_by_score`).
-pub(crate) fn placement(o: &crate::Options) -> Placement {
-    let logstore = o.placement_policy == crate::tier::PlacementPolicy::LogStore;
-    Placement {
-        has_capacity: o.capacity.is_some(),
-        fast_levels: o.fast_levels,
-        capacity_levels: o.capacity_levels,
-        num_levels: o.num_levels,
-        dynamic: o.level_compaction_dynamic_level_bytes,
-        fast_budget: if logstore { None } else { o.fast_tier_budget },
     }
 }
 

@@ -309,7 +309,7 @@ pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pic
     if young {
         return None;
     }
-    let popts = super::background::picker_options(&inner.opts);
+    let popts = super::pick::picker_options(&inner.opts);
     let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
     let output = if level == 0 {
         compaction::level_targets(&sizes, &popts).base_level.max(1)
@@ -326,7 +326,7 @@ pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pic
         v,
         &st.busy,
         &writing,
-        super::background::tier_now(inner, st, output),
+        super::pick::tier_now(inner, st, output),
         level,
         inputs,
         output,

@@ -19,9 +19,7 @@ use super::gc::reap;
 use super::write::set_bg_error;
 use super::{DbInner, DbState};
 use crate::compaction::forest::{level_merge, Checkpoint};
-use crate::compaction::{
-    CompactionInput, CompactionJob, CompactionReason, ForestMerge, Pick, PickerInput,
-};
+use crate::compaction::{CompactionInput, CompactionJob, CompactionReason, ForestMerge, Pick};
 use crate::error::{ErrorRepr, Result};
 use crate::version::VersionEdit;
 
@@ -271,7 +269,8 @@ pub(crate) fn compact_all(inner: &Arc<DbInner>) -> Result<()> {
                     break;
                 }
             }
-            let pick = with_picker_input(inner, &st, |input| level_merge(input, level));
+            let pick =
+                super::pick::with_picker_input(inner, &st, None, |input| level_merge(input, level));
             match pick {
                 Some(p) => {
                     run_forest_pick(inner, st, p)?;
@@ -288,26 +287,4 @@ pub(crate) fn compact_all(inner: &Arc<DbInner>) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Calls `f` with the picker's view of the current state.
-fn with_picker_input<T>(inner: &DbInner, st: &DbState, f: impl FnOnce(&PickerInput<'_>) -> T) -> T {
-    let v = st.versions.current();
-    let popts = super::background::picker_options(&inner.opts);
-    let pl = super::background::placement(&inner.opts);
-    let empty = HashMap::new();
-    let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
-    let input = PickerInput {
-        version: &v,
-        busy: &st.busy,
-        options: &popts,
-        placement: &pl,
-        running_fast_bytes: st.running_fast_bytes,
-        hot_bytes: &empty,
-        hot_aware: false,
-        temperature: None,
-        writing: &writing,
-        capacity_down: super::background::capacity_down(inner),
-    };
-    f(&input)
 }

@@ -8,8 +8,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::background::{flush, picker_options, run_pick, tier_now};
+use super::background::{flush, run_pick};
 use super::gc::reap;
+use super::pick::{picker_options, tier_now};
 use super::{DbInner, DbState};
 use crate::compaction::{self, level_targets, CompactionReason, Pick};
 use crate::error::{ErrorRepr, Result};

@@ -20,6 +20,7 @@ mod manual;
 pub(crate) mod merge_lookup;
 mod multi_get;
 pub(crate) mod open;
+mod pick;
 mod promote;
 mod properties;
 pub(crate) mod read;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::background::picker_options;
+use super::pick::picker_options;
 use super::DbInner;
 use crate::compaction::level_targets;
 use crate::stats::DbStats;
@@ -49,7 +49,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
     s.tier.capacity_gc_pending_tables = inner.deferred.lock().len() as u64;
     if inner.opts.capacity.is_some() {
         let deepest = sizes.iter().rposition(|&b| b > 0).unwrap_or(0);
-        let feeding = super::background::placement(&inner.opts).last_fast_level(deepest, deepest);
+        let feeding = super::pick::placement(&inner.opts).last_fast_level(deepest, deepest);
         s.tier.capacity_pending_upload_bytes = pending_upload_bytes(&s.levels, feeding);
     }
     s.extended_wal = super::extended::stats(inner);

@@ -15,6 +15,14 @@ pub(crate) fn opts() -> PickerOptions {
     }
 }
 
+/// Relative placement: levels 0–5 fast, level 6 on the capacity tier.
+pub(crate) fn tiered() -> Placement {
+    Placement {
+        has_capacity: true,
+        ..no_capacity()
+    }
+}
+
 fn no_capacity() -> Placement {
     Placement {
         has_capacity: false,
@@ -290,14 +298,7 @@ fn tiered_picks() {
 /// and a misplaced capacity table wait.
 #[test]
 fn a_capacity_outage_leaves_only_fast_tier_compactions() {
-    let pl = Placement {
-        has_capacity: true,
-        fast_levels: None,
-        capacity_levels: 1,
-        num_levels: 7,
-        dynamic: true,
-        fast_budget: None,
-    };
+    let pl = tiered();
     let pick_with = |v: &Version, down: bool| {
         pick_while(v, &HashSet::new(), &pl, &HashMap::new(), down).map(|p| (ids(&p), p.output_tier))
     };
