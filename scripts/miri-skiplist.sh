@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the memtable skiplist's tests (crates/strata/src/memtable/skiplist.rs and skiplist_tests.rs, all of the
-# memtable's unsafe code, and point_index.rs and prefetch.rs, which it uses) under Miri: Stacked Borrows, then Tree Borrows, with Miri's data-race
+# Runs the memtable skiplist's tests (crates/strata/src/memtable/skiplist.rs, skiplist_cursor.rs and
+# skiplist_tests.rs, all of the memtable's unsafe code, and arena.rs, point_index.rs and prefetch.rs, which it uses) under Miri: Stacked Borrows, then Tree Borrows, with Miri's data-race
 # detector on the concurrent-insert test. The engine's dependencies (C libraries among them)
 # cannot run under Miri, so a scratch crate includes the skiplist and `types` by path, with a
 # two-line stand-in for the error type `types` names. Needs the nightly toolchain; installs
@@ -44,6 +44,8 @@ pub mod types;
 pub mod prefetch;
 #[path = "$repo/crates/strata/src/memtable/point_index.rs"]
 pub mod point_index;
+#[path = "$repo/crates/strata/src/memtable/arena.rs"]
+pub mod arena;
 #[path = "$repo/crates/strata/src/memtable/skiplist.rs"]
 pub mod skiplist;
 RS

@@ -56,7 +56,8 @@ pub struct Options {
     /// Fail if a database already exists. Default `false`.
     pub error_if_exists: bool,
     /// Bytes a memtable may hold before it is sealed and flushed: the arena bytes its entries
-    /// take (keys, values and about 35 bytes of skiplist node each) plus its range tombstones.
+    /// take (keys and values, 16 bytes of header per entry and about 27 more per distinct key
+    /// for its skiplist node) plus its range tombstones.
     /// Default 64 MiB.
     pub write_buffer_size: usize,
     /// Memtables (active plus immutable) allowed before writes stop. Default 2.
@@ -75,12 +76,13 @@ pub struct Options {
     /// keys a memtable does not hold skip its skiplist. Default 0.02 (1.3 MiB, about 25 bits per
     /// 100-byte entry, for a 64 MiB memtable); 0 turns it off. At most 0.25.
     pub memtable_bloom_ratio: f64,
-    /// Largest size of each memtable's point index (a hash table from user key to its newest
-    /// entry, 8 bytes per slot) as a fraction of `write_buffer_size`, not counted in it: point
-    /// lookups of keys in the memtable skip the skiplist search (a slot and an entry instead of
-    /// a dozen or more cache misses), and those of absent keys cost a slot. Each memtable's
-    /// index has twice as many slots as the memtable before it held entries (a power of two;
-    /// the first one assumes 64-byte entries), up to this cap; keys the index cannot place
+    /// Largest size of each memtable's point index (a hash table from user key to its skiplist
+    /// node, which holds the chain of the key's versions; 8 bytes per slot) as a fraction of
+    /// `write_buffer_size`, not counted in it: point lookups of keys in the memtable, and
+    /// writes of new versions of them, skip the skiplist search (a slot and a node instead of
+    /// a dozen or more cache misses), and lookups of absent keys cost a slot. Each memtable's
+    /// index has twice as many slots as the memtable before it held distinct keys (a power of
+    /// two; the first one assumes 64-byte entries), up to this cap; keys the index cannot place
     /// (linear-probe runs past 32 slots) are looked up by filter and search. Default 0.25
     /// (at most 16 MiB for a 64 MiB memtable; 8 MiB for entries of 64 to 128 bytes); 0 turns
     /// it off. At most 0.5.
@@ -430,16 +432,16 @@ impl Options {
         (self.write_buffer_size as f64 * self.memtable_bloom_ratio) as usize
     }
 
-    /// Slots of a memtable's point index (0: none): twice `expected_entries` (by default one
-    /// per 64 bytes of `write_buffer_size`), rounded up to a power of two, at most
+    /// Slots of a memtable's point index (0: none): twice `expected_keys` (by default one per
+    /// 64 bytes of `write_buffer_size`), rounded up to a power of two, at most
     /// `memtable_point_index_ratio` of `write_buffer_size` in bytes.
-    pub fn memtable_point_index_slots(&self, expected_entries: Option<u64>) -> usize {
+    pub fn memtable_point_index_slots(&self, expected_keys: Option<u64>) -> usize {
         let cap = (self.write_buffer_size as f64 * self.memtable_point_index_ratio / 8.0) as usize;
         if cap == 0 {
             return 0;
         }
-        let entries = expected_entries.map_or(self.write_buffer_size / 64, |e| e as usize);
-        (entries.max(32) * 2).next_power_of_two().min(cap)
+        let keys = expected_keys.map_or(self.write_buffer_size / 64, |e| e as usize);
+        (keys.max(32) * 2).next_power_of_two().min(cap)
     }
 
     /// Checks that the options are consistent.

@@ -667,11 +667,11 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         ext.wal_created(number, inner.last_seq.load(Ordering::Acquire) + 1);
     }
     inner.wal.lock().rotate(LogWriter::new(file, number));
-    // The point index is sized for as many keys as the memtable it follows held.
+    // The point index is sized for as many distinct keys as the memtable it follows held.
     let mem = Arc::new(MemTable::for_options(
         number,
         &inner.opts,
-        Some(st.mem.num_entries()),
+        Some(st.mem.num_keys()),
     ));
     // No group is in flight: every later write goes to this memtable (or a newer one).
     mem.set_base_seq(inner.last_seq.load(Ordering::Acquire));

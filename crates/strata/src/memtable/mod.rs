@@ -1,5 +1,5 @@
-//! The memtable: a concurrent arena skiplist of internal keys ([`skiplist`]), plus the range
-//! tombstones written into it.
+//! The memtable: a concurrent arena skiplist of user keys, each with the chain of its versions
+//! ([`skiplist`]), plus the range tombstones written into it.
 //!
 //! Invariants: an entry is never removed or changed once inserted, so readers and iterators run
 //! without locks while writers insert (several at once with concurrent memtable writes); each
@@ -10,6 +10,7 @@
 //! write-batch operations in by groups (the write path and WAL replay). Depends on `types`,
 //! `range_del`, `iter`, `batch` (its operation type).
 
+mod arena;
 mod bloom;
 mod point_index;
 pub(crate) mod prefetch;
@@ -64,17 +65,13 @@ impl MemTable {
     }
 
     /// A memtable with the whole-key Bloom filter and point index `opts` ask for; the index
-    /// sized for `expected_entries` (those of the memtable before it; see
+    /// sized for `expected_keys` (the distinct keys of the memtable before it; see
     /// [`crate::Options::memtable_point_index_slots`]).
-    pub fn for_options(
-        wal_number: u64,
-        opts: &crate::Options,
-        expected_entries: Option<u64>,
-    ) -> Self {
+    pub fn for_options(wal_number: u64, opts: &crate::Options, expected_keys: Option<u64>) -> Self {
         Self::with_filters(
             wal_number,
             opts.memtable_bloom_bytes(),
-            opts.memtable_point_index_slots(expected_entries),
+            opts.memtable_point_index_slots(expected_keys),
         )
     }
 
@@ -273,6 +270,11 @@ impl MemTable {
     /// counted).
     pub fn num_entries(&self) -> u64 {
         self.entries.load(AtOrd::Relaxed)
+    }
+
+    /// Distinct user keys of the point entries.
+    pub fn num_keys(&self) -> u64 {
+        self.map.keys() as u64
     }
 
     /// Point deletions inserted.

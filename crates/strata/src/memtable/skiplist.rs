@@ -1,186 +1,158 @@
-//! The memtable's index: a concurrent, insert-only skiplist of internal keys whose nodes live in
-//! an arena (the shape of RocksDB's `InlineSkipList`).
+//! The memtable's index: a concurrent, insert-only skiplist of user keys whose nodes live in an
+//! arena (the shape of RocksDB's `InlineSkipList`), each key node holding the chain of that
+//! key's versions (entries), newest first.
 //!
-//! A node is one arena allocation: a header (the key's [`types::key_head`], the key and value
-//! lengths, the height), a tower of `height` next pointers, then the internal key and the
-//! value bytes. Compared with a skiplist of heap nodes holding reference-counted buffers this
-//! saves two allocations per entry on the write path, keeps a search to about one cache miss
-//! per step (the head decides most comparisons), and makes dropping a flushed memtable free a
-//! few hundred chunks instead of a million objects on the flush thread.
+//! A *key node* is one per user key and sits in the towers; an *entry* is one internal key (user
+//! key, sequence number and kind) with its value. The entry that creates a key node is stored
+//! inside it: `[KeyNode][Entry header][tower][internal key][value]`; a later version of the key is
+//! an entry of its own, `[Entry header][internal key][value]`, linked into the key node's chain.
+//! So a new version of a key the memtable already holds — a counter's INCR, an overwrite — costs
+//! a point-index slot and a compare-and-swap instead of a search through every version of every
+//! key (a dozen or more dependent cache misses in a memtable larger than the caches), and the
+//! towers index distinct keys rather than versions. Compared with a skiplist of heap nodes this
+//! saves allocations on the write path, and dropping a flushed memtable frees a few hundred
+//! chunks instead of a million objects.
 //!
-//! Invariants: nodes are never unlinked, moved or changed after they are published, and the
-//! arena frees its chunks only when the list is dropped, so a node pointer read from the list
-//! stays valid for as long as the list lives. Internal keys are unique: inserting a key that is
-//! already present leaves the list unchanged. Any number of threads may insert and read at
-//! once: an insert links its node level by level with compare-and-swap (level 0 first, which
-//! decides membership), and readers never block.
+//! Order: key nodes by user key; a chain by trailer, descending (newest first), which together
+//! is [`types::compare_internal`]'s order of the entries. A cursor walks that order; `prev`
+//! within a chain (singly linked) replays the chain from its head once and then steps back
+//! through what it saw.
 //!
-//! An optional [`PointIndex`] maps each user key to its newest node, for point lookups that
-//! skip the search; a node is published there once it is linked on all its levels, before
-//! `insert` returns (so before the engine publishes its sequence number).
+//! Invariants: key nodes and entries are never unlinked, moved or changed after they are
+//! published, except for the atomic links (tower pointers, a key node's chain head, an entry's
+//! `older` link); the arena frees its chunks only when the list is dropped, so a pointer read
+//! from the list stays valid for as long as the list lives. Each user key has at most one
+//! linked key node (level 0 decides membership; an insert that loses that race adds its entry to
+//! the winner's chain). Internal keys are unique: inserting one that is present leaves the list
+//! unchanged. Any number of threads may insert and read at once: links are set with
+//! compare-and-swap, an entry is fully written before the release that publishes it, and readers
+//! never block. A key node's chain head is set before the node is linked, so a reachable key
+//! node always has at least one entry.
 //!
-//! All `unsafe` of the memtable's structure is in this file (the others: the `prefetch` hint and
-//! the point index's zeroed allocation). Depends on `types`, `point_index` and `prefetch` only.
+//! An optional [`PointIndex`] maps each user key to its key node, for point lookups and inserts
+//! that skip the search; a key node is published there once it is linked on all its levels, and
+//! an insert that joined another thread's key node publishes it too, before `insert` returns
+//! (so before the engine publishes its sequence number). A point lookup walks the chain from the
+//! newest entry: a read at an old snapshot of a key with many newer versions in this memtable
+//! steps over each of them.
+//!
+//! All `unsafe` of the memtable's structure is in this file and its cursor (`skiplist_cursor`;
+//! the others: the arena's chunks, the `prefetch` hint and the point index's zeroed
+//! allocation). Depends on `types`, `arena`, `point_index` and `prefetch` only.
 
 use std::cell::Cell;
 use std::cmp::Ordering;
 use std::mem::size_of;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtOrd};
-use std::sync::Arc;
 
-use parking_lot::Mutex;
-
+use super::arena::Arena;
 use super::point_index::{Found, PointIndex};
 use crate::types;
 
-/// Highest tower; with branching 4 it indexes 4^12 = 16M entries in O(log n).
+/// Highest tower; with branching 4 it indexes 4^12 = 16M keys in O(log n).
 const MAX_HEIGHT: usize = 12;
 /// One node in `BRANCHING` at a level also appears on the level above.
 const BRANCHING: u64 = 4;
 /// Most entries [`SkipList::insert_group_hashed`] takes at once: enough searches in flight to keep
 /// the memory system busy, little enough state to stay in L1.
 pub const INSERT_GROUP: usize = 32;
-/// Versions newer than the snapshot a point lookup steps over from the indexed newest one
-/// before it searches instead.
-const MAX_VERSION_STEPS: usize = 8;
-/// The first chunk; each further one is as large as all before it (so a small memtable wastes
-/// little), up to [`MAX_CHUNK`].
-const MIN_CHUNK: usize = 4 << 10;
-const MAX_CHUNK: usize = 1 << 20;
 
-/// Bump allocation of 8-aligned blocks from chunks that live until the arena is dropped.
-struct Arena {
-    state: Mutex<ArenaState>,
-    /// Bytes handed out (not counting chunk tails left unused).
-    used: AtomicUsize,
-}
-
-struct ArenaState {
-    /// Chunks as raw parts of a `Box<[u64]>` (freed by `Drop`): raw, so that handing out
-    /// pointers into them never conflicts with a `Box`'s claim to unique access.
-    chunks: Vec<(*mut u64, usize)>,
-    /// The unused rest of the last chunk, in bytes from `next`.
-    next: *mut u8,
-    left: usize,
-    allocated: usize,
-}
-
-// SAFETY: `next` points into a chunk owned by `chunks`; the state is only touched under the
-// mutex, and the memory it hands out is owned by the arena.
-unsafe impl Send for ArenaState {}
-
-impl Arena {
-    fn new() -> Arena {
-        Arena {
-            state: Mutex::new(ArenaState {
-                chunks: Vec::new(),
-                next: ptr::null_mut(),
-                left: 0,
-                allocated: 0,
-            }),
-            used: AtomicUsize::new(0),
-        }
-    }
-
-    /// `size` bytes (rounded up to 8), 8-aligned and zeroed, valid until the arena is dropped.
-    fn alloc(&self, size: usize) -> *mut u8 {
-        let size = size.div_ceil(8) * 8;
-        let mut s = self.state.lock();
-        if size > MAX_CHUNK / 4 {
-            // A large entry gets a chunk of its own, and the current chunk's rest stays in
-            // use (RocksDB's arena does the same), so big values waste no chunk tails.
-            let words = size / 8;
-            let chunk = Box::into_raw(vec![0u64; words].into_boxed_slice()).cast::<u64>();
-            s.chunks.push((chunk, words));
-            s.allocated += size;
-            drop(s);
-            self.used.fetch_add(size, AtOrd::Relaxed);
-            return chunk.cast();
-        }
-        if s.left < size {
-            // At least the entry: one below the large-entry cut can still outgrow the first,
-            // small chunks.
-            let words = s.allocated.clamp(MIN_CHUNK, MAX_CHUNK).max(size) / 8;
-            let chunk = Box::into_raw(vec![0u64; words].into_boxed_slice()).cast::<u64>();
-            s.chunks.push((chunk, words));
-            s.next = chunk.cast::<u8>();
-            s.left = words * 8;
-            s.allocated += words * 8;
-        }
-        // Checked in release builds too: everything the skiplist writes relies on it.
-        assert!(size <= s.left, "arena chunk too small for its allocation");
-        let p = s.next;
-        // SAFETY: `size <= left`, so `p + size` stays within (or one past) the current chunk.
-        s.next = unsafe { p.add(size) };
-        s.left -= size;
-        drop(s);
-        self.used.fetch_add(size, AtOrd::Relaxed);
-        p
-    }
-}
-
-impl Drop for Arena {
-    fn drop(&mut self) {
-        for &(p, words) in &self.state.get_mut().chunks {
-            // SAFETY: made by `Box::into_raw` of a `[u64]` of `words` in `alloc`, freed once.
-            drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(p, words)) });
-        }
-    }
-}
-
-/// A node's fixed part; the tower and then the key and value bytes follow it in the arena.
+/// A key node's fixed part. Its first entry's header follows, then the tower of `height`
+/// next pointers (the height is kept in that header), then the entry's bytes.
 #[repr(C)]
-struct Node {
+struct KeyNode {
     head: u64,
-    key_len: u32,
-    value_len: u32,
-    height: usize,
+    /// The key's newest entry; each entry links to the next older one.
+    chain: AtomicPtr<Entry>,
 }
 
-const HEADER: usize = size_of::<Node>();
+/// An entry's fixed part; its internal key and then its value follow (after the tower when the
+/// entry is a key node's first).
+#[repr(C)]
+struct Entry {
+    older: AtomicPtr<Entry>,
+    /// The internal key's length in the low 24 bits; in the high 8, the height of the tower
+    /// between this header and the key (0 for an entry that is not a key node's first).
+    len_height: u32,
+    value_len: u32,
+}
+
+const KEY_NODE: usize = size_of::<KeyNode>();
+const ENTRY: usize = size_of::<Entry>();
+const LEN_BITS: u32 = 24;
+const LEN_MASK: u32 = (1 << LEN_BITS) - 1;
+
+/// The first entry of key node `n` (stored inside it).
+///
+/// SAFETY (callers): `n` is a key node of this list (or its head).
+#[inline]
+unsafe fn first(n: *const KeyNode) -> *mut Entry {
+    n.cast::<u8>().add(KEY_NODE).cast_mut().cast()
+}
 
 /// The tower slot of `n` at `level` (`level < height`).
 ///
-/// SAFETY (callers): `n` is a node of this list (or its head) and `level` is below its height.
+/// SAFETY (callers): `n` is a key node of this list (or its head) and `level` is below its
+/// height.
 #[inline]
-unsafe fn tower(n: *const Node, level: usize) -> *const AtomicPtr<Node> {
+unsafe fn tower(n: *const KeyNode, level: usize) -> *const AtomicPtr<KeyNode> {
     n.cast::<u8>()
-        .add(HEADER + level * size_of::<AtomicPtr<Node>>())
+        .add(KEY_NODE + ENTRY + level * size_of::<AtomicPtr<KeyNode>>())
         .cast()
 }
 
 #[inline]
-unsafe fn next(n: *const Node, level: usize) -> *mut Node {
+unsafe fn next(n: *const KeyNode, level: usize) -> *mut KeyNode {
     (*tower(n, level)).load(AtOrd::Acquire)
 }
 
 /// Starts loading the cache line of `n` (which may be null): the search asks for the node it
 /// would descend to while it waits for the one it compares, so two cache misses overlap.
 #[inline(always)]
-fn prefetch(n: *const Node) {
+fn prefetch<T>(n: *const T) {
     super::prefetch::prefetch(n);
 }
 
-/// The node's internal key and value.
+/// Where the entry's key (then its value) starts: after its header and its tower, if any.
+/// Derived from the entry pointer, whose provenance is the arena chunk's.
+#[inline]
+unsafe fn data(e: *const Entry) -> *const u8 {
+    let height = ((*e).len_height >> LEN_BITS) as usize;
+    e.cast::<u8>()
+        .add(ENTRY + height * size_of::<AtomicPtr<KeyNode>>())
+}
+
+/// The entry's internal key and value.
 ///
-/// SAFETY (callers): `n` is a published node of a list that outlives `'a`.
+/// SAFETY (callers): `e` is a published entry of a list that outlives `'a`.
 #[inline]
-unsafe fn key<'a>(n: *const Node) -> &'a [u8] {
-    std::slice::from_raw_parts(data(n), (*n).key_len as usize)
+unsafe fn key<'a>(e: *const Entry) -> &'a [u8] {
+    std::slice::from_raw_parts(data(e), ((*e).len_height & LEN_MASK) as usize)
 }
 
 #[inline]
-unsafe fn value<'a>(n: *const Node) -> &'a [u8] {
-    std::slice::from_raw_parts(data(n).add((*n).key_len as usize), (*n).value_len as usize)
+unsafe fn value<'a>(e: *const Entry) -> &'a [u8] {
+    std::slice::from_raw_parts(
+        data(e).add(((*e).len_height & LEN_MASK) as usize),
+        (*e).value_len as usize,
+    )
 }
 
-/// Where the node's key (then its value) starts: after the tower. Derived from the node
-/// pointer, whose provenance is the arena chunk's.
 #[inline]
-unsafe fn data(n: *const Node) -> *const u8 {
-    n.cast::<u8>()
-        .add(HEADER + (*n).height * size_of::<AtomicPtr<Node>>())
+unsafe fn trailer(e: *const Entry) -> u64 {
+    types::trailer(key(e))
+}
+
+/// The user key of key node `n`.
+#[inline]
+unsafe fn user_key<'a>(n: *const KeyNode) -> &'a [u8] {
+    types::user_key(key(first(n)))
+}
+
+#[inline]
+unsafe fn older(e: *const Entry) -> *mut Entry {
+    (*e).older.load(AtOrd::Acquire)
 }
 
 /// The point index's hash of a user key.
@@ -189,9 +161,9 @@ pub(crate) fn point_hash(user_key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(user_key)
 }
 
-/// A node from the address the point index holds (`expose_provenance` of a node pointer).
+/// A key node from the address the point index holds (`expose_provenance` of a node pointer).
 #[inline]
-fn node_at(addr: usize) -> *mut Node {
+fn node_at(addr: usize) -> *mut KeyNode {
     ptr::with_exposed_provenance_mut(addr)
 }
 
@@ -218,19 +190,19 @@ impl<'a> Target<'a> {
     }
 }
 
-/// Order of node `n` against `t`, as [`types::compare_internal`] orders their keys.
+/// Order of key node `n`'s user key against `t`'s (the trailer plays no part).
 #[inline]
-unsafe fn compare(n: *const Node, t: &Target) -> Ordering {
+unsafe fn compare(n: *const KeyNode, t: &Target) -> Ordering {
     match (*n).head.cmp(&t.head) {
-        Ordering::Equal => {
-            let k = key(n);
-            match types::user_key(k).cmp(t.user_key) {
-                Ordering::Equal => t.trailer.cmp(&types::trailer(k)),
-                o => o,
-            }
-        }
+        Ordering::Equal => user_key(n).cmp(t.user_key),
         o => o,
     }
+}
+
+/// Whether entry `e` sorts at or after `t` (same user key): its trailer is not larger.
+#[inline]
+unsafe fn at_or_after(e: *const Entry, t: &Target) -> bool {
+    trailer(e) <= t.trailer
 }
 
 fn random_height() -> usize {
@@ -262,13 +234,16 @@ fn random_height() -> usize {
 /// The skiplist. See the module comment for its invariants.
 pub struct SkipList {
     arena: Arena,
-    head: *mut Node,
+    head: *mut KeyNode,
     max_height: AtomicUsize,
+    /// Entries (internal keys) in the list.
     len: AtomicUsize,
+    /// Key nodes (distinct user keys) in the list.
+    keys: AtomicUsize,
     index: Option<PointIndex>,
 }
 
-// SAFETY: nodes are immutable once published except for their tower pointers, which are
+// SAFETY: nodes and entries are immutable once published except for their links, which are
 // atomics; the arena's state is behind a mutex. Sharing the list is sharing those.
 unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
@@ -281,24 +256,29 @@ impl SkipList {
     /// A list with a [`PointIndex`] of about `index_slots` slots (none when 0).
     pub fn with_index(index_slots: usize) -> SkipList {
         let arena = Arena::new();
-        // The head: a full tower of null pointers (the arena's memory is zeroed) and no key.
+        // The head: a full tower of null pointers (the arena's memory is zeroed), an empty
+        // chain and an empty first entry that nothing reads.
         let head = arena
-            .alloc(HEADER + MAX_HEIGHT * size_of::<AtomicPtr<Node>>())
-            .cast::<Node>();
-        // SAFETY: freshly allocated, 8-aligned, large enough for the header.
+            .alloc(KEY_NODE + ENTRY + MAX_HEIGHT * size_of::<AtomicPtr<KeyNode>>())
+            .cast::<KeyNode>();
+        // SAFETY: freshly allocated, 8-aligned, large enough for both headers.
         unsafe {
-            head.write(Node {
+            head.write(KeyNode {
                 head: 0,
-                key_len: 0,
+                chain: AtomicPtr::new(ptr::null_mut()),
+            });
+            first(head).write(Entry {
+                older: AtomicPtr::new(ptr::null_mut()),
+                len_height: (MAX_HEIGHT as u32) << LEN_BITS,
                 value_len: 0,
-                height: MAX_HEIGHT,
-            })
-        };
+            });
+        }
         SkipList {
             arena,
             head,
             max_height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
+            keys: AtomicUsize::new(0),
             index: (index_slots > 0).then(|| PointIndex::new(index_slots)),
         }
     }
@@ -318,37 +298,58 @@ impl SkipList {
         self.len.load(AtOrd::Relaxed)
     }
 
+    /// Distinct user keys.
+    pub fn keys(&self) -> usize {
+        self.keys.load(AtOrd::Relaxed)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Arena bytes taken by nodes (keys, values, towers, headers).
+    /// Arena bytes taken by nodes and entries (keys, values, towers, headers).
     pub fn memory_used(&self) -> usize {
         self.arena.used.load(AtOrd::Relaxed)
+    }
+
+    /// The key node of `t`'s user key (whose [`point_hash`] is `hash`) if the point index has
+    /// it.
+    fn indexed(&self, t: &Target, hash: u64) -> Option<*mut KeyNode> {
+        let ix = self.index.as_ref()?;
+        // SAFETY: the index holds only key nodes of this list, published and alive.
+        match ix.find(hash, |o| unsafe { user_key(node_at(o)) == t.user_key }) {
+            Found::Item(o) => Some(node_at(o)),
+            Found::Absent | Found::Unknown => None,
+        }
     }
 
     /// Inserts the internal key `user_key | trailer` (as [`types::append_internal_key`] lays
     /// it out) with `value`; false (and nothing changes) if that key is already present.
     pub fn insert(&self, user_key: &[u8], trailer: u64, value: &[u8]) -> bool {
         let t = Target::new(user_key, trailer);
-        let (n, height) = self.new_node(&t, value);
+        let hash = if self.index.is_some() {
+            point_hash(user_key)
+        } else {
+            0
+        };
+        if let Some(n) = self.indexed(&t, hash) {
+            let e = self.new_entry(&t, value);
+            // SAFETY: `n` is a linked key node of `t`'s user key; `e` is unpublished.
+            return unsafe { self.add_version(n, e) };
+        }
+        let (n, height) = self.new_key_node(&t, value);
         self.max_height.fetch_max(height, AtOrd::Relaxed);
         let top = self.max_height.load(AtOrd::Relaxed);
         let mut prev = [self.head; MAX_HEIGHT];
         let mut succ = [ptr::null_mut(); MAX_HEIGHT];
         let mut x = self.head;
         for level in (0..top).rev() {
-            // SAFETY: `x` is the head or a node of the list whose key is < t.
+            // SAFETY: `x` is the head or a key node of the list whose key is < t.
             let (p, s) = unsafe { self.splice(x, level, &t) };
             prev[level] = p;
             succ[level] = s;
             x = p;
         }
-        let hash = if self.index.is_some() {
-            point_hash(user_key)
-        } else {
-            0
-        };
         // SAFETY: `n` is unpublished and `height` tall; prev/succ are a splice of `t`.
         unsafe { self.link(n, height, &t, hash, &mut prev, &mut succ) }
     }
@@ -365,9 +366,9 @@ impl SkipList {
 
     /// Inserts several entries (`(user_key, trailer, value)`, at most [`INSERT_GROUP`], with
     /// `hashes[i]` the [`point_hash`] of `entries[i]`'s user key, which the memtable computes once
-    /// for its filter too) as
-    /// [`SkipList::insert`] does one, and says for each whether it was new. The searches for
-    /// their positions advance in lock step, one node each per round, and each round first
+    /// for its filter too) as [`SkipList::insert`] does one, and says for each whether it was
+    /// new. An entry whose key the point index knows joins its chain at once; the searches of
+    /// the others advance in lock step, one node each per round, and each round first
     /// prefetches every node it is about to compare: a search is a chain of dependent cache
     /// misses, and this way the misses of different entries overlap instead of queueing.
     pub fn insert_group_hashed(
@@ -380,25 +381,34 @@ impl SkipList {
         assert!(k <= INSERT_GROUP && inserted.len() >= k && hashes.len() == k);
         let mut t = [Target::new(&[], 0); INSERT_GROUP];
         let mut nodes = [(ptr::null_mut(), 0usize); INSERT_GROUP];
+        // The level each search is at, plus one (0 when it is done or not needed).
+        let mut at = [0usize; INSERT_GROUP];
+        let mut active = 0;
+        let top = self.max_height.load(AtOrd::Relaxed);
         for (i, &(user_key, trailer, value)) in entries.iter().enumerate() {
             t[i] = Target::new(user_key, trailer);
-            nodes[i] = self.new_node(&t[i], value);
+            if let Some(n) = self.indexed(&t[i], hashes[i]) {
+                let e = self.new_entry(&t[i], value);
+                // SAFETY: as in `insert`.
+                inserted[i] = unsafe { self.add_version(n, e) };
+                continue;
+            }
+            nodes[i] = self.new_key_node(&t[i], value);
             self.max_height.fetch_max(nodes[i].1, AtOrd::Relaxed);
+            at[i] = top.max(nodes[i].1);
+            active += 1;
         }
-        let top = self.max_height.load(AtOrd::Relaxed);
         let mut prev = [[self.head; MAX_HEIGHT]; INSERT_GROUP];
         let mut succ = [[ptr::null_mut(); MAX_HEIGHT]; INSERT_GROUP];
         let mut x = [self.head; INSERT_GROUP];
-        // The level each search is at, plus one (0 when it is done).
-        let mut at = [top; INSERT_GROUP];
-        let mut n = [ptr::null_mut::<Node>(); INSERT_GROUP];
-        let mut active = k;
+        let mut n = [ptr::null_mut::<KeyNode>(); INSERT_GROUP];
         while active > 0 {
             for i in 0..k {
                 if at[i] > 0 {
                     let level = at[i] - 1;
-                    // SAFETY: `x[i]` is the head or a published node < t[i], tall enough for
-                    // `level` (it was reached on that level or above).
+                    // SAFETY: `x[i]` is the head or a published key node < t[i], tall enough
+                    // for `level` (it was reached on that level or above; the head is full
+                    // height).
                     unsafe {
                         n[i] = next(x[i], level);
                         prefetch(n[i]);
@@ -413,7 +423,7 @@ impl SkipList {
                     continue;
                 }
                 let level = at[i] - 1;
-                // SAFETY: `n[i]` is null or a published node.
+                // SAFETY: `n[i]` is null or a published key node.
                 if !n[i].is_null() && unsafe { compare(n[i], &t[i]) } == Ordering::Less {
                     x[i] = n[i];
                 } else {
@@ -428,6 +438,9 @@ impl SkipList {
         }
         for i in 0..k {
             let (node, height) = nodes[i];
+            if node.is_null() {
+                continue;
+            }
             // SAFETY: as in `insert`. An earlier entry of the group linked between prev and
             // succ makes the compare-and-swap fail, and `link` then splices again.
             inserted[i] =
@@ -435,55 +448,80 @@ impl SkipList {
         }
     }
 
-    /// A node for `t` and `value` (not yet linked) and its height.
-    fn new_node(&self, t: &Target, value: &[u8]) -> (*mut Node, usize) {
-        let height = random_height();
-        let tower_bytes = height * size_of::<AtomicPtr<Node>>();
+    /// An entry for `t` and `value`, not yet linked.
+    fn new_entry(&self, t: &Target, value: &[u8]) -> *mut Entry {
         let key_len = t.user_key.len() + 8;
-        // The engine caps keys at 64 KiB and values at 64 MiB (`batch`).
-        debug_assert!(u32::try_from(key_len).is_ok() && u32::try_from(value.len()).is_ok());
+        let e = self
+            .arena
+            .alloc(ENTRY + key_len + value.len())
+            .cast::<Entry>();
+        // SAFETY: the allocation holds the header and the bytes; nobody else can see it
+        // before it is linked.
+        unsafe {
+            e.write(Entry {
+                older: AtomicPtr::new(ptr::null_mut()),
+                len_height: len_height(key_len, 0),
+                value_len: value.len() as u32,
+            });
+            write_bytes(e.cast::<u8>().add(ENTRY), t, value);
+        }
+        e
+    }
+
+    /// A key node for `t` holding its entry of `t` and `value` (not yet linked), and its
+    /// height.
+    fn new_key_node(&self, t: &Target, value: &[u8]) -> (*mut KeyNode, usize) {
+        let height = random_height();
+        let tower_bytes = height * size_of::<AtomicPtr<KeyNode>>();
+        let key_len = t.user_key.len() + 8;
         let n = self
             .arena
-            .alloc(HEADER + tower_bytes + key_len + value.len())
-            .cast::<Node>();
-        // SAFETY: the allocation holds the header, the tower (zeroed: null pointers) and the
-        // bytes; nobody else can see the node before it is linked.
+            .alloc(KEY_NODE + ENTRY + tower_bytes + key_len + value.len())
+            .cast::<KeyNode>();
+        // SAFETY: the allocation holds both headers, the tower (zeroed: null pointers) and
+        // the bytes; nobody else can see the node before it is linked.
         unsafe {
-            n.write(Node {
-                head: t.head,
-                key_len: key_len as u32,
+            let e = first(n);
+            e.write(Entry {
+                older: AtomicPtr::new(ptr::null_mut()),
+                len_height: len_height(key_len, height),
                 value_len: value.len() as u32,
-                height,
             });
-            let data = n.cast::<u8>().add(HEADER + tower_bytes);
-            ptr::copy_nonoverlapping(t.user_key.as_ptr(), data, t.user_key.len());
-            let tr = t.trailer.to_le_bytes();
-            ptr::copy_nonoverlapping(tr.as_ptr(), data.add(t.user_key.len()), 8);
-            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key_len), value.len());
+            n.write(KeyNode {
+                head: t.head,
+                chain: AtomicPtr::new(e),
+            });
+            write_bytes(n.cast::<u8>().add(KEY_NODE + ENTRY + tower_bytes), t, value);
         }
         (n, height)
     }
 
-    /// Links node `n` (of key `t`, `height` tall, user key [`point_hash`] `hash`) level by
-    /// level, level 0 first, then publishes it in the point index; false (and `n` stays
-    /// unlinked, its arena bytes unused) if `t` is already present.
+    /// Links key node `n` (of key `t`, `height` tall, user key [`point_hash`] `hash`) level by
+    /// level, level 0 first, then publishes it in the point index. If level 0 already holds a
+    /// key node of the same user key, `n`'s entry joins that node's chain instead (and `n`
+    /// stays unlinked). False (and nothing changes) if `t` is already present.
     ///
-    /// SAFETY (callers): `n` is an unpublished node of this list; for every level below
-    /// `height`, `prev[level]` is the head or a published node < t, tall enough for the level,
-    /// and `succ[level]` is null or a published node that was its successor there.
+    /// SAFETY (callers): `n` is an unpublished key node of this list; for every level below
+    /// `height`, `prev[level]` is the head or a published key node < t, tall enough for the
+    /// level, and `succ[level]` is null or a published key node that was its successor there.
     unsafe fn link(
         &self,
-        n: *mut Node,
+        n: *mut KeyNode,
         height: usize,
         t: &Target,
         hash: u64,
-        prev: &mut [*mut Node; MAX_HEIGHT],
-        succ: &mut [*mut Node; MAX_HEIGHT],
+        prev: &mut [*mut KeyNode; MAX_HEIGHT],
+        succ: &mut [*mut KeyNode; MAX_HEIGHT],
     ) -> bool {
         for level in 0..height {
             loop {
                 if level == 0 && !succ[0].is_null() && compare(succ[0], t) == Ordering::Equal {
-                    return false;
+                    let owner = succ[0];
+                    let added = self.add_version(owner, first(n));
+                    // The owner's inserter may not have published it yet; this insert must
+                    // be findable before it returns.
+                    self.publish(owner, t, hash);
+                    return added;
                 }
                 (*tower(n, level)).store(succ[level], AtOrd::Relaxed);
                 if (*tower(prev[level], level))
@@ -500,21 +538,68 @@ impl SkipList {
             }
         }
         self.len.fetch_add(1, AtOrd::Relaxed);
+        self.keys.fetch_add(1, AtOrd::Relaxed);
+        self.publish(n, t, hash);
+        true
+    }
+
+    /// Records key node `n` (of `t`'s user key) in the point index, if there is one.
+    ///
+    /// SAFETY (callers): `n` is a linked key node of this list.
+    unsafe fn publish(&self, n: *mut KeyNode, t: &Target, hash: u64) {
         if let Some(ix) = &self.index {
             debug_assert_eq!(hash, point_hash(t.user_key));
             ix.publish(
                 hash,
                 n.expose_provenance(),
-                // SAFETY: the index holds only nodes of this list, published and alive.
-                |o| unsafe { types::user_key(key(node_at(o))) == t.user_key },
-                |o| unsafe { t.trailer > types::trailer(key(node_at(o))) },
+                // SAFETY: the index holds only key nodes of this list, published and alive.
+                |o| unsafe { user_key(node_at(o)) == t.user_key },
+                // A user key has one key node: whoever published first is right.
+                |_| false,
             );
         }
+    }
+
+    /// Links entry `e` into key node `n`'s chain at its place (newer entries first); false (and
+    /// `e` stays unlinked) if the chain holds its internal key already.
+    ///
+    /// SAFETY (callers): `n` is a published key node of this list with `e`'s user key; `e` is an
+    /// unpublished entry of this list.
+    unsafe fn add_version(&self, n: *mut KeyNode, e: *mut Entry) -> bool {
+        let tr = trailer(e);
+        let mut slot: *const AtomicPtr<Entry> = &(*n).chain;
+        let mut cur = (*slot).load(AtOrd::Acquire);
+        loop {
+            if !cur.is_null() {
+                let c = trailer(cur);
+                if c == tr {
+                    return false;
+                }
+                if c > tr {
+                    // `cur` is newer: `e` goes after it.
+                    slot = &(*cur).older;
+                    cur = (*slot).load(AtOrd::Acquire);
+                    continue;
+                }
+            }
+            (*e).older.store(cur, AtOrd::Relaxed);
+            match (*slot).compare_exchange(cur, e, AtOrd::Release, AtOrd::Acquire) {
+                Ok(_) => break,
+                // Another entry went in here; it may be newer or older than `e`.
+                Err(now) => cur = now,
+            }
+        }
+        self.len.fetch_add(1, AtOrd::Relaxed);
         true
     }
 
-    /// From `x` (< t) along `level`: the last node < t and its successor (null at the end).
-    unsafe fn splice(&self, mut x: *mut Node, level: usize, t: &Target) -> (*mut Node, *mut Node) {
+    /// From `x` (< t) along `level`: the last key node < t and its successor (null at the end).
+    unsafe fn splice(
+        &self,
+        mut x: *mut KeyNode,
+        level: usize,
+        t: &Target,
+    ) -> (*mut KeyNode, *mut KeyNode) {
         loop {
             let n = next(x, level);
             if level > 0 {
@@ -530,12 +615,12 @@ impl SkipList {
         }
     }
 
-    /// The first node `>= t`, or null.
-    fn seek_ge(&self, t: &Target) -> *mut Node {
+    /// The first key node whose user key is `>= t`'s, or null.
+    fn seek_ge(&self, t: &Target) -> *mut KeyNode {
         let mut x = self.head;
         let mut level = self.max_height.load(AtOrd::Relaxed) - 1;
         loop {
-            // SAFETY: `x` is the head or a published node, tall enough for `level`.
+            // SAFETY: `x` is the head or a published key node, tall enough for `level`.
             let n = unsafe { next(x, level) };
             if level > 0 {
                 // SAFETY: as above.
@@ -554,8 +639,8 @@ impl SkipList {
         }
     }
 
-    /// The last node `< t` (all of them with `t = None`), or null.
-    fn seek_lt(&self, t: Option<&Target>) -> *mut Node {
+    /// The last key node whose user key is `< t`'s (the last of all with `t = None`), or null.
+    fn seek_lt(&self, t: Option<&Target>) -> *mut KeyNode {
         let mut x = self.head;
         let mut level = self.max_height.load(AtOrd::Relaxed) - 1;
         loop {
@@ -572,7 +657,7 @@ impl SkipList {
     }
 
     /// Starts loading the point-index home slots of keys with these point hashes, which
-    /// inserting them will publish to (a hint).
+    /// inserting them will look up (a hint).
     pub fn prefetch_slots(&self, hashes: &[u64]) {
         if let Some(ix) = &self.index {
             for &h in hashes {
@@ -583,7 +668,7 @@ impl SkipList {
 
     /// Starts loading into the CPU caches what [`SkipList::get_point_hashed`] of keys with these
     /// point hashes will touch first: their point-index home slots (all at once), then the
-    /// nodes those slots name. A hint: no effect on any result.
+    /// key nodes those slots name. A hint: no effect on any result.
     pub fn prefetch_points(&self, hashes: &[u64]) {
         let Some(ix) = &self.index else { return };
         for &h in hashes {
@@ -607,10 +692,9 @@ impl SkipList {
     }
 
     /// The first entry `>= t` if it is an entry of `t`'s user key (whose [`point_hash`] is
-    /// `hash`): the newest version visible
-    /// at `t`'s sequence number. Through the point index when it knows the key: its newest node
-    /// of the key, then along level 0 past versions newer than `t` (they sit right after it).
-    /// Otherwise by a search, unless `may_contain()` (a filter's answer) says no.
+    /// `hash`): the newest version visible at `t`'s sequence number. The key node comes from
+    /// the point index when it knows the key, else from a search (unless `may_contain()`, a
+    /// filter's answer, says no); then its chain is walked from the newest entry.
     pub fn get_point_hashed(
         &self,
         t: &Target,
@@ -619,40 +703,50 @@ impl SkipList {
     ) -> Option<(&[u8], &[u8])> {
         debug_assert_eq!(hash, point_hash(t.user_key));
         let found = match &self.index {
-            // SAFETY: the index holds only nodes of this list, published and alive.
-            Some(ix) => ix.find(hash, |o| unsafe {
-                types::user_key(key(node_at(o))) == t.user_key
-            }),
+            // SAFETY: the index holds only key nodes of this list, published and alive.
+            Some(ix) => ix.find(hash, |o| unsafe { user_key(node_at(o)) == t.user_key }),
             None => Found::Unknown,
         };
         let n = match found {
             Found::Absent => return None,
             Found::Unknown if !may_contain() => return None,
-            Found::Unknown => self.seek_ge(t),
-            Found::Item(o) => {
-                let mut x = node_at(o);
-                let mut steps = 0;
-                // SAFETY: `x` is a published node, then its level-0 successors (or null).
-                while !x.is_null() && unsafe { compare(x, t) } == Ordering::Less {
-                    steps += 1;
-                    if steps > MAX_VERSION_STEPS {
-                        // Many versions newer than the snapshot (a hot key read at an old
-                        // snapshot): a search costs O(log n), the walk O(versions).
-                        x = self.seek_ge(t);
-                        break;
-                    }
-                    x = unsafe { next(x, 0) };
+            Found::Unknown => {
+                let n = self.seek_ge(t);
+                // SAFETY: a published key node.
+                if n.is_null() || unsafe { user_key(n) } != t.user_key {
+                    return None;
                 }
-                x
+                n
             }
+            Found::Item(o) => node_at(o),
         };
-        if n.is_null() {
-            return None;
+        // SAFETY: a published key node and its entries, alive as long as `self`.
+        unsafe {
+            let mut e = (*n).chain.load(AtOrd::Acquire);
+            while !e.is_null() && !at_or_after(e, t) {
+                e = older(e);
+            }
+            (!e.is_null()).then(|| (key(e), value(e)))
         }
-        // SAFETY: a published node, alive as long as `self`.
-        let (k, v) = unsafe { (key(n), value(n)) };
-        (types::user_key(k) == t.user_key).then_some((k, v))
     }
+}
+
+/// The packed key length and tower height of an [`Entry`].
+fn len_height(key_len: usize, height: usize) -> u32 {
+    // The engine caps keys at 64 KiB and values at 64 MiB (`batch`).
+    debug_assert!(key_len <= LEN_MASK as usize && height <= MAX_HEIGHT);
+    key_len as u32 | (height as u32) << LEN_BITS
+}
+
+/// Writes `t`'s internal key and then `value` at `dst`.
+///
+/// SAFETY (callers): `dst` has room for the key (user key and 8 trailer bytes) and the value,
+/// and nobody else can see it.
+unsafe fn write_bytes(dst: *mut u8, t: &Target, value: &[u8]) {
+    ptr::copy_nonoverlapping(t.user_key.as_ptr(), dst, t.user_key.len());
+    let tr = t.trailer.to_le_bytes();
+    ptr::copy_nonoverlapping(tr.as_ptr(), dst.add(t.user_key.len()), 8);
+    ptr::copy_nonoverlapping(value.as_ptr(), dst.add(t.user_key.len() + 8), value.len());
 }
 
 impl Default for SkipList {
@@ -661,88 +755,9 @@ impl Default for SkipList {
     }
 }
 
-/// A position in a [`SkipList`] that keeps the list alive: it owns an `Arc` of the list's
-/// owner (the memtable) and the list's address, which cannot change while that `Arc` lives.
-pub struct Cursor<T> {
-    _owner: Arc<T>,
-    list: *const SkipList,
-    node: *mut Node,
-}
-
-// SAFETY: the cursor reads immutable published nodes of a list (`Sync`) that its `Arc` keeps
-// alive; it is `Send`/`Sync` when the owner is.
-unsafe impl<T: Send + Sync> Send for Cursor<T> {}
-unsafe impl<T: Send + Sync> Sync for Cursor<T> {}
-
-impl<T> Cursor<T> {
-    /// An unpositioned cursor over `list(&owner)`.
-    pub fn new(owner: Arc<T>, list: fn(&T) -> &SkipList) -> Cursor<T> {
-        let list: *const SkipList = list(&owner);
-        Cursor {
-            _owner: owner,
-            list,
-            node: ptr::null_mut(),
-        }
-    }
-
-    fn list(&self) -> &SkipList {
-        // SAFETY: the list lives inside the owner's allocation, kept alive by `_owner`.
-        unsafe { &*self.list }
-    }
-
-    pub fn valid(&self) -> bool {
-        !self.node.is_null()
-    }
-
-    /// The entry under the cursor (key, value).
-    pub fn entry(&self) -> Option<(&[u8], &[u8])> {
-        // SAFETY: a published node of the list, which lives as long as `self`.
-        self.valid()
-            .then(|| unsafe { (key(self.node), value(self.node)) })
-    }
-
-    pub fn seek_to_first(&mut self) {
-        // SAFETY: the head is tall enough for level 0.
-        self.node = unsafe { next(self.list().head, 0) };
-    }
-
-    pub fn seek_to_last(&mut self) {
-        self.node = self.list().seek_lt(None);
-    }
-
-    pub fn seek(&mut self, t: &Target) {
-        self.node = self.list().seek_ge(t);
-    }
-
-    /// The last entry `<= t`.
-    pub fn seek_for_prev(&mut self, t: &Target) {
-        let list = self.list();
-        let n = list.seek_ge(t);
-        // SAFETY: a published node of the list.
-        self.node = if !n.is_null() && unsafe { compare(n, t) } == Ordering::Equal {
-            n
-        } else {
-            list.seek_lt(Some(t))
-        };
-    }
-
-    pub fn next(&mut self) {
-        if self.valid() {
-            // SAFETY: a published node of the list; every node has level 0.
-            self.node = unsafe { next(self.node, 0) };
-        }
-    }
-
-    /// The previous entry: a search for the last one below this one (the list is singly
-    /// linked), as LevelDB's and RocksDB's memtables do.
-    pub fn prev(&mut self) {
-        if self.valid() {
-            // SAFETY: a published node of the list.
-            let t = Target::internal(unsafe { key(self.node) });
-            self.node = self.list().seek_lt(Some(&t));
-        }
-    }
-}
+#[path = "skiplist_cursor.rs"]
+mod cursor;
+pub use cursor::Cursor;
 
 #[cfg(test)]
 #[path = "skiplist_tests.rs"]

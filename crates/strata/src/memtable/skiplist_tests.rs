@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use strata_test_support::{seed, Rng};
 
+use super::super::arena::{MAX_CHUNK, MIN_CHUNK};
 use super::*;
 
 fn ikey(user: &[u8], seq: u64) -> Vec<u8> {
@@ -108,6 +109,106 @@ fn matches_a_sorted_oracle() {
     }
 }
 
+/// Keys with long version chains, their versions inserted in random order (newer and older
+/// than the chain's newest, one by one and in groups, with point indexes roomy, overflowing
+/// and none): a cursor driven by a random mix of seeks, `next` and `prev` stays where a
+/// cursor over the oracle would be, and point lookups find the newest version at or below
+/// the snapshot.
+#[test]
+fn version_chains_walk_both_ways_like_an_oracle() {
+    let s = seed("skiplist_version_chains_walk_both_ways");
+    let mut rng = Rng::new(s);
+    for round in 0..scale(24, 3) {
+        let slots = [0, 64, 4096][round % 3];
+        let list = Arc::new(SkipList::with_index(slots));
+        let mut oracle = BTreeSet::new();
+        let keys = 1 + rng.index(scale(40, 6));
+        let gen = |rng: &mut Rng| {
+            let user = format!("k{:03}", rng.index(keys)).into_bytes();
+            ikey(&user, rng.below(scale(60, 12) as u64))
+        };
+        for _ in 0..rng.index(scale(900, 90)) {
+            let most = if rng.below(2) == 0 { 1 } else { 8 };
+            let group: Vec<Vec<u8>> = (0..1 + rng.index(most)).map(|_| gen(&mut rng)).collect();
+            let entries: Vec<(&[u8], u64, &[u8])> = group
+                .iter()
+                .map(|k| (types::user_key(k), types::trailer(k), &k[k.len() - 8..]))
+                .collect();
+            let mut inserted = [false; INSERT_GROUP];
+            list.insert_group(&entries, &mut inserted);
+            for (i, k) in group.iter().enumerate() {
+                let fresh = oracle.insert(Ord(k.clone()));
+                assert_eq!(inserted[i], fresh, "seed {s} round {round}");
+            }
+        }
+        assert_eq!(list.len(), oracle.len(), "seed {s} round {round}");
+        let users: BTreeSet<&[u8]> = oracle.iter().map(|k| types::user_key(&k.0)).collect();
+        assert_eq!(list.keys(), users.len(), "seed {s} round {round}");
+        let all: Vec<Vec<u8>> = oracle.iter().map(|k| k.0.clone()).collect();
+        assert_eq!(walk(&list), all, "seed {s} round {round}");
+        // The oracle's position: an index into `all` (`all.len()`: invalid).
+        let mut c = cursor(&list);
+        let mut at = all.len();
+        for step in 0..scale(600, 60) {
+            match rng.below(6) {
+                0 => {
+                    let t = gen(&mut rng);
+                    c.seek(&Target::internal(&t));
+                    at = all.partition_point(|k| types::compare_internal(k, &t).is_lt());
+                }
+                1 => {
+                    let t = gen(&mut rng);
+                    c.seek_for_prev(&Target::internal(&t));
+                    at = all
+                        .partition_point(|k| types::compare_internal(k, &t).is_le())
+                        .checked_sub(1)
+                        .unwrap_or(all.len());
+                }
+                2 if rng.below(4) == 0 => {
+                    c.seek_to_first();
+                    at = 0;
+                }
+                2 => {
+                    c.seek_to_last();
+                    at = all.len().saturating_sub(1);
+                }
+                3 | 4 => {
+                    c.next();
+                    at = if at < all.len() { at + 1 } else { at };
+                }
+                _ => {
+                    c.prev();
+                    at = if at < all.len() {
+                        at.checked_sub(1).unwrap_or(all.len())
+                    } else {
+                        at
+                    };
+                }
+            }
+            let want = all.get(at).cloned();
+            assert_eq!(
+                c.entry().map(|e| e.0.to_vec()),
+                want,
+                "seed {s} round {round} step {step}"
+            );
+            if let Some((k, v)) = c.entry() {
+                assert_eq!(v, &k[k.len() - 8..], "seed {s}");
+            }
+        }
+        for _ in 0..scale(200, 20) {
+            let t = gen(&mut rng);
+            let target = Target::internal(&t);
+            let want = oracle
+                .range(Ord(t.clone())..)
+                .next()
+                .filter(|k| types::user_key(&k.0) == types::user_key(&t))
+                .map(|k| k.0.clone());
+            let got = list.get_point(&target, || true).map(|(k, _)| k.to_vec());
+            assert_eq!(got, want, "seed {s} round {round}");
+        }
+    }
+}
+
 /// Groups of up to `INSERT_GROUP` entries, with keys repeated within a group and against
 /// the list, land exactly as one-by-one inserts would: each new key once, each repeat
 /// refused, the list the oracle's order.
@@ -149,7 +250,13 @@ fn groups_match_a_sorted_oracle() {
 #[test]
 fn concurrent_groups() {
     let s = seed("skiplist_concurrent_groups");
-    let list = Arc::new(SkipList::new());
+    for slots in [0, 64, 8192] {
+        concurrent_groups_with_index(s, slots);
+    }
+}
+
+fn concurrent_groups_with_index(s: u64, slots: usize) {
+    let list = Arc::new(SkipList::with_index(slots));
     let keys_of = |w: u64| -> Vec<Vec<u8>> {
         let mut rng = Rng::new(s ^ w);
         (0..scale(8_000, 160))
@@ -182,8 +289,8 @@ fn concurrent_groups() {
     let added: usize = writers.into_iter().map(|h| h.join().unwrap()).sum();
     let oracle: BTreeSet<Ord> = (0..4u64).flat_map(keys_of).map(Ord).collect();
     let want: Vec<Vec<u8>> = oracle.into_iter().map(|k| k.0).collect();
-    assert_eq!(added, want.len(), "seed {s}");
-    assert_eq!(walk(&list), want, "seed {s}");
+    assert_eq!(added, want.len(), "seed {s} slots {slots}");
+    assert_eq!(walk(&list), want, "seed {s} slots {slots}");
 }
 
 /// `get_point` through point indexes roomy and overflowing (and none) answers what a
