@@ -733,8 +733,13 @@ impl SkipList {
 
 /// The packed key length and tower height of an [`Entry`].
 fn len_height(key_len: usize, height: usize) -> u32 {
-    // The engine caps keys at 64 KiB and values at 64 MiB (`batch`).
-    debug_assert!(key_len <= LEN_MASK as usize && height <= MAX_HEIGHT);
+    // The engine caps keys at 64 KiB and values at 64 MiB (`batch`), but a replayed log is
+    // not checked against that cap: a longer key would spill into the height and make the
+    // entry's bytes be read out of place, so this holds in release builds too.
+    assert!(
+        key_len <= LEN_MASK as usize && height <= MAX_HEIGHT,
+        "memtable key of {key_len} bytes is past the 16 MiB entry limit"
+    );
     key_len as u32 | (height as u32) << LEN_BITS
 }
 

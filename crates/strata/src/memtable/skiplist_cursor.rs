@@ -108,8 +108,10 @@ impl<T> Cursor<T> {
         self.at_newest(n);
         // SAFETY: a published key node and its entries.
         if !n.is_null() && unsafe { user_key(n) } == t.user_key {
+            // Not recorded: a seek past many versions (the iterator's reseek over a hot key)
+            // must not build a stack it may never use; `prev` replays the chain if it needs it.
             while !self.entry.is_null() && !unsafe { at_or_after(self.entry, t) } {
-                self.newer.push(self.entry);
+                self.newer_known = false;
                 self.entry = unsafe { older(self.entry) };
             }
             if self.entry.is_null() {
