@@ -312,12 +312,19 @@ impl SkipList {
         self.arena.used.load(AtOrd::Relaxed)
     }
 
-    /// The key node of `t`'s user key (whose [`point_hash`] is `hash`) if the point index has
-    /// it.
+    /// What the point index knows of `t`'s user key (whose [`point_hash`] is `hash`);
+    /// `Unknown` without an index.
+    fn find(&self, t: &Target, hash: u64) -> Found {
+        match &self.index {
+            // SAFETY: the index holds only key nodes of this list, published and alive.
+            Some(ix) => ix.find(hash, |o| unsafe { user_key(node_at(o)) == t.user_key }),
+            None => Found::Unknown,
+        }
+    }
+
+    /// The key node of `t`'s user key if the point index has it.
     fn indexed(&self, t: &Target, hash: u64) -> Option<*mut KeyNode> {
-        let ix = self.index.as_ref()?;
-        // SAFETY: the index holds only key nodes of this list, published and alive.
-        match ix.find(hash, |o| unsafe { user_key(node_at(o)) == t.user_key }) {
+        match self.find(t, hash) {
             Found::Item(o) => Some(node_at(o)),
             Found::Absent | Found::Unknown => None,
         }
@@ -702,12 +709,7 @@ impl SkipList {
         may_contain: impl FnOnce() -> bool,
     ) -> Option<(&[u8], &[u8])> {
         debug_assert_eq!(hash, point_hash(t.user_key));
-        let found = match &self.index {
-            // SAFETY: the index holds only key nodes of this list, published and alive.
-            Some(ix) => ix.find(hash, |o| unsafe { user_key(node_at(o)) == t.user_key }),
-            None => Found::Unknown,
-        };
-        let n = match found {
+        let n = match self.find(t, hash) {
             Found::Absent => return None,
             Found::Unknown if !may_contain() => return None,
             Found::Unknown => {

@@ -26,6 +26,28 @@ fn scale(normal: usize, miri: usize) -> usize {
     }
 }
 
+/// Inserts `keys` as one group (values from `value_of`) and checks each insert's answer
+/// against the oracle, which it updates.
+fn insert_checked(
+    list: &SkipList,
+    keys: &[Vec<u8>],
+    value_of: impl Fn(&[u8]) -> &[u8],
+    oracle: &mut BTreeSet<Ord>,
+    s: u64,
+    round: usize,
+) {
+    let entries: Vec<(&[u8], u64, &[u8])> = keys
+        .iter()
+        .map(|k| (types::user_key(k), types::trailer(k), value_of(k)))
+        .collect();
+    let mut inserted = [false; INSERT_GROUP];
+    list.insert_group(&entries, &mut inserted);
+    for (i, k) in keys.iter().enumerate() {
+        let fresh = oracle.insert(Ord(k.clone()));
+        assert_eq!(inserted[i], fresh, "seed {s} round {round} entry {i}");
+    }
+}
+
 fn cursor(list: &Arc<SkipList>) -> Cursor<SkipList> {
     Cursor::new(list.clone(), |l| l)
 }
@@ -130,16 +152,7 @@ fn version_chains_walk_both_ways_like_an_oracle() {
         for _ in 0..rng.index(scale(900, 90)) {
             let most = if rng.below(2) == 0 { 1 } else { 8 };
             let group: Vec<Vec<u8>> = (0..1 + rng.index(most)).map(|_| gen(&mut rng)).collect();
-            let entries: Vec<(&[u8], u64, &[u8])> = group
-                .iter()
-                .map(|k| (types::user_key(k), types::trailer(k), &k[k.len() - 8..]))
-                .collect();
-            let mut inserted = [false; INSERT_GROUP];
-            list.insert_group(&entries, &mut inserted);
-            for (i, k) in group.iter().enumerate() {
-                let fresh = oracle.insert(Ord(k.clone()));
-                assert_eq!(inserted[i], fresh, "seed {s} round {round}");
-            }
+            insert_checked(&list, &group, |k| &k[k.len() - 8..], &mut oracle, s, round);
         }
         assert_eq!(list.len(), oracle.len(), "seed {s} round {round}");
         let users: BTreeSet<&[u8]> = oracle.iter().map(|k| types::user_key(&k.0)).collect();
@@ -228,16 +241,7 @@ fn groups_match_a_sorted_oracle() {
                     ikey(&user, rng.below(3))
                 })
                 .collect();
-            let entries: Vec<(&[u8], u64, &[u8])> = keys
-                .iter()
-                .map(|k| (types::user_key(k), types::trailer(k), &k[..1]))
-                .collect();
-            let mut inserted = [false; INSERT_GROUP];
-            list.insert_group(&entries, &mut inserted);
-            for (i, k) in keys.iter().enumerate() {
-                let fresh = oracle.insert(Ord(k.clone()));
-                assert_eq!(inserted[i], fresh, "seed {s} round {round} entry {i}");
-            }
+            insert_checked(&list, &keys, |k| &k[..1], &mut oracle, s, round);
         }
         assert_eq!(list.len(), oracle.len(), "seed {s} round {round}");
         let want: Vec<Vec<u8>> = oracle.iter().map(|k| k.0.clone()).collect();
