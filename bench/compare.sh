@@ -30,7 +30,10 @@
 #            (200000) records, --requests-ops (200000) operations with --requests-threads (4)
 #            threads, on a real S3-compatible store (STRATA_S3_URL; SeaweedFS on loopback, started
 #            by scripts/s3-server.sh when unset): the object-store requests by kind of every
-#            phase, per 1,000 operations, and their monthly cost. Caches as in `tiered`. Strata's
+#            phase, per 1,000 operations, and their monthly cost. 8 MiB block cache, a local
+#            disk cache of a tenth of the data (Strata's LAP; SlateDB's also gets the bytes of
+#            Strata's fast-tier tables), and the tiered sizes and placement of `--tiered` ycsb
+#            (`tiered_sizes`: Strata's fast tier is L0 and the last fast level). Strata's
 #            YCSB-A is run again with --capacity-request-budget at half its measured request
 #            rate. RocksDB is skipped (it has no object store). bench/requests_summary.py
 #            writes DIR/requests.md.
@@ -213,6 +216,18 @@ fast_table_bytes() { # fast_table_bytes JSON...
   python3 -c 'import json,sys; print(max(p["tier"]["delta"]["fast_table_bytes"] for f in sys.argv[1:] for p in json.load(open(f))["phases"] if p.get("tier")))' "$@"
 }
 
+# The tiered set-up's memtable, base level and table sizes for N records of 16+100 B: the
+# memtable 1/64 of the data, the base level 1/16, tables a quarter of it (at least 4, 8 and
+# 2 MiB). With relative placement (the default `capacity_levels` 1) L0 compacts into the last
+# fast level, whose target is a tenth of the last level's (at least the base), and the last
+# level is on the capacity tier.
+tiered_sizes() { # tiered_sizes N → "MEMTABLE BASE TABLE" (bytes)
+  local mem=$(( $1 * 116 / 64 )) base=$(( $1 * 116 / 16 ))
+  [ "$mem" -lt 4194304 ] && mem=4194304
+  [ "$base" -lt 8388608 ] && base=8388608
+  echo "$mem $base $(( base / 4 ))"
+}
+
 scale_opts() { # scale_opts CACHE [MEMTABLE BASE_LEVEL TABLE] (bytes; default 64, 256, 64 MiB)
   echo --cache-size "$1" --write-buffer-size "${2:-64MiB}" --bloom-bits 10 --compression-type lz4 \
     --min-level-to-compress 2 --max-bytes-for-level-base "${3:-256MiB}" \
@@ -267,10 +282,8 @@ run_ycsb() { # run_ycsb ENGINE REPEAT [VARIANT]
     # compacts into the shallowest level in use, a capacity level on a tree this small: the
     # fast tier held L0 alone, 1.7%, and
     # HotRAP had no fast level to retain hot records in.)
-    local fast=$(( n * 116 / 10 )) mem base
-    mem=$(( n * 116 / 64 )); [ "$mem" -lt 4194304 ] && mem=4194304
-    base=$(( n * 116 / 16 )); [ "$base" -lt 8388608 ] && base=8388608
-    sizes=("$mem" "$base" $(( base / 4 )))
+    local fast=$(( n * 116 / 10 ))
+    read -r -a sizes <<<"$(tiered_sizes "$n")"
     cache=8388608
     if [ "$e" = slatedb ] && ls "$OUT"/ycsb-strata-?-*r"$r".json >/dev/null 2>&1; then
       # Equal local disk: SlateDB keeps all its tables in the object store, so its disk cache
@@ -364,8 +377,14 @@ run_suite() { # run_suite SUITE ENGINE REPEAT
         echo "== requests: skipping rocksdb (no object store)" >&2
         return
       fi
-      local cache=$(( REQ_NUM * 116 / 10 )) wl local_cache fast rate
+      local cache=$(( REQ_NUM * 116 / 10 )) wl local_cache fast rate mem base table
       local s3="${STRATA_S3_URL%/}/compare-$(date +%s)"
+      # The tiered suites' sizes and relative placement: the fast tier is L0 plus the last fast
+      # level (`--fast-levels 1` left it L0 alone: with dynamic level sizing L0 compacts into
+      # the shallowest level in use, a capacity level on a tree this small).
+      read -r mem base table <<<"$(tiered_sizes "$REQ_NUM")"
+      local sized=(--key-size 16 --value-size 100 --cache-size 8MiB --write-buffer-size "$mem"
+        --max-bytes-for-level-base "$base" --target-file-size-base "$table")
       for wl in a b c; do
         local_cache=$cache
         if [ "$e" = slatedb ] && [ -f "$OUT/requests-strata-$wl-r$r.json" ]; then
@@ -373,9 +392,8 @@ run_suite() { # run_suite SUITE ENGINE REPEAT
           local_cache=$(( cache + fast ))
         fi
         run "requests-$e-$wl-r$r" "$e" --workload "$wl" --distribution zipfian \
-          --num "$REQ_NUM" --ops "$REQ_OPS" --threads "$REQ_THREADS" \
-          --key-size 16 --value-size 100 --cache-size 8MiB --write-buffer-size 8MiB \
-          --capacity "$s3/$e-$wl-r$r" --persistent-cache-size "$local_cache" --fast-levels 1
+          --num "$REQ_NUM" --ops "$REQ_OPS" --threads "$REQ_THREADS" "${sized[@]}" \
+          --capacity "$s3/$e-$wl-r$r" --persistent-cache-size "$local_cache"
         if [ "$e" = strata ] && [ "$wl" = a ]; then
           # Half the request rate the unbudgeted run measured (load and run phases together).
           rate=$(python3 -c 'import json,sys
@@ -384,10 +402,9 @@ n = sum(sum(p["tier"]["capacity_requests"].values()) for p in r["phases"])
 t = sum(p["elapsed_secs"] for p in r["phases"])
 print(f"{max(n / t / 2, 1):.1f}")' "$OUT/requests-strata-a-r$r.json")
           run "requests-strata-budget-a-r$r" strata --workload a --distribution zipfian \
-            --num "$REQ_NUM" --ops "$REQ_OPS" --threads "$REQ_THREADS" \
-            --key-size 16 --value-size 100 --cache-size 8MiB --write-buffer-size 8MiB \
+            --num "$REQ_NUM" --ops "$REQ_OPS" --threads "$REQ_THREADS" "${sized[@]}" \
             --capacity "$s3/strata-budget-a-r$r" --persistent-cache-size "$local_cache" \
-            --fast-levels 1 --capacity-request-budget "$rate/s"
+            --capacity-request-budget "$rate/s"
         fi
       done
       ;;

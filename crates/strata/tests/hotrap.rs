@@ -228,3 +228,52 @@ fn promotion_never_returns_a_stale_version_under_concurrent_writes() {
     }
     db.close().unwrap();
 }
+
+/// With relative placement and no configured fast-tier size, RALT's limits are scaled to what
+/// the tree's fast levels may hold, and follow it as the data grows (they were fixed at open,
+/// from `max_bytes_for_level_base`, before).
+#[test]
+fn ralt_limits_follow_the_fast_tier_as_the_tree_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 256 << 10,
+        max_bytes_for_level_base: 1 << 20,
+        max_bytes_for_level_multiplier: 4.0,
+        target_file_size_base: 256 << 10,
+        num_levels: 4,
+        capacity: Some(CapacityOptions::new("memory://hotrap-follows")),
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let scaled = |db: &Db| {
+        db.stats()
+            .hotrap
+            .expect("HotRAP is on")
+            .tracker
+            .fast_tier_bytes
+    };
+    let at_open = scaled(&db);
+    assert_eq!(at_open, 1 << 20, "an empty tree: the base level's target");
+    // 12 MiB of values: the last level (capacity) grows past 4× the base, so the last fast
+    // level's target (a quarter of it) passes the base.
+    for k in 0..60_000 {
+        db.put(key(k), value(k, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let v = db.live_tables();
+    let fast: u64 = v.iter().filter(|(l, _)| *l < 3).map(|(_, f)| f.size).sum();
+    let last: u64 = v.iter().filter(|(l, _)| *l == 3).map(|(_, f)| f.size).sum();
+    assert!(last > 8 << 20, "the last level holds {last} bytes");
+    wait_for("RALT rescaled to the grown fast tier", || {
+        let s = scaled(&db);
+        s >= last / 4 && s >= fast && s > at_open
+    });
+    let t = db.stats().hotrap.unwrap().tracker;
+    assert!(
+        t.hot_set_limit <= t.fast_tier_bytes * 7 / 10,
+        "hot-set limit {} within 70% of {}",
+        t.hot_set_limit,
+        t.fast_tier_bytes
+    );
+}

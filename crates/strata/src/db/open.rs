@@ -438,7 +438,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
 
     let mem = Arc::new(MemTable::for_options(wal_number, &opts, None));
     mem.set_base_seq(last_seq);
-    let hot = super::promote::open_hotrap(dir, &storage, &opts)?;
+    let hot = super::promote::open_hotrap(dir, &storage, &opts, &versions.current())?;
     let logstore = match (opts.placement_policy, opts.compaction_style) {
         (crate::tier::PlacementPolicy::Static, _) => None,
         (_, crate::version::CompactionStyle::SplitForest) => {

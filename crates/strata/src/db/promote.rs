@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use super::background::{env, write_l0};
 use super::DbInner;
+use crate::compaction;
 use crate::error::Result;
 use crate::memtable::MemTable;
 use crate::storage::Storage;
@@ -31,11 +32,13 @@ use crate::tier::Tier;
 use crate::types::{self, SeqNo, ValueKind};
 use crate::version::{FileMeta, Version, VersionEdit};
 
-/// Opens HotRAP's state when it is on and a capacity tier is configured.
+/// Opens HotRAP's state when it is on and a capacity tier is configured, with RALT's limits
+/// derived from the fast tier of the recovered tree `v` (see [`fast_tier_bytes`]).
 pub(crate) fn open_hotrap(
     dir: &Path,
     storage: &Arc<dyn Storage>,
     opts: &crate::Options,
+    v: &Version,
 ) -> Result<Option<Arc<HotRap>>> {
     let h = &opts.hotrap;
     if !h.enabled || opts.capacity.is_none() {
@@ -54,20 +57,42 @@ pub(crate) fn open_hotrap(
                     dir: ralt_dir,
                     ..o.clone()
                 },
-                None => RaltOptions::for_fast_tier(ralt_dir, fast_tier_bytes(opts)),
+                None => RaltOptions::for_fast_tier(ralt_dir, fast_tier_bytes(opts, v)),
             };
-            Arc::new(Ralt::open(storage.clone(), ro)?)
+            let ralt = Ralt::open(storage.clone(), ro)?;
+            if fast_tier_follows_tree(opts) {
+                ralt.set_fast_tier_bytes(fast_tier_bytes(opts, v));
+            }
+            Arc::new(ralt)
         }
     };
     Ok(Some(Arc::new(HotRap::new(tracker, cache_bytes))))
 }
 
-/// The fast-tier size RALT's limits derive from.
-pub(crate) fn fast_tier_bytes(opts: &crate::Options) -> u64 {
-    opts.hotrap
-        .fast_tier_bytes
-        .or(opts.fast_tier_budget)
-        .unwrap_or(opts.max_bytes_for_level_base)
+/// The fast-tier size RALT's limits derive from: `HotRapOptions::fast_tier_bytes`, else the
+/// fast-tier budget, else what the tree `v`'s fast levels may hold now
+/// ([`crate::tier::hot::fast_levels_bytes`]: L0 plus each fast level's target), at least
+/// `max_bytes_for_level_base`.
+pub(crate) fn fast_tier_bytes(opts: &crate::Options, v: &Version) -> u64 {
+    if let Some(b) = opts.hotrap.fast_tier_bytes.or(opts.fast_tier_budget) {
+        return b;
+    }
+    let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
+    let targets = compaction::picker::level_targets(&sizes, &super::pick::picker_options(opts));
+    let deepest = v.deepest_non_empty();
+    let last_fast = super::pick::placement(opts).last_fast_level(deepest, deepest);
+    crate::tier::hot::fast_levels_bytes(&sizes, &targets.targets, last_fast)
+        .max(opts.max_bytes_for_level_base)
+}
+
+/// Whether RALT's limits follow the tree's fast tier as it grows ([`fast_tier_bytes`] has no
+/// configured size to return, and RALT's options are derived, not given).
+fn fast_tier_follows_tree(opts: &crate::Options) -> bool {
+    let h = &opts.hotrap;
+    h.ralt.is_none()
+        && h.tracker.is_none()
+        && h.fast_tier_bytes.is_none()
+        && opts.fast_tier_budget.is_none()
 }
 
 pub(crate) fn start_hot_thread(inner: &Arc<DbInner>) {
@@ -82,9 +107,19 @@ pub(crate) fn start_hot_thread(inner: &Arc<DbInner>) {
 }
 
 fn hot_loop(inner: &Arc<DbInner>, hot: &Arc<HotRap>) {
+    let follows = fast_tier_follows_tree(&inner.opts);
+    let mut applied = hot.tracker.stats().fast_tier_bytes;
     loop {
         if inner.shutting_down.load(Ordering::Acquire) {
             return;
+        }
+        if follows {
+            let v = inner.state.lock().versions.current();
+            let now = fast_tier_bytes(&inner.opts, &v);
+            if crate::tier::hot::fast_tier_moved(applied, now) {
+                hot.tracker.set_fast_tier_bytes(now);
+                applied = now;
+            }
         }
         if hot.tracker.needs_maintenance() {
             if let Err(e) = hot.tracker.maintain() {

@@ -36,6 +36,9 @@ pub trait HotTracker: Send + Sync {
     fn maintain(&self) -> Result<()>;
     /// The tracker's figures.
     fn stats(&self) -> TrackerStats;
+    /// The fast tier now holds (or may hold) `bytes`: scale size-derived limits to it. A
+    /// tracker with fixed limits ignores it.
+    fn set_fast_tier_bytes(&self, _bytes: u64) {}
 }
 
 /// What a tracker reports: RALT's sizes, limits and counters.
@@ -63,6 +66,26 @@ impl HotTracker for ralt::Ralt {
     fn stats(&self) -> TrackerStats {
         ralt::Ralt::stats(self)
     }
+    fn set_fast_tier_bytes(&self, bytes: u64) {
+        ralt::Ralt::set_fast_tier_bytes(self, bytes)
+    }
+}
+
+/// What a tree's fast tier may hold now, when no size is configured (relative placement, no
+/// budget): L0's bytes, plus each level `1..=last_fast`'s target or bytes, whichever is more.
+/// `sizes` and `targets` are per level, L0 first (`targets` from the picker's level sizing).
+/// RALT's limits scale with it, since the fast levels grow with the data.
+pub fn fast_levels_bytes(sizes: &[u64], targets: &[u64], last_fast: usize) -> u64 {
+    let l0 = sizes.first().copied().unwrap_or(0);
+    l0 + (1..=last_fast.min(sizes.len().saturating_sub(1)))
+        .map(|l| sizes[l].max(targets.get(l).copied().unwrap_or(0)))
+        .sum::<u64>()
+}
+
+/// Whether a fast-tier size moved enough from `applied` to rescale to `now` (a tenth either
+/// way; always from 0): RALT's bounds need not follow every flush.
+pub fn fast_tier_moved(applied: u64, now: u64) -> bool {
+    applied == 0 || now.abs_diff(applied) * 10 > applied
 }
 
 /// HotRAP's switches (`Options::hotrap`).
@@ -74,7 +97,9 @@ pub struct HotRapOptions {
     /// the target table size). `None`: `Options::target_file_size_base`.
     pub promotion_cache_bytes: Option<usize>,
     /// The fast tier's size, from which RALT's limits derive. `None`: the fast-tier budget if
-    /// set, else `Options::max_bytes_for_level_base`.
+    /// set, else what the tree's fast levels may hold (L0 plus each fast level's target, at
+    /// least `Options::max_bytes_for_level_base`), which the limits then follow as the data
+    /// grows.
     pub fast_tier_bytes: Option<u64>,
     /// RALT's options (`None`: derived from the fast-tier size with
     /// [`ralt::RaltOptions::for_fast_tier`]); `dir` is always the database's `ralt/`.
@@ -277,5 +302,49 @@ impl std::fmt::Display for HotRapStats {
             self.flush_reinserted,
             self.flush_dropped
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_levels_bytes_table() {
+        // (sizes, targets, last fast level, want)
+        let cases: [(&[u64], &[u64], usize, u64); 5] = [
+            // A new tree: L0 only, L5 sized at the base level's target.
+            (&[3, 0, 0, 0, 0, 0, 0], &[0, 0, 0, 0, 0, 8, 8], 5, 3 + 8),
+            // A grown tree: L5's target a tenth of L6's; L6 (capacity) not counted.
+            (
+                &[4, 0, 0, 0, 0, 7, 100],
+                &[0, 0, 0, 0, 0, 10, 100],
+                5,
+                4 + 10,
+            ),
+            // A level past its target counts its bytes.
+            (&[0, 0, 0, 0, 0, 12, 100], &[0, 0, 0, 0, 0, 10, 100], 5, 12),
+            // Absolute placement: L0 and L1 fast.
+            (&[2, 5, 9, 0], &[0, 6, 60, 0], 1, 2 + 6),
+            // Only L0 is fast.
+            (&[2, 5, 9], &[0, 6, 60], 0, 2),
+        ];
+        for (sizes, targets, last, want) in cases {
+            assert_eq!(fast_levels_bytes(sizes, targets, last), want, "{sizes:?}");
+        }
+    }
+
+    #[test]
+    fn fast_tier_moved_table() {
+        for (applied, now, want) in [
+            (0, 5, true),
+            (100, 100, false),
+            (100, 110, false),
+            (100, 111, true),
+            (100, 90, false),
+            (100, 89, true),
+        ] {
+            assert_eq!(fast_tier_moved(applied, now), want, "{applied} → {now}");
+        }
     }
 }

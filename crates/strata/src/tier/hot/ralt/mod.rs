@@ -66,7 +66,7 @@ use merge::{sort_and_merge, MergeIter};
 use record::{Decay, Record, FLAG_CANDIDATE, FLAG_HOT, FLAG_STABLE};
 use run::{Run, RunWriter};
 use threshold::{pick, sample_positions, Sampler, Threshold};
-use tuning::{eviction_target, tune, Limits, TuningParams};
+use tuning::{eviction_target, rescale, tune, Limits, TuningParams};
 
 const STATE_FILE: &str = "STATE";
 const STATE_TMP: &str = "STATE.tmp";
@@ -80,6 +80,9 @@ const BUFFERED_OVERHEAD: usize = std::mem::size_of::<Record>();
 /// key once per run holding it (exact right after a full merge).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct RaltStats {
+    /// The fast-tier size the auto-tuned limits' bounds are scaled to
+    /// ([`Ralt::set_fast_tier_bytes`]; 0 until the engine sets it, or with fixed limits).
+    pub fast_tier_bytes: u64,
     /// Bytes of RALT's run files.
     pub physical_bytes: u64,
     /// HotRAP bytes of hot records.
@@ -160,6 +163,10 @@ pub struct Ralt {
     maint: Mutex<u64>,
     /// Decay epoch at which all runs were last rewritten (auto-tune refresh).
     refreshed_epoch: AtomicU64,
+    /// Algorithm 1's bounds: from the options at open, rescaled by `set_fast_tier_bytes`.
+    bounds: Mutex<TuningParams>,
+    /// The fast-tier size `bounds` were last scaled to (0: the options').
+    scaled_to: AtomicU64,
     counters: Counters,
 }
 
@@ -230,6 +237,13 @@ impl Ralt {
             state: RwLock::new(Arc::new(empty)),
             maint: Mutex::new(1),
             refreshed_epoch: AtomicU64::new(0),
+            bounds: Mutex::new(TuningParams {
+                min_hot_set: opts.min_hot_set_limit,
+                max_hot_set: opts.max_hot_set_limit,
+                max_unstable: opts.max_unstable_bytes,
+                min_physical: 2 * opts.buffer_bytes as u64,
+            }),
+            scaled_to: AtomicU64::new(0),
             counters: Counters::default(),
             opts,
         };
@@ -567,12 +581,7 @@ impl Ralt {
                     .runs
                     .first()
                     .map_or((0, 0, 0), |r| (r.totals.hotrap, r.totals.hotrap, r.size));
-                let p = TuningParams {
-                    min_hot_set: self.opts.min_hot_set_limit,
-                    max_hot_set: self.opts.max_hot_set_limit,
-                    max_unstable: self.opts.max_unstable_bytes,
-                    min_physical: 2 * self.opts.buffer_bytes as u64,
-                };
+                let p = *self.bounds.lock();
                 w.limits = tune(stable, hotrap, physical, w.limits, &p);
             }
         }
@@ -635,11 +644,46 @@ impl Ralt {
         Ok(out)
     }
 
+    /// Rescales the auto-tuned limits' bounds (the hot-set limit's range and D, as
+    /// [`RaltOptions::for_fast_tier`] derives them) to a fast tier of `fast_tier_bytes`, and
+    /// clamps the current limits into them at once (the physical limit keeps its ratio to the
+    /// hot-set limit). The engine calls it as the fast tier grows or shrinks: with relative
+    /// placement and no budget, the fast tier is what the tree's fast levels may hold, which
+    /// follows the data. The decay period and tick stay as opened (stored scores count in
+    /// ticks). No effect without auto-tune (the limits are the caller's).
+    pub fn set_fast_tier_bytes(&self, fast_tier_bytes: u64) {
+        if !self.opts.auto_tune {
+            return;
+        }
+        let d = RaltOptions::for_fast_tier(PathBuf::new(), fast_tier_bytes);
+        let p = TuningParams {
+            min_hot_set: d.min_hot_set_limit,
+            max_hot_set: d.max_hot_set_limit,
+            max_unstable: d.max_unstable_bytes,
+            min_physical: 2 * self.opts.buffer_bytes as u64,
+        };
+        // Serialized with `maintain`, which publishes limits too.
+        let _maint = self.maint.lock();
+        *self.bounds.lock() = p;
+        self.scaled_to.store(fast_tier_bytes, Relaxed);
+        let cur = self.current();
+        let limits = rescale(cur.limits, &p);
+        if limits != cur.limits {
+            *self.state.write() = Arc::new(State {
+                runs: cur.runs.clone(),
+                threshold_tick: cur.threshold_tick,
+                hot: cur.hot,
+                limits,
+            });
+        }
+    }
+
     /// The current sizes and limits, and the counters since RALT opened.
     pub fn stats(&self) -> RaltStats {
         let s = self.current();
         let c = &self.counters;
         RaltStats {
+            fast_tier_bytes: self.scaled_to.load(Relaxed),
             physical_bytes: s.physical_bytes(),
             hot_set_bytes: s.runs.iter().map(|r| r.totals.hot).sum(),
             candidate_bytes: s.candidate_bytes(),

@@ -63,6 +63,23 @@ pub fn tune(
     }
 }
 
+/// `limits` moved into new bounds `p`: the hot-set limit clamped into `[min_hot_set,
+/// max_hot_set]`, the physical limit scaled with it (keeping their ratio, floored at
+/// `min_physical`). Unchanged when the hot-set limit is already within the bounds.
+pub fn rescale(limits: Limits, p: &TuningParams) -> Limits {
+    let hot_set = limits
+        .hot_set
+        .clamp(p.min_hot_set, p.max_hot_set.max(p.min_hot_set));
+    if hot_set == limits.hot_set {
+        return limits;
+    }
+    let r = limits.physical as f64 / limits.hot_set.max(1) as f64;
+    Limits {
+        hot_set,
+        physical: ((hot_set as f64 * r).ceil() as u64).max(p.min_physical),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +128,27 @@ mod tests {
                 },
                 "stable {stable} hotrap {hotrap} physical {phys}"
             );
+        }
+    }
+
+    #[test]
+    fn rescale_table() {
+        // (hot, physical) before → after, bounds P ([100, 1000], min physical 20)
+        for ((h, ph), (wh, wph)) in [
+            ((500, 150), (500, 150)),    // within bounds: unchanged
+            ((50, 15), (100, 30)),       // below: raised, ratio 0.3 kept
+            ((4000, 1200), (1000, 300)), // above: lowered, ratio kept
+            ((4000, 40), (1000, 20)),    // ratio 0.01 → 10, floored at 20
+            ((0, 0), (100, 20)),         // no limit yet: the minimum, the physical floor
+        ] {
+            let got = rescale(
+                Limits {
+                    hot_set: h,
+                    physical: ph,
+                },
+                &P,
+            );
+            assert_eq!((got.hot_set, got.physical), (wh, wph), "{h}/{ph}");
         }
     }
 }
