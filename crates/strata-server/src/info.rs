@@ -588,6 +588,7 @@ fn strata(shared: &Shared, s: &mut Section<'_>) {
         s.kv("hotrap_reads_capacity", h.reads_capacity);
         s.kv("hotrap_ralt_physical_bytes", r.physical_bytes);
         s.kv("hotrap_ralt_physical_limit", r.physical_limit);
+        s.kv("hotrap_ralt_fast_tier_bytes", r.fast_tier_bytes);
         s.kv("hotrap_hot_set_bytes", r.hot_set_bytes);
         s.kv("hotrap_hot_set_limit", r.hot_set_limit);
         s.kv("hotrap_promotion_cache_bytes", h.promotion_cache_bytes);
