@@ -7,6 +7,7 @@
 # Miri into it if missing (network). Not part of scripts/test.sh: it takes a few minutes.
 #
 #   bash scripts/miri-skiplist.sh
+#   bash scripts/miri-skiplist.sh skiplist::   # only the tests whose names match (cargo test's filter)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^miri' ||
@@ -52,5 +53,5 @@ RS
 cd "$work"
 export STRATA_SEED="${STRATA_SEED:-$RANDOM}"
 echo "miri: STRATA_SEED=$STRATA_SEED"
-MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test
-MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" cargo +nightly miri test
+MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -- "$@"
+MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows" cargo +nightly miri test -- "$@"
