@@ -57,7 +57,10 @@ pub(crate) fn open_hotrap(
                     dir: ralt_dir,
                     ..o.clone()
                 },
-                None => RaltOptions::for_fast_tier(ralt_dir, fast_tier_bytes(opts, v)),
+                // The decay period and tick come from the configured size, the same at every
+                // open: RALT's state stores ticks, which a different tick size would misread.
+                // Only the size-derived bounds follow the tree (`set_fast_tier_bytes`).
+                None => RaltOptions::for_fast_tier(ralt_dir, configured_fast_tier_bytes(opts)),
             };
             let ralt = Ralt::open(storage.clone(), ro)?;
             if fast_tier_follows_tree(opts) {
@@ -69,19 +72,44 @@ pub(crate) fn open_hotrap(
     Ok(Some(Arc::new(HotRap::new(tracker, cache_bytes))))
 }
 
-/// The fast-tier size RALT's limits derive from: `HotRapOptions::fast_tier_bytes`, else the
-/// fast-tier budget, else what the tree `v`'s fast levels may hold now
-/// ([`crate::tier::hot::fast_levels_bytes`]: L0 plus each fast level's target), at least
-/// `max_bytes_for_level_base`.
+/// The fast-tier size configured for RALT: `HotRapOptions::fast_tier_bytes`, else the
+/// fast-tier budget, else `max_bytes_for_level_base`. RALT's decay period and tick derive
+/// from it, fixed for the database's life.
+fn configured_fast_tier_bytes(opts: &crate::Options) -> u64 {
+    opts.hotrap
+        .fast_tier_bytes
+        .or(opts.fast_tier_budget)
+        .unwrap_or(opts.max_bytes_for_level_base)
+}
+
+/// The fast-tier size RALT's hot-set bounds derive from: `HotRapOptions::fast_tier_bytes`,
+/// else the fast-tier budget, else what the tree `v`'s fast levels may hold now
+/// ([`crate::tier::hot::fast_levels_bytes`]), at least `max_bytes_for_level_base`. L0 counts
+/// as what it may hold before a compaction is due (its momentary bytes swing with every flush
+/// and compaction); with static level sizing, only levels down to the deepest one in use count
+/// (every level has a target there, in use or not); the split forest's levels fill by trees,
+/// not by the picker's targets, so only their bytes count.
 pub(crate) fn fast_tier_bytes(opts: &crate::Options, v: &Version) -> u64 {
-    if let Some(b) = opts.hotrap.fast_tier_bytes.or(opts.fast_tier_budget) {
-        return b;
+    if opts.hotrap.fast_tier_bytes.is_some() || opts.fast_tier_budget.is_some() {
+        return configured_fast_tier_bytes(opts);
     }
-    let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
-    let targets = compaction::picker::level_targets(&sizes, &super::pick::picker_options(opts));
+    let popts = super::pick::picker_options(opts);
+    let mut sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
+    let l0_room = (popts.l0_trigger as u64).saturating_mul(opts.write_buffer_size as u64);
+    if let Some(l0) = sizes.first_mut() {
+        *l0 = (*l0).max(l0_room);
+    }
     let deepest = v.deepest_non_empty();
-    let last_fast = super::pick::placement(opts).last_fast_level(deepest, deepest);
-    crate::tier::hot::fast_levels_bytes(&sizes, &targets.targets, last_fast)
+    let mut last_fast = super::pick::placement(opts).last_fast_level(deepest, deepest);
+    let targets = if opts.compaction_style == crate::version::CompactionStyle::SplitForest {
+        vec![0; sizes.len()]
+    } else {
+        if !popts.dynamic {
+            last_fast = last_fast.min(deepest.max(1));
+        }
+        compaction::picker::level_targets(&sizes, &popts).targets
+    };
+    crate::tier::hot::fast_levels_bytes(&sizes, &targets, last_fast)
         .max(opts.max_bytes_for_level_base)
 }
 

@@ -77,15 +77,15 @@ impl HotTracker for ralt::Ralt {
 /// RALT's limits scale with it, since the fast levels grow with the data.
 pub fn fast_levels_bytes(sizes: &[u64], targets: &[u64], last_fast: usize) -> u64 {
     let l0 = sizes.first().copied().unwrap_or(0);
-    l0 + (1..=last_fast.min(sizes.len().saturating_sub(1)))
+    (1..=last_fast.min(sizes.len().saturating_sub(1)))
         .map(|l| sizes[l].max(targets.get(l).copied().unwrap_or(0)))
-        .sum::<u64>()
+        .fold(l0, u64::saturating_add)
 }
 
 /// Whether a fast-tier size moved enough from `applied` to rescale to `now` (a tenth either
 /// way; always from 0): RALT's bounds need not follow every flush.
 pub fn fast_tier_moved(applied: u64, now: u64) -> bool {
-    applied == 0 || now.abs_diff(applied) * 10 > applied
+    applied == 0 || now.abs_diff(applied).saturating_mul(10) > applied
 }
 
 /// HotRAP's switches (`Options::hotrap`).
@@ -97,9 +97,9 @@ pub struct HotRapOptions {
     /// the target table size). `None`: `Options::target_file_size_base`.
     pub promotion_cache_bytes: Option<usize>,
     /// The fast tier's size, from which RALT's limits derive. `None`: the fast-tier budget if
-    /// set, else what the tree's fast levels may hold (L0 plus each fast level's target, at
-    /// least `Options::max_bytes_for_level_base`), which the limits then follow as the data
-    /// grows.
+    /// set, else `Options::max_bytes_for_level_base` for RALT's decay period and tick, and
+    /// what the tree's fast levels may hold (L0's room plus each fast level's target, at least
+    /// `max_bytes_for_level_base`) for its hot-set bounds, which follow it as the data grows.
     pub fast_tier_bytes: Option<u64>,
     /// RALT's options (`None`: derived from the fast-tier size with
     /// [`ralt::RaltOptions::for_fast_tier`]); `dir` is always the database's `ralt/`.
@@ -312,7 +312,7 @@ mod tests {
     #[test]
     fn fast_levels_bytes_table() {
         // (sizes, targets, last fast level, want)
-        let cases: [(&[u64], &[u64], usize, u64); 5] = [
+        let cases: [(&[u64], &[u64], usize, u64); 6] = [
             // A new tree: L0 only, L5 sized at the base level's target.
             (&[3, 0, 0, 0, 0, 0, 0], &[0, 0, 0, 0, 0, 8, 8], 5, 3 + 8),
             // A grown tree: L5's target a tenth of L6's; L6 (capacity) not counted.
@@ -328,6 +328,8 @@ mod tests {
             (&[2, 5, 9, 0], &[0, 6, 60, 0], 1, 2 + 6),
             // Only L0 is fast.
             (&[2, 5, 9], &[0, 6, 60], 0, 2),
+            // Static targets near u64::MAX saturate instead of overflowing.
+            (&[2, 0, 0], &[0, u64::MAX - 1, u64::MAX], 2, u64::MAX),
         ];
         for (sizes, targets, last, want) in cases {
             assert_eq!(fast_levels_bytes(sizes, targets, last), want, "{sizes:?}");
@@ -343,6 +345,7 @@ mod tests {
             (100, 111, true),
             (100, 90, false),
             (100, 89, true),
+            (1, u64::MAX, true),
         ] {
             assert_eq!(fast_tier_moved(applied, now), want, "{applied} → {now}");
         }

@@ -499,3 +499,33 @@ fn ralt_is_send_and_sync_and_shared_across_threads() {
     );
     assert!((0..500).any(|i| r.is_hot(&key(i))));
 }
+
+/// `set_fast_tier_bytes` moves the hot-set limit into the bounds of the new size at once
+/// (down when the fast tier shrank below it, up when it grew past it), keeps the physical
+/// limit's ratio, and does nothing to fixed limits.
+#[test]
+fn a_new_fast_tier_size_clamps_the_limits_into_its_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = open(dir.path(), opts(dir.path(), true));
+    let limits = |r: &Ralt| {
+        let s = r.stats();
+        (s.hot_set_limit, s.physical_limit, s.fast_tier_bytes)
+    };
+    assert_eq!(limits(&r), (500_000, 150_000, 0));
+    // 4 MiB: bounds [5%, 70%] = [209,715, 2,936,012]; 500,000 is within them.
+    r.set_fast_tier_bytes(4 << 20);
+    assert_eq!(limits(&r), (500_000, 150_000, 4 << 20));
+    // 100 MiB: the minimum is 5,242,880; the physical limit keeps its 0.3 ratio.
+    r.set_fast_tier_bytes(100 << 20);
+    assert_eq!(limits(&r), (5_242_880, 1_572_864, 100 << 20));
+    // 2 MiB: the maximum is 1,467,970 (70% of whole hundredths).
+    r.set_fast_tier_bytes(2 << 20);
+    let (hot, physical, f) = limits(&r);
+    assert_eq!((hot, f), (1_467_970, 2 << 20));
+    assert_eq!(physical, (1_467_970f64 * 0.3).ceil() as u64);
+    // Fixed limits are the caller's.
+    let dir2 = tempfile::tempdir().unwrap();
+    let fixed = open(dir2.path(), opts(dir2.path(), false));
+    fixed.set_fast_tier_bytes(100 << 20);
+    assert_eq!(limits(&fixed), (500_000, 150_000, 0));
+}
