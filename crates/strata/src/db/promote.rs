@@ -33,7 +33,7 @@ use crate::types::{self, SeqNo, ValueKind};
 use crate::version::{FileMeta, Version, VersionEdit};
 
 /// Opens HotRAP's state when it is on and a capacity tier is configured, with RALT's limits
-/// derived from the fast tier of the recovered tree `v` (see [`fast_tier_bytes`]).
+/// derived from the fast tier of the recovered tree `v` (see [`tree_fast_tier_bytes`]).
 pub(crate) fn open_hotrap(
     dir: &Path,
     storage: &Arc<dyn Storage>,
@@ -64,7 +64,7 @@ pub(crate) fn open_hotrap(
             };
             let ralt = Ralt::open(storage.clone(), ro)?;
             if fast_tier_follows_tree(opts) {
-                ralt.set_fast_tier_bytes(fast_tier_bytes(opts, v));
+                ralt.set_fast_tier_bytes(tree_fast_tier_bytes(opts, v));
             }
             Arc::new(ralt)
         }
@@ -82,17 +82,14 @@ fn configured_fast_tier_bytes(opts: &crate::Options) -> u64 {
         .unwrap_or(opts.max_bytes_for_level_base)
 }
 
-/// The fast-tier size RALT's hot-set bounds derive from: `HotRapOptions::fast_tier_bytes`,
-/// else the fast-tier budget, else what the tree `v`'s fast levels may hold now
+/// The fast-tier size RALT's hot-set bounds follow when none is configured
+/// ([`fast_tier_follows_tree`]): what the tree `v`'s fast levels may hold now
 /// ([`crate::tier::hot::fast_levels_bytes`]), at least `max_bytes_for_level_base`. L0 counts
 /// as what it may hold before a compaction is due (its momentary bytes swing with every flush
 /// and compaction); with static level sizing, only levels down to the deepest one in use count
 /// (every level has a target there, in use or not); the split forest's levels fill by trees,
 /// not by the picker's targets, so only their bytes count.
-pub(crate) fn fast_tier_bytes(opts: &crate::Options, v: &Version) -> u64 {
-    if opts.hotrap.fast_tier_bytes.is_some() || opts.fast_tier_budget.is_some() {
-        return configured_fast_tier_bytes(opts);
-    }
+fn tree_fast_tier_bytes(opts: &crate::Options, v: &Version) -> u64 {
     let popts = super::pick::picker_options(opts);
     let mut sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
     let l0_room = (popts.l0_trigger as u64).saturating_mul(opts.write_buffer_size as u64);
@@ -113,8 +110,9 @@ pub(crate) fn fast_tier_bytes(opts: &crate::Options, v: &Version) -> u64 {
         .max(opts.max_bytes_for_level_base)
 }
 
-/// Whether RALT's limits follow the tree's fast tier as it grows ([`fast_tier_bytes`] has no
-/// configured size to return, and RALT's options are derived, not given).
+/// Whether RALT's hot-set bounds follow the tree's fast tier as it grows
+/// ([`tree_fast_tier_bytes`]): no size is configured, and RALT's options are derived, not
+/// given.
 fn fast_tier_follows_tree(opts: &crate::Options) -> bool {
     let h = &opts.hotrap;
     h.ralt.is_none()
@@ -143,7 +141,7 @@ fn hot_loop(inner: &Arc<DbInner>, hot: &Arc<HotRap>) {
         }
         if follows {
             let v = inner.state.lock().versions.current();
-            let now = fast_tier_bytes(&inner.opts, &v);
+            let now = tree_fast_tier_bytes(&inner.opts, &v);
             if crate::tier::hot::fast_tier_moved(applied, now) {
                 hot.tracker.set_fast_tier_bytes(now);
                 applied = now;

@@ -184,6 +184,18 @@ fn classify(r: &Record, now: u64, d: &Decay, thr_tick: u64, thr: Threshold, auto
         | if hot { FLAG_HOT } else { 0 }
 }
 
+/// Algorithm 1's bounds as `o` sets them, for a RALT whose access buffer is `buffer_bytes`
+/// (the physical limit never falls below two buffers, so a tiny hot set does not make every
+/// flush evict).
+fn bounds(o: &RaltOptions, buffer_bytes: usize) -> TuningParams {
+    TuningParams {
+        min_hot_set: o.min_hot_set_limit,
+        max_hot_set: o.max_hot_set_limit,
+        max_unstable: o.max_unstable_bytes,
+        min_physical: 2 * buffer_bytes as u64,
+    }
+}
+
 /// Conservative file size of a run holding `record_bytes` of encoded records.
 fn file_estimate(record_bytes: u64, block_bytes: usize) -> u64 {
     5 + record_bytes + 12 * record_bytes.div_ceil(block_bytes.max(64) as u64)
@@ -237,12 +249,7 @@ impl Ralt {
             state: RwLock::new(Arc::new(empty)),
             maint: Mutex::new(1),
             refreshed_epoch: AtomicU64::new(0),
-            bounds: Mutex::new(TuningParams {
-                min_hot_set: opts.min_hot_set_limit,
-                max_hot_set: opts.max_hot_set_limit,
-                max_unstable: opts.max_unstable_bytes,
-                min_physical: 2 * opts.buffer_bytes as u64,
-            }),
+            bounds: Mutex::new(bounds(&opts, opts.buffer_bytes)),
             scaled_to: AtomicU64::new(0),
             counters: Counters::default(),
             opts,
@@ -655,13 +662,10 @@ impl Ralt {
         if !self.opts.auto_tune {
             return;
         }
-        let d = RaltOptions::for_fast_tier(PathBuf::new(), fast_tier_bytes);
-        let p = TuningParams {
-            min_hot_set: d.min_hot_set_limit,
-            max_hot_set: d.max_hot_set_limit,
-            max_unstable: d.max_unstable_bytes,
-            min_physical: 2 * self.opts.buffer_bytes as u64,
-        };
+        let p = bounds(
+            &RaltOptions::for_fast_tier(PathBuf::new(), fast_tier_bytes),
+            self.opts.buffer_bytes,
+        );
         // Serialized with `maintain`, which publishes limits too.
         let _maint = self.maint.lock();
         *self.bounds.lock() = p;
