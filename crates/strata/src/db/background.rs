@@ -51,7 +51,9 @@ pub(crate) fn write_l0(
     opts: &crate::Options,
     env: &CompactionEnv<'_>,
 ) -> Result<compaction::CompactionResult> {
-    let mut it = mem.iter();
+    // The compaction iterator would drop the shadowed versions; not reading them saves a
+    // cache miss per overwrite.
+    let mut it = mem.flush_iter(snapshots);
     it.seek_to_first();
     write_tables(
         &mut it,

@@ -301,6 +301,21 @@ impl MemTable {
     pub fn iter(self: &Arc<Self>) -> MemTableIter {
         MemTableIter {
             cur: Cursor::new(self.clone(), |m| &m.map),
+            shadowed: None,
+        }
+    }
+
+    /// An iterator over the point entries that a flush under `snapshots` (ascending) writes or
+    /// folds: it leaves out every version shadowed by a newer put or deletion of its key that
+    /// no snapshot separates it from (the versions the compaction iterator would drop as
+    /// shadowed), without reading them when no snapshot is older than the newer version.
+    /// Merge operands are all yielded (the compaction iterator folds them). Only `next` skips;
+    /// seeks and `prev` move over every version.
+    pub fn flush_iter(self: &Arc<Self>, snapshots: &[SeqNo]) -> MemTableIter {
+        debug_assert!(snapshots.is_sorted());
+        MemTableIter {
+            cur: Cursor::new(self.clone(), |m| &m.map),
+            shadowed: Some(snapshots.into()),
         }
     }
 }
@@ -309,6 +324,30 @@ impl MemTable {
 /// nodes its cursor points at.
 pub struct MemTableIter {
     cur: Cursor<MemTable>,
+    /// [`MemTable::flush_iter`]: the snapshots (ascending) under which shadowed versions are
+    /// skipped; `None` yields every version.
+    shadowed: Option<Box<[SeqNo]>>,
+}
+
+/// Moves `cur` forward past its entry and the versions that entry shadows under `snapshots`
+/// (ascending; [`MemTable::flush_iter`]).
+fn next_unshadowed(cur: &mut Cursor<MemTable>, snapshots: &[SeqNo]) {
+    let Some((ik, _)) = cur.entry() else {
+        return;
+    };
+    let trailer = types::trailer(ik);
+    let (seq, kind) = (trailer >> 8, (trailer & 0xff) as u8);
+    if kind == ValueKind::Merge as u8 {
+        cur.next();
+        return;
+    }
+    // An older version is needed only by a snapshot that sees it and not this one: the newest
+    // snapshot older than `seq` keeps the newest version at or below it.
+    let i = snapshots.partition_point(|&s| s < seq);
+    let floor = i
+        .checked_sub(1)
+        .map(|i| types::pack_trailer(snapshots[i] + 1, 0));
+    cur.skip_older(floor);
 }
 
 impl InternalIterator for MemTableIter {
@@ -328,7 +367,10 @@ impl InternalIterator for MemTableIter {
         self.cur.seek_for_prev(&Target::internal(target));
     }
     fn next(&mut self) {
-        self.cur.next();
+        match &self.shadowed {
+            Some(snapshots) => next_unshadowed(&mut self.cur, snapshots),
+            None => self.cur.next(),
+        }
     }
     fn prev(&mut self) {
         self.cur.prev();
@@ -438,6 +480,63 @@ mod tests {
             it.next();
         }
         assert_eq!(got, want);
+    }
+
+    /// A flush iterator yields exactly the versions a flush keeps or folds: per key, newest
+    /// first, a version follows a yielded merge operand, or lies in an older snapshot stripe
+    /// than the yielded put or deletion before it (the compaction iterator's shadowing rule,
+    /// stated in stripes); random keys, kinds, version counts and snapshot sets.
+    #[test]
+    fn flush_iter_skips_exactly_the_shadowed_versions() {
+        use std::collections::BTreeMap;
+        use strata_test_support::{seed, Rng};
+        let s = seed("memtable_flush_iter_skips_shadowed");
+        let mut rng = Rng::new(s);
+        for round in 0..200 {
+            let m = Arc::new(MemTable::new(1));
+            // key -> versions (seq, kind), any order
+            let mut model: BTreeMap<Vec<u8>, Vec<(u64, ValueKind)>> = BTreeMap::new();
+            let nkeys = 1 + rng.below(12);
+            for seq in 1..=(1 + rng.below(120)) {
+                let k = format!("k{:02}", rng.below(nkeys)).into_bytes();
+                let kind = match rng.below(6) {
+                    0 => ValueKind::Delete,
+                    1 | 2 => ValueKind::Merge,
+                    _ => ValueKind::Put,
+                };
+                m.add(seq, kind, &k, &seq.to_be_bytes());
+                model.entry(k).or_default().push((seq, kind));
+            }
+            let mut snapshots: Vec<u64> = (0..rng.below(5)).map(|_| rng.below(130)).collect();
+            snapshots.sort_unstable();
+            snapshots.dedup();
+            let stripe = |seq: u64| snapshots.partition_point(|&x| x < seq);
+            let mut want = Vec::new();
+            for (k, versions) in &mut model {
+                versions.sort_by_key(|v| std::cmp::Reverse(v.0));
+                let mut last: Option<(u64, ValueKind)> = None;
+                for &(seq, kind) in versions.iter() {
+                    let keep = match last {
+                        None => true,
+                        Some((_, ValueKind::Merge)) => true,
+                        Some((newer, _)) => stripe(seq) < stripe(newer),
+                    };
+                    if keep {
+                        want.push(types::internal_key(k, seq, kind as u8));
+                        last = Some((seq, kind));
+                    }
+                }
+            }
+            let mut it = m.flush_iter(&snapshots);
+            it.seek_to_first();
+            let mut got = Vec::new();
+            while it.valid() {
+                assert_eq!(it.value(), &(types::trailer(it.key()) >> 8).to_be_bytes());
+                got.push(it.key().to_vec());
+                it.next();
+            }
+            assert_eq!(got, want, "seed {s} round {round} snapshots {snapshots:?}");
+        }
     }
 
     /// Point lookups at random snapshots agree with a map of every version, with no point

@@ -160,6 +160,32 @@ impl<T> Cursor<T> {
         }
     }
 
+    /// Moves past the current entry's older versions, to the newest one whose trailer is
+    /// below `floor` (a sequence-number bound: `pack_trailer(s + 1, 0)` keeps versions at or
+    /// below `s`), or to the next key's newest entry when there is none or `floor` is `None`.
+    /// With `None` the skipped versions are not read at all (a flush skips a hot key's
+    /// shadowed versions without a cache miss each).
+    pub fn skip_older(&mut self, floor: Option<u64>) {
+        if !self.valid() {
+            return;
+        }
+        if let Some(floor) = floor {
+            // SAFETY: published entries of the list, in `node`'s chain.
+            let mut o = unsafe { older(self.entry) };
+            while !o.is_null() && unsafe { trailer(o) } >= floor {
+                o = unsafe { older(o) };
+            }
+            if !o.is_null() {
+                self.newer_known = false;
+                self.entry = o;
+                return;
+            }
+        }
+        // SAFETY: a published key node; every node has level 0.
+        let n = unsafe { next(self.node, 0) };
+        self.at_newest(n);
+    }
+
     /// The previous entry: a newer one of the same key (the chain is singly linked: the first
     /// `prev` after moving forward replays the chain from its head), else the oldest entry of
     /// the previous key, which a search finds, as LevelDB's and RocksDB's memtables do.
