@@ -571,12 +571,14 @@ impl CapacityTier {
         }
     }
 
-    /// Whether the tier's write fence still allows writing (for a write that cannot carry its
-    /// deadline: a multipart completion).
-    pub(crate) fn check_write_fence(&self) -> Result<()> {
+    /// What one write that is sent once holds while it runs (a multipart completion: sent
+    /// again after a lost answer, it could complete an upload twice or after an abort): the
+    /// lease and the instant its request must end by, `None` without a fence or a lease; the
+    /// fence's error once another database took over.
+    pub(crate) fn write_deadline(&self) -> Result<Option<lease::LeaseGuard>> {
         match self.fence.get() {
-            None => Ok(()),
-            Some(f) => f.check().map(drop),
+            None => Ok(None),
+            Some(f) => f.check(),
         }
     }
 

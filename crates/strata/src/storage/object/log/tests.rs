@@ -315,3 +315,46 @@ fn rename_replaces_the_target() {
     );
     assert!(!s.exists(&dir.path().join("CURRENT.tmp")).unwrap());
 }
+
+/// A table upload's completion, the request that makes it visible, runs under the lease of
+/// the log location: on a store slower than the lease's validity it is abandoned, the upload
+/// aborted and the write failed with `LeaseDeadline` (`Locked`, which a compaction retries),
+/// and the object never appears, even after whatever was left running could have landed; on a
+/// fast store the same write completes. The parts (which make nothing visible) run without a
+/// deadline.
+#[test]
+fn a_table_upload_whose_completion_would_outlive_the_lease_is_aborted() {
+    use super::super::{CapacityOptions, Emulation};
+    let (dir, s) = store("completion-deadline");
+    let s = s.with_lease_ttl(Duration::from_millis(300));
+    let _lock = s.lock(&dir.path().join("LOCK")).unwrap();
+    let mut c = CapacityOptions::new("memory://completion-deadline-tables");
+    c.part_size = 1024;
+    c.emulation = Some(Emulation::default());
+    let tables = CapacityTier::open(&c, None, Default::default()).unwrap();
+    tables.set_write_fence(s.lease.clone());
+    let write = |name: &str| -> Result<()> {
+        let mut w = tables.writer(name);
+        // Two whole parts and a short last one.
+        w.append(&[7u8; 2500])?;
+        w.sync()
+    };
+    let objects = || tables.list("").unwrap();
+    write("000001.sst").unwrap();
+    assert_eq!(objects(), vec![("000001.sst".to_string(), 2500)]);
+    let slow = Emulation {
+        latency: Duration::from_millis(900),
+        ..Default::default()
+    };
+    tables.emulation().unwrap().set(slow);
+    let e = write("000002.sst").expect_err("completed past the lease");
+    assert!(matches!(e.repr(), ErrorRepr::LeaseDeadline(_)), "{e}");
+    assert_eq!(e.kind(), crate::ErrorKind::Locked);
+    tables.emulation().unwrap().set(Emulation::default());
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        objects(),
+        vec![("000001.sst".to_string(), 2500)],
+        "the late completion made its object visible"
+    );
+}
