@@ -97,6 +97,13 @@ impl OracleTracker {
     }
 }
 
+impl OracleTracker {
+    /// Accesses recorded for `key`.
+    pub fn reads(&self, key: &[u8]) -> u32 {
+        self.seen.lock().get(key).map_or(0, |e| e.0)
+    }
+}
+
 impl strata::tier::hot::HotTracker for OracleTracker {
     fn record_access(&self, key: &[u8], value_size: u32) {
         let mut m = self.seen.lock();

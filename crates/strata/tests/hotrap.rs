@@ -295,3 +295,50 @@ fn ralt_limits_follow_the_fast_tier_as_the_tree_grows() {
         t.hot_set_limit
     );
 }
+
+/// Reads that fold merge operands report their key to HotRAP's tracker when they read tables
+/// (as every table read does), and not when the memtables alone answered: a counter updated
+/// only by merges is tracked like any other key, on both tiers.
+#[test]
+fn folded_merge_reads_are_tracker_accesses() {
+    use strata::merge::U64Add;
+    let tracker = Arc::new(OracleTracker::new(1, |_| true));
+    let d = tempfile::tempdir().unwrap();
+    let mut o = options("merge-reads", tracker.clone(), 64 << 10);
+    o.merge_operator = Some(Arc::new(U64Add));
+    let db = Db::open(d.path(), o).unwrap();
+    let read = |k: &str| U64Add::decode(&db.get(k).unwrap().unwrap()).unwrap();
+    db.put("counter", U64Add::encode(10)).unwrap();
+    db.merge("counter", U64Add::encode(1)).unwrap();
+    assert_eq!(read("counter"), 11);
+    assert_eq!(
+        tracker.reads(b"counter"),
+        0,
+        "a memtable answer is not an access"
+    );
+    // The base down to the capacity tier, an operand in a fast-tier table, one in the
+    // memtable: the fold reads both tiers.
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(
+        db.live_tables()
+            .iter()
+            .any(|(_, f)| f.tier == Tier::Capacity),
+        "nothing reached the capacity tier"
+    );
+    db.merge("counter", U64Add::encode(100)).unwrap();
+    db.flush().unwrap();
+    db.merge("counter", U64Add::encode(1000)).unwrap();
+    assert_eq!(read("counter"), 1111);
+    assert_eq!(tracker.reads(b"counter"), 1);
+    // multi_get folds the same way.
+    let got = db.multi_get(
+        &strata::ReadOptions::default(),
+        &[&b"counter"[..], b"absent"],
+    );
+    assert_eq!(
+        got[0].as_ref().unwrap().as_deref(),
+        Some(&U64Add::encode(1111)[..])
+    );
+    assert_eq!(tracker.reads(b"counter"), 2);
+}

@@ -6,9 +6,11 @@
 //! operand until a base — a put, a deletion, a range tombstone of a source covering the key,
 //! or the end of the sources — and folds them with the merge operator. Operands are never
 //! returned as values, and nothing here writes to a cache: a merge result is computed on each
-//! read until compaction folds the operands.
+//! read until compaction folds the operands. A database's fold that read tables reports the key
+//! to HotRAP's tracker, as any table read does.
 //!
-//! Depends on the memtable and table readers and on `merge`; never on the write path.
+//! Depends on the memtable and table readers, on `merge` and on HotRAP's tracker; never on the
+//! write path.
 
 use std::sync::Arc;
 
@@ -86,7 +88,14 @@ pub(super) fn merge_lookup(
         stats: &inner.stats,
         operator: inner.opts.merge_operator.as_deref(),
     };
-    merge_lookup_with(&with, sources, key, snapshot, cache_only)
+    let (v, from_tables) = fold(&with, sources, key, snapshot, cache_only)?;
+    // HotRAP: a value folded from tables is a table read like any other (`read::from_tables`
+    // reports those; answers from the memtables alone are not), so keys updated by merges
+    // become hot and are retained or promoted like the rest.
+    if let (Some(hot), Some(v), true) = (inner.hot.as_deref(), &v, from_tables) {
+        hot.tracker.record_access(key, v.len() as u32);
+    }
+    Ok(v)
 }
 
 /// What a merge lookup reads tables through and folds with (a database's, or a replica's).
@@ -104,6 +113,17 @@ pub(crate) fn merge_lookup_with(
     snapshot: SeqNo,
     cache_only: bool,
 ) -> Result<Option<Bytes>> {
+    fold(with, sources, key, snapshot, cache_only).map(|(v, _)| v)
+}
+
+/// [`merge_lookup_with`], and whether the walk went past the memtables into tables.
+fn fold(
+    with: &MergeWith<'_>,
+    sources: &Sources<'_>,
+    key: &[u8],
+    snapshot: SeqNo,
+    cache_only: bool,
+) -> Result<(Option<Bytes>, bool)> {
     if cache_only {
         return Err(ErrorRepr::Incomplete("merge operands are folded only with reads").into());
     }
@@ -125,7 +145,8 @@ pub(crate) fn merge_lookup_with(
             break;
         }
     }
-    if base == Base::Open {
+    let from_tables = base == Base::Open;
+    if from_tables {
         for f in sources.tables {
             if f.smallest_seq > snapshot {
                 continue;
@@ -150,10 +171,10 @@ pub(crate) fn merge_lookup_with(
     if operands.is_empty() {
         // Only when the operand that sent the lookup here was removed since (it cannot be:
         // the sources are pinned) — answered as the base says.
-        return Ok(base.map(Bytes::from));
+        return Ok((base.map(Bytes::from), from_tables));
     }
     let v = crate::merge::full_merge(op, key, base.as_deref(), &operands)?;
-    Ok(Some(Bytes::from(v)))
+    Ok((Some(Bytes::from(v)), from_tables))
 }
 
 #[cfg(test)]
