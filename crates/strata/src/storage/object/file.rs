@@ -177,7 +177,13 @@ impl ObjectWriter {
             }
             None => {
                 // Not answered in time: it may still be applied (as any request past its
-                // deadline may), but is never sent again; the abort makes that unlikely.
+                // deadline may), but is never sent again; the abort makes that unlikely. The
+                // store's health and error count learn of it as of any unanswered request.
+                let late = object_store::Error::Generic {
+                    store: "strata",
+                    source: "not answered before the lease's deadline".into(),
+                };
+                let _ = self.tier.failed("complete upload", &self.path, late);
                 self.abort(upload);
                 Err(ErrorRepr::LeaseDeadline(format!(
                     "capacity tier complete upload {}: not answered before the lease it needs \
@@ -189,10 +195,15 @@ impl ObjectWriter {
         }
     }
 
-    /// Stops `upload`'s parts in flight and aborts it on the store (best effort).
+    /// Stops `upload`'s parts in flight, waits until they have stopped (a part still landing
+    /// after the abort would be stored, unreferenced), and aborts the upload on the store
+    /// (best effort).
     fn abort(&self, mut upload: Upload) {
-        for part in upload.in_flight.drain(..) {
+        for part in &upload.in_flight {
             part.abort();
+        }
+        for part in upload.in_flight.drain(..) {
+            let _ = futures::executor::block_on(part);
         }
         let _rt = self.tier.handle().enter();
         if let Err(e) = futures::executor::block_on(upload.up.abort()) {
@@ -209,10 +220,16 @@ impl WritableFile for ObjectWriter {
         self.buf.extend_from_slice(data);
         self.len += data.len() as u64;
         let part_size = self.tier.part_size().max(1);
-        while self.buf.len() >= part_size {
-            let rest = self.buf.split_off(part_size);
-            let part = Bytes::from(std::mem::replace(&mut self.buf, rest));
-            self.ship_part(part)?;
+        if self.buf.len() >= part_size {
+            // Whole parts go as slices of one buffer; only the short tail is copied.
+            let mut whole = std::mem::take(&mut self.buf);
+            let n = whole.len() / part_size * part_size;
+            self.buf = whole.split_off(n);
+            self.buf.reserve(part_size.saturating_sub(self.buf.len()));
+            let whole = Bytes::from(whole);
+            for at in (0..n).step_by(part_size) {
+                self.ship_part(whole.slice(at..at + part_size))?;
+            }
         }
         Ok(())
     }
