@@ -22,6 +22,7 @@ use strata_test_support::Rng;
 use crate::config::StressConfig;
 use crate::history::{History, Violation, ViolationKind};
 use crate::keys;
+use crate::merge::NewestWrite;
 use crate::oracle::{batch_effects, format_ops, Expected, Op};
 
 /// Exit status of a child whose reads found a violation.
@@ -150,6 +151,8 @@ fn writer(s: &Shared, t: u64, lo: u64, hi: u64) {
                     Op::DeleteRange(i, (i + 1 + rng.below(16)).min(hi))
                 } else if r < cfg.range_delete_permille + cfg.delete_permille {
                     Op::Delete(i)
+                } else if r < cfg.range_delete_permille + cfg.delete_permille + cfg.merge_permille {
+                    Op::Merge(i)
                 } else {
                     Op::Put(i)
                 }
@@ -162,6 +165,7 @@ fn writer(s: &Shared, t: u64, lo: u64, hi: u64) {
             match *op {
                 Op::Put(i) => batch.put(keys::key(i), keys::value(i, seq)),
                 Op::Delete(i) => batch.delete(keys::key(i)),
+                Op::Merge(i) => batch.merge(keys::key(i), NewestWrite::operand(seq)),
                 Op::DeleteRange(a, b) => batch.delete_range(keys::key(a), keys::key(b)),
             }
         }
@@ -218,13 +222,14 @@ fn commit_in_transaction(
     loop {
         attempts += 1;
         let mut t = s.db.transaction();
-        if let Some(Op::Put(i) | Op::Delete(i)) = ops.first() {
+        if let Some(Op::Put(i) | Op::Delete(i) | Op::Merge(i)) = ops.first() {
             t.get_for_update(keys::key(*i))?;
         }
         for op in ops {
             match *op {
                 Op::Put(i) => t.put(keys::key(i), keys::value(i, seq)),
                 Op::Delete(i) => t.delete(keys::key(i)),
+                Op::Merge(i) => t.merge(keys::key(i), NewestWrite::operand(seq))?,
                 Op::DeleteRange(..) => unreachable!("range deletes are written as batches"),
             }
         }

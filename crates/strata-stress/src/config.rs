@@ -80,6 +80,10 @@ pub struct StressConfig {
     /// Per-mille of write-batch operations that are deletes / range deletes.
     pub delete_permille: u64,
     pub range_delete_permille: u64,
+    /// Per-mille of write-batch operations that are merges (`merge::NewestWrite`). Configurations
+    /// saved before merges replay without them.
+    #[serde(default)]
+    pub merge_permille: u64,
     /// Per-mille of writer iterations that also call `flush` / `compact_range`.
     pub flush_permille: u64,
     pub compact_permille: u64,
@@ -287,7 +291,8 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         node_loss: rng.chance(30),
         avoid_flush_during_recovery: rng.chance(75),
         bytes_per_sync: pick(rng, &[0, 4 << 10, 64 << 10, 1 << 20]),
-        // Drawn last: a seed draws the same options before it as it did before this existed.
+        // Drawn last (in this order): a seed draws the same options before them as it did
+        // before they existed.
         node_loss_recovery: pick(
             rng,
             &[
@@ -296,6 +301,7 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
                 NodeLossRecovery::Replay,
             ],
         ),
+        merge_permille: pick(rng, &[0, 0, 50, 250]),
     }
 }
 
@@ -323,6 +329,8 @@ impl StressConfig {
     /// `faults: false` leaves out latency and injected errors (the parent's verification opens).
     pub fn to_options(&self, dir: &Path, faults: bool) -> Options {
         let mut o = Options {
+            // Always: operands written in one round are read in every later one.
+            merge_operator: Some(std::sync::Arc::new(crate::merge::NewestWrite)),
             write_buffer_size: self.write_buffer_size,
             max_write_buffer_number: self.max_write_buffer_number,
             avoid_flush_during_recovery: self.avoid_flush_during_recovery,

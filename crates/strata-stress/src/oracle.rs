@@ -3,7 +3,7 @@
 //!
 //! **Event log** (`DIR/events.log`, one line per event, each written with its own `write(2)` so
 //! it reaches the OS before the child goes on): `O` (database opened), `I t seq ops` (thread `t`
-//! is about to issue batch `seq`: `P<i>` put, `D<i>` delete, `R<a>-<b>` range delete of keys
+//! is about to issue batch `seq`: `P<i>` put, `D<i>` delete, `M<i>` merge, `R<a>-<b>` range delete of keys
 //! `a..b`), `A t seq` (acknowledged), `E t seq msg` (the write failed: outcome unknown, the
 //! thread stops), `F lost|phantom msg` (a read during the run returned a value its history does
 //! not allow), `W msg` (another engine error: flush, compaction or read; reported, not fatal), `C`
@@ -36,11 +36,14 @@ use crate::keys;
 pub enum Op {
     Put(u64),
     Delete(u64),
+    /// A merge operand that leaves the key as a put of the same write would
+    /// (`merge::NewestWrite`).
+    Merge(u64),
     /// Keys `a..b`.
     DeleteRange(u64, u64),
 }
 
-/// Ops as written in the log: `P12,D3,R20-30`.
+/// Ops as written in the log: `P12,D3,M7,R20-30`.
 pub fn format_ops(ops: &[Op]) -> String {
     let mut s = String::new();
     for (n, op) in ops.iter().enumerate() {
@@ -50,6 +53,7 @@ pub fn format_ops(ops: &[Op]) -> String {
         let _ = match op {
             Op::Put(i) => write!(s, "P{i}"),
             Op::Delete(i) => write!(s, "D{i}"),
+            Op::Merge(i) => write!(s, "M{i}"),
             Op::DeleteRange(a, b) => write!(s, "R{a}-{b}"),
         };
     }
@@ -63,6 +67,7 @@ pub fn parse_ops(s: &str) -> anyhow::Result<Vec<Op>> {
             Ok(match kind {
                 "P" => Op::Put(rest.parse()?),
                 "D" => Op::Delete(rest.parse()?),
+                "M" => Op::Merge(rest.parse()?),
                 "R" => {
                     let (a, b) = rest.split_once('-').context("range")?;
                     Op::DeleteRange(a.parse()?, b.parse()?)
@@ -78,7 +83,7 @@ pub fn batch_effects(ops: &[Op], seq: u64) -> Vec<(u64, Version)> {
     let mut m = BTreeMap::new();
     for op in ops {
         match *op {
-            Op::Put(i) => {
+            Op::Put(i) | Op::Merge(i) => {
                 m.insert(i, true);
             }
             Op::Delete(i) => {
