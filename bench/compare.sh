@@ -6,8 +6,8 @@
 #
 #   bash bench/compare.sh [--num N] [--threads T[,T...]] [--repeat N]
 #                         [--engines strata,rocksdb,slatedb]
-#                         [--suites onetier,sync,tiered,requests,scale-100,scale-1k,ycsb] [--tiered]
-#                         [--sync-num N] [--sync-threads T[,T...]]
+#                         [--suites onetier,sync,txn,tiered,requests,scale-100,scale-1k,ycsb] [--tiered]
+#                         [--sync-num N] [--sync-threads T[,T...]] [--txn-threads T[,T...]]
 #                         [--tiered-threads T] [--tiered-secs S]
 #                         [--requests-num N] [--requests-ops N] [--requests-threads T]
 #                         [--ycsb-ops N] [--ycsb-workloads W[,W...]]
@@ -19,6 +19,12 @@
 #            (--threads 1,2,4,8) each thread count is a run of its own and a row of its own.
 #   sync     fillrandom with every write fsynced (--sync; RocksDB's sync=true), --sync-num
 #            (20000) records at each of --sync-threads (1,4,16): group commit at work.
+#   txn      optimistic transactions: fillrandom of --num (1,000,000) records of 16+100 B, then
+#            updaterandom (get, put) and randomtransaction (get_for_update, put, commit: one key
+#            per transaction) with --num/2 operations each, uniform keys, at each of
+#            --txn-threads (1,2,4), a fresh database per run. RocksDB runs as an
+#            OptimisticTransactionDB for the whole run (its default parallel validation);
+#            conflicts are in each phase's `txn_conflicts`.
 #   tiered   YCSB-C (100% reads) with zipfian and with uniform keys for --tiered-secs (60) with
 #            --tiered-threads (16) threads (reads wait on the capacity tier); the capacity tier
 #            on file:// emulated at 5 ms per request; a fast-tier cache of 10% of the data;
@@ -85,6 +91,7 @@ SUITES=onetier
 REPEAT=1
 SYNC_NUM=20000
 SYNC_THREADS=1,4,16
+TXN_THREADS=1,2,4
 TIERED_THREADS=16
 TIERED_SECS=60
 REQ_NUM=200000
@@ -102,6 +109,7 @@ while [ $# -gt 0 ]; do
     --repeat) REPEAT="$2"; shift 2 ;;
     --sync-num) SYNC_NUM="$2"; shift 2 ;;
     --sync-threads) SYNC_THREADS="$2"; shift 2 ;;
+    --txn-threads) TXN_THREADS="$2"; shift 2 ;;
     --engines) ENGINES="$2"; shift 2 ;;
     --suites) SUITES="$2"; shift 2 ;;
     --tiered-threads) TIERED_THREADS="$2"; shift 2 ;;
@@ -111,7 +119,7 @@ while [ $# -gt 0 ]; do
     --requests-threads) REQ_THREADS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,69p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,80p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -190,8 +198,9 @@ suite_threads() { # suite_threads SUITE
 }
 IFS=, read -r -a THREAD_LIST <<<"$(suite_threads onetier)"
 IFS=, read -r -a SYNC_THREAD_LIST <<<"$SYNC_THREADS"
+IFS=, read -r -a TXN_THREAD_LIST <<<"$TXN_THREADS"
 for suite in "${SUITE_LIST[@]}"; do
-  case "$suite" in onetier|sync|tiered|requests|scale-100|scale-1k|ycsb) ;; *) echo "unknown suite $suite" >&2; exit 2 ;; esac
+  case "$suite" in onetier|sync|txn|tiered|requests|scale-100|scale-1k|ycsb) ;; *) echo "unknown suite $suite" >&2; exit 2 ;; esac
   if [ "$suite" = requests ] && [ -z "${STRATA_S3_URL:-}" ]; then
     trap 'bash scripts/s3-server.sh stop' EXIT
     s3_env=$(bash scripts/s3-server.sh start --server seaweedfs)
@@ -347,6 +356,17 @@ run_suite() { # run_suite SUITE ENGINE REPEAT
       for t in "${SYNC_THREAD_LIST[@]}"; do
         run "sync-$e-t$t-r$r" "$e" --benchmarks fillrandom --sync \
           --num "$SYNC_NUM" --threads "$t" --key-size 16 --value-size 100
+      done
+      ;;
+    txn)
+      if [ "$e" = slatedb ]; then
+        echo "== txn: skipping slatedb (its transactions are not wired into strata-bench)" >&2
+        return
+      fi
+      local n; n=$(suite_num txn)
+      for t in "${TXN_THREAD_LIST[@]}"; do
+        run "txn-$e-t$t-r$r" "$e" --benchmarks fillrandom,updaterandom,randomtransaction \
+          --num "$n" --ops $(( n / 2 )) --threads "$t" --key-size 16 --value-size 100
       done
       ;;
     tiered)

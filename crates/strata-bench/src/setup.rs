@@ -92,6 +92,7 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         max_open_files: args.max_open_files,
         sync: args.sync,
         statistics: args.statistics,
+        transactions: args.benchmarks.iter().any(|b| b == "randomtransaction"),
     })
 }
 

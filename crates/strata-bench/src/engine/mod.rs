@@ -180,6 +180,10 @@ pub struct EngineConfig {
     pub max_open_files: usize,
     pub sync: bool,
     pub statistics: bool,
+    /// The run has optimistic transactions (`randomtransaction`): RocksDB opens as an
+    /// `OptimisticTransactionDB` (Strata's transactions need no other handle).
+    #[serde(default)]
+    pub transactions: bool,
 }
 
 fn engine_default_avoid_flush() -> bool {

@@ -3,14 +3,17 @@
 //! size, compression by level, level sizing and background threads (see docs/bench-peers.md).
 //! A tiered run places the fast levels in the fast directory and the deeper levels in the
 //! capacity directory with `db_paths` (a `file://` capacity tier only; RocksDB cannot emulate
-//! object-store latency). Compiled only with the `rocksdb` cargo feature.
+//! object-store latency). A run with transactions (`randomtransaction`) opens the database as
+//! an `OptimisticTransactionDB` (every other operation goes to it unchanged). Compiled only
+//! with the `rocksdb` cargo feature.
 
 use std::path::{Path, PathBuf};
 
 use rocksdb::statistics::Ticker;
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, DBPath, DataBlockIndexType, Options,
-    WaitForCompactOptions, WriteBatch, WriteOptions, DB,
+    BlockBasedOptions, Cache, DBCompressionType, DBPath, DataBlockIndexType,
+    OptimisticTransactionDB, Options, WaitForCompactOptions, WriteBatchWithTransaction,
+    WriteOptions, DB,
 };
 
 use super::{CompressionKind, EngineConfig, EngineCounters, EngineKind, KvEngine};
@@ -20,9 +23,26 @@ const LEVEL0_TRIGGERS: (i32, i32, i32) = (4, 20, 36);
 const DEFAULT_LEVEL_BASE: u64 = 256 << 20;
 const DEFAULT_FILE_SIZE: u64 = 64 << 20;
 
+/// The open database: plain, or an `OptimisticTransactionDB` for runs with transactions.
+enum Handle {
+    Plain(DB),
+    Optimistic(OptimisticTransactionDB),
+}
+
+/// Evaluates `$body` with `$db` bound to whichever handle is open (the two share RocksDB's
+/// `DBCommon` methods; each arm is typed on its own, so a write batch's type follows `$db`).
+macro_rules! with_db {
+    ($handle:expr, $db:ident => $body:expr) => {
+        match $handle {
+            Handle::Plain($db) => $body,
+            Handle::Optimistic($db) => $body,
+        }
+    };
+}
+
 /// See the module docs.
 pub struct RocksDbEngine {
-    db: DB,
+    db: Handle,
     opts: Options,
     write_opts: WriteOptions,
     statistics: bool,
@@ -191,7 +211,12 @@ impl RocksDbEngine {
         w.set_sync(cfg.sync);
         set("wal", "on".into());
         set("sync", cfg.sync.to_string());
-        let db = DB::open(&o, &cfg.db_dir)?;
+        set("transactions", cfg.transactions.to_string());
+        let db = if cfg.transactions {
+            Handle::Optimistic(OptimisticTransactionDB::open(&o, &cfg.db_dir)?)
+        } else {
+            Handle::Plain(DB::open(&o, &cfg.db_dir)?)
+        };
         Ok(RocksDbEngine {
             db,
             opts: o,
@@ -206,6 +231,16 @@ impl RocksDbEngine {
     fn ticker(&self, t: Ticker) -> Option<u64> {
         self.statistics.then(|| self.opts.get_ticker_count(t))
     }
+}
+
+/// A write batch of `pairs`, of the kind the open handle takes (`TXN`: an
+/// `OptimisticTransactionDB`'s).
+fn batch<const TXN: bool>(pairs: &[(&[u8], &[u8])]) -> WriteBatchWithTransaction<TXN> {
+    let mut b = WriteBatchWithTransaction::default();
+    for (k, v) in pairs {
+        b.put(k, v);
+    }
+    b
 }
 
 /// Bytes of `.sst` files directly in `dir`.
@@ -227,63 +262,92 @@ impl KvEngine for RocksDbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
-        Ok(self.db.put_opt(key, value, &self.write_opts)?)
+        Ok(with_db!(&self.db, db => db.put_opt(key, value, &self.write_opts))?)
     }
 
     fn put_batch(&self, pairs: &[(&[u8], &[u8])]) -> anyhow::Result<()> {
-        let mut b = WriteBatch::default();
-        for (k, v) in pairs {
-            b.put(k, v);
-        }
-        Ok(self.db.write_opt(b, &self.write_opts)?)
+        Ok(with_db!(&self.db, db => db.write_opt(batch(pairs), &self.write_opts))?)
     }
 
     fn delete(&self, key: &[u8]) -> anyhow::Result<()> {
-        Ok(self.db.delete_opt(key, &self.write_opts)?)
+        Ok(with_db!(&self.db, db => db.delete_opt(key, &self.write_opts))?)
     }
 
     fn get(&self, key: &[u8]) -> anyhow::Result<bool> {
-        Ok(self
-            .db
-            .get_pinned(key)?
+        Ok(with_db!(&self.db, db => db.get_pinned(key))?
             .map(|v| std::hint::black_box(v.len()))
             .is_some())
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> anyhow::Result<usize> {
-        let cf = self
-            .db
-            .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
-            .ok_or_else(|| anyhow::anyhow!("RocksDB has no default column family"))?;
-        let mut found = 0;
-        for r in self.db.batched_multi_get_cf(cf, keys, false) {
-            found += usize::from(r?.map(|v| std::hint::black_box(v.len())).is_some());
+        with_db!(&self.db, db => {
+            let cf = db
+                .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+                .ok_or_else(|| anyhow::anyhow!("RocksDB has no default column family"))?;
+            let mut found = 0;
+            for r in db.batched_multi_get_cf(cf, keys, false) {
+                found += usize::from(r?.map(|v| std::hint::black_box(v.len())).is_some());
+            }
+            Ok(found)
+        })
+    }
+
+    /// `txn`: in an optimistic transaction (`get_for_update`, `put`, `commit`, RocksDB's
+    /// default parallel validation); a commit refused as `Busy` or `TryAgain` is a conflict.
+    fn update(&self, key: &[u8], value: &[u8], txn: bool) -> anyhow::Result<bool> {
+        if !txn {
+            self.get(key)?;
+            return self.put(key, value).map(|()| true);
         }
-        Ok(found)
+        let Handle::Optimistic(db) = &self.db else {
+            anyhow::bail!("RocksDB opened without transactions (the run had no randomtransaction)");
+        };
+        let t = db.transaction_opt(
+            &self.write_opts,
+            &rocksdb::OptimisticTransactionOptions::default(),
+        );
+        std::hint::black_box(t.get_pinned_for_update(key, true)?.map(|v| v.len()));
+        t.put(key, value)?;
+        match t.commit() {
+            Ok(()) => Ok(true),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    rocksdb::ErrorKind::Busy | rocksdb::ErrorKind::TryAgain
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn scan(&self, start: &[u8], n: usize, last: &mut Vec<u8>) -> anyhow::Result<usize> {
-        let mut it = self.db.raw_iterator();
-        it.seek(start);
-        let mut got = 0;
-        while got < n && it.valid() {
-            std::hint::black_box(it.value());
-            if got + 1 == n {
-                last.clear();
-                last.extend_from_slice(it.key().unwrap_or_default());
+        with_db!(&self.db, db => {
+            let mut it = db.raw_iterator();
+            it.seek(start);
+            let mut got = 0;
+            while got < n && it.valid() {
+                std::hint::black_box(it.value());
+                if got + 1 == n {
+                    last.clear();
+                    last.extend_from_slice(it.key().unwrap_or_default());
+                }
+                got += 1;
+                it.next();
             }
-            got += 1;
-            it.next();
-        }
-        it.status()?;
-        Ok(got)
+            it.status()?;
+            Ok(got)
+        })
     }
 
     fn settle(&self) -> anyhow::Result<()> {
-        self.db.flush()?;
-        let mut w = WaitForCompactOptions::default();
-        w.set_flush(true);
-        self.db.wait_for_compact(&w)?;
+        with_db!(&self.db, db => {
+            db.flush()?;
+            let mut w = WaitForCompactOptions::default();
+            w.set_flush(true);
+            db.wait_for_compact(&w)?;
+        });
         Ok(())
     }
 
@@ -291,8 +355,7 @@ impl KvEngine for RocksDbEngine {
         let (fast, capacity) = match &self.tiers {
             Some((f, c)) => (Some(sst_bytes(f)), Some(sst_bytes(c))),
             None => (
-                self.db
-                    .property_int_value("rocksdb.live-sst-files-size")
+                with_db!(&self.db, db => db.property_int_value("rocksdb.live-sst-files-size"))
                     .ok()
                     .flatten(),
                 None,
@@ -313,8 +376,7 @@ impl KvEngine for RocksDbEngine {
     }
 
     fn stats_text(&self) -> String {
-        self.db
-            .property_value("rocksdb.levelstats")
+        with_db!(&self.db, db => db.property_value("rocksdb.levelstats"))
             .ok()
             .flatten()
             .unwrap_or_default()
@@ -325,8 +387,10 @@ impl KvEngine for RocksDbEngine {
     }
 
     fn close(&self) -> anyhow::Result<()> {
-        self.db.flush_wal(true)?;
-        self.db.cancel_all_background_work(true);
+        with_db!(&self.db, db => {
+            db.flush_wal(true)?;
+            db.cancel_all_background_work(true);
+        });
         Ok(())
     }
 }
