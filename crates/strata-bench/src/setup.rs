@@ -92,7 +92,10 @@ pub fn engine_config(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
         max_open_files: args.max_open_files,
         sync: args.sync,
         statistics: args.statistics,
-        transactions: args.benchmarks.iter().any(|b| b == "randomtransaction"),
+        transactions: args.benchmarks.iter().any(|b| {
+            b.parse::<crate::workloads::Benchmark>()
+                == Ok(crate::workloads::Benchmark::RandomTransaction)
+        }),
     })
 }
 

@@ -291,8 +291,8 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         node_loss: rng.chance(30),
         avoid_flush_during_recovery: rng.chance(75),
         bytes_per_sync: pick(rng, &[0, 4 << 10, 64 << 10, 1 << 20]),
-        // Drawn last (in this order): a seed draws the same options before them as it did
-        // before they existed.
+        // Drawn last (in this order), so a round's earlier options are drawn as before they
+        // existed (a run's later rounds still differ: they come from the same generator).
         node_loss_recovery: pick(
             rng,
             &[

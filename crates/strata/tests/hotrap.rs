@@ -316,6 +316,15 @@ fn folded_merge_reads_are_tracker_accesses() {
         0,
         "a memtable answer is not an access"
     );
+    // Operands alone, with tables around that cannot hold the key: no table read.
+    db.flush().unwrap();
+    db.merge("fresh", U64Add::encode(5)).unwrap();
+    assert_eq!(read("fresh"), 5);
+    assert_eq!(
+        tracker.reads(b"fresh"),
+        0,
+        "a fold that read no table is not an access"
+    );
     // The base down to the capacity tier, an operand in a fast-tier table, one in the
     // memtable: the fold reads both tiers.
     db.flush().unwrap();

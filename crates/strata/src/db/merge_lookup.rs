@@ -116,7 +116,8 @@ pub(crate) fn merge_lookup_with(
     fold(with, sources, key, snapshot, cache_only).map(|(v, _)| v)
 }
 
-/// [`merge_lookup_with`], and whether the walk went past the memtables into tables.
+/// [`merge_lookup_with`], and whether the walk read a table (past the memtables, and past the
+/// snapshot and filter checks of at least one table).
 fn fold(
     with: &MergeWith<'_>,
     sources: &Sources<'_>,
@@ -145,8 +146,8 @@ fn fold(
             break;
         }
     }
-    let from_tables = base == Base::Open;
-    if from_tables {
+    let mut from_tables = false;
+    if base == Base::Open {
         for f in sources.tables {
             if f.smallest_seq > snapshot {
                 continue;
@@ -156,6 +157,7 @@ fn fold(
             if t == 0 && !table.may_contain(key) {
                 continue;
             }
+            from_tables = true;
             let mut it = table.iter(true);
             it.seek(&lookup);
             base = gather(&mut it, key, t, &mut operands)?;
