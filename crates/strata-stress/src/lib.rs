@@ -1,13 +1,14 @@
 //! `strata stress`: Strata's db_stress. A parent process runs rounds over one database
 //! directory; in each round a child process (the `strata` binary re-invoked as the hidden
 //! `stress-child` subcommand) opens the database with options drawn at random
-//! ([`config::draw_options`]) and runs a randomized workload (puts, deletes, range deletes, batches,
-//! merges, gets, snapshot reads and scans in both directions) until the parent SIGKILLs it at a random
-//! moment (or, in some rounds, it closes cleanly). The parent then reopens the database and checks
-//! it against its record of acknowledged writes ([`oracle`]).
+//! ([`config::draw_options`]) and runs a randomized workload (puts, deletes, range deletes,
+//! merges, batches, gets, snapshot reads and scans in both directions) until the parent SIGKILLs
+//! it at a random moment (or, in some rounds, it closes cleanly). The parent then reopens the
+//! database and checks it against its record of acknowledged writes ([`oracle`]).
 //!
 //! Modules: `config` (option drawing, the only place new features add a switch), `keys` (keys and
-//! self-describing values), `merge` (the merge operator the workload writes with), `history` (per-key version histories the child checks reads against),
+//! self-describing values), `merge` (the merge operator the workload writes with), `history`
+//! (per-key version histories the child checks reads against),
 //! `child` (the workload), `copies` (checkpoints, clones and backups of a verified database
 //! checked against the oracle), `oracle` (the parent's expected state, the child's event log and the
 //! after-kill verification), `replica` (a read replica checked beside the child, and promoted

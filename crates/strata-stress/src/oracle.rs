@@ -3,8 +3,8 @@
 //!
 //! **Event log** (`DIR/events.log`, one line per event, each written with its own `write(2)` so
 //! it reaches the OS before the child goes on): `O` (database opened), `I t seq ops` (thread `t`
-//! is about to issue batch `seq`: `P<i>` put, `D<i>` delete, `M<i>` merge, `R<a>-<b>` range delete of keys
-//! `a..b`), `A t seq` (acknowledged), `E t seq msg` (the write failed: outcome unknown, the
+//! is about to issue batch `seq`: `P<i>` put, `D<i>` delete, `M<i>` merge, `R<a>-<b>` range
+//! delete of keys `a..b`), `A t seq` (acknowledged), `E t seq msg` (the write failed: outcome unknown, the
 //! thread stops), `F lost|phantom msg` (a read during the run returned a value its history does
 //! not allow), `W msg` (another engine error: flush, compaction or read; reported, not fatal), `C`
 //! (closed cleanly), `S errors timeouts` (faults injected so far). The intent line is written before the write is issued, so nothing can reach

@@ -262,6 +262,10 @@ pub trait KvEngine: Send + Sync {
             "{} does not run transactions in strata bench",
             self.kind().name()
         );
+        self.get_then_put(key, value)
+    }
+    /// [`KvEngine::update`] without a transaction: `get`, then `put` (always `true`).
+    fn get_then_put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<bool> {
         self.get(key)?;
         self.put(key, value)?;
         Ok(true)

@@ -296,8 +296,7 @@ impl KvEngine for RocksDbEngine {
     /// default parallel validation); a commit refused as `Busy` or `TryAgain` is a conflict.
     fn update(&self, key: &[u8], value: &[u8], txn: bool) -> anyhow::Result<bool> {
         if !txn {
-            self.get(key)?;
-            return self.put(key, value).map(|()| true);
+            return self.get_then_put(key, value);
         }
         let Handle::Optimistic(db) = &self.db else {
             anyhow::bail!("RocksDB opened without transactions (the run had no randomtransaction)");

@@ -188,8 +188,7 @@ impl KvEngine for StrataEngine {
 
     fn update(&self, key: &[u8], value: &[u8], txn: bool) -> anyhow::Result<bool> {
         if !txn {
-            self.db.get(key)?;
-            return self.put(key, value).map(|()| true);
+            return self.get_then_put(key, value);
         }
         let mut t = self.db.transaction();
         t.get_for_update(key)?;
