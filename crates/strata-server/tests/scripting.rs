@@ -151,6 +151,50 @@ fn scripts_see_redis_environment_and_replies_convert() {
     assert!(e.contains("greater than number of args"), "{e}");
 }
 
+/// KEYS and ARGV reach the script whole whether they are set without a protected call (a
+/// few small items) or with one (past 1,024 items or 1 MiB), and each script sees only its own.
+#[test]
+fn keys_and_argv_of_every_size_reach_the_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start(test_config(dir.path()));
+    let mut c = s.conn();
+    // Counts, the last key and argument, and the total bytes of the arguments.
+    let script = "local n = 0 for _, a in ipairs(ARGV) do n = n + #a end \
+                  return {#KEYS, #ARGV, KEYS[#KEYS] or '', ARGV[#ARGV] or '', n}";
+    for (nkeys, nargs, width) in [
+        (0usize, 0usize, 1usize),
+        (1, 1, 3),
+        (3, 2, 10),
+        (500, 524, 1),
+        (600, 600, 1),
+        (1, 3000, 7),
+        (2, 3, 600_000),
+    ] {
+        let keys: Vec<String> = (0..nkeys).map(|i| format!("k{i}")).collect();
+        let args: Vec<String> = (0..nargs)
+            .map(|i| {
+                let i = i.to_string();
+                "0".repeat(width.saturating_sub(i.len())) + &i
+            })
+            .collect();
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(script).arg(nkeys).arg(&keys).arg(&args);
+        let got: Vec<Value> = cmd.query(&mut c).unwrap();
+        let total: usize = args.iter().map(String::len).sum();
+        let want = vec![
+            Value::Int(nkeys as i64),
+            Value::Int(nargs as i64),
+            bulk(keys.last().map_or("", String::as_str)),
+            bulk(args.last().map_or("", String::as_str)),
+            Value::Int(total as i64),
+        ];
+        assert_eq!(
+            got, want,
+            "{nkeys} keys, {nargs} arguments of {width} bytes"
+        );
+    }
+}
+
 #[test]
 fn a_script_is_one_batch_and_reads_its_own_writes() {
     let dir = tempfile::tempdir().unwrap();

@@ -99,6 +99,9 @@ pub struct Pending {
     /// the declared keys' stripes: the segment is discarded and rerun holding every stripe
     /// (`scripting`).
     pub needs_every_stripe: std::cell::Cell<bool>,
+    /// When the running command started (`commands::dispatch` reads the clock once per
+    /// command; a script's watchdog starts from the same reading).
+    pub(crate) command_started: Option<std::time::Instant>,
 }
 
 impl Pending {
@@ -137,6 +140,7 @@ impl Pending {
             notify_writes: None,
             notify_new: false,
             notify_notes: Vec::new(),
+            command_started: None,
         }
     }
 

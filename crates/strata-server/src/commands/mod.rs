@@ -553,6 +553,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: &Request) -> Reply {
     }
     ctx.session.client.last_cmd.store(i as u64 + 1, Relaxed);
     let start = std::time::Instant::now();
+    ctx.pending.command_started = Some(start);
     // Keyspace notifications: the writes of this command (a script's commands record their
     // own, each in its own dispatch).
     let flags = ctx.shared.notify.flags();

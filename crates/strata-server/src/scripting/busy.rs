@@ -131,8 +131,15 @@ const NAME_MAX: usize = 64;
 pub struct Guard<'a>(std::marker::PhantomData<&'a Busy>);
 
 /// Starts watching the script `name` that is about to run on this thread (`inline`: on an
-/// event loop).
-pub fn watch<'a>(busy: &'a Busy, name: &str, limit: Duration, inline: bool) -> Guard<'a> {
+/// event loop), counting its time from `started` (the command's start, when the caller has
+/// read the clock already; now otherwise).
+pub fn watch<'a>(
+    busy: &'a Busy,
+    name: &str,
+    limit: Duration,
+    inline: bool,
+    started: Option<Instant>,
+) -> Guard<'a> {
     let mut buf = [0u8; NAME_MAX];
     let name_len = name.len().min(NAME_MAX);
     buf[..name_len].copy_from_slice(&name.as_bytes()[..name_len]);
@@ -141,7 +148,7 @@ pub fn watch<'a>(busy: &'a Busy, name: &str, limit: Duration, inline: bool) -> G
             busy: busy as *const Busy,
             name: buf,
             name_len,
-            started: Instant::now(),
+            started: started.unwrap_or_else(Instant::now),
             limit,
             wrote: false,
             slow: None,
@@ -263,7 +270,7 @@ mod tests {
             Err("NOTBUSY No scripts in execution right now.")
         );
         {
-            let _g = watch(&busy, "s1", Duration::ZERO, false);
+            let _g = watch(&busy, "s1", Duration::ZERO, false, None);
             assert!(check().is_ok());
             assert!(busy.is_busy());
             assert_eq!(busy.running().unwrap().0, "s1");
@@ -272,7 +279,7 @@ mod tests {
         }
         assert!(!busy.is_busy());
         {
-            let _g = watch(&busy, "s2", Duration::ZERO, false);
+            let _g = watch(&busy, "s2", Duration::ZERO, false, None);
             before_command(false).unwrap();
             check().unwrap();
             busy.kill().unwrap();
@@ -282,11 +289,11 @@ mod tests {
         }
         assert!(!busy.is_busy());
         {
-            let _g = watch(&busy, "fast", Duration::from_secs(3600), false);
+            let _g = watch(&busy, "fast", Duration::from_secs(3600), false, None);
             check().unwrap();
             assert!(!busy.is_busy());
         }
-        let g = watch(&busy, "inline", Duration::from_secs(3600), true);
+        let g = watch(&busy, "inline", Duration::from_secs(3600), true, None);
         check().unwrap();
         assert!(!g.moved());
         std::thread::sleep(INLINE_BUDGET);

@@ -259,42 +259,79 @@ fn run_in(
 }
 
 /// Sets the script environment `env`'s `KEYS` and `ARGV` to fresh arrays of `keys` and `args`
-/// (as strings), or both to nil for `None` — in one protected call, building the tables on the
-/// Lua stack: mlua's typed table and string calls would each run protected, about ten
-/// protected calls per script, a tenth of a short script's time.
+/// (as strings), or both to nil for `None`.
+///
+/// Small lists (the common case: a few keys and arguments) are built on the Lua stack without
+/// a protected call, as mlua itself pushes strings and builds tables when the state has no
+/// memory limit (ours has none): a protected call costs two C closures and a `lua_pcall`, and
+/// their garbage, about a tenth of a short script's time. Larger ones take one protected call.
 fn set_keys_argv(lua: &Lua, env: &Table, items: Option<(&[Bytes], &[Bytes])>) -> mlua::Result<()> {
     use mlua::ffi;
     let lists = items.map(|(k, a)| [(&b"KEYS"[..], k), (&b"ARGV"[..], a)]);
-    if lists
+    let (count, bytes) = lists
         .iter()
         .flatten()
-        .any(|(_, l)| l.len() >= std::os::raw::c_int::MAX as usize)
-    {
+        .fold((0usize, 0usize), |(n, b), (_, l)| {
+            (n + l.len(), b + l.iter().map(Bytes::len).sum::<usize>())
+        });
+    if count >= std::os::raw::c_int::MAX as usize {
         return Err(mlua::Error::runtime("too many keys or arguments"));
     }
-    // SAFETY: `exec_raw` runs the closure as a protected C function with `env` at stack index
-    // 1 and room for three more values (a name, a table, an item: at most three are pushed at
-    // once). A Lua error (out of memory) unwinds through the closure, which holds only
-    // borrowed slices and plain integers: nothing is left undropped.
-    unsafe {
-        lua.exec_raw::<()>(env, |state| match &lists {
-            Some(lists) => {
-                for (name, list) in lists {
-                    ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
-                    push_array(state, list);
-                    ffi::lua_rawset(state, 1);
+    let fill = |state: *mut mlua::lua_State, env_at: std::os::raw::c_int| {
+        // SAFETY (for the callers): `env` is at `env_at` and three slots are free above the
+        // top (a name, a table, an item).
+        unsafe {
+            match &lists {
+                Some(lists) => {
+                    for (name, list) in lists {
+                        ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
+                        push_array(state, list);
+                        ffi::lua_rawset(state, env_at);
+                    }
+                }
+                None => {
+                    for name in [&b"KEYS"[..], b"ARGV"] {
+                        ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
+                        ffi::lua_pushnil(state);
+                        ffi::lua_rawset(state, env_at);
+                    }
                 }
             }
-            None => {
-                for name in [&b"KEYS"[..], b"ARGV"] {
-                    ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
-                    ffi::lua_pushnil(state);
-                    ffi::lua_rawset(state, 1);
+        }
+    };
+    if count <= UNPROTECTED_ITEMS && bytes <= UNPROTECTED_BYTES {
+        return lua.exec_raw_lua(|raw| {
+            let state = raw.state();
+            // SAFETY: unprotected, a Lua error here would escape every `pcall`. None can be
+            // raised: allocations do not fail (no memory limit is set, and mlua's allocator
+            // aborts the process on an allocation failure, as Rust does), the sizes are far
+            // below Lua's limits (`UNPROTECTED_*`), `rawset` calls no metamethod, and a
+            // collection step runs no script code (`newproxy` is removed, so no userdata a
+            // script made has a `__gc`). The stack is checked first and left as it was.
+            unsafe {
+                let top = ffi::lua_gettop(state);
+                if ffi::lua_checkstack(state, 4) == 0 {
+                    return Err(mlua::Error::StackError);
                 }
+                let pushed = raw.push(env);
+                if pushed.is_ok() {
+                    fill(state, top + 1);
+                }
+                ffi::lua_settop(state, top);
+                pushed
             }
-        })
+        });
     }
+    // SAFETY: `exec_raw` runs the closure as a protected C function with `env` at stack index
+    // 1 and room for three more values. A Lua error (out of memory) unwinds through the
+    // closure, which holds only borrowed slices and plain integers: nothing is left undropped.
+    unsafe { lua.exec_raw::<()>(env, |state| fill(state, 1)) }
 }
+
+/// How many keys and arguments, and how many bytes of them, [`set_keys_argv`] sets without a
+/// protected call.
+const UNPROTECTED_ITEMS: usize = 1024;
+const UNPROTECTED_BYTES: usize = 1 << 20;
 
 /// Lua arrays of `keys` and of `args`, as strings (a function's two arguments), made in one
 /// protected call (see [`set_keys_argv`]).
@@ -339,7 +376,13 @@ fn call(
 ) -> Reply {
     let limit = ctx.shared.limits.lua_time_limit();
     let shared = ctx.shared;
-    let watched = busy::watch(&shared.busy, name, limit, ctx.pending.inline);
+    let watched = busy::watch(
+        &shared.busy,
+        name,
+        limit,
+        ctx.pending.inline,
+        ctx.pending.command_started,
+    );
     set_resp3(false);
     let running = Running {
         ctx: (ctx as *mut Ctx<'_>).cast::<Ctx<'static>>(),
@@ -431,7 +474,7 @@ pub fn fcall(
         if !current {
             let limit = shared.limits.lua_time_limit();
             let (loaded, moved) = {
-                let watched = busy::watch(&shared.busy, &lib.name, limit, inline);
+                let watched = busy::watch(&shared.busy, &lib.name, limit, inline, None);
                 let loaded = functions::load(&vm.sb, &lib.code);
                 (loaded, watched.moved())
             };
@@ -508,7 +551,7 @@ pub fn compile_library(
 ) -> Result<functions::Library, String> {
     let mut out = None;
     let limit = shared.limits.lua_time_limit();
-    let _watched = busy::watch(&shared.busy, "FUNCTION LOAD", limit, false);
+    let _watched = busy::watch(&shared.busy, "FUNCTION LOAD", limit, false, None);
     let vm = with_vm(shared, |vm| {
         vm.clear_script_args();
         out = Some(functions::load(&vm.sb, code).map(|l| l.describe(code)));
