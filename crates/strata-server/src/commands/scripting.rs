@@ -39,21 +39,10 @@ fn eval_body(ctx: &mut Ctx<'_>, a: &[Bytes], read_only: bool) -> CmdResult {
 
 fn eval_sha(ctx: &mut Ctx<'_>, a: &[Bytes], read_only: bool) -> CmdResult {
     let (keys, args) = keys_and_args(a)?;
-    let found = scripting::Sha::parse(&a[1]).and_then(|sha| {
-        let body = ctx.shared.scripts.get(&sha)?;
-        Some((sha, body))
-    });
-    let Some((sha, body)) = found else {
+    let Some(sha) = scripting::Sha::parse(&a[1]) else {
         return Err(Reply::error(scripting::NOSCRIPT));
     };
-    Ok(scripting::run(
-        ctx,
-        sha.as_str(),
-        &body,
-        keys,
-        args,
-        read_only,
-    ))
+    Ok(scripting::run_cached(ctx, &sha, keys, args, read_only))
 }
 
 pub fn eval(ctx: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {

@@ -167,8 +167,14 @@ impl Sha {
 /// The lowercase hex SHA1 of `body` (how scripts are named).
 pub fn sha1_hex(body: &[u8]) -> String {
     use sha1::Digest;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let d = sha1::Sha1::digest(body);
-    d.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(2 * d.len());
+    for b in d {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 15)] as char);
+    }
+    out
 }
 
 impl Scripts {
@@ -223,22 +229,48 @@ pub fn run(
 ) -> Reply {
     let shared = ctx.shared;
     with_vm(shared, |vm| {
-        run_in(vm, ctx, sha, body, keys, args, read_only)
+        if let Err(e) = compiled(vm, sha, body) {
+            return e;
+        }
+        run_in(vm, ctx, sha, keys, args, read_only)
     })
 }
 
-fn run_in(
-    vm: &mut Vm,
+/// Runs the cached script named `sha` (EVALSHA, EVALSHA_RO), as [`run`]; `NOSCRIPT` if no
+/// script has that name. A script this thread compiled under the current [`Scripts`]
+/// generation is still cached (SCRIPT FLUSH starts a new one), so only the first run on a
+/// thread looks its text up.
+pub fn run_cached(
     ctx: &mut Ctx<'_>,
-    sha: &str,
-    body: &Bytes,
+    sha: &Sha,
     keys: &[Bytes],
     args: &[Bytes],
     read_only: bool,
 ) -> Reply {
-    if let Err(e) = compiled(vm, sha, body) {
-        return e;
-    }
+    let shared = ctx.shared;
+    let name = sha.as_str();
+    with_vm(shared, |vm| {
+        if !vm.compiled.contains_key(name) {
+            let Some(body) = shared.scripts.get(sha) else {
+                return Reply::error(NOSCRIPT);
+            };
+            if let Err(e) = compiled(vm, name, &body) {
+                return e;
+            }
+        }
+        run_in(vm, ctx, name, keys, args, read_only)
+    })
+}
+
+/// Runs the script `sha`, compiled into `vm` already.
+fn run_in(
+    vm: &mut Vm,
+    ctx: &mut Ctx<'_>,
+    sha: &str,
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only: bool,
+) -> Reply {
     // Borrowed, not cloned: a clone of a `Function` is a registry reference made and freed.
     let Vm {
         sb,
