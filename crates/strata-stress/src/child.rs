@@ -49,6 +49,7 @@ impl Shared {
         let kind = match v.kind {
             ViolationKind::Lost => "lost",
             ViolationKind::Phantom => "phantom",
+            ViolationKind::Unreadable => "unreadable",
         };
         self.log(format!("F {kind} {}", v.message.replace('\n', " ")));
         eprintln!("stress child: read check failed ({kind}): {}", v.message);
@@ -248,8 +249,16 @@ fn commit_in_transaction(
     }
 }
 
-/// A read failed with an error (not a wrong value): injected faults can exhaust retries.
+/// A read failed with an error (not a wrong value). Injected faults can exhaust retries (an
+/// I/O error or a timeout: a warning), but none makes stored bytes undecodable: `Corruption`
+/// fails the round.
 fn read_error(s: &Shared, what: &str, e: strata::Error) {
+    if e.kind() == strata::ErrorKind::Corruption {
+        s.violation(Violation {
+            kind: ViolationKind::Unreadable,
+            message: format!("{what}: {e}"),
+        });
+    }
     s.log(format!("W {what}: {e}"));
 }
 

@@ -33,6 +33,9 @@ pub enum ViolationKind {
     Lost,
     /// Something came back that was never written (or not yet issued) to that key.
     Phantom,
+    /// The read failed with an error no injected fault causes (`Corruption`): the engine could
+    /// not read back what it holds. Counted as lost.
+    Unreadable,
 }
 
 #[derive(Debug)]

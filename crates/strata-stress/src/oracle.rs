@@ -6,7 +6,8 @@
 //! is about to issue batch `seq`: `P<i>` put, `D<i>` delete, `M<i>` merge, `R<a>-<b>` range
 //! delete of keys `a..b`), `A t seq` (acknowledged), `E t seq msg` (the write failed: outcome unknown, the
 //! thread stops), `F lost|phantom msg` (a read during the run returned a value its history does
-//! not allow), `W msg` (another engine error: flush, compaction or read; reported, not fatal), `C`
+//! not allow), `F unreadable msg` (a read failed with `Corruption`, which no injected fault
+//! causes), `W msg` (another engine error: flush, compaction or read; reported, not fatal), `C`
 //! (closed cleanly), `S errors timeouts` (faults injected so far). The intent line is written before the write is issued, so nothing can reach
 //! the database that the log does not name; an acknowledgement may be cut off by the kill, which
 //! only leaves that batch in flight.
@@ -156,6 +157,7 @@ pub fn parse_log(text: &str) -> anyhow::Result<RoundLog> {
             Some("F") => {
                 let kind = match f.next() {
                     Some("lost") => ViolationKind::Lost,
+                    Some("unreadable") => ViolationKind::Unreadable,
                     _ => ViolationKind::Phantom,
                 };
                 log.read_failures.push((kind, line.to_string()));
@@ -270,7 +272,7 @@ pub struct Verdict {
 impl Verdict {
     fn wrong(&mut self, kind: ViolationKind, msg: String) {
         match kind {
-            ViolationKind::Lost => self.lost += 1,
+            ViolationKind::Lost | ViolationKind::Unreadable => self.lost += 1,
             ViolationKind::Phantom => self.phantoms += 1,
         }
         if self.first.is_none() {
@@ -443,5 +445,28 @@ mod tests {
             2,
             "the cut ack leaves batch 9 in flight"
         );
+    }
+
+    #[test]
+    fn read_failures_keep_their_kind_and_warnings_do_not_fail() {
+        let text = "O\nW get: I/O error: injected transient error\n\
+                    F lost key 3: nothing\nF phantom key 4: v9\n\
+                    F unreadable get: corruption: block checksum mismatch\n";
+        let log = parse_log(text).unwrap();
+        assert_eq!(log.warnings.len(), 1);
+        let kinds: Vec<ViolationKind> = log.read_failures.iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ViolationKind::Lost,
+                ViolationKind::Phantom,
+                ViolationKind::Unreadable
+            ]
+        );
+        let mut v = Verdict::default();
+        for (k, line) in &log.read_failures {
+            v.wrong(*k, line.clone());
+        }
+        assert_eq!((v.lost, v.phantoms), (2, 1), "unreadable counts as lost");
     }
 }

@@ -343,7 +343,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
         }
         for (kind, line) in &log.read_failures {
             match kind {
-                ViolationKind::Lost => sum.lost += 1,
+                ViolationKind::Lost | ViolationKind::Unreadable => sum.lost += 1,
                 ViolationKind::Phantom => sum.phantoms += 1,
             }
             problems.push(format!("a read during the run was wrong: {line}"));
