@@ -133,6 +133,16 @@ fn scripts_see_redis_environment_and_replies_convert() {
     assert_eq!(run(&mut c, &["SCRIPT", "FLUSH"]), Ok(Value::Okay));
     let e = run(&mut c, &["EVALSHA", &sha, "0"]).unwrap_err();
     assert!(e.starts_with("NOSCRIPT"), "{e}");
+    // A flush from another connection also reaches a thread that compiled the script.
+    assert_eq!(
+        run(&mut c, &["SCRIPT", "LOAD", "return ARGV[1]"]),
+        Ok(bulk(&sha))
+    );
+    assert_eq!(run(&mut c, &["EVALSHA", &sha, "0", "hi"]), Ok(bulk("hi")));
+    let mut other = s.conn();
+    assert_eq!(run(&mut other, &["SCRIPT", "FLUSH"]), Ok(Value::Okay));
+    let e = run(&mut c, &["EVALSHA", &sha, "0", "hi"]).unwrap_err();
+    assert!(e.starts_with("NOSCRIPT"), "{e}");
     // Read-only scripts read and refuse writes.
     assert_eq!(
         run(
