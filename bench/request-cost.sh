@@ -77,7 +77,7 @@ echo "$what, redis-benchmark -c 50 -P $P -r 100000, $N requests counted after $W
 echo
 echo "| server | instructions | I1 misses | D1 read misses | D1 write misses |"
 echo "|---|---:|---:|---:|---:|"
-measure strata "$STRATA_BIN" serve --bind 127.0.0.1 --port "$PORT" --dir "$WORK/strata/data" \
+measure "${LABEL:-strata}" "$STRATA_BIN" serve --bind 127.0.0.1 --port "$PORT" --dir "$WORK/strata/data" \
   --sync everysec --log-level warn
 measure redis redis-server --bind 127.0.0.1 --port "$PORT" --dir "$WORK/redis" --appendonly yes \
   --appendfsync everysec --save "" --daemonize no

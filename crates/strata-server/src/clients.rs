@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -53,20 +53,24 @@ impl ClientHandle {
         self.sub.load(Relaxed) + self.psub.load(Relaxed) + self.ssub.load(Relaxed) > 0
     }
 
-    /// Asks the client's connection to close (CLIENT KILL).
+    /// Asks the client's connection to close (CLIENT KILL): wakes every [`ClientHandle::killed`]
+    /// waiting (a connection waits in more than one place, and keeps one of them across
+    /// requests).
     pub fn kill(&self) {
-        self.killed.store(true, Relaxed);
-        self.kill.notify_one();
+        self.killed.store(true, SeqCst);
+        self.kill.notify_waiters();
     }
 
     pub fn is_killed(&self) -> bool {
-        self.killed.load(Relaxed)
+        self.killed.load(SeqCst)
     }
 
-    /// Resolves once [`ClientHandle::kill`] was called (at once if it already was).
+    /// Resolves once [`ClientHandle::kill`] was called (at once if it already was). The
+    /// notification is armed before the flag is read, so a kill between the two still wakes it.
     pub async fn killed(&self) {
+        let notified = self.kill.notified();
         if !self.is_killed() {
-            self.kill.notified().await;
+            notified.await;
         }
     }
 

@@ -86,6 +86,13 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
     let mut owed: u64 = 0;
     // A blocked command was woken: it reruns at step 2.
     let mut rerun_blocked = false;
+    // Made once for the connection, not per read: each would register with its notifier (a
+    // lock taken and released) whenever it is polled anew. Either ends the connection once it
+    // fires, so neither is polled after it completed.
+    let killed = client.killed();
+    tokio::pin!(killed);
+    let shutdown = shared.shutdown.wait();
+    tokio::pin!(shutdown);
     loop {
         if client.is_killed() {
             debug!("client {} killed (CLIENT KILL)", client.id);
@@ -174,7 +181,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
             let wrote = tokio::select! {
                 biased;
                 r = sock.write_all(&out) => r.is_ok(),
-                _ = client.killed() => false,
+                _ = &mut killed => false,
                 _ = async {
                     match &mailbox {
                         Some(m) => {
@@ -287,7 +294,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
         };
         let mailbox = session.pubsub.as_ref().map(|s| s.mailbox.clone());
         let n = tokio::select! {
-            _ = client.killed() => continue,
+            _ = &mut killed => continue,
             // A message for a subscriber: back to the top, which writes it.
             _ = async {
                 match &mailbox {
@@ -309,7 +316,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, client: Arc<ClientH
                 Some(Ok(0)) | Some(Err(_)) => return,
                 Some(Ok(n)) => n,
             },
-            _ = shared.shutdown.wait() => {
+            _ = &mut shutdown => {
                 let _ = sock.shutdown().await;
                 return;
             }
