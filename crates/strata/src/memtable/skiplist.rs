@@ -346,19 +346,35 @@ impl SkipList {
         }
         let (n, height) = self.new_key_node(&t, value);
         self.max_height.fetch_max(height, AtOrd::Relaxed);
+        // SAFETY: `n` is a new, unpublished key node of `t`, `height` tall.
+        unsafe { self.search_and_link(n, height, &t, hash) }
+    }
+
+    /// Finds where key node `n` goes, level by level from the top, and links it there (see
+    /// [`SkipList::link`] for what it returns).
+    ///
+    /// SAFETY (callers): `n` is an unpublished key node of `t`, `height` tall, and `max_height`
+    /// was raised to at least `height`.
+    unsafe fn search_and_link(
+        &self,
+        n: *mut KeyNode,
+        height: usize,
+        t: &Target,
+        hash: u64,
+    ) -> bool {
         let top = self.max_height.load(AtOrd::Relaxed);
         let mut prev = [self.head; MAX_HEIGHT];
         let mut succ = [ptr::null_mut(); MAX_HEIGHT];
         let mut x = self.head;
         for level in (0..top).rev() {
             // SAFETY: `x` is the head or a key node of the list whose key is < t.
-            let (p, s) = unsafe { self.splice(x, level, &t) };
+            let (p, s) = unsafe { self.splice(x, level, t) };
             prev[level] = p;
             succ[level] = s;
             x = p;
         }
         // SAFETY: `n` is unpublished and `height` tall; prev/succ are a splice of `t`.
-        unsafe { self.link(n, height, &t, hash, &mut prev, &mut succ) }
+        unsafe { self.link(n, height, t, hash, &mut prev, &mut succ) }
     }
 
     /// [`SkipList::insert_group_hashed`], hashing the keys (for tests).
@@ -404,6 +420,18 @@ impl SkipList {
             self.max_height.fetch_max(nodes[i].1, AtOrd::Relaxed);
             at[i] = top.max(nodes[i].1);
             active += 1;
+        }
+        // Nothing to search (every key was in the index: versions of keys the memtable
+        // holds), or one search, which has nothing to overlap with: the lock-step search's
+        // per-entry arrays (kilobytes to initialize) are not needed.
+        if active <= 1 {
+            if let Some(i) = (0..k).find(|&i| at[i] > 0) {
+                let (node, height) = nodes[i];
+                // SAFETY: `node` is new and unpublished, `height` tall, and `max_height` was
+                // raised to it above.
+                inserted[i] = unsafe { self.search_and_link(node, height, &t[i], hashes[i]) };
+            }
+            return;
         }
         let mut prev = [[self.head; MAX_HEIGHT]; INSERT_GROUP];
         let mut succ = [[ptr::null_mut(); MAX_HEIGHT]; INSERT_GROUP];
