@@ -534,7 +534,9 @@ impl Follower {
         // names, and the sequence check below cannot see that when the version's last
         // sequence already counts them. (A directory holds a log from its creation, and logs
         // are created in order; on an object store an empty log may not be uploaded yet.)
+        // (Log 0 is no log: a new database's manifest names none before its first edit.)
         if self.source.cheap_listing()
+            && versions.log_number > 0
             && !self.logs.contains_key(&versions.log_number)
             && self.logs.range(versions.log_number..).next().is_some()
         {
