@@ -227,13 +227,7 @@ pub fn run(
     args: &[Bytes],
     read_only: bool,
 ) -> Reply {
-    let shared = ctx.shared;
-    with_vm(shared, |vm| {
-        if let Err(e) = compiled(vm, sha, body) {
-            return e;
-        }
-        run_in(vm, ctx, sha, keys, args, read_only)
-    })
+    run_with(ctx, sha, || Some(body.clone()), keys, args, read_only)
 }
 
 /// Runs the cached script named `sha` (EVALSHA, EVALSHA_RO), as [`run`]; `NOSCRIPT` if no
@@ -248,17 +242,36 @@ pub fn run_cached(
     read_only: bool,
 ) -> Reply {
     let shared = ctx.shared;
-    let name = sha.as_str();
-    with_vm(shared, |vm| {
-        if !vm.compiled.contains_key(name) {
-            let Some(body) = shared.scripts.get(sha) else {
+    run_with(
+        ctx,
+        sha.as_str(),
+        || shared.scripts.get(sha),
+        keys,
+        args,
+        read_only,
+    )
+}
+
+/// Compiles script `sha` on this thread's interpreter unless it is there (its text from
+/// `text`; `NOSCRIPT` if that has none), then runs it.
+fn run_with(
+    ctx: &mut Ctx<'_>,
+    sha: &str,
+    text: impl FnOnce() -> Option<Bytes>,
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only: bool,
+) -> Reply {
+    with_vm(ctx.shared, |vm| {
+        if !vm.compiled.contains_key(sha) {
+            let Some(body) = text() else {
                 return Reply::error(NOSCRIPT);
             };
-            if let Err(e) = compiled(vm, name, &body) {
+            if let Err(e) = compiled(vm, sha, &body) {
                 return e;
             }
         }
-        run_in(vm, ctx, name, keys, args, read_only)
+        run_in(vm, ctx, sha, keys, args, read_only)
     })
 }
 
