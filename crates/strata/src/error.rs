@@ -39,7 +39,8 @@ pub enum ErrorKind {
     /// A transaction's commit could not check for conflicts because the writes since its
     /// snapshot are no longer all in memory (RocksDB's `Status::TryAgain`). Nothing was
     /// written; run the transaction again (keep transactions shorter than a memtable's
-    /// lifetime, or raise `write_buffer_size`).
+    /// lifetime, or raise `write_buffer_size`). Also a replica's refresh that read the writer
+    /// behind the view it serves: reads keep that view; refresh again.
     TryAgain,
     /// A pessimistic transaction waited for a key's lock longer than its lock timeout
     /// (RocksDB's `Status::TimedOut`). The request did nothing; the transaction keeps its other
@@ -109,7 +110,8 @@ pub enum ErrorRepr {
     /// A transaction conflict ([`ErrorKind::Busy`]): which key, and why.
     #[error("busy: {0}")]
     Busy(String),
-    /// A transaction's conflict check is impossible ([`ErrorKind::TryAgain`]).
+    /// A transaction's conflict check is impossible, or a replica's refresh read the writer
+    /// behind its served view ([`ErrorKind::TryAgain`]).
     #[error("try again: {0}")]
     TryAgain(String),
     /// A lock wait ran out ([`ErrorKind::TimedOut`]): which key, held by whom.

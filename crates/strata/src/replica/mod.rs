@@ -178,12 +178,16 @@ impl ReplicaInner {
     fn refresh(&self, force_manifest: bool) -> Result<()> {
         let start = (Instant::now(), SystemTime::now());
         let mut f = self.follower.lock();
-        match f.refresh(force_manifest) {
+        let refreshed = f.refresh(force_manifest).and_then(|(view, r)| {
+            // Views never go backwards: a refresh that read the writer behind what reads already
+            // see (a listing restarts the memtables from the WAL) keeps the served view and
+            // fails, so that it shows in `last_error` and `refresh_errors`, not as a success.
+            not_behind(self.view.load().seq, view.seq)?;
+            Ok((view, r))
+        });
+        match refreshed {
             Ok((view, r)) => {
-                // Views never go backwards (a listing restarts the memtables from the WAL).
-                if view.seq >= self.view.load().seq {
-                    self.view.store(view);
-                }
+                self.view.store(view);
                 drop(f);
                 for id in &r.dropped {
                     self.tables.evict(*id);
@@ -218,7 +222,11 @@ impl ReplicaInner {
                 Err(e) if (e.is_not_found() || e.is_missing_object()) && attempt < READ_RETRIES => {
                     attempt += 1;
                     tracing::debug!(error = %e, attempt, "replica: a table is gone; refreshing");
-                    self.refresh(true)?;
+                    match self.refresh(true) {
+                        // Read the writer behind the served view: read and refresh again.
+                        Err(e) if e.kind() == crate::ErrorKind::TryAgain => {}
+                        r => r?,
+                    }
                 }
                 r => return r,
             }
@@ -593,8 +601,37 @@ fn snapshot_error(e: Error) -> Error {
 /// Refreshes a read retries after a table it needed was gone (`read_latest`).
 const READ_RETRIES: u32 = 5;
 
+/// Whether a refresh that read the writer at sequence `read` may replace a view that serves
+/// `served`: not if it is behind ([`crate::ErrorKind::TryAgain`]; the next refresh catches up).
+fn not_behind(served: SeqNo, read: SeqNo) -> Result<()> {
+    if read < served {
+        return Err(ErrorRepr::TryAgain(format!(
+            "the refresh read the writer at sequence {read}, behind the {served} reads already \
+             see (a log not yet visible to it); the replica keeps serving {served}, and the next \
+             refresh catches up"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<Replica>();
     send_sync::<ReplicaSnapshot>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refresh_behind_the_served_view_fails_with_try_again() {
+        assert!(not_behind(0, 0).is_ok(), "a new replica");
+        assert!(not_behind(10, 10).is_ok(), "nothing new written");
+        assert!(not_behind(10, 11).is_ok());
+        let e = not_behind(11, 10).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::TryAgain);
+        assert!(e.to_string().contains("sequence 10, behind the 11"), "{e}");
+    }
+}
