@@ -492,6 +492,31 @@ impl Follower {
             manifest_grew = true;
             self.follow_logs(&mut r.fetched)?;
         }
+        // A listing reads the manifest, then the logs; the writer may release and delete the
+        // manifest's first log in between. Its deletion came after the edit that released
+        // it, so the manifest read again now holds that edit, and the version then starts
+        // past the deleted log. Without this, a version whose last sequence already counts
+        // the deleted log's writes would be served with the later logs and without those
+        // writes: the memtables' sequence check below cannot see that. Read until the
+        // manifest held still across the logs' reads (bounded: the checks below remain).
+        if r.listed {
+            for _ in 0..3 {
+                let grew = self.probe_manifest(&mut r.fetched)?;
+                if !grew && !self.relist {
+                    break;
+                }
+                if grew {
+                    manifest_grew = true;
+                    self.versions = Some(self.read_versions()?);
+                    self.follow_logs(&mut r.fetched)?;
+                }
+                let log_number = self.versions.as_ref().map_or(0, |v| v.log_number);
+                if self.relist || self.newest.is_some_and(|n| n < log_number) {
+                    r.fetched += self.sync_listing()?;
+                    self.follow_logs(&mut r.fetched)?;
+                }
+            }
+        }
         // The memtables must hold every write after the version's tables: a log the writer
         // deleted after the mirrored manifest was read (a later edit released it) leaves a
         // gap, and a view with a gap would show older values at a newer sequence.
@@ -750,3 +775,7 @@ impl Follower {
         }))
     }
 }
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod tests;
