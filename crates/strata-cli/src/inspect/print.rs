@@ -92,6 +92,18 @@ pub fn manifest(
         last.map_or("?".into(), |s| s.to_string()),
         log.map_or("?".into(), |s| s.to_string()),
     )?;
+    for (id, f) in m.families.iter() {
+        writeln!(
+            out,
+            "column family {id} {:?}: {} levels, {}, log number {}, {} tables, {}",
+            f.name,
+            f.version.num_levels(),
+            f.style.name(),
+            f.log_number,
+            f.version.all_files().count(),
+            size(f.version.all_files().map(|t| t.meta.size).sum()),
+        )?;
+    }
     writeln!(
         out,
         "tiers: fast {} in {nfast} tables, capacity {} in {ncap} tables ({:.1}% on capacity)",
@@ -201,20 +213,51 @@ pub fn manifest(
             if let Some(n) = e.last_sequence {
                 write!(out, " last_seq={n}")?;
             }
-            for (l, id) in &e.deleted {
-                write!(out, " -L{l}:{id:06}")?;
+            tree_edit(out, e)?;
+            for f in &e.families_added {
+                write!(out, " +family {}={:?}", f.id, f.name)?;
             }
-            for (l, f) in &e.added {
-                write!(
-                    out,
-                    " +L{l}:{:06}({},{})",
-                    f.id,
-                    f.tier.name(),
-                    size(f.size)
-                )?;
+            for id in &e.families_dropped {
+                write!(out, " -family {id}")?;
+            }
+            if let Some(n) = e.next_family_id {
+                write!(out, " next_family={n}")?;
+            }
+            for (id, s) in &e.family_edits {
+                write!(out, " [family {id}:")?;
+                if let Some(n) = s.num_levels {
+                    write!(out, " levels={n}")?;
+                }
+                if let Some(n) = s.log_number {
+                    write!(out, " log={n}")?;
+                }
+                tree_edit(out, s)?;
+                write!(out, "]")?;
             }
             writeln!(out)?;
         }
+    }
+    Ok(())
+}
+
+/// The table changes of one tree's part of a record.
+fn tree_edit(out: &mut impl Write, e: &strata::version::VersionEdit) -> Result<()> {
+    for (l, id) in &e.deleted {
+        write!(out, " -L{l}:{id:06}")?;
+    }
+    let added = e
+        .added
+        .iter()
+        .map(|(l, f)| (l, f))
+        .chain(e.added_to_run.iter().map(|(l, _, f)| (l, f)));
+    for (l, f) in added {
+        write!(
+            out,
+            " +L{l}:{:06}({},{})",
+            f.id,
+            f.tier.name(),
+            size(f.size)
+        )?;
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use strata::storage::LocalFs;
 use strata::version::{VersionEdit, VersionSet};
 
 use crate::targets::wal::read_all;
-use crate::util::{real_db, reseal_log, scratch_dir, split_flag};
+use crate::util::{real_db, reseal_log, scratch_dir, split_flag, write_log};
 
 fn scratch() -> &'static PathBuf {
     static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
@@ -61,7 +61,9 @@ pub fn run(data: &[u8]) {
     let next = vs.new_file_number();
     let v = vs.current();
     assert!(
-        v.all_files().all(|f| f.id < next),
+        v.all_files()
+            .chain(vs.families().all_files())
+            .all(|f| f.id < next),
         "next file number not above every table"
     );
     assert!(next > vs.manifest_number(), "next file number not above the manifest's");
@@ -75,5 +77,18 @@ pub fn seeds() -> Vec<Vec<u8>> {
             out.push([&[flag, current.len() as u8][..], current.as_bytes(), m].concat());
         }
     }
+    // A v3 manifest: a snapshot creating two families, then a record dropping one.
+    let snapshot = VersionEdit {
+        families_dropped: Vec::new(),
+        family_edits: vec![(2, VersionEdit { num_levels: Some(3), ..Default::default() })],
+        ..VersionEdit::decode(&crate::targets::version_edit::family_record()).expect("seed decodes")
+    };
+    let drop = VersionEdit {
+        families_dropped: vec![2],
+        ..Default::default()
+    };
+    let m = write_log(&[snapshot.encode(), drop.encode()]);
+    let current = "MANIFEST-000001\n";
+    out.push([&[0, current.len() as u8][..], current.as_bytes(), &m].concat());
     out
 }

@@ -4,7 +4,7 @@
 //! a fixed point (encode(decode(encode(e))) == encode(e)).
 
 use strata::tier::Tier;
-use strata::version::{FileMeta, VersionEdit};
+use strata::version::{FamilyDescriptor, FileMeta, VersionEdit};
 
 use crate::util::{log_records, real_db};
 
@@ -67,7 +67,50 @@ pub fn seeds() -> Vec<Vec<u8>> {
             },
         )],
         run_cuts: vec![(5, 70, b"bb".to_vec(), 71)],
+        ..Default::default()
     };
     out.push(e.encode());
+    out.push(family_record());
     out
+}
+
+/// A v3 record with every column-family field: a creation, a drop, the next id and sections.
+pub fn family_record() -> Vec<u8> {
+    let section = |log: u64, table: u64| VersionEdit {
+        log_number: Some(log),
+        num_levels: Some(4),
+        style: Some(strata::CompactionStyle::Leveled),
+        added: vec![(
+            1,
+            FileMeta {
+                id: table,
+                size: 100,
+                smallest: b"f".to_vec(),
+                largest: b"g".to_vec(),
+                largest_exclusive: false,
+                smallest_seq: 4,
+                largest_seq: 5,
+                num_entries: 2,
+                num_deletions: 0,
+                num_range_deletions: 0,
+                tier: Tier::Fast,
+            },
+        )],
+        ..Default::default()
+    };
+    VersionEdit {
+        format: Some(strata::version::MANIFEST_FORMAT_V3.into()),
+        num_levels: Some(7),
+        next_file_number: Some(40),
+        families_added: vec![FamilyDescriptor {
+            id: 2,
+            name: "meta".into(),
+            options: b"{}".to_vec(),
+        }],
+        families_dropped: vec![1],
+        next_family_id: Some(3),
+        family_edits: vec![(2, section(6, 31)), (3, section(7, 32))],
+        ..Default::default()
+    }
+    .encode()
 }

@@ -130,6 +130,11 @@ fn upload(
     o: &BackupOptions,
 ) -> Result<BackupInfo> {
     let dump = crate::inspect::read_manifest(copy)?;
+    if dump.families.in_use() {
+        return Err(crate::error::Error::invalid(
+            "backups do not support databases with column families yet",
+        ));
+    }
     let tables: Vec<FileMeta> = dump.version.all_files().map(|f| f.meta.clone()).collect();
     // Where the capacity-tier tables are read: the source's tier, and for a copy that still
     // shares tables with its own source, that source's tier for those.

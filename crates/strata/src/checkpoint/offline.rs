@@ -145,6 +145,12 @@ fn attempt_once(
     let started = Instant::now();
     let dump = crate::inspect::read_manifest(src).map_err(classify)?;
     let edits = &dump.edits;
+    if dump.families.in_use() {
+        return Err(Fail(Error::invalid(
+            "the database has column families: checkpoints from outside the process do not \
+             support them yet",
+        )));
+    }
     if edits.iter().any(|e| !e.wal_pins.is_empty())
         || edits.first().and_then(|e| e.format.as_deref())
             == Some(crate::version::MANIFEST_FORMAT_V2)

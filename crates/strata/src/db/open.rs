@@ -96,12 +96,14 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         if opts.error_if_exists {
             return Err(ErrorRepr::AlreadyExists(dir.display().to_string()).into());
         }
-        VersionSet::recover(
+        let vs = VersionSet::recover(
             dir,
             storage.clone(),
             opts.num_levels,
             opts.max_manifest_file_size,
-        )?
+        )?;
+        vs.refuse_families("this release's Db::open")?;
+        vs
     } else {
         // A crash during the very first open can leave a manifest (and CURRENT.tmp) without
         // CURRENT: with no table or log beside them they hold nothing, so start afresh.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::storage::{LocalFs, Storage};
-use crate::version::{current_path, Reaper, Version, VersionEdit};
+use crate::version::{current_path, Families, Reaper, Version, VersionEdit};
 use crate::wal::{LogReader, ReadOutcome};
 
 /// A manifest's decoded contents.
@@ -14,8 +14,10 @@ pub struct ManifestDump {
     pub name: String,
     /// Every record, in log order (the first is a full snapshot).
     pub edits: Vec<VersionEdit>,
-    /// The version the edits build.
+    /// The version the edits build (the default column family's tree).
     pub version: Version,
+    /// The column families besides the default one, with their trees.
+    pub families: Families,
     /// `(offset, bytes dropped)` when the log ended in a torn tail (only tolerated when asked).
     pub torn_tail: Option<(u64, u64)>,
 }
@@ -72,11 +74,11 @@ pub fn read_manifest_file(path: &Path, tolerate_tail: bool) -> Result<ManifestDu
     }
     let reaper: Arc<Reaper> = Arc::default();
     let mut version = Version::new(num_levels as usize);
+    let mut families = Families::default();
     for (i, edit) in edits.iter().enumerate() {
-        version = version
-            .apply(edit, &reaper)
-            .map_err(|e| Error::corruption(format!("{name}: record {i}: {e}")))?
-            .0;
+        let at = |e: Error| Error::corruption(format!("{name}: record {i}: {e}"));
+        version = version.apply(edit, &reaper).map_err(at)?.0;
+        families = families.apply(edit, &reaper).map_err(at)?.0;
     }
     let torn_tail = match reader.outcome() {
         ReadOutcome::Clean => None,
@@ -86,6 +88,7 @@ pub fn read_manifest_file(path: &Path, tolerate_tail: bool) -> Result<ManifestDu
         name,
         edits,
         version,
+        families,
         torn_tail,
     })
 }

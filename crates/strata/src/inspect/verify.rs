@@ -146,7 +146,12 @@ pub fn verify(
 
     // Tables: those the manifest lists, then any other table file on either tier.
     let listed: Vec<FileMeta> = match &live {
-        Ok(m) => m.version.all_files().map(|f| f.meta.clone()).collect(),
+        Ok(m) => m
+            .version
+            .all_files()
+            .chain(m.families.all_files())
+            .map(|f| f.meta.clone())
+            .collect(),
         Err(_) => Vec::new(),
     };
     let mut seen: HashSet<(u64, Tier)> = HashSet::new();

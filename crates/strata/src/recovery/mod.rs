@@ -165,6 +165,7 @@ pub fn rebuild(
         opts.num_levels,
         opts.max_manifest_file_size,
     )?;
+    versions.refuse_families("node-loss recovery")?;
     materialize_unsynced_live_log(&versions, log_dir, log_storage, opts)?;
     let v = versions.current();
     let lost: Vec<(usize, u64, crate::version::FileMeta)> = v

@@ -297,12 +297,14 @@ impl Follower {
     }
 
     fn read_versions(&self) -> Result<VersionSet> {
-        VersionSet::recover(
+        let vs = VersionSet::recover(
             &self.mirror,
             self.storage.clone(),
             self.opts.num_levels,
             self.opts.max_manifest_file_size,
-        )
+        )?;
+        vs.refuse_families("a replica")?;
+        Ok(vs)
     }
 
     /// Whether a probe of the newest log that found nothing and came back at `now` settles

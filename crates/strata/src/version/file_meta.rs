@@ -59,6 +59,24 @@ impl FileMeta {
         let before_hi = hi.is_none_or(|hi| self.smallest.as_slice() <= hi);
         after_lo && before_hi
     }
+
+    /// A table of one entry at `key` (sequence 1), for tests of the manifest layer.
+    #[cfg(test)]
+    pub(crate) fn for_test(id: u64, size: u64, key: &[u8], tier: crate::tier::Tier) -> FileMeta {
+        FileMeta {
+            id,
+            size,
+            smallest: key.to_vec(),
+            largest: key.to_vec(),
+            largest_exclusive: false,
+            smallest_seq: 1,
+            largest_seq: 1,
+            num_entries: 1,
+            num_deletions: 0,
+            num_range_deletions: 0,
+            tier,
+        }
+    }
 }
 
 /// Queue of tables (id, tier) whose files may be deleted.

@@ -3,7 +3,8 @@
 //! Owns [`FileMeta`] (what a table holds), [`SortedRun`] and [`Version`] (for each level, a list
 //! of sorted runs: L0 holds one run per flushed table, newest first; deeper levels hold one run
 //! under leveled compaction), [`VersionEdit`] (a delta, logged to the manifest) and
-//! [`VersionSet`] (the current version, the manifest writer and `CURRENT`).
+//! [`VersionSet`] (the current version, the manifest writer and `CURRENT`), and [`Families`]
+//! (the column families besides the default one, each with its own tree).
 //!
 //! Invariants: versions are immutable and reference-counted, so readers never wait on
 //! compaction; a table file is deleted only after no live version references it (see
@@ -11,12 +12,17 @@
 //! (log format), `types`, `coding`; never on `db`.
 
 mod edit;
+mod family;
 mod file_meta;
 mod set;
 #[allow(clippy::module_inception)]
 mod version;
 
-pub use edit::{CompactionStyle, VersionEdit, MANIFEST_FORMAT, MANIFEST_FORMAT_V2};
+pub use edit::{
+    CompactionStyle, FamilyDescriptor, VersionEdit, MANIFEST_FORMAT, MANIFEST_FORMAT_V2,
+    MANIFEST_FORMAT_V3,
+};
+pub use family::{Families, FamilyTree, DEFAULT_FAMILY, DEFAULT_FAMILY_NAME};
 pub use file_meta::{FileMeta, Reaper, TableFile};
 pub use set::{
     current_path, manifest_path, snapshot_of, write_manifest_copy, SnapshotCounters, VersionSet,

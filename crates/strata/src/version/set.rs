@@ -16,7 +16,10 @@ use std::sync::Arc;
 
 use std::collections::HashMap;
 
-use super::edit::{CompactionStyle, VersionEdit, MANIFEST_FORMAT, MANIFEST_FORMAT_V2};
+use super::edit::{
+    CompactionStyle, VersionEdit, MANIFEST_FORMAT, MANIFEST_FORMAT_V2, MANIFEST_FORMAT_V3,
+};
+use super::family::Families;
 use super::file_meta::Reaper;
 use super::version::Version;
 use crate::error::{Error, ErrorRepr, Result};
@@ -58,7 +61,7 @@ pub fn snapshot_of(
     } else {
         MANIFEST_FORMAT
     };
-    let mut e = VersionEdit {
+    VersionEdit {
         format: Some(format.into()),
         num_levels: Some(version.num_levels() as u64),
         log_number: Some(c.log_number),
@@ -66,8 +69,13 @@ pub fn snapshot_of(
         last_sequence: Some(c.last_sequence),
         style: Some(c.style),
         wal_pins,
-        ..Default::default()
-    };
+        ..tree_snapshot(version)
+    }
+}
+
+/// The tables and run cuts of `version` as one edit that adds them to an empty tree.
+pub(super) fn tree_snapshot(version: &Version) -> VersionEdit {
+    let mut e = VersionEdit::default();
     for (l, level) in version.levels.iter().enumerate() {
         for run in &level.runs {
             for f in &run.files {
@@ -120,6 +128,8 @@ pub struct VersionSet {
     extended: bool,
     /// Live fast-tier table → the oldest WAL file it needs (extended WAL).
     wal_pins: HashMap<u64, u64>,
+    /// The column families besides the default one (whose tree is `current`).
+    families: Families,
 }
 
 /// Writes manifest `number` holding `snap` and points `CURRENT` at it, in `dir`.
@@ -167,6 +177,7 @@ impl VersionSet {
             mirror_writer: None,
             extended: false,
             wal_pins: HashMap::new(),
+            families: Families::default(),
         };
         vs.write_new_manifest()?;
         Ok(vs)
@@ -229,10 +240,11 @@ impl VersionSet {
     /// below it may be partly deleted (an object-store log location deletes segment by
     /// segment).
     pub fn wal_bound(&self) -> u64 {
+        let families = self.families.min_log_number().unwrap_or(u64::MAX);
         self.wal_pins
             .values()
             .copied()
-            .fold(self.log_number, u64::min)
+            .fold(self.log_number.min(families), u64::min)
     }
 
     /// Live fast-tier tables' WAL pins (extended WAL).
@@ -270,12 +282,15 @@ impl VersionSet {
         let mut first = true;
         let mut style = CompactionStyle::Leveled;
         let mut pins = HashMap::new();
+        let mut families = Families::default();
+        let mut v3 = false;
         while let Some(rec) = reader.next_record()? {
             let edit =
                 VersionEdit::decode(&rec).map_err(|e| Error::corruption(format!("{name}: {e}")))?;
             if first {
                 match edit.format.as_deref() {
                     Some(MANIFEST_FORMAT) | Some(MANIFEST_FORMAT_V2) => {}
+                    Some(MANIFEST_FORMAT_V3) => v3 = true,
                     Some(f) => {
                         return Err(ErrorRepr::NotADatabase(format!(
                             "manifest format {f:?} is not supported by this release"
@@ -296,8 +311,19 @@ impl VersionSet {
                 style = edit.style.unwrap_or(CompactionStyle::Leveled);
                 first = false;
             }
+            if edit.has_family_fields() && !v3 {
+                return Err(Error::corruption(format!(
+                    "{name}: column-family fields in a manifest older than v3"
+                )));
+            }
             version = version.apply(&edit, &reaper)?.0;
+            families = families.apply(&edit, &reaper)?.0;
             pins.extend(edit.wal_pins.iter().copied());
+            pins.extend(
+                edit.family_edits
+                    .iter()
+                    .flat_map(|(_, e)| e.wal_pins.iter().copied()),
+            );
             log_number = edit.log_number.unwrap_or(log_number);
             next_file = edit.next_file_number.unwrap_or(next_file);
             last_seq = last_seq.max(edit.last_sequence.unwrap_or(0));
@@ -315,7 +341,14 @@ impl VersionSet {
         }
         // Ids at the top of the number space would make the next file number wrap around to
         // numbers of live files; no real database gets there, so it is damage.
-        let max_id = version.all_files().map(|f| f.id).max().unwrap_or(0);
+        check_unique_tables(&version, &families)
+            .map_err(|e| Error::corruption(format!("{name}: {e}")))?;
+        let max_id = version
+            .all_files()
+            .chain(families.all_files())
+            .map(|f| f.id)
+            .max()
+            .unwrap_or(0);
         let next = max_id
             .checked_add(1)
             .zip(number.checked_add(1))
@@ -323,7 +356,8 @@ impl VersionSet {
             .ok_or_else(|| {
                 Error::corruption(format!("{name}: table or manifest number out of range"))
             })?;
-        let live: std::collections::HashSet<u64> = version.all_files().map(|f| f.id).collect();
+        let mut live = families.live_ids();
+        live.extend(version.all_files().map(|f| f.id));
         pins.retain(|id, _| live.contains(id));
         let vs = VersionSet {
             mirror: None,
@@ -341,6 +375,7 @@ impl VersionSet {
             max_manifest_size,
             reaper,
             style,
+            families,
         };
         // No manifest is written yet: the first `log_and_apply` starts a new one, so an open
         // that fails before then leaves every file as it was.
@@ -355,6 +390,48 @@ impl VersionSet {
     /// The compaction style the database was created with.
     pub fn style(&self) -> CompactionStyle {
         self.style
+    }
+
+    /// The column families besides the default one.
+    pub fn families(&self) -> &Families {
+        &self.families
+    }
+
+    /// Fails with a clear error when the database has column families besides the default
+    /// one, which `what` cannot handle yet.
+    pub fn refuse_families(&self, what: &str) -> Result<()> {
+        if !self.families.in_use() {
+            return Ok(());
+        }
+        let names: Vec<&str> = self.families.iter().map(|(_, t)| t.name.as_str()).collect();
+        Err(Error::invalid(format!(
+            "{what} does not support databases with column families yet (this one has {} \
+             besides the default: {names:?})",
+            names.len()
+        )))
+    }
+
+    /// Creates a column family named `name` with a tree of `num_levels` levels, whose
+    /// writes start in WAL `log_number`, and logs it; returns its id.
+    pub fn create_family(
+        &mut self,
+        name: &str,
+        options: Vec<u8>,
+        num_levels: usize,
+        style: CompactionStyle,
+        log_number: u64,
+    ) -> Result<u32> {
+        let (id, edit) = self
+            .families
+            .create_edit(name, options, num_levels, style, log_number)?;
+        self.log_and_apply(edit)?;
+        Ok(id)
+    }
+
+    /// Drops the column family named `name` and logs it: its tables become obsolete.
+    pub fn drop_family(&mut self, name: &str) -> Result<()> {
+        let edit = self.families.drop_edit(name)?;
+        self.log_and_apply(edit).map(|_| ())
     }
 
     /// The queue of obsolete tables whose files may be deleted.
@@ -386,7 +463,7 @@ impl VersionSet {
     fn snapshot_edit(&self) -> VersionEdit {
         let mut pins: Vec<(u64, u64)> = self.wal_pins.iter().map(|(a, b)| (*a, *b)).collect();
         pins.sort_unstable();
-        snapshot_of(
+        let mut e = snapshot_of(
             &self.current,
             SnapshotCounters {
                 log_number: self.log_number,
@@ -396,7 +473,12 @@ impl VersionSet {
                 extended: self.extended,
             },
             pins,
-        )
+        );
+        if self.families.in_use() {
+            e.format = Some(MANIFEST_FORMAT_V3.into());
+            self.families.snapshot_into(&mut e);
+        }
+        e
     }
 
     /// The snapshot record a copy of this database's manifest starts with (a checkpoint),
@@ -437,10 +519,15 @@ impl VersionSet {
 
     /// Logs `edit` durably, then makes the resulting version current.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
-        let (next, removed) = self.current.apply(&edit, &self.reaper)?;
+        let (next, mut removed) = self.current.apply(&edit, &self.reaper)?;
+        let (next_families, gone) = self.families.apply(&edit, &self.reaper)?;
+        removed.extend(gone);
+        if next_families.in_use() {
+            check_unique_tables(&next, &next_families)?;
+        }
         // Only databases with pins pay for keeping the previous ones (restored on failure).
         let prev_pins = (self.extended || !self.wal_pins.is_empty()).then(|| self.wal_pins.clone());
-        if let Err(e) = self.update_pins(&edit, &next) {
+        if let Err(e) = self.update_pins(&edit, &next, &next_families) {
             self.wal_pins = prev_pins.unwrap_or_default();
             return Err(e);
         }
@@ -448,11 +535,14 @@ impl VersionSet {
             debug_assert!(l >= self.log_number);
         }
         edit.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
+        // The first family fields go into a new manifest, whose snapshot is format v3.
         let needs_rewrite = match &self.manifest {
             None => true,
+            Some(_) if edit.has_family_fields() && !self.families.in_use() => true,
             Some(m) => m.len() > self.max_manifest_size,
         };
         let prev_version = std::mem::replace(&mut self.current, Arc::new(next));
+        let prev_families = std::mem::replace(&mut self.families, next_families);
         let prev_log = self.log_number;
         let prev_seq = self.last_sequence;
         if let Some(l) = edit.log_number {
@@ -483,6 +573,7 @@ impl VersionSet {
                 self.wal_pins = p;
             }
             self.current = prev_version;
+            self.families = prev_families;
             self.log_number = prev_log;
             self.last_sequence = prev_seq;
             return Err(e);
@@ -496,16 +587,24 @@ impl VersionSet {
     /// Applies `edit`'s pins and drops those of tables `next` no longer holds. With the
     /// extended WAL, a fast-tier table new to the tree without a pin is refused: it would be
     /// lost with the fast tier.
-    fn update_pins(&mut self, edit: &VersionEdit, next: &Version) -> Result<()> {
-        self.wal_pins.extend(edit.wal_pins.iter().copied());
+    fn update_pins(
+        &mut self,
+        edit: &VersionEdit,
+        next: &Version,
+        families: &Families,
+    ) -> Result<()> {
+        let trees = || std::iter::once(edit).chain(edit.family_edits.iter().map(|(_, e)| e));
+        self.wal_pins
+            .extend(trees().flat_map(|e| e.wal_pins.iter().copied()));
         if !self.extended && self.wal_pins.is_empty() {
             return Ok(());
         }
-        let added = edit
-            .added
-            .iter()
-            .map(|(_, f)| f)
-            .chain(edit.added_to_run.iter().map(|(_, _, f)| f));
+        let added = trees().flat_map(|e| {
+            e.added
+                .iter()
+                .map(|(_, f)| f)
+                .chain(e.added_to_run.iter().map(|(_, _, f)| f))
+        });
         for f in added {
             if self.extended
                 && f.tier == crate::tier::Tier::Fast
@@ -517,12 +616,31 @@ impl VersionSet {
                 )));
             }
         }
-        if !edit.deleted.is_empty() {
-            let live: std::collections::HashSet<u64> = next.all_files().map(|f| f.id).collect();
+        if trees().any(|e| !e.deleted.is_empty()) || !edit.families_dropped.is_empty() {
+            let mut live = families.live_ids();
+            live.extend(next.all_files().map(|f| f.id));
             self.wal_pins.retain(|id, _| live.contains(id));
         }
         Ok(())
     }
+}
+
+/// Fails when two trees (the default family's and the others') hold a table of the same id:
+/// every tree shares one file-number space.
+fn check_unique_tables(default: &Version, families: &Families) -> Result<()> {
+    if !families.in_use() {
+        return Ok(());
+    }
+    let mut seen: std::collections::HashSet<u64> = default.all_files().map(|f| f.id).collect();
+    for f in families.all_files() {
+        if !seen.insert(f.id) {
+            return Err(Error::corruption(format!(
+                "table {} is in two column families",
+                f.id
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -534,19 +652,7 @@ mod tests {
     use crate::wal::LogWriter;
 
     fn meta(id: u64, size: u64, key: &[u8]) -> FileMeta {
-        FileMeta {
-            id,
-            size,
-            smallest: key.to_vec(),
-            largest: key.to_vec(),
-            largest_exclusive: false,
-            smallest_seq: 1,
-            largest_seq: 1,
-            num_entries: 1,
-            num_deletions: 0,
-            num_range_deletions: 0,
-            tier: Tier::Fast,
-        }
+        FileMeta::for_test(id, size, key, Tier::Fast)
     }
 
     /// Writes `CURRENT` naming manifest `number` holding one snapshot edit adding `files` to L1.
@@ -594,5 +700,183 @@ mod tests {
         ];
         let vs = recover_with(1, files).unwrap();
         assert_eq!(vs.current().all_files().count(), 2);
+    }
+
+    fn first_format(dir: &Path) -> String {
+        let dump = crate::inspect::read_manifest(dir).unwrap();
+        dump.edits[0].format.clone().unwrap()
+    }
+
+    #[test]
+    fn families_live_in_the_manifest_and_survive_recovery() {
+        let dir = tempfile::tempdir().unwrap();
+        let st: Arc<dyn Storage> = Arc::new(LocalFs);
+        let mut vs = VersionSet::create(
+            dir.path(),
+            st.clone(),
+            7,
+            64 << 20,
+            CompactionStyle::Leveled,
+        )
+        .unwrap();
+        let d = vs.new_file_number();
+        vs.log_and_apply(VersionEdit {
+            log_number: Some(5),
+            added: vec![(1, meta(d, 10, b"a"))],
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            first_format(dir.path()),
+            MANIFEST_FORMAT,
+            "no family: v1 as before"
+        );
+
+        let a = vs
+            .create_family("a", b"{}".to_vec(), 4, CompactionStyle::SplitForest, 4)
+            .unwrap();
+        assert_eq!(
+            first_format(dir.path()),
+            MANIFEST_FORMAT_V3,
+            "the first family starts a v3 manifest"
+        );
+        assert_eq!(
+            vs.wal_bound(),
+            4,
+            "family a needs WAL 4 though the default family flushed to 5"
+        );
+        let t = vs.new_file_number();
+        vs.log_and_apply(VersionEdit {
+            family_edits: vec![(
+                a,
+                VersionEdit {
+                    log_number: Some(6),
+                    added: vec![(2, meta(t, 10, b"k"))],
+                    ..Default::default()
+                },
+            )],
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(vs.wal_bound(), 5);
+        // A table of one id in two families is refused, and nothing changes.
+        let dup = VersionEdit {
+            family_edits: vec![(
+                a,
+                VersionEdit {
+                    added: vec![(3, meta(d, 10, b"z"))],
+                    ..Default::default()
+                },
+            )],
+            ..Default::default()
+        };
+        assert!(vs.log_and_apply(dup).err().unwrap().is_corruption());
+        drop(vs);
+
+        // Recovery replays the appended records; a rewrite keeps the same state.
+        for round in 0..2 {
+            let mut vs = VersionSet::recover(dir.path(), st.clone(), 7, 64 << 20).unwrap();
+            let f = vs.families().get(a).expect("family a recovered");
+            assert_eq!(
+                (f.name.as_str(), f.log_number, f.style),
+                ("a", 6, CompactionStyle::SplitForest),
+                "round {round}"
+            );
+            assert_eq!(f.version.num_levels(), 4);
+            assert_eq!(
+                f.version.levels[2]
+                    .files()
+                    .map(|f| f.id)
+                    .collect::<Vec<_>>(),
+                vec![t]
+            );
+            assert_eq!(vs.current().all_files().count(), 1);
+            assert!(vs.new_file_number() > t);
+            assert!(vs
+                .refuse_families("this test")
+                .unwrap_err()
+                .to_string()
+                .contains("\"a\""));
+            vs.log_and_apply(VersionEdit::default()).unwrap(); // a new manifest from the snapshot
+        }
+
+        // Dropping releases the family's tables; the manifest stays v3 and the id is not reused.
+        let mut vs = VersionSet::recover(dir.path(), st.clone(), 7, 64 << 20).unwrap();
+        let held = vs
+            .families()
+            .get(a)
+            .unwrap()
+            .version
+            .all_files()
+            .next()
+            .unwrap()
+            .clone();
+        vs.drop_family("a").unwrap();
+        assert!(held.is_obsolete());
+        assert!(vs.drop_family("default").is_err());
+        drop((vs, held));
+        let mut vs = VersionSet::recover(dir.path(), st, 7, 64 << 20).unwrap();
+        assert!(vs.families().get(a).is_none() && vs.families().in_use());
+        assert_eq!(
+            vs.create_family("a", Vec::new(), 3, CompactionStyle::Leveled, 9)
+                .unwrap(),
+            a + 1
+        );
+        assert_eq!(first_format(dir.path()), MANIFEST_FORMAT_V3);
+    }
+
+    /// Family fields in a v1 manifest are corruption: a release that writes them writes v3.
+    #[test]
+    fn family_fields_in_a_v1_manifest_are_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = LogWriter::new(
+            LocalFs.create(&dir.path().join("MANIFEST-000001")).unwrap(),
+            1,
+        );
+        let first = VersionEdit {
+            format: Some(MANIFEST_FORMAT.into()),
+            num_levels: Some(7),
+            ..Default::default()
+        };
+        let (_, add) = Families::default()
+            .create_edit("a", Vec::new(), 3, CompactionStyle::Leveled, 1)
+            .unwrap();
+        for e in [first, add] {
+            w.add_record(&e.encode()).unwrap();
+        }
+        w.sync().unwrap();
+        std::fs::write(current_path(dir.path()), "MANIFEST-000001\n").unwrap();
+        let err = VersionSet::recover(dir.path(), Arc::new(LocalFs), 7, 64 << 20)
+            .err()
+            .unwrap();
+        assert!(
+            err.is_corruption() && err.to_string().contains("older than v3"),
+            "{err}"
+        );
+    }
+
+    /// This release's `Db` cannot serve a second family yet: it refuses the database with an
+    /// error naming the families instead of opening the default family alone.
+    #[test]
+    fn db_open_refuses_a_database_with_families() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = crate::Options {
+            create_if_missing: true,
+            ..Default::default()
+        };
+        let db = crate::Db::open(dir.path(), opts.clone()).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.close().unwrap();
+        let mut vs =
+            VersionSet::recover(dir.path(), Arc::new(LocalFs), opts.num_levels, 64 << 20).unwrap();
+        vs.create_family("meta", Vec::new(), 3, CompactionStyle::Leveled, 1)
+            .unwrap();
+        drop(vs);
+        let err = crate::Db::open(dir.path(), opts).err().unwrap();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(
+            err.to_string().contains("column families") && err.to_string().contains("meta"),
+            "{err}"
+        );
     }
 }
