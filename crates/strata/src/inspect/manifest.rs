@@ -72,6 +72,13 @@ pub fn read_manifest_file(path: &Path, tolerate_tail: bool) -> Result<ManifestDu
             "{name}: {num_levels} levels is out of range"
         )));
     }
+    if first.format.as_deref() != Some(crate::version::MANIFEST_FORMAT_V3)
+        && edits.iter().any(VersionEdit::has_family_fields)
+    {
+        return Err(Error::corruption(format!(
+            "{name}: column-family fields in a manifest older than v3"
+        )));
+    }
     let reaper: Arc<Reaper> = Arc::default();
     let mut version = Version::new(num_levels as usize);
     let mut families = Families::default();

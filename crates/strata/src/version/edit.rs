@@ -204,7 +204,7 @@ impl VersionEdit {
     }
 
     /// Whether the edit holds only fields a family section may carry.
-    fn is_tree_only(&self) -> bool {
+    pub(crate) fn is_tree_only(&self) -> bool {
         self.format.is_none()
             && self.next_file_number.is_none()
             && self.last_sequence.is_none()

@@ -16,7 +16,7 @@
 //! Applying an edit is a pure function from the old state to the new one, so a failed
 //! manifest write keeps the old state. Depends on `version` only; never on `db`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::edit::{CompactionStyle, FamilyDescriptor, VersionEdit};
@@ -107,11 +107,32 @@ impl Families {
         }
         let mut next = self.clone();
         let mut removed = Vec::new();
-        for f in &edit.families_added {
-            next.add(f, edit)?;
+        if !edit.families_added.is_empty() {
+            // Indexed once per record: a hostile record of many creations stays linear.
+            let mut names: HashSet<&str> = self.trees.values().map(|t| t.name.as_str()).collect();
+            names.insert(DEFAULT_FAMILY_NAME);
+            let mut shapes: HashMap<u32, &VersionEdit> = HashMap::new();
+            for (id, s) in &edit.family_edits {
+                shapes.entry(*id).or_insert(s);
+            }
+            for f in &edit.families_added {
+                if !names.insert(f.name.as_str()) {
+                    return Err(Error::corruption(format!(
+                        "manifest: a second family named {:?}",
+                        f.name
+                    )));
+                }
+                next.add(f, shapes.get(&f.id).copied())?;
+            }
         }
         if let Some(n) = edit.next_family_id {
-            next.next_id = next.next_id.max(n);
+            if n < next.next_id {
+                return Err(Error::corruption(format!(
+                    "manifest: next family id {n} is below {}, an id handed out already",
+                    next.next_id
+                )));
+            }
+            next.next_id = n;
         }
         for (id, section) in &edit.family_edits {
             let tree = next.trees.get_mut(id).ok_or_else(|| {
@@ -135,24 +156,15 @@ impl Families {
         Ok((next, removed))
     }
 
-    fn add(&mut self, f: &FamilyDescriptor, edit: &VersionEdit) -> Result<()> {
-        if f.id < self.next_id || self.trees.contains_key(&f.id) {
+    /// Creates family `f` (its name already checked) with the shape its section gives.
+    fn add(&mut self, f: &FamilyDescriptor, shape: Option<&VersionEdit>) -> Result<()> {
+        // u32::MAX is never handed out, so that the next id above every id always exists.
+        if f.id < self.next_id || f.id == u32::MAX || self.trees.contains_key(&f.id) {
             return Err(Error::corruption(format!(
-                "manifest: family {} reuses an id (next is {})",
+                "manifest: family {} reuses an id or is out of range (next is {})",
                 f.id, self.next_id
             )));
         }
-        if self.id_of(&f.name).is_some() {
-            return Err(Error::corruption(format!(
-                "manifest: a second family named {:?}",
-                f.name
-            )));
-        }
-        let shape = edit
-            .family_edits
-            .iter()
-            .find(|(id, _)| *id == f.id)
-            .map(|(_, s)| s);
         let levels = shape
             .and_then(|s| s.num_levels)
             .filter(|n| (1..=crate::stats::MAX_LEVELS as u64).contains(n))
@@ -172,7 +184,7 @@ impl Families {
                 style: shape.and_then(|s| s.style).unwrap_or_default(),
             },
         );
-        self.next_id = f.id.saturating_add(1);
+        self.next_id = f.id + 1;
         Ok(())
     }
 
@@ -358,6 +370,32 @@ mod tests {
             (desc(2, "a"), "a second family of one name"),
             (desc(2, "default"), "a family named default"),
             (desc(1, "z"), "an id in use"),
+            (desc(u32::MAX, "z"), "the id no next id can follow"),
+            (
+                VersionEdit {
+                    next_family_id: Some(1),
+                    ..Default::default()
+                },
+                "a next id below one handed out",
+            ),
+            (
+                VersionEdit {
+                    families_added: vec![
+                        desc(2, "z").families_added[0].clone(),
+                        FamilyDescriptor {
+                            id: 3,
+                            name: "z".into(),
+                            options: Vec::new(),
+                        },
+                    ],
+                    family_edits: vec![
+                        desc(2, "z").family_edits[0].clone(),
+                        desc(3, "z").family_edits[0].clone(),
+                    ],
+                    ..Default::default()
+                },
+                "two creations of one name in one record",
+            ),
             (
                 VersionEdit {
                     family_edits: Vec::new(),

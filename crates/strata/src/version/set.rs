@@ -404,10 +404,14 @@ impl VersionSet {
             return Ok(());
         }
         let names: Vec<&str> = self.families.iter().map(|(_, t)| t.name.as_str()).collect();
+        let has = if names.is_empty() {
+            "its families besides the default were all dropped, but its manifest is format v3"
+                .to_string()
+        } else {
+            format!("it has {} besides the default: {names:?}", names.len())
+        };
         Err(Error::invalid(format!(
-            "{what} does not support databases with column families yet (this one has {} \
-             besides the default: {names:?})",
-            names.len()
+            "{what} does not support databases with column families yet ({has})"
         )))
     }
 
@@ -519,11 +523,25 @@ impl VersionSet {
 
     /// Logs `edit` durably, then makes the resulting version current.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        if let Some((id, _)) = edit
+            .family_edits
+            .iter()
+            .find(|(id, e)| *id == 0 || !e.is_tree_only())
+        {
+            return Err(Error::invalid(format!(
+                "the section of family {id} holds more than tree fields, or names family 0"
+            )));
+        }
         let (next, mut removed) = self.current.apply(&edit, &self.reaper)?;
         let (next_families, gone) = self.families.apply(&edit, &self.reaper)?;
         removed.extend(gone);
         if next_families.in_use() {
             check_unique_tables(&next, &next_families)?;
+            // A table one tree released and another took in the same edit stays live: its old
+            // handle must not delete the file.
+            let mut live = next_families.live_ids();
+            live.extend(next.all_files().map(|f| f.id));
+            removed.retain(|f| !live.contains(&f.id));
         }
         // Only databases with pins pay for keeping the previous ones (restored on failure).
         let prev_pins = (self.extended || !self.wal_pins.is_empty()).then(|| self.wal_pins.clone());
@@ -878,5 +896,70 @@ mod tests {
             err.to_string().contains("column families") && err.to_string().contains("meta"),
             "{err}"
         );
+    }
+
+    /// Found in review: a table one tree releases and another takes in the same edit (a move
+    /// between families) must stay live, though the releasing tree's handle is dropped.
+    #[test]
+    fn a_table_moved_between_families_is_not_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let st: Arc<dyn Storage> = Arc::new(LocalFs);
+        let mut vs =
+            VersionSet::create(dir.path(), st, 7, 64 << 20, CompactionStyle::Leveled).unwrap();
+        let a = vs
+            .create_family("a", Vec::new(), 3, CompactionStyle::Leveled, 1)
+            .unwrap();
+        let t = vs.new_file_number();
+        let section = |e: VersionEdit| VersionEdit {
+            family_edits: vec![(a, e)],
+            ..Default::default()
+        };
+        vs.log_and_apply(section(VersionEdit {
+            added: vec![(1, meta(t, 10, b"k"))],
+            ..Default::default()
+        }))
+        .unwrap();
+        let held = vs
+            .families()
+            .get(a)
+            .unwrap()
+            .version
+            .all_files()
+            .next()
+            .unwrap()
+            .clone();
+        vs.log_and_apply(VersionEdit {
+            added: vec![(1, meta(t, 10, b"k"))],
+            ..section(VersionEdit {
+                deleted: vec![(1, t)],
+                ..Default::default()
+            })
+        })
+        .unwrap();
+        assert!(
+            !held.is_obsolete(),
+            "the table lives on in the default family"
+        );
+        assert_eq!(vs.current().all_files().next().unwrap().id, t);
+        // Sections the API must not log are refused before anything changes.
+        for bad in [
+            (0, VersionEdit::default()),
+            (
+                a,
+                VersionEdit {
+                    last_sequence: Some(9),
+                    ..Default::default()
+                },
+            ),
+        ] {
+            let e = VersionEdit {
+                family_edits: vec![bad],
+                ..Default::default()
+            };
+            assert_eq!(
+                vs.log_and_apply(e).err().unwrap().kind(),
+                crate::ErrorKind::InvalidArgument
+            );
+        }
     }
 }
