@@ -56,7 +56,9 @@ WAL="$ROOT/log"
 CAP="$ROOT/cap"
 printf '[engine]\nwal-lease-ttl-secs = %s\nwal-lease-renew-while-idle = %s\n' "$LEASE_TTL" "$RENEW_WHILE_IDLE" >"$WORK/lease.toml"
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
+# The work directory holds gigabytes after a lag run: removed at exit unless KEEP_WORK=1.
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
+      [ "${KEEP_WORK:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 
 wait_ping() { # port
   for _ in $(seq 1 300); do

@@ -577,3 +577,60 @@ fn a_replica_never_serves_logs_past_a_deleted_first_log() {
     }
     db.close().unwrap();
 }
+
+/// A log that grows over many refreshes, with records of every size from a byte to several
+/// log blocks: each refresh reads the mirrored log only from the block where the next record
+/// starts, and must still hold exactly the writer's state (records that span blocks, a refresh
+/// that ends inside a block, one that ends on a boundary).
+#[test]
+fn a_growing_log_is_applied_piece_by_piece() {
+    let seed = seeds(1)[0];
+    with_seed("replica", seed, || {
+        for log in [Log::Dir, Log::File] {
+            eprintln!("a_growing_log_is_applied_piece_by_piece: seed {seed}, {log:?}");
+            let mut rng = Rng::new(seed);
+            let base = tempfile::tempdir().unwrap();
+            let mut w = writer_options(&mut rng, base.path(), log, seed);
+            w.write_buffer_size = 64 << 20; // one log for the whole test
+            let db = Db::open(base.path().join("db"), w.clone()).unwrap();
+            let replica =
+                Db::open_replica(replica_options(&w, &base.path().join("replica"), None)).unwrap();
+            let sync = WriteOptions {
+                sync: true,
+                ..Default::default()
+            };
+            let mut model = Model::new();
+            let mut written = 0usize;
+            for round in 0..30 {
+                for _ in 0..1 + rng.below(6) {
+                    let k = key(rng.below(500));
+                    let len = match rng.below(4) {
+                        0 => 1 + rng.below(16) as usize,
+                        1 => 100 + rng.below(4000) as usize,
+                        2 => 30_000 + rng.below(40_000) as usize,
+                        _ => 32_768 - 7 - 16 - rng.below(64) as usize,
+                    };
+                    let v: Vec<u8> = (0..len).map(|i| (i as u8) ^ (round as u8)).collect();
+                    written += len;
+                    let mut b = WriteBatch::new();
+                    b.put(&k, &v);
+                    db.write_opt(b, &sync).unwrap();
+                    model.insert(k, v);
+                }
+                replica.refresh().unwrap();
+                check(&replica, &model, round);
+            }
+            assert!(
+                written > 8 * 32_768,
+                "the log spans many blocks ({written} bytes)"
+            );
+            assert_eq!(
+                db.stats().flushes,
+                0,
+                "everything stayed in one memtable and log"
+            );
+            db.close().unwrap();
+            replica.close().unwrap();
+        }
+    });
+}

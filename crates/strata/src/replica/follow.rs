@@ -47,7 +47,7 @@ use crate::storage::Storage;
 use crate::tier::Tier;
 use crate::types::SeqNo;
 use crate::version::{FileMeta, Version, VersionSet};
-use crate::wal::{keylist, link, LogReader};
+use crate::wal::{keylist, link, LogReader, BLOCK_SIZE};
 
 /// A WAL file's part of the view: its memtable and how far it was read.
 struct LogTail {
@@ -396,8 +396,15 @@ impl Follower {
         if tail.parsed as u64 >= size {
             return Ok(());
         }
-        let data = self.storage.read_whole(&self.mirror.join(&name))?;
-        let mut reader = LogReader::resume(&data, tail.parsed, name.clone(), true);
+        // Only the part not applied yet, from the log block the next record starts in (block
+        // boundaries are where the reader's framing restarts): re-reading the whole file at
+        // every refresh made following a log quadratic in its size.
+        let start = tail.parsed - tail.parsed % BLOCK_SIZE;
+        let data = self
+            .storage
+            .open(&self.mirror.join(&name))?
+            .read_at(start as u64, (size - start as u64) as usize)?;
+        let mut reader = LogReader::resume(&data, tail.parsed - start, name.clone(), true);
         let mut group = InsertGroup::default();
         let mem = tail.mem.clone();
         while let Some(rec) = reader.next_record()? {
@@ -427,7 +434,7 @@ impl Follower {
             }
         }
         group.insert(&mem);
-        tail.parsed = reader.position();
+        tail.parsed = start + reader.position();
         Ok(())
     }
 
