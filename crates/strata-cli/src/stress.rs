@@ -38,6 +38,12 @@ pub struct StressArgs {
     /// databases, fail over when they lose the node and would rebuild it by opening)
     #[arg(long, help_heading = "Run")]
     pub replica_rounds: bool,
+    /// Half of the extended-WAL databases keep their log location on a `file://` object store
+    /// (segments uploaded at each sync, a lease, replicas following by requests) instead of a
+    /// directory; their writes all sync. Off by default: it finds a known loss in replay-mode
+    /// node-loss recovery (seed 5151 with --replica-rounds), not fixed yet.
+    #[arg(long, help_heading = "Run")]
+    pub object_store_logs: bool,
     /// No progress bar
     #[arg(long, help_heading = "Output")]
     pub no_progress: bool,
@@ -69,6 +75,7 @@ pub fn run(args: StressArgs) -> ExitCode {
         seed: args.seed,
         progress: !args.no_progress,
         replica_rounds: args.replica_rounds,
+        object_store_logs: args.object_store_logs,
         child_exe: exe,
         child_args: vec!["stress-child".into()],
     });

@@ -168,6 +168,12 @@ pub struct StressConfig {
     /// engine's default.
     #[serde(default = "default_bytes_per_sync")]
     pub bytes_per_sync: u64,
+    /// With the extended WAL, the log location is the object store `file://dir/wal` (segments
+    /// uploaded at each sync, a lease, a replica following by requests) instead of the
+    /// directory `dir/wal` (a database field). Configurations saved before it existed use the
+    /// directory.
+    #[serde(default)]
+    pub wal_object_store: bool,
 }
 
 fn pick<T: Clone>(rng: &mut Rng, xs: &[T]) -> T {
@@ -302,6 +308,7 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
             ],
         ),
         merge_permille: pick(rng, &[0, 0, 50, 250]),
+        wal_object_store: rng.chance(50),
     }
 }
 
@@ -313,6 +320,7 @@ impl StressConfig {
         self.capacity = db.capacity;
         self.persistent_cache = db.persistent_cache;
         self.extended_wal = db.extended_wal;
+        self.wal_object_store = db.wal_object_store;
         if let Some(k) = self.fast_levels {
             self.fast_levels = Some(k.min(self.num_levels - 1));
         }
@@ -364,7 +372,11 @@ impl StressConfig {
             ..Options::default()
         };
         if self.extended_wal {
-            o.wal_location = Some(dir.join("wal"));
+            o.wal_location = Some(if self.wal_object_store {
+                format!("file://{}", dir.join("wal").display()).into()
+            } else {
+                dir.join("wal")
+            });
             o.extended_wal = true;
             // Short, so TTL push-downs run within a round.
             o.extended_wal_ttl = Some(Duration::from_millis(500));
@@ -426,6 +438,16 @@ impl StressConfig {
     }
 
     /// One line for reports.
+    /// An object-store log location holds only what a sync uploaded: a write acknowledged
+    /// without one is on the node's staging disk, lost with the node and invisible to a
+    /// replica. The checks hold every acknowledged write to be durable and visible, so on such
+    /// a location every write syncs (the "sync-always workload").
+    pub fn sync_on_object_store(&mut self) {
+        if self.extended_wal && self.wal_object_store {
+            self.sync_percent = 100;
+        }
+    }
+
     pub fn describe(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }

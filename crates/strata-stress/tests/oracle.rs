@@ -73,6 +73,7 @@ fn a_run_whose_child_lies_fails_and_keeps_the_database() {
         seed: Some(11),
         progress: false,
         replica_rounds: false,
+        object_store_logs: false,
         child_exe: "sh".into(),
         child_args: vec!["-c".into(), script.into(), "sh".into()],
     })
