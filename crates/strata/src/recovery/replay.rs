@@ -13,8 +13,9 @@
 //! (`bench/results/recovery-9-replay-ab`).
 //!
 //! Moving every lost record to L0 is only correct while no capacity-tier table sits above a
-//! lost fast-tier one (static and HotRAP placement); under LogStore's placement this mode is
-//! refused.
+//! lost fast-tier one (static and HotRAP placement), and while no split-forest merge with early
+//! cleaning is in progress (its run cuts hide superseded records that L0 would serve again);
+//! otherwise this mode is refused before anything is written.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -33,9 +34,41 @@ use crate::options::Options;
 use crate::storage::Storage;
 use crate::tier::Tier;
 use crate::types::{parse_internal_key, SeqNo, ValueKind};
-use crate::version::{FileMeta, VersionEdit, VersionSet};
+use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
 use crate::wal::keylist::{KeyList, KeyListEntry};
 use crate::wal::{LogSet, LogWriter};
+
+/// Why this mode cannot rebuild `lost` in `v` correctly, if it cannot (checked before anything
+/// is written; the caller can use parallel recovery instead).
+fn refusal(v: &Version, lost: &[(usize, u64, FileMeta)]) -> Option<&'static str> {
+    let deepest = lost.iter().map(|(l, _, _)| *l).max()?;
+    let above = v.levels[..=deepest]
+        .iter()
+        .flat_map(|lv| lv.files())
+        .any(|f| f.tier == Tier::Capacity);
+    if above {
+        return Some(
+            "recovery = replay moves lost tables to L0, which is wrong while capacity-tier \
+             tables sit above them (LogStore placement): use parallel recovery",
+        );
+    }
+    // Found by `strata stress --object-store-logs --replica-rounds --seed 5151`: keys below
+    // a cut are served by the merge's output tree only, and replaying a cut run's records into
+    // L0 (which has no cuts) brought back versions the merge had superseded (a put whose
+    // delete the bottom-level merge had dropped with it).
+    if v.levels
+        .iter()
+        .flat_map(|lv| &lv.runs)
+        .any(|r| r.cut.is_some())
+    {
+        return Some(
+            "recovery = replay replays every record of the lost tables, but a split-forest \
+             merge in progress has cut some of their trees (records below a cut are superseded \
+             by the merge's output): use parallel recovery",
+        );
+    }
+    None
+}
 
 /// A record the key lists hold themselves: an inline entry or a range tombstone.
 enum Rec {
@@ -197,18 +230,8 @@ pub(super) fn run(
     scan: &WalScan,
     report: &mut RecoveryReport,
 ) -> Result<()> {
-    let v = versions.current();
-    if let Some(deepest) = lost.iter().map(|(l, _, _)| *l).max() {
-        let above = v.levels[..=deepest]
-            .iter()
-            .flat_map(|lv| lv.files())
-            .any(|f| f.tier == Tier::Capacity);
-        if above {
-            return Err(Error::invalid(
-                "recovery = replay moves lost tables to L0, which is wrong while capacity-tier \
-                 tables sit above them (LogStore placement): use parallel recovery",
-            ));
-        }
+    if let Some(why) = refusal(&versions.current(), lost) {
+        return Err(Error::invalid(why));
     }
     let t = Instant::now();
     let lists = lists_of(scan, lost)?;
