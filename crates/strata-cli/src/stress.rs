@@ -40,8 +40,9 @@ pub struct StressArgs {
     pub replica_rounds: bool,
     /// Half of the extended-WAL databases keep their log location on a `file://` object store
     /// (segments uploaded at each sync, a lease, replicas following by requests) instead of a
-    /// directory; their writes all sync. Off by default: it finds a known loss in replay-mode
-    /// node-loss recovery (seed 5151 with --replica-rounds), not fixed yet.
+    /// directory; their writes all sync. Off by default until longer runs back it (its first
+    /// runs found replay-mode recovery serving records a split-forest merge had superseded,
+    /// seed 5151 with --replica-rounds, since fixed).
     #[arg(long, help_heading = "Run")]
     pub object_store_logs: bool,
     /// No progress bar
