@@ -3,15 +3,20 @@
 //! The encoding is also the WAL record payload (see `docs/format.md`, "Write batch"):
 //! `seq: fixed64 | count: fixed32 | record*`, a record being `kind: u8 | key: varint-prefixed |
 //! value: varint-prefixed` (value absent for deletes; for range deletes it is the exclusive end;
-//! for merges the operand).
+//! for merges the operand). An operation on a column family other than the default one sets
+//! the kind's high bit and follows it with the family's id: `kind | 0x80 : u8 | family:
+//! varint32 | key | value`; that form naming family 0 is corruption, so each operation has
+//! one encoding and a batch of the default family alone keeps the bytes it always had.
 //! Depends on `coding`, `types`, `options` (limits), `error`.
 
-use crate::coding::{put_length_prefixed, Decoder};
+use crate::coding::{put_length_prefixed, put_varint32, Decoder};
 use crate::error::{Error, Result};
 use crate::options::{MAX_BATCH_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::types::{SeqNo, ValueKind, MAX_SEQ};
 
 const HEADER: usize = 12;
+/// The kind byte's flag for an operation on a family other than the default one.
+const FAMILY_FLAG: u8 = 0x80;
 
 /// An atomic group of writes. Later operations in a batch override earlier ones on the same key.
 #[derive(Clone, PartialEq, Eq)]
@@ -23,6 +28,8 @@ pub struct WriteBatch {
     /// Whether the batch holds a merge operand (the write path then checks them with the
     /// database's merge operator).
     has_merge: bool,
+    /// Whether an operation names a family other than the default one.
+    has_families: bool,
 }
 
 impl Default for WriteBatch {
@@ -61,6 +68,7 @@ impl WriteBatch {
             count: 0,
             invalid: None,
             has_merge: false,
+            has_families: false,
         }
     }
 
@@ -74,8 +82,18 @@ impl WriteBatch {
     }
 
     fn push(&mut self, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
+        self.push_in(0, kind, key, value);
+    }
+
+    fn push_in(&mut self, family: u32, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
         self.check_key(key);
-        self.rep.push(kind as u8);
+        if family == 0 {
+            self.rep.push(kind as u8);
+        } else {
+            self.has_families = true;
+            self.rep.push(kind as u8 | FAMILY_FLAG);
+            put_varint32(&mut self.rep, family);
+        }
         put_length_prefixed(&mut self.rep, key);
         if let Some(v) = value {
             put_length_prefixed(&mut self.rep, v);
@@ -125,6 +143,53 @@ impl WriteBatch {
         self.push(ValueKind::RangeDelete, start.as_ref(), Some(end));
     }
 
+    /// Sets `key` to `value` in column family `cf`.
+    pub fn put_cf(
+        &mut self,
+        cf: &crate::ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) {
+        let v = value.as_ref();
+        self.check_value(v);
+        self.push_in(cf.id(), ValueKind::Put, key.as_ref(), Some(v));
+    }
+
+    /// Removes `key` from column family `cf`.
+    pub fn delete_cf(&mut self, cf: &crate::ColumnFamily, key: impl AsRef<[u8]>) {
+        self.push_in(cf.id(), ValueKind::Delete, key.as_ref(), None);
+    }
+
+    /// Merges `operand` into `key` of column family `cf` (see [`WriteBatch::merge`]).
+    pub fn merge_cf(
+        &mut self,
+        cf: &crate::ColumnFamily,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) {
+        let v = operand.as_ref();
+        self.check_value(v);
+        self.has_merge = true;
+        self.push_in(cf.id(), ValueKind::Merge, key.as_ref(), Some(v));
+    }
+
+    /// Removes every key in `[start, end)` of column family `cf`.
+    pub fn delete_range_cf(
+        &mut self,
+        cf: &crate::ColumnFamily,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) {
+        let end = end.as_ref();
+        self.check_key(end);
+        self.push_in(cf.id(), ValueKind::RangeDelete, start.as_ref(), Some(end));
+    }
+
+    /// Whether an operation names a column family other than the default one.
+    pub fn has_column_families(&self) -> bool {
+        self.has_families
+    }
+
     /// Number of operations.
     pub fn len(&self) -> usize {
         self.count as usize
@@ -152,6 +217,7 @@ impl WriteBatch {
         self.count = 0;
         self.invalid = None;
         self.has_merge = false;
+        self.has_families = false;
     }
 
     /// Checks the size limits; a batch that fails is not written at all.
@@ -175,6 +241,7 @@ impl WriteBatch {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         self.count += other.count;
         self.has_merge |= other.has_merge;
+        self.has_families |= other.has_families;
         if self.invalid.is_none() {
             self.invalid.clone_from(&other.invalid);
         }
@@ -187,13 +254,30 @@ impl WriteBatch {
         &self.rep
     }
 
-    /// Iterates the operations in order.
+    /// Iterates the operations in order, of every column family: see
+    /// [`WriteBatch::iter_cf`] for which family each is in.
     pub fn iter(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
+        self.iter_cf().map(|(_, op)| op)
+    }
+
+    /// Iterates the operations in order, each with its column family's id (0: the default).
+    pub fn iter_cf(&self) -> impl Iterator<Item = (u32, BatchOp<'_>)> + '_ {
         // A batch built through the API always decodes.
         BatchIter {
             d: Decoder::new(&self.rep[HEADER..]),
         }
         .map_while(|r| r.ok())
+    }
+
+    /// The ids of the column families the batch writes, in ascending order, without repeats.
+    pub(crate) fn families(&self) -> Vec<u32> {
+        if !self.has_families {
+            return vec![0];
+        }
+        let mut ids: Vec<u32> = self.iter_cf().map(|(f, _)| f).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
     }
 }
 
@@ -204,11 +288,22 @@ impl WriteBatch {
         let (seq, count, ops) = decode_ops(rec)?;
         let mut batch = WriteBatch::new();
         for op in ops {
-            match op? {
-                BatchOp::Put(k, v) => batch.put(k, v),
-                BatchOp::Delete(k) => batch.delete(k),
-                BatchOp::DeleteRange(s, e) => batch.delete_range(s, e),
-                BatchOp::Merge(k, v) => batch.merge(k, v),
+            let (family, op) = op?;
+            match op {
+                BatchOp::Put(k, v) => {
+                    batch.check_value(v);
+                    batch.push_in(family, ValueKind::Put, k, Some(v))
+                }
+                BatchOp::Delete(k) => batch.push_in(family, ValueKind::Delete, k, None),
+                BatchOp::DeleteRange(s, e) => {
+                    batch.check_key(e);
+                    batch.push_in(family, ValueKind::RangeDelete, s, Some(e))
+                }
+                BatchOp::Merge(k, v) => {
+                    batch.check_value(v);
+                    batch.has_merge = true;
+                    batch.push_in(family, ValueKind::Merge, k, Some(v))
+                }
             }
         }
         if batch.count != count {
@@ -221,12 +316,13 @@ impl WriteBatch {
     }
 }
 
-/// An encoded batch's first sequence number, its record count, and its operations, decoded in
-/// place (recovery reads whole WALs this way). Untrusted input: a bad header is `Corruption`
-/// here, a malformed operation an `Err` from the iterator; the caller checks the count.
+/// An encoded batch's first sequence number, its record count, and its operations with their
+/// column families, decoded in place (recovery reads whole WALs this way). Untrusted input: a
+/// bad header is `Corruption` here, a malformed operation an `Err` from the iterator; the
+/// caller checks the count.
 pub(crate) fn decode_ops(
     rec: &[u8],
-) -> Result<(SeqNo, u32, impl Iterator<Item = Result<BatchOp<'_>>> + '_)> {
+) -> Result<(SeqNo, u32, impl Iterator<Item = Result<FamilyOp<'_>>> + '_)> {
     let mut d = Decoder::new(rec);
     let (Some(seq), Some(count)) = (d.fixed64(), d.fixed32()) else {
         return Err(Error::corruption("write batch shorter than its header"));
@@ -239,25 +335,36 @@ pub(crate) fn decode_ops(
     Ok((seq, count, BatchIter { d }))
 }
 
+/// An operation with its column family's id.
+pub(crate) type FamilyOp<'a> = (u32, BatchOp<'a>);
+
 struct BatchIter<'a> {
     d: Decoder<'a>,
 }
 
 impl<'a> Iterator for BatchIter<'a> {
-    type Item = Result<BatchOp<'a>>;
+    type Item = Result<(u32, BatchOp<'a>)>;
     fn next(&mut self) -> Option<Self::Item> {
         if self.d.is_empty() {
             return None;
         }
         let r = (|| {
-            let kind = ValueKind::from_u8(self.d.u8()?)?;
+            let byte = self.d.u8()?;
+            let family = if byte & FAMILY_FLAG != 0 {
+                // The flagged form never names the default family: one encoding per operation.
+                self.d.varint32().filter(|&f| f != 0)?
+            } else {
+                0
+            };
+            let kind = ValueKind::from_u8(byte & !FAMILY_FLAG)?;
             let key = self.d.length_prefixed()?;
-            Some(match kind {
+            let op = match kind {
                 ValueKind::Put => BatchOp::Put(key, self.d.length_prefixed()?),
                 ValueKind::Delete => BatchOp::Delete(key),
                 ValueKind::RangeDelete => BatchOp::DeleteRange(key, self.d.length_prefixed()?),
                 ValueKind::Merge => BatchOp::Merge(key, self.d.length_prefixed()?),
-            })
+            };
+            Some((family, op))
         })();
         match r {
             Some(op) => Some(Ok(op)),

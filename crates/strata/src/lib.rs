@@ -40,7 +40,7 @@ pub mod wal;
 
 pub use batch::WriteBatch;
 pub use compaction::{CompactionFilter, FilterDecision};
-pub use db::{CloneSource, Db, RunInfo, Snapshot};
+pub use db::{CfOptions, CloneSource, ColumnFamily, Db, RunInfo, Snapshot};
 pub use error::{Error, ErrorKind, Result};
 pub use iter::DbIterator;
 pub use merge::MergeOperator;

@@ -61,9 +61,20 @@ pub fn with_seed(name: &str, seed: u64, f: impl FnOnce() + std::panic::UnwindSaf
     }
 }
 
-/// Every key and value of `db`, by a full forward scan.
+/// Every key and value of `db`'s default column family, by a full forward scan.
 pub fn contents(db: &strata::Db) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.iter(strata::ReadOptions::default()).unwrap();
+    scan_all(db.iter(strata::ReadOptions::default()).unwrap())
+}
+
+/// Every key and value of column family `cf`, by a full forward scan.
+pub fn contents_cf(
+    db: &strata::Db,
+    cf: &strata::ColumnFamily,
+) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    scan_all(db.iter_cf(cf, strata::ReadOptions::default()).unwrap())
+}
+
+fn scan_all(mut it: strata::DbIterator) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
     it.seek_to_first();
     let mut out = std::collections::BTreeMap::new();
     while it.valid() {

@@ -50,6 +50,15 @@ const FIXTURES: &[Fixture] = &[
         options: capacity,
     },
     Fixture {
+        name: "manifest-v3-families",
+        covers: "manifest format strata.manifest.v3 (column families: tags 12-15, a dropped \
+                 family, a leveled and a split-forest family with their CfOptions JSON), \
+                 write-batch operations of families (kind | 0x80, varint32 family) in tables \
+                 and in an unflushed WAL, batches across families; expected-<family>.txt \
+                 holds each family's contents",
+        options: leveled,
+    },
+    Fixture {
         name: "manifest-v1-forest",
         covers: "manifest format strata.manifest.v1 with compaction style split forest (tag 8) \
                  and its trees (tree ids on tag-6 entries), and an unflushed WAL",
@@ -160,6 +169,8 @@ fn every_fixture_opens_and_reads_back_exactly() {
             panic!("{ctx}: the release cannot open it: {e}");
         });
         check(&db, &expected, &ctx);
+        let families = family_expectations(tmp.path());
+        check_families(&db, &families, &ctx);
         // Carried forward: written to by this release, flushed, compacted and reopened.
         let mut b = WriteBatch::new();
         b.put(b"written-after-upgrade", b"yes");
@@ -181,7 +192,46 @@ fn every_fixture_opens_and_reads_back_exactly() {
 
         let db = Db::open(&dir, (f.options)(tmp.path())).unwrap();
         check(&db, &expected, &format!("{ctx}, reopened"));
+        check_families(&db, &families, &format!("{ctx}, reopened"));
         db.close().unwrap();
+    }
+}
+
+/// The column families a fixture holds besides the default one: `expected-<name>.txt` each.
+fn family_expectations(dir: &Path) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            let family = name
+                .strip_prefix("expected-")?
+                .strip_suffix(".txt")?
+                .to_string();
+            Some((family, read_expected(&dir.join(&name))))
+        })
+        .collect()
+}
+
+fn check_families(db: &Db, families: &BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>, ctx: &str) {
+    let mut names: Vec<String> = families.keys().cloned().collect();
+    names.insert(0, "default".to_string());
+    let mut live = db.column_families();
+    live[1..].sort();
+    assert_eq!(live, names, "{ctx}: column families");
+    for (name, expected) in families {
+        let cf = db.cf(name).unwrap();
+        assert_eq!(
+            &common::contents_cf(db, &cf),
+            expected,
+            "{ctx}: family {name}"
+        );
+        for (k, v) in expected {
+            assert_eq!(
+                db.get_cf(&cf, k).unwrap().as_deref(),
+                Some(v.as_slice()),
+                "{ctx}: {name}"
+            );
+        }
     }
 }
 
@@ -207,6 +257,13 @@ fn write_fixtures() {
         let live = tempfile::tempdir().unwrap();
         let db = Db::open(live.path().join("db"), (f.options)(live.path())).unwrap();
         let model = workload(&db);
+        // After the default family's workload, which leaves its last writes in the WAL: the
+        // families' own flushes leave those alone.
+        let families = if f.name == "manifest-v3-families" {
+            family_workload(&db)
+        } else {
+            BTreeMap::new()
+        };
         assert_eq!(
             common::contents(&db),
             model,
@@ -221,6 +278,13 @@ fn write_fixtures() {
             text.push_str(&format!("{} {}\n", hex(k), hex(v)));
         }
         std::fs::write(out.join("expected.txt"), text).unwrap();
+        for (family, contents) in &families {
+            let text: String = contents
+                .iter()
+                .map(|(k, v)| format!("{} {}\n", hex(k), hex(v)))
+                .collect();
+            std::fs::write(out.join(format!("expected-{family}.txt")), text).unwrap();
+        }
         let commit = std::process::Command::new("git")
             .args(["rev-parse", "--short", "HEAD"])
             .output()
@@ -252,6 +316,77 @@ fn copy_image(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &target).unwrap();
         }
     }
+}
+
+/// The column families of the v3 fixture: one created, written and dropped; a leveled and a
+/// split-forest family written in batches across both, flushed and
+/// compacted, with a last synced batch in the WAL only (the default family's workload, which
+/// runs after this, leaves more). Returns each live family's contents.
+fn family_workload(db: &Db) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
+    let small = strata::CfOptions {
+        write_buffer_size: 16 * 1024,
+        level0_file_num_compaction_trigger: 2,
+        max_bytes_for_level_base: 32 * 1024,
+        target_file_size_base: 8 * 1024,
+        block_size: 512,
+        ..strata::CfOptions::from_options(&base())
+    };
+    let gone = db.create_cf("dropped", small.clone()).unwrap();
+    for i in 0..300 {
+        db.put_cf(&gone, common::key(i), b"never read").unwrap();
+    }
+    db.flush_cf(&gone).unwrap();
+    db.drop_cf("dropped").unwrap();
+    let a = db.create_cf("leveled", small.clone()).unwrap();
+    let b = db
+        .create_cf(
+            "forest",
+            strata::CfOptions {
+                compaction_style: CompactionStyle::SplitForest,
+                num_levels: 4,
+                ..small
+            },
+        )
+        .unwrap();
+    let mut rng = Rng::new(0x4641_4d49_4c59);
+    let mut ma = BTreeMap::new();
+    let mut mb = BTreeMap::new();
+    for round in 0..3u64 {
+        for _ in 0..40 {
+            let mut batch = WriteBatch::new();
+            for _ in 0..10 {
+                let i = rng.below(800);
+                let k = common::key(i);
+                let v = format!("{round}-{i}-{}", rng.below(1 << 20)).into_bytes();
+                if rng.below(8) == 0 {
+                    batch.delete_cf(&a, &k);
+                    ma.remove(&k);
+                } else {
+                    batch.put_cf(&a, &k, &v);
+                    ma.insert(k.clone(), v.clone());
+                }
+                batch.put_cf(&b, &k, &v);
+                mb.insert(k, v);
+            }
+            db.write_opt(
+                batch,
+                &WriteOptions {
+                    sync: round == 2,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        if round == 0 {
+            db.compact_range_cf(&a, None, None).unwrap();
+            db.compact_range_cf(&b, None, None).unwrap();
+        } else if round == 1 {
+            db.flush_cf(&a).unwrap();
+            db.flush_cf(&b).unwrap();
+        }
+        db.wait_for_compactions().unwrap();
+    }
+    [("leveled".to_string(), ma), ("forest".to_string(), mb)].into()
 }
 
 /// A fixed workload: flushes and a full compaction (tables on the last level and above it),

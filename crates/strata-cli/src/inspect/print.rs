@@ -407,19 +407,30 @@ pub fn wal(out: &mut impl Write, path: &Path, w: &WalDump, limit: usize) -> Resu
             r.seq,
             r.batch.len()
         )?;
-        for (j, op) in r.batch.iter().enumerate() {
+        for (j, (family, op)) in r.batch.iter_cf().enumerate() {
             if limit != 0 && j >= limit {
                 writeln!(out, "    … {} more", r.batch.len() - j)?;
                 break;
             }
             let seq = r.seq + j as u64;
+            // Operations of a column family other than the default name it.
+            let cf = if family == 0 {
+                String::new()
+            } else {
+                format!("[cf {family}] ")
+            };
             match op {
-                BatchOp::Put(k, v) => writeln!(out, "    @{seq} put {} {}", show(k), show(v))?,
-                BatchOp::Delete(k) => writeln!(out, "    @{seq} delete {}", show(k))?,
-                BatchOp::DeleteRange(s, e) => {
-                    writeln!(out, "    @{seq} range-delete [{} .. {})", show(s), show(e))?
+                BatchOp::Put(k, v) => writeln!(out, "    @{seq} {cf}put {} {}", show(k), show(v))?,
+                BatchOp::Delete(k) => writeln!(out, "    @{seq} {cf}delete {}", show(k))?,
+                BatchOp::DeleteRange(s, e) => writeln!(
+                    out,
+                    "    @{seq} {cf}range-delete [{} .. {})",
+                    show(s),
+                    show(e)
+                )?,
+                BatchOp::Merge(k, v) => {
+                    writeln!(out, "    @{seq} {cf}merge {} {}", show(k), show(v))?
                 }
-                BatchOp::Merge(k, v) => writeln!(out, "    @{seq} merge {} {}", show(k), show(v))?,
             }
         }
     }

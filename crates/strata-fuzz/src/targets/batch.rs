@@ -1,8 +1,9 @@
 //! Target `batch`: `WriteBatch::decode`, the WAL record payload decoder.
 //!
 //! Properties: when decoding succeeds, the operations equal those of an independent parser
-//! written from `docs/format.md` ("Write batch"), the count matches the header, and
-//! re-encoding the operations canonically (the reference encoder) decodes to an equal batch.
+//! written from `docs/format.md` ("Write batch"), column families included, the count matches
+//! the header, and re-encoding the operations canonically (the reference encoder) decodes to an
+//! equal batch.
 
 use strata::batch::BatchOp;
 use strata::WriteBatch;
@@ -16,6 +17,9 @@ enum Op {
     DeleteRange(Vec<u8>, Vec<u8>),
     Merge(Vec<u8>, Vec<u8>),
 }
+
+/// An operation with its column family's id (0: the default family).
+type FamilyOp = (u32, Op);
 
 fn varint(d: &mut &[u8]) -> Option<u64> {
     let mut v = 0u64;
@@ -40,23 +44,34 @@ fn prefixed(d: &mut &[u8]) -> Option<Vec<u8>> {
     Some(a.to_vec())
 }
 
-/// The reference parser: the operations after the 12-byte header, or `None` if malformed.
-fn reference(data: &[u8]) -> Option<(u64, u32, Vec<Op>)> {
+/// The family of a flagged operation: a varint32 (at most 5 bytes, at most 2³²−1), never 0.
+fn family(d: &mut &[u8]) -> Option<u32> {
+    let before = d.len();
+    let v = varint(d)?;
+    let family = u32::try_from(v).ok().filter(|f| *f != 0)?;
+    (before - d.len() <= 5).then_some(family)
+}
+
+/// The reference parser: the operations after the 12-byte header, each with its column
+/// family, or `None` if malformed.
+fn reference(data: &[u8]) -> Option<(u64, u32, Vec<FamilyOp>)> {
     let seq = u64::from_le_bytes(data.get(..8)?.try_into().ok()?);
     let count = u32::from_le_bytes(data.get(8..12)?.try_into().ok()?);
     let mut d = &data[12..];
     let mut ops = Vec::new();
     while !d.is_empty() {
-        let (&kind, rest) = d.split_first()?;
+        let (&byte, rest) = d.split_first()?;
         d = rest;
+        let fam = if byte & 0x80 != 0 { family(&mut d)? } else { 0 };
+        let kind = byte & 0x7f;
         let key = prefixed(&mut d)?;
-        ops.push(match kind {
+        ops.push((fam, match kind {
             1 => Op::Put(key, prefixed(&mut d)?),
             0 => Op::Delete(key),
             2 => Op::DeleteRange(key, prefixed(&mut d)?),
             3 => Op::Merge(key, prefixed(&mut d)?),
             _ => return None,
-        });
+        }));
     }
     Some((seq, count, ops))
 }
@@ -71,27 +86,40 @@ fn put_prefixed(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-fn encode(seq: u64, ops: &[Op]) -> Vec<u8> {
+fn encode(seq: u64, ops: &[FamilyOp]) -> Vec<u8> {
     let mut out = seq.to_le_bytes().to_vec();
     out.extend_from_slice(&(ops.len() as u32).to_le_bytes());
-    for op in ops {
+    for (fam, op) in ops {
+        let kind = match op {
+            Op::Delete(_) => 0,
+            Op::Put(..) => 1,
+            Op::DeleteRange(..) => 2,
+            Op::Merge(..) => 3,
+        };
+        if *fam == 0 {
+            out.push(kind);
+        } else {
+            out.push(kind | 0x80);
+            let mut n = *fam as u64;
+            while n >= 0x80 {
+                out.push(n as u8 | 0x80);
+                n >>= 7;
+            }
+            out.push(n as u8);
+        }
         match op {
             Op::Put(k, v) => {
-                out.push(1);
                 put_prefixed(&mut out, k);
                 put_prefixed(&mut out, v);
             }
             Op::Delete(k) => {
-                out.push(0);
                 put_prefixed(&mut out, k);
             }
             Op::DeleteRange(s, e) => {
-                out.push(2);
                 put_prefixed(&mut out, s);
                 put_prefixed(&mut out, e);
             }
             Op::Merge(k, v) => {
-                out.push(3);
                 put_prefixed(&mut out, k);
                 put_prefixed(&mut out, v);
             }
@@ -100,13 +128,16 @@ fn encode(seq: u64, ops: &[Op]) -> Vec<u8> {
     out
 }
 
-fn ops_of(b: &WriteBatch) -> Vec<Op> {
-    b.iter()
-        .map(|op| match op {
-            BatchOp::Put(k, v) => Op::Put(k.to_vec(), v.to_vec()),
-            BatchOp::Delete(k) => Op::Delete(k.to_vec()),
-            BatchOp::DeleteRange(s, e) => Op::DeleteRange(s.to_vec(), e.to_vec()),
-            BatchOp::Merge(k, v) => Op::Merge(k.to_vec(), v.to_vec()),
+fn ops_of(b: &WriteBatch) -> Vec<FamilyOp> {
+    b.iter_cf()
+        .map(|(fam, op)| {
+            let op = match op {
+                BatchOp::Put(k, v) => Op::Put(k.to_vec(), v.to_vec()),
+                BatchOp::Delete(k) => Op::Delete(k.to_vec()),
+                BatchOp::DeleteRange(s, e) => Op::DeleteRange(s.to_vec(), e.to_vec()),
+                BatchOp::Merge(k, v) => Op::Merge(k.to_vec(), v.to_vec()),
+            };
+            (fam, op)
         })
         .collect()
 }
@@ -137,9 +168,19 @@ pub fn seeds() -> Vec<Vec<u8>> {
     out.push(encode(
         5,
         &[
-            Op::Put(b"a".to_vec(), vec![0; 200]),
-            Op::Delete(vec![0xff; 130]),
-            Op::DeleteRange(b"a".to_vec(), b"b".to_vec()),
+            (0, Op::Put(b"a".to_vec(), vec![0; 200])),
+            (0, Op::Delete(vec![0xff; 130])),
+            (0, Op::DeleteRange(b"a".to_vec(), b"b".to_vec())),
+        ],
+    ));
+    // Operations of column families, a large id among them.
+    out.push(encode(
+        9,
+        &[
+            (2, Op::Put(b"a".to_vec(), b"1".to_vec())),
+            (0, Op::Merge(b"c".to_vec(), vec![1; 8])),
+            (300, Op::Delete(b"b".to_vec())),
+            (u32::MAX, Op::DeleteRange(b"a".to_vec(), b"z".to_vec())),
         ],
     ));
     out

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
+use super::family::Family;
 use super::gc::{collect_capacity, reap};
 use super::job_slot::range_of;
 pub(crate) use super::job_slot::JobSlot;
@@ -127,7 +128,7 @@ impl crate::compaction::IdReserver for DbInner {
         let first = st.versions.file_numbers().fetch_add(n, Ordering::SeqCst);
         // An empty edit records the counter past the reservation.
         st.versions.log_and_apply(VersionEdit::default())?;
-        self.install_super_version(&st);
+        self.install_super_version(&self.default, &st);
         Ok(first)
     }
 }
@@ -171,13 +172,26 @@ fn flush_loop(inner: &Arc<DbInner>) {
         if inner.shutting_down.load(Ordering::Acquire) {
             return;
         }
-        if st.imms.is_empty() || st.bg_error.is_some() {
+        // The family whose oldest sealed memtable is oldest: flushing it first moves the
+        // WAL floor, so old logs go as soon as they can.
+        let next = st
+            .families
+            .values()
+            .filter(|fs| !fs.handle.dropped.load(Ordering::Acquire))
+            .filter_map(|fs| fs.imms.first().map(|m| (m.wal_number(), fs.handle.clone())))
+            .min_by_key(|(n, f)| (*n, f.id));
+        let Some((_, fam)) = next.filter(|_| st.bg_error.is_none()) else {
             inner.bg_cv.wait_for(&mut st, Duration::from_millis(200));
             continue;
-        }
+        };
         st.flushing = true;
-        let done = flush_one(inner, st);
-        inner.state.lock().flushing = false;
+        st.fam_mut(fam.id).jobs += 1;
+        let done = flush_one(inner, &fam, st);
+        {
+            let mut st = inner.state.lock();
+            st.flushing = false;
+            st.fam_mut(fam.id).jobs -= 1;
+        }
         inner.bg_cv.notify_all();
         if let Err(e) = done {
             if !inner.shutting_down.load(Ordering::Acquire) {
@@ -188,20 +202,21 @@ fn flush_loop(inner: &Arc<DbInner>) {
 }
 
 /// Flushes the oldest sealed memtable into one L0 table and installs it.
-fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
-    let mem = st.imms[0].clone();
-    let next_log = st
+fn flush_one(inner: &Arc<DbInner>, fam: &Family, st: MutexGuard<'_, DbState>) -> Result<()> {
+    let fs = st.fam(fam.id);
+    let mem = fs.imms[0].clone();
+    let next_log = fs
         .imms
         .get(1)
         .map(|m| m.wal_number())
-        .unwrap_or_else(|| st.mem.wal_number());
+        .unwrap_or_else(|| fs.mem.wal_number());
     let numbers = st.versions.file_numbers();
     drop(st);
     let start = Instant::now();
     let snapshots = inner.snapshots.sequences();
     let mut e = env(inner, numbers, Tier::Fast);
     e.prepopulate_block_cache = inner.opts.prepopulate_block_cache;
-    let res = write_l0(&mem, &snapshots, &inner.opts, &e)?;
+    let res = write_l0(&mem, &snapshots, &fam.opts, &e)?;
     if inner.opts.prepopulate_block_cache {
         // Open the new tables too (index and filter in memory), so that a read that must not
         // wait for I/O (`ReadOptions::cache_only`) finds them as warm as their blocks.
@@ -224,6 +239,26 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
         wal_pins: pinned.pins(),
         ..Default::default()
     };
+    let mut edit = edit.in_family(fam.id);
+    // Families with nothing unflushed move their log numbers to the current log with it, so
+    // that the logs this flush frees are not needed by their recovery either.
+    let current = inner.wal.lock().current().number();
+    for (&id, fs) in &st.families {
+        let behind = st.versions.log_number_of(id).is_some_and(|n| n < current);
+        if id != fam.id && fs.is_empty() && behind {
+            if id == crate::version::DEFAULT_FAMILY {
+                edit.log_number = Some(current);
+            } else {
+                edit.family_edits.push((
+                    id,
+                    VersionEdit {
+                        log_number: Some(current),
+                        ..Default::default()
+                    },
+                ));
+            }
+        }
+    }
     // On failure the edit may still have reached the disk, so the outputs are not deleted here:
     // if the edit is lost they are orphans that the next open removes.
     st.versions.log_and_apply(edit)?;
@@ -237,41 +272,65 @@ fn flush_one(inner: &Arc<DbInner>, st: MutexGuard<'_, DbState>) -> Result<()> {
     s.levels[0]
         .micros
         .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-    st.imms.remove(0);
-    inner.install_super_version(&st);
+    st.fam_mut(fam.id).imms.remove(0);
+    inner.install_super_version(fam, &st);
     inner.bg_cv.notify_all();
-    drop(st);
+    // The memtable's log may hold records of another family's live memtable: it goes once
+    // every family's oldest live memtable is newer.
+    st.flushed_logs.insert(mem.wal_number());
     drop(pinned);
-    // The log's records are in a synced table now: it owes no fsync any more.
-    inner.wal.lock().retire(mem.wal_number());
+    purge_flushed_logs(inner, st);
+    Ok(())
+}
+
+/// Deletes the WAL files of flushed memtables that no live memtable of any family needs any
+/// more (below [`DbState::log_floor`]), or hands them to the extended WAL's retention.
+pub(crate) fn purge_flushed_logs(inner: &DbInner, mut st: MutexGuard<'_, DbState>) {
+    let current = inner.wal.lock().current().number();
+    let floor = st.log_floor(current);
+    let rest = st.flushed_logs.split_off(&floor);
+    let done = std::mem::replace(&mut st.flushed_logs, rest);
+    drop(st);
+    for n in done {
+        // The log's records are in synced tables now: it owes no fsync any more.
+        inner.wal.lock().retire(n);
+        if inner.extended.is_none() {
+            let _ = inner.log_storage.remove(&wal_path(&inner.log_dir, n));
+        }
+    }
     if inner.extended.is_some() {
         // Kept while fast-tier tables hold its records (RocksMash §3.4).
         super::extended::purge_wals(inner);
-    } else {
-        let _ = inner
-            .log_storage
-            .remove(&wal_path(&inner.log_dir, mem.wal_number()));
     }
-    Ok(())
 }
 
 fn compaction_loop(inner: &Arc<DbInner>) {
     let mut backoff = Duration::from_millis(100);
+    // Families take turns: the search for work starts after the family that last had some.
+    let mut after = 0u32;
     loop {
         let mut st = inner.state.lock();
         if inner.shutting_down.load(Ordering::Acquire) {
             return;
         }
         let pick = if st.bg_error.is_none() {
-            pick_next(inner, &st, None)
+            let order = st
+                .families
+                .range(after.saturating_add(1)..)
+                .chain(st.families.range(..=after));
+            order
+                .map(|(_, fs)| fs.handle.clone())
+                .filter(|fam| !fam.dropped.load(Ordering::Acquire))
+                .find_map(|fam| pick_next(inner, &fam, &st, None).map(|p| (fam, p)))
         } else {
             None
         };
-        let Some(pick) = pick else {
+        let Some((fam, pick)) = pick else {
             inner.bg_cv.wait_for(&mut st, Duration::from_millis(500));
             continue;
         };
-        match run_pick(inner, st, pick) {
+        after = fam.id;
+        match run_pick(inner, &fam, st, pick) {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
                 if inner.shutting_down.load(Ordering::Acquire) {
@@ -310,8 +369,8 @@ pub(crate) struct HotSetup {
 }
 
 /// Marks the job's tables for the promotion cache and takes its records (HotRAP §3.1, §3.3).
-pub(crate) fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup {
-    let Some(hot) = &inner.hot else {
+pub(crate) fn hot_setup(inner: &DbInner, fam: &Family, st: &DbState, pick: &Pick) -> HotSetup {
+    let Some(hot) = &fam.hot else {
         return HotSetup::default();
     };
     let all: Vec<&Arc<TableFile>> = pick.inputs.iter().flat_map(|(_, fs)| fs.iter()).collect();
@@ -332,8 +391,8 @@ pub(crate) fn hot_setup(inner: &DbInner, st: &DbState, pick: &Pick) -> HotSetup 
     // and the fast tier has room. A manual compaction pushes everything down (it would
     // otherwise find its retained tables again and again).
     let (level, files) = &pick.inputs[0];
-    let pl = placement(&inner.opts);
-    let v = st.versions.current();
+    let pl = placement(&fam.opts);
+    let v = st.version(fam.id);
     let room = inner
         .opts
         .fast_tier_budget
@@ -385,13 +444,14 @@ pub(crate) fn count_compaction(
 /// Runs a picked compaction: marks its files busy, executes it without the lock, installs it.
 pub(crate) fn run_pick(
     inner: &Arc<DbInner>,
+    fam: &Family,
     mut st: MutexGuard<'_, DbState>,
     pick: Pick,
 ) -> Result<()> {
     if pick.forest.is_some() {
-        return super::forest::run_forest_pick(inner, st, pick);
+        return super::forest::run_forest_pick(inner, fam, st, pick);
     }
-    let slot = JobSlot::take(inner, &mut st, &pick);
+    let slot = JobSlot::take(inner, fam, &mut st, &pick);
     let tier = pick.output_tier;
     // A table changes tiers only by being rewritten.
     let trivial = pick.trivial_move && pick.inputs[0].1.iter().all(|f| f.tier == tier);
@@ -399,7 +459,7 @@ pub(crate) fn run_pick(
     let hot_setup = if trivial {
         HotSetup::default()
     } else {
-        hot_setup(inner, &st, &pick)
+        hot_setup(inner, fam, &st, &pick)
     };
     if let Some((level, lo, hi, _)) = &hot_setup.route {
         // Retained hot records go back into the input level's range.
@@ -415,7 +475,7 @@ pub(crate) fn run_pick(
             None,
         ))
     } else {
-        let (route, promoted) = hot_job_parts(inner, hot_setup);
+        let (route, promoted) = hot_job_parts(fam, hot_setup);
         let job = CompactionJob {
             id: inner.next_job_id.fetch_add(1, Ordering::Relaxed),
             reason: pick.reason,
@@ -435,8 +495,8 @@ pub(crate) fn run_pick(
             forest: None,
             snapshots: inner.snapshots.sequences(),
             bottommost: pick.bottommost,
-            target_file_size: inner.opts.target_file_size_base,
-            table: table_options(&inner.opts, out),
+            target_file_size: fam.opts.target_file_size_base,
+            table: table_options(&fam.opts, out),
             score: pick.score,
             filter: inner.opts.compaction_filter.as_ref().and_then(|f| f.spec()),
             merge_operator: merge_name(&inner.opts),
@@ -511,7 +571,7 @@ pub(crate) fn run_pick(
             // On failure the edit may still have reached the disk: keep the outputs (orphans
             // are removed at the next open) and stop writing, as after a failed flush.
             st.versions
-                .log_and_apply(edit)
+                .log_and_apply(edit.in_family(fam.id))
                 .map(|_| r.map(|(r, _)| r))
                 .inspect_err(|e| manifest_failed = Some(e.clone()))
         },
@@ -519,14 +579,14 @@ pub(crate) fn run_pick(
     if installed.is_err() {
         release_compacting(&pick);
     }
-    if let (Ok(r), Some(ls)) = (&installed, &inner.logstore) {
+    if let (Ok(r), Some(ls)) = (&installed, &fam.logstore) {
         super::temperature::count_installed(ls, &pick, r.as_ref(), &st);
     }
     // Release the inputs' references before the job counts as finished, so that waiting for
     // idleness also waits for obsolete inputs to reach the reaper; count it before too.
     drop(pick);
     if let Ok(r) = &installed {
-        inner.install_super_version(&st);
+        inner.install_super_version(fam, &st);
         let lc = &inner.stats.levels[out];
         match r {
             None => {
@@ -539,7 +599,7 @@ pub(crate) fn run_pick(
                     .compaction_peak_extra_bytes
                     .fetch_max(r.write_bytes, Ordering::Relaxed);
                 count_compaction(inner, out, r.read_bytes, r.write_bytes, start);
-                if let Some(hot) = &inner.hot {
+                if let Some(hot) = &fam.hot {
                     let c = &hot.counters;
                     c.retained_records
                         .fetch_add(r.routed_records, Ordering::Relaxed);
@@ -549,7 +609,7 @@ pub(crate) fn run_pick(
             }
         }
     }
-    slot.release(inner, &mut st, &[]);
+    slot.release(inner, fam, &mut st, &[]);
     drop(st);
     if let Some(e) = manifest_failed {
         set_bg_error(inner, e);
@@ -560,11 +620,8 @@ pub(crate) fn run_pick(
 
 /// Turns HotRAP's set-up into the job's route (with RALT's hot keys of its range, read
 /// without the database lock) and its promoted records (the hot ones of those taken).
-pub(crate) fn hot_job_parts(
-    inner: &DbInner,
-    s: HotSetup,
-) -> (Option<HotRoute>, Vec<PromotedRecord>) {
-    let Some(hot) = &inner.hot else {
+pub(crate) fn hot_job_parts(fam: &Family, s: HotSetup) -> (Option<HotRoute>, Vec<PromotedRecord>) {
+    let Some(hot) = &fam.hot else {
         return (None, Vec::new());
     };
     let c = &hot.counters;
@@ -604,20 +661,28 @@ pub(crate) fn hot_job_parts(
     (route, promoted)
 }
 
-/// Seals the memtable (if it holds anything) and waits until it and every older sealed
-/// memtable are flushed.
-pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
-    let target = super::write::exclusive(inner, || -> Result<Option<u64>> {
+/// Seals the memtable of each of `fams` (if it holds anything) and waits until it and every
+/// older sealed memtable of those families are flushed.
+pub(crate) fn flush(inner: &Arc<DbInner>, fams: &[Arc<Family>]) -> Result<()> {
+    let targets = super::write::exclusive(inner, || -> Result<Vec<(u32, u64)>> {
         let mut st = inner.state.lock();
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
         }
-        if !st.mem.is_empty() {
-            switch_memtable(inner, &mut st)?;
+        let mut targets = Vec::new();
+        for fam in fams {
+            if !st.families.contains_key(&fam.id) {
+                continue;
+            }
+            if !st.fam(fam.id).mem.is_empty() {
+                switch_memtable(inner, fam, &mut st)?;
+            }
+            if let Some(m) = st.fam(fam.id).imms.last() {
+                targets.push((fam.id, m.wal_number()));
+            }
         }
-        Ok(st.imms.last().map(|m| m.wal_number()))
+        Ok(targets)
     })?;
-    let Some(target) = target else { return Ok(()) };
     let mut st = inner.state.lock();
     loop {
         if let Some(e) = &st.bg_error {
@@ -626,7 +691,13 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(ErrorRepr::Closed.into());
         }
-        if st.imms.iter().all(|m| m.wal_number() > target) {
+        // A family dropped meanwhile has nothing left to flush.
+        let done = targets.iter().all(|(id, target)| {
+            st.families
+                .get(id)
+                .is_none_or(|fs| fs.imms.iter().all(|m| m.wal_number() > *target))
+        });
+        if done {
             return Ok(());
         }
         inner.bg_cv.notify_all();
@@ -638,7 +709,7 @@ pub(crate) fn flush(inner: &Arc<DbInner>) -> Result<()> {
 pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     // Waiting for compactions means wanting the tree in shape: LogStore's deferral is
     // suspended meanwhile.
-    let _settling = inner.logstore.as_ref().map(|ls| ls.settle());
+    let _settling = inner.default.logstore.as_ref().map(|ls| ls.settle());
     let mut st = inner.state.lock();
     let none = HashSet::new();
     loop {
@@ -648,10 +719,13 @@ pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(ErrorRepr::Closed.into());
         }
-        let idle = st.imms.is_empty()
+        let idle = st.families.values().all(|fs| fs.imms.is_empty())
             && !st.flushing
             && st.running_compactions == 0
-            && pick_next(inner, &st, Some(&none)).is_none();
+            && st
+                .families
+                .values()
+                .all(|fs| pick_next(inner, &fs.handle, &st, Some(&none)).is_none());
         if idle {
             drop(st);
             reap(inner);
@@ -685,7 +759,7 @@ impl DbInner {
         if let Some(pool) = &self.search {
             pool.shutdown();
         }
-        if self.logstore.is_some() {
+        if self.default.logstore.is_some() {
             let v = self.state.lock().versions.current();
             if let Err(e) = super::temperature::save(self, &v) {
                 tracing::warn!(error = %e, "could not write table temperatures at close");

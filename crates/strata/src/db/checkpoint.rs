@@ -69,6 +69,11 @@ impl Db {
 }
 
 fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<CheckpointInfo> {
+    inner
+        .state
+        .lock()
+        .versions
+        .refuse_families("a checkpoint")?;
     if inner.log_dir != inner.dir {
         return Err(Error::invalid(
             "checkpoints of a database whose WAL is in a separate wal_location are not \
@@ -85,7 +90,7 @@ fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<Chec
     if o.log_size_for_flush != u64::MAX {
         let wal_bytes: u64 = live_wals(inner)?.iter().map(|w| w.2).sum();
         if wal_bytes >= o.log_size_for_flush {
-            super::background::flush(inner)?;
+            super::background::flush(inner, std::slice::from_ref(&inner.default))?;
         }
     }
     // The live WAL files are hard-linked into a hold directory at the checkpoint's moment (a
@@ -165,12 +170,12 @@ fn live_wals_locked(
     inner: &DbInner,
     st: &super::DbState,
 ) -> Result<Vec<(u64, std::path::PathBuf, u64)>> {
-    let floor = st.versions.log_number;
+    let floor = st.versions.min_log_number();
     let mut numbers: Vec<u64> = st
-        .imms
-        .iter()
+        .families
+        .values()
+        .flat_map(|fs| fs.imms.iter().chain(std::iter::once(&fs.mem)))
         .map(|m| m.wal_number())
-        .chain(std::iter::once(st.mem.wal_number()))
         .filter(|n| *n >= floor)
         .collect();
     numbers.sort_unstable();

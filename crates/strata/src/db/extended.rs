@@ -277,7 +277,12 @@ pub(crate) fn purge_wals(inner: &DbInner) {
 /// `extended_wal_ttl` and a fast-tier table pins it, compacts that table into the next level
 /// (all of L0 for an L0 table), whose outputs re-log the old records inline or put them on the
 /// capacity tier, releasing the file.
-pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pick> {
+pub(crate) fn ttl_pick(
+    inner: &DbInner,
+    fam: &super::family::Family,
+    st: &DbState,
+    v: &Version,
+) -> Option<Pick> {
     let ext = inner.extended.as_ref()?;
     let ttl = inner.opts.extended_wal_ttl?;
     // A split forest's trees overlap: pushing one table out of a tree would put an older
@@ -321,12 +326,12 @@ pub(crate) fn ttl_pick(inner: &DbInner, st: &DbState, v: &Version) -> Option<Pic
     } else {
         vec![file]
     };
-    let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
+    let writing = st.writing_of(fam.id);
     let mut pick = compaction::picker::pick_for(
         v,
         &st.busy,
         &writing,
-        super::pick::tier_now(inner, st, output),
+        super::pick::tier_now(fam, st, output),
         level,
         inputs,
         output,

@@ -15,6 +15,7 @@ use parking_lot::{Mutex, MutexGuard};
 use super::background::{
     count_compaction, env, hot_job_parts, hot_setup, release_compacting, table_options, JobSlot,
 };
+use super::family::Family;
 use super::gc::reap;
 use super::write::set_bg_error;
 use super::{DbInner, DbState};
@@ -35,14 +36,15 @@ struct Journal {
 /// and the rest at the end.
 pub(crate) fn run_forest_pick(
     inner: &Arc<DbInner>,
+    fam: &Family,
     mut st: MutexGuard<'_, DbState>,
     pick: Pick,
 ) -> Result<()> {
     let fp = pick.forest.clone().expect("a split-forest pick");
     let out = pick.output_level;
     let tier = pick.output_tier;
-    let slot = JobSlot::take(inner, &mut st, &pick);
-    let hot = hot_setup(inner, &st, &pick);
+    let slot = JobSlot::take(inner, fam, &mut st, &pick);
+    let hot = hot_setup(inner, fam, &st, &pick);
     // The new tree: a fresh number is larger than every run id of the output level, so it
     // sorts newest there (its data is newer than the level's other trees).
     let out_run = match fp.output_run {
@@ -53,7 +55,7 @@ pub(crate) fn run_forest_pick(
     };
     let numbers = st.versions.file_numbers();
     drop(st);
-    let _ = hot_job_parts(inner, hot);
+    let _ = hot_job_parts(fam, hot);
     let level_of: HashMap<u64, (usize, u64)> = pick
         .inputs
         .iter()
@@ -97,8 +99,8 @@ pub(crate) fn run_forest_pick(
         }),
         snapshots: inner.snapshots.sequences(),
         bottommost: pick.bottommost,
-        target_file_size: inner.opts.target_file_size_base,
-        table: table_options(&inner.opts, out),
+        target_file_size: fam.opts.target_file_size_base,
+        table: table_options(&fam.opts, out),
         score: pick.score,
         filter: inner.opts.compaction_filter.as_ref().and_then(|f| f.spec()),
         merge_operator: super::background::merge_name(&inner.opts),
@@ -137,7 +139,7 @@ pub(crate) fn run_forest_pick(
                     .push((*l as u32, *run, c.cut.clone(), out_run));
             }
         }
-        if let Err(e) = st.versions.log_and_apply(edit) {
+        if let Err(e) = st.versions.log_and_apply(edit.in_family(fam.id)) {
             *manifest_failed.lock() = Some(e.clone());
             return Err(e);
         }
@@ -145,7 +147,7 @@ pub(crate) fn run_forest_pick(
             st.busy.insert(f.id);
             j.installed.push(f.id);
         }
-        inner.install_super_version(&st);
+        inner.install_super_version(fam, &st);
         let fc = &inner.stats.forest;
         fc.checkpoints.fetch_add(1, Ordering::Relaxed);
         fc.early_cleaned_bytes
@@ -207,7 +209,7 @@ pub(crate) fn run_forest_pick(
             .map(|f| (out as u32, out_run, f.clone()))
             .collect();
         st.versions
-            .log_and_apply(edit)
+            .log_and_apply(edit.in_family(fam.id))
             .inspect_err(|e| *manifest_failed.lock() = Some(e.clone()))
             .map(|_| r)
     });
@@ -216,7 +218,7 @@ pub(crate) fn run_forest_pick(
     }
     drop(pick);
     if let Ok(r) = &installed {
-        inner.install_super_version(&st);
+        inner.install_super_version(fam, &st);
         count_compaction(inner, out, r.read_bytes, r.write_bytes, start);
         inner.stats.levels[out]
             .trivial_moves
@@ -230,7 +232,7 @@ pub(crate) fn run_forest_pick(
             .compaction_peak_extra_bytes
             .fetch_max(r.peak_extra_bytes, Ordering::Relaxed);
     }
-    slot.release(inner, &mut st, &j.installed);
+    slot.release(inner, fam, &mut st, &j.installed);
     drop(st);
     if let Some(e) = manifest_failed.into_inner() {
         set_bg_error(inner, e);
@@ -243,19 +245,20 @@ pub(crate) fn run_forest_pick(
 /// level, top down, and the last level's trees into one (when there are several, or a
 /// compaction filter or deletions could shrink it). Key bounds are not used: a forest merge
 /// takes whole trees.
-pub(crate) fn compact_all(inner: &Arc<DbInner>) -> Result<()> {
-    super::background::flush(inner)?;
-    let n = inner.opts.num_levels;
+pub(crate) fn compact_all(inner: &Arc<DbInner>, fam: &Arc<Family>) -> Result<()> {
+    super::background::flush(inner, std::slice::from_ref(fam))?;
+    let n = fam.opts.num_levels;
     for level in 0..n {
         loop {
             let mut st = inner.state.lock();
             if let Some(e) = &st.bg_error {
                 return Err(e.clone());
             }
+            st.check_live(fam)?;
             if inner.shutting_down.load(Ordering::Acquire) {
                 return Err(ErrorRepr::Closed.into());
             }
-            let v = st.versions.current();
+            let v = st.version(fam.id);
             let l = &v.levels[level];
             if l.is_empty() {
                 break;
@@ -269,11 +272,12 @@ pub(crate) fn compact_all(inner: &Arc<DbInner>) -> Result<()> {
                     break;
                 }
             }
-            let pick =
-                super::pick::with_picker_input(inner, &st, None, |input| level_merge(input, level));
+            let pick = super::pick::with_picker_input(inner, fam, &st, None, |input| {
+                level_merge(input, level)
+            });
             match pick {
                 Some(p) => {
-                    run_forest_pick(inner, st, p)?;
+                    run_forest_pick(inner, fam, st, p)?;
                     if level + 1 == n {
                         break;
                     }

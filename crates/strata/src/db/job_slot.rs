@@ -3,6 +3,7 @@
 //! the key ranges it writes into each level (no other job may write there: their outputs would
 //! overlap). Taken and released under the database lock. Depends on `compaction`'s pick types.
 
+use super::family::Family;
 use super::{DbInner, DbState};
 use crate::compaction::{self, Pick};
 use crate::tier::Tier;
@@ -24,6 +25,8 @@ pub(crate) fn range_of<'a>(
 /// What a running compaction holds in the database state: its input tables (busy, so no other
 /// job picks them) and the fast-tier bytes it reserved against the budget.
 pub(crate) struct JobSlot {
+    /// The family whose tables the job takes.
+    family: u32,
     ids: Vec<u64>,
     fast_reserved: u64,
     token: u64,
@@ -31,7 +34,7 @@ pub(crate) struct JobSlot {
 
 impl JobSlot {
     /// Takes the slot for `pick` (under the database lock).
-    pub(crate) fn take(inner: &DbInner, st: &mut DbState, pick: &Pick) -> JobSlot {
+    pub(crate) fn take(inner: &DbInner, fam: &Family, st: &mut DbState, pick: &Pick) -> JobSlot {
         let ids: Vec<u64> = pick
             .inputs
             .iter()
@@ -39,6 +42,7 @@ impl JobSlot {
             .collect();
         st.busy.extend(ids.iter().copied());
         st.running_compactions += 1;
+        st.fam_mut(fam.id).jobs += 1;
         let in_bytes: u64 = pick
             .inputs
             .iter()
@@ -54,6 +58,7 @@ impl JobSlot {
         st.next_slot += 1;
         let token = st.next_slot;
         let slot = JobSlot {
+            family: fam.id,
             ids,
             fast_reserved,
             token,
@@ -62,25 +67,29 @@ impl JobSlot {
         if let Some((lo, hi)) = range_of(files) {
             slot.also_writing(st, pick.output_level, lo, hi);
         }
-        inner.publish_l0(st);
+        inner.publish_l0(fam, st);
         slot
     }
 
     /// Records that the job writes keys of `[lo, hi]` into `level` (no other job may).
     pub(crate) fn also_writing(&self, st: &mut DbState, level: usize, lo: Vec<u8>, hi: Vec<u8>) {
-        st.writing
-            .push((self.token, compaction::picker::Writing { level, lo, hi }));
+        st.writing.push((
+            self.token,
+            self.family,
+            compaction::picker::Writing { level, lo, hi },
+        ));
     }
 
     /// Gives the slot back (with `also`, tables the job made busy itself) and wakes waiters.
-    pub(crate) fn release(self, inner: &DbInner, st: &mut DbState, also: &[u64]) {
+    pub(crate) fn release(self, inner: &DbInner, fam: &Family, st: &mut DbState, also: &[u64]) {
         for id in self.ids.iter().chain(also) {
             st.busy.remove(id);
         }
         st.running_compactions -= 1;
+        st.fam_mut(self.family).jobs -= 1;
         st.running_fast_bytes -= self.fast_reserved;
-        st.writing.retain(|(t, _)| *t != self.token);
-        inner.publish_l0(st);
+        st.writing.retain(|(t, _, _)| *t != self.token);
+        inner.publish_l0(fam, st);
         inner.bg_cv.notify_all();
     }
 }

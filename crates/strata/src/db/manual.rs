@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::background::{flush, run_pick};
+use super::family::Family;
 use super::gc::reap;
 use super::pick::{picker_options, tier_now};
 use super::{DbInner, DbState};
@@ -19,29 +20,31 @@ use crate::version::{TableFile, Version};
 /// Manual compaction of `[begin, end]` down to the last level.
 pub(crate) fn compact_range(
     inner: &Arc<DbInner>,
+    fam: &Arc<Family>,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Result<()> {
-    if inner.opts.compaction_style == crate::version::CompactionStyle::SplitForest {
-        return super::forest::compact_all(inner);
+    if fam.opts.compaction_style == crate::version::CompactionStyle::SplitForest {
+        return super::forest::compact_all(inner, fam);
     }
-    flush(inner)?;
+    flush(inner, std::slice::from_ref(fam))?;
     // Only data written before the call is pushed down, so a steady write load cannot keep the
     // call busy forever.
     let start_seq = inner.last_seq.load(Ordering::Acquire);
-    let n = inner.opts.num_levels;
+    let n = fam.opts.num_levels;
     // Levels above the last move their data down, one level at a time.
-    let popts = picker_options(&inner.opts);
+    let popts = picker_options(&fam.opts);
     let mut level = 0;
     while level < n - 1 {
         let mut st = inner.state.lock();
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
         }
+        st.check_live(fam)?;
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(ErrorRepr::Closed.into());
         }
-        let v = st.versions.current();
+        let v = st.version(fam.id);
         let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
         let base = level_targets(&sizes, &popts).base_level;
         let mut inputs: Vec<_> = v.levels[level]
@@ -59,9 +62,9 @@ pub(crate) fn compact_range(
             continue;
         }
         let output = if level == 0 { base } else { level + 1 };
-        match manual_pick(inner, &st, &v, level, inputs, output) {
+        match manual_pick(fam, &st, &v, level, inputs, output) {
             Some(p) => {
-                run_pick(inner, st, p)?;
+                run_pick(inner, fam, st, p)?;
                 reap(inner);
                 // Stay on this level until nothing in range remains.
             }
@@ -79,7 +82,8 @@ pub(crate) fn compact_range(
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
         }
-        let v = st.versions.current();
+        st.check_live(fam)?;
+        let v = st.version(fam.id);
         let inputs: Vec<_> = v.levels[last]
             .files()
             .filter(|f| f.overlaps(begin, end))
@@ -92,9 +96,9 @@ pub(crate) fn compact_range(
         if inputs.is_empty() || !worth {
             return Ok(());
         }
-        match manual_pick(inner, &st, &v, last, inputs, last) {
+        match manual_pick(fam, &st, &v, last, inputs, last) {
             Some(p) => {
-                run_pick(inner, st, p)?;
+                run_pick(inner, fam, st, p)?;
                 reap(inner);
                 return Ok(());
             }
@@ -107,19 +111,19 @@ pub(crate) fn compact_range(
 
 /// A manual compaction of `inputs` (in `level`) into `output`, unless tables it needs are busy.
 fn manual_pick(
-    inner: &DbInner,
+    fam: &Family,
     st: &DbState,
     v: &Version,
     level: usize,
     inputs: Vec<Arc<TableFile>>,
     output: usize,
 ) -> Option<Pick> {
-    let writing: Vec<_> = st.writing.iter().map(|(_, w)| w.clone()).collect();
+    let writing = st.writing_of(fam.id);
     compaction::picker::pick_for(
         v,
         &st.busy,
         &writing,
-        tier_now(inner, st, output),
+        tier_now(fam, st, output),
         level,
         inputs,
         output,

@@ -78,6 +78,7 @@ fn gather(
 /// docs). Refused with `ErrorKind::Incomplete` under `cache_only` (it reads whole blocks).
 pub(super) fn merge_lookup(
     inner: &DbInner,
+    hot: Option<&crate::tier::hot::HotRap>,
     sources: &Sources<'_>,
     key: &[u8],
     snapshot: SeqNo,
@@ -92,7 +93,7 @@ pub(super) fn merge_lookup(
     // HotRAP: a value folded from tables is a table read like any other (`read::from_tables`
     // reports those; answers from the memtables alone are not), so keys updated by merges
     // become hot and are retained or promoted like the rest.
-    if let (Some(hot), Some(v), true) = (inner.hot.as_deref(), &v, from_tables) {
+    if let (Some(hot), Some(v), true) = (hot, &v, from_tables) {
         hot.tracker.record_access(key, v.len() as u32);
     }
     Ok(v)

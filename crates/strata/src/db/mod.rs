@@ -11,7 +11,9 @@
 mod background;
 mod checkpoint;
 mod clone;
+mod column_family;
 mod extended;
+mod family;
 mod forest;
 mod gc;
 pub mod identity;
@@ -32,6 +34,8 @@ mod wal_sync;
 mod write;
 
 pub use clone::CloneSource;
+pub use column_family::{CfOptions, ColumnFamily};
+use family::{Family, FamilyState};
 pub use snapshot::Snapshot;
 
 // For node-loss recovery (`crate::recovery`), which writes tables and key lists as the engine does.
@@ -65,7 +69,7 @@ pub struct RunInfo {
     pub tables: Vec<crate::version::FileMeta>,
 }
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -116,22 +120,82 @@ pub(crate) struct SuperVersion {
 /// Mutable state guarded by `DbInner::state`.
 pub(crate) struct DbState {
     pub versions: VersionSet,
-    pub mem: Arc<MemTable>,
-    /// Oldest first.
-    pub imms: Vec<Arc<MemTable>>,
+    /// Each live family's memtables, by family id.
+    pub families: BTreeMap<u32, FamilyState>,
+    /// WAL files whose own memtable is flushed but that another family's live memtable may
+    /// still need: deleted once every family's oldest live memtable is newer
+    /// ([`DbState::log_floor`]).
+    pub flushed_logs: std::collections::BTreeSet<u64>,
     /// A flush is running: from taking its memtable until its log is deleted, which follows
     /// the install (`wait_for_compactions` waits for both).
     pub flushing: bool,
-    /// Tables being compacted.
+    /// Tables being compacted (table ids are unique across families).
     pub busy: HashSet<u64>,
     pub running_compactions: usize,
     /// Input bytes of running compactions whose outputs go to the fast tier.
     pub running_fast_bytes: u64,
-    /// Key ranges running compactions write into each level, by job slot.
-    pub writing: Vec<(u64, crate::compaction::picker::Writing)>,
+    /// Key ranges running compactions write into each level of a family, by job slot.
+    pub writing: Vec<(u64, u32, crate::compaction::picker::Writing)>,
     /// Numbers job slots.
     pub next_slot: u64,
     pub bg_error: Option<crate::Error>,
+}
+
+impl DbState {
+    /// Family `id`'s memtables. A `Family` handle is used only while its family is live.
+    pub fn fam(&self, id: u32) -> &FamilyState {
+        self.families.get(&id).expect("a live family has its state")
+    }
+
+    /// The key ranges running compactions write into family `id`'s levels.
+    pub fn writing_of(&self, id: u32) -> Vec<crate::compaction::picker::Writing> {
+        self.writing
+            .iter()
+            .filter(|(_, f, _)| *f == id)
+            .map(|(_, _, w)| w.clone())
+            .collect()
+    }
+
+    /// The oldest WAL a live memtable of any family needs, `current` being the log writes go
+    /// to now: every older log's records are in tables. A family with nothing unflushed needs
+    /// only `current` (a write to it now or in flight is there or later: logs rotate only
+    /// with no group in flight).
+    pub fn log_floor(&self, current: u64) -> u64 {
+        self.families
+            .values()
+            .map(|fs| match fs.imms.first() {
+                Some(m) => m.wal_number(),
+                None if fs.mem.is_empty() => current,
+                None => fs.mem.wal_number(),
+            })
+            .min()
+            .unwrap_or(current)
+    }
+
+    /// Fails when `fam` was dropped (its state is gone).
+    pub fn check_live(&self, fam: &Family) -> Result<()> {
+        if self.families.contains_key(&fam.id) {
+            return Ok(());
+        }
+        Err(crate::Error::invalid(format!(
+            "column family {:?} was dropped",
+            fam.name
+        )))
+    }
+
+    /// The current version of family `fam`'s tree.
+    pub fn version(&self, fam: u32) -> Arc<Version> {
+        self.versions
+            .current_of(fam)
+            .expect("a live family has a tree")
+    }
+
+    /// Family `id`'s memtables, to change.
+    pub fn fam_mut(&mut self, id: u32) -> &mut FamilyState {
+        self.families
+            .get_mut(&id)
+            .expect("a live family has its state")
+    }
 }
 
 pub(crate) struct DbInner {
@@ -150,9 +214,8 @@ pub(crate) struct DbInner {
     pub state: Mutex<DbState>,
     /// Signalled when background work finishes or is needed; paired with `state`.
     pub bg_cv: Condvar,
-    /// The current super-version. `ArcSwap`: a read pins it without a lock and, in the common
-    /// case, without touching a shared reference count (thread-local debt slots).
-    pub sv: arc_swap::ArcSwap<SuperVersion>,
+    /// The default family (id 0): its super-version, policy, HotRAP and LogStore.
+    pub default: Arc<Family>,
     /// Writer queue and the ordering state of the commit pipeline (`write`).
     pub commit: write::CommitPipeline,
     pub wal: Mutex<LogSet>,
@@ -163,18 +226,12 @@ pub(crate) struct DbInner {
     pub rate_limiter: Option<Arc<RateLimiter>>,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     pub next_job_id: AtomicU64,
-    /// Picks compactions: leveled, split forest or LogStore.
-    pub policy: Box<dyn crate::compaction::CompactionPolicy>,
     /// Runs compaction jobs (locally today; remote compaction plugs in here).
     pub runner: Arc<dyn crate::compaction::CompactionRunner>,
     /// The remote-compaction runner (also `runner`), for its statistics.
     pub remote: Option<Arc<crate::compaction::remote::ServiceRunner>>,
-    /// HotRAP, when on and a capacity tier is configured.
-    pub hot: Option<Arc<crate::tier::hot::HotRap>>,
     /// Parallel search of capacity-tier candidates (a capacity tier and `search_threads` ≥ 2).
     pub search: Option<Arc<search::SearchPool>>,
-    /// LogStore's temperatures and deferral state (`placement_policy = logstore`).
-    pub logstore: Option<Arc<temperature::LogStore>>,
     /// The checkpoints and clones that keep capacity-tier tables (`crate::checkpoint`).
     pub registry: crate::checkpoint::Registry,
     /// Capacity-tier tables that left the last version and wait for garbage collection's
@@ -192,45 +249,28 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
-    /// Publishes a new super-version built from `st`.
-    pub fn install_super_version(&self, st: &DbState) {
-        self.publish_l0(st);
-        let sv = SuperVersion {
-            mem: st.mem.clone(),
-            imms: st.imms.iter().rev().cloned().collect(),
-            version: st.versions.current(),
-        };
-        self.sv.store(Arc::new(sv));
+    /// Publishes a new super-version of `fam` built from `st`, and its stall counters.
+    pub fn install_super_version(&self, fam: &Family, st: &DbState) {
+        fam.install(st.fam(fam.id), st.version(fam.id), &|id| {
+            st.busy.contains(&id)
+        });
     }
 
-    /// Publishes what the write path's stall check reads (`write::stalling_l0`): L0's table
-    /// count, how many of them running compactions take (counted for LogStore only), and the
-    /// fast tier's table bytes. Under the database lock, whenever the version or the busy set
-    /// changes, so the fast and slow paths see one state.
-    pub fn publish_l0(&self, st: &DbState) {
-        let v = st.versions.current();
-        let busy = if self.logstore.is_some() {
-            v.levels[0]
-                .files()
-                .filter(|f| st.busy.contains(&f.id))
-                .count()
-        } else {
-            0
-        };
-        let c = &self.commit;
-        c.fast_bytes.store(v.fast_bytes(), Ordering::Release);
-        c.l0_busy.store(busy, Ordering::Release);
-        c.l0_files.store(v.levels[0].num_files(), Ordering::Release);
+    /// Publishes what the write path's stall check reads for `fam` (see
+    /// [`Family::publish_l0`]), whenever the busy set changes.
+    pub fn publish_l0(&self, fam: &Family, st: &DbState) {
+        fam.publish_l0(&st.version(fam.id), &|id| st.busy.contains(&id));
     }
 
+    /// The default family's current super-version.
     pub fn super_version(&self) -> Arc<SuperVersion> {
-        self.sv.load_full()
+        self.default.super_version()
     }
 
-    /// The current super-version for a short read (a point lookup): cheaper than
-    /// [`DbInner::super_version`], but a thread should not hold many of these at once.
+    /// The default family's current super-version for a short read (see
+    /// [`Family::super_version_guard`]).
     pub fn super_version_guard(&self) -> arc_swap::Guard<Arc<SuperVersion>> {
-        self.sv.load()
+        self.default.super_version_guard()
     }
 }
 
@@ -361,7 +401,8 @@ impl Db {
 
     /// The value of `key` in the latest state.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
-        read::get(self.inner(), &ReadOptions::default(), key.as_ref())
+        let inner = self.inner();
+        read::get(inner, &inner.default, &ReadOptions::default(), key.as_ref())
     }
 
     /// A hint before point reads of several keys (a pipeline of GETs): starts loading into the
@@ -373,7 +414,8 @@ impl Db {
 
     /// The value of `key` as of `opts.snapshot` (or the latest state).
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
-        read::get(self.inner(), opts, key.as_ref())
+        let inner = self.inner();
+        read::get(inner, &inner.default, opts, key.as_ref())
     }
 
     /// The values of `keys` (RocksDB's `MultiGet`), one answer per key in order, all as of one
@@ -392,13 +434,15 @@ impl Db {
         keys: &[K],
     ) -> Vec<Result<Option<Bytes>>> {
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        multi_get::multi_get(self.inner(), opts, &keys)
+        let inner = self.inner();
+        multi_get::multi_get(inner, &inner.default, opts, &keys)
     }
 
     /// An iterator over the state at `opts.snapshot` (or now), within `opts`' bounds. It starts
     /// unpositioned: call a seek first.
     pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
-        read::iter(self.inner(), &opts)
+        let inner = self.inner();
+        read::iter(inner, &inner.default, &opts)
     }
 
     /// A snapshot of the current state.
@@ -407,15 +451,22 @@ impl Db {
         inner.snapshots.acquire(&inner.last_seq)
     }
 
-    /// Flushes the memtable to a table and waits until every sealed memtable is flushed.
+    /// Flushes the memtable of every column family to a table and waits until every sealed
+    /// memtable is flushed.
     pub fn flush(&self) -> Result<()> {
-        background::flush(self.inner())
+        let inner = self.inner();
+        let all: Vec<Arc<Family>> = {
+            let st = inner.state.lock();
+            st.families.values().map(|fs| fs.handle.clone()).collect()
+        };
+        background::flush(inner, &all)
     }
 
-    /// Compacts every level overlapping `[begin, end]` (`None`: unbounded) down to the last
-    /// level, after a flush. Blocks until done.
+    /// Compacts every level of the default column family overlapping `[begin, end]` (`None`:
+    /// unbounded) down to the last level, after a flush. Blocks until done.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        manual::compact_range(self.inner(), begin, end)
+        let inner = self.inner();
+        manual::compact_range(inner, &inner.default, begin, end)
     }
 
     /// Makes every write acknowledged so far durable (fsync of the WAL).
@@ -481,6 +532,188 @@ impl Db {
     /// fast tier's own work is done (`DbStats::tier.capacity_health` says the tier is down).
     pub fn wait_for_compactions(&self) -> Result<()> {
         background::wait_idle(self.inner())
+    }
+
+    /// Creates the column family `name` with options `opts`: a key space of its own, with its
+    /// own memtables, levels and compaction, sharing the database's WAL — a [`WriteBatch`]
+    /// across families commits atomically — and its snapshots, caches and capacity tier. The
+    /// family and its options are recorded in the manifest (from the first family on, format
+    /// `strata.manifest.v3`, which older releases cannot open). A name in use fails with
+    /// `ErrorKind::InvalidArgument`.
+    ///
+    /// ```
+    /// use strata::{CfOptions, Db, Options, ReadOptions, WriteBatch};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let users = db.create_cf("users", CfOptions::default())?;
+    /// let index = db.create_cf("by_email", CfOptions { bloom_bits_per_key: 0.0, ..Default::default() })?;
+    ///
+    /// // One atomic batch across families.
+    /// let mut b = WriteBatch::new();
+    /// b.put_cf(&users, b"u1", b"ada");
+    /// b.put_cf(&index, b"ada@example.com", b"u1");
+    /// db.write(b)?;
+    /// assert_eq!(db.get_cf(&users, b"u1")?.as_deref(), Some(&b"ada"[..]));
+    /// assert_eq!(db.get(b"u1")?, None); // the default family is another key space
+    ///
+    /// // Families survive a reopen, with their options.
+    /// db.close()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let users = db.cf("users").expect("the family exists");
+    /// let mut it = db.iter_cf(&users, ReadOptions::default())?;
+    /// it.seek_to_first();
+    /// assert_eq!(it.key(), b"u1");
+    /// drop(it);
+    /// db.drop_cf("by_email")?;
+    /// assert!(db.cf("by_email").is_none());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn create_cf(&self, name: &str, opts: CfOptions) -> Result<ColumnFamily> {
+        column_family::create(self.inner(), name, opts)
+    }
+
+    /// The column family `name` (`"default"` is the default family), if it exists.
+    pub fn cf(&self, name: &str) -> Option<ColumnFamily> {
+        let st = self.inner().state.lock();
+        let id = if name == crate::version::DEFAULT_FAMILY_NAME {
+            crate::version::DEFAULT_FAMILY
+        } else {
+            st.versions.families().id_of(name)?
+        };
+        st.families.get(&id).map(|fs| ColumnFamily {
+            family: fs.handle.clone(),
+        })
+    }
+
+    /// The names of the column families, the default one first.
+    pub fn column_families(&self) -> Vec<String> {
+        let st = self.inner().state.lock();
+        st.families
+            .values()
+            .map(|fs| fs.handle.name.clone())
+            .collect()
+    }
+
+    /// Drops the column family `name`: its data is gone, its tables are deleted from both
+    /// tiers (capacity-tier ones after garbage collection's minimum age, as any), and handles
+    /// to it fail from now on. Waits for the family's running flush or compaction to finish.
+    /// The default family cannot be dropped.
+    pub fn drop_cf(&self, name: &str) -> Result<()> {
+        column_family::drop_family(self.inner(), name)
+    }
+
+    /// Sets `key` to `value` in column family `cf`.
+    pub fn put_cf(
+        &self,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        cf.live()?;
+        let mut b = WriteBatch::new();
+        b.put_cf(cf, key, value);
+        self.write(b)
+    }
+
+    /// Removes `key` from column family `cf`.
+    pub fn delete_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<()> {
+        cf.live()?;
+        let mut b = WriteBatch::new();
+        b.delete_cf(cf, key);
+        self.write(b)
+    }
+
+    /// Merges `operand` into `key` of column family `cf` (see [`Db::merge`]).
+    pub fn merge_cf(
+        &self,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        cf.live()?;
+        let mut b = WriteBatch::new();
+        b.merge_cf(cf, key, operand);
+        self.write(b)
+    }
+
+    /// Removes every key in `[start, end)` of column family `cf`.
+    pub fn delete_range_cf(
+        &self,
+        cf: &ColumnFamily,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        cf.live()?;
+        let mut b = WriteBatch::new();
+        b.delete_range_cf(cf, start, end);
+        self.write(b)
+    }
+
+    /// The value of `key` in column family `cf`, in the latest state.
+    pub fn get_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.get_cf_opt(cf, &ReadOptions::default(), key)
+    }
+
+    /// The value of `key` in column family `cf` as of `opts.snapshot` (or the latest state).
+    /// Snapshots are database-wide: one snapshot reads every family at one point.
+    pub fn get_cf_opt(
+        &self,
+        cf: &ColumnFamily,
+        opts: &ReadOptions,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Bytes>> {
+        read::get(self.inner(), cf.live()?, opts, key.as_ref())
+    }
+
+    /// [`Db::multi_get`] in column family `cf`.
+    pub fn multi_get_cf<K: AsRef<[u8]>>(
+        &self,
+        cf: &ColumnFamily,
+        opts: &ReadOptions,
+        keys: &[K],
+    ) -> Vec<Result<Option<Bytes>>> {
+        let fam = match cf.live() {
+            Ok(f) => f,
+            Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        multi_get::multi_get(self.inner(), fam, opts, &keys)
+    }
+
+    /// An iterator over column family `cf` (see [`Db::iter`]).
+    pub fn iter_cf(&self, cf: &ColumnFamily, opts: ReadOptions) -> Result<DbIterator> {
+        read::iter(self.inner(), cf.live()?, &opts)
+    }
+
+    /// Flushes column family `cf`'s memtable and waits until its sealed memtables are flushed.
+    pub fn flush_cf(&self, cf: &ColumnFamily) -> Result<()> {
+        background::flush(self.inner(), std::slice::from_ref(cf.live()?))
+    }
+
+    /// [`Db::compact_range`] in column family `cf`.
+    pub fn compact_range_cf(
+        &self,
+        cf: &ColumnFamily,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        manual::compact_range(self.inner(), cf.live()?, begin, end)
+    }
+
+    /// Metadata of every live table of column family `cf`, with its level.
+    pub fn live_tables_cf(
+        &self,
+        cf: &ColumnFamily,
+    ) -> Result<Vec<(usize, crate::version::FileMeta)>> {
+        let sv = cf.live()?.super_version();
+        Ok(sv
+            .version
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, level)| level.files().map(move |f| (l, f.meta.clone())))
+            .collect())
     }
 
     /// Stops background work, syncs the WAL and releases the directory lock once every clone is

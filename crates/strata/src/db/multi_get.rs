@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::family::Family;
 use super::merge_lookup::{merge_lookup, Sources};
 use super::read::{
     candidates, found_fast, from_memtables, from_tables, merge_from_memtables, snapshot_seq,
@@ -37,6 +38,7 @@ type Answer = Result<Option<Bytes>>;
 
 pub(crate) fn multi_get(
     inner: &Arc<DbInner>,
+    fam: &Arc<Family>,
     opts: &ReadOptions,
     keys: &[&[u8]],
 ) -> Vec<Result<Option<Bytes>>> {
@@ -45,7 +47,7 @@ pub(crate) fn multi_get(
     }
     let stats = &*inner.stats;
     stats.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
-    let out = lookup_all(inner, opts, keys);
+    let out = lookup_all(inner, fam, opts, keys);
     let found = out.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
     stats.get_found.fetch_add(found as u64, Ordering::Relaxed);
     out
@@ -53,12 +55,13 @@ pub(crate) fn multi_get(
 
 fn lookup_all(
     inner: &Arc<DbInner>,
+    fam: &Arc<Family>,
     opts: &ReadOptions,
     keys: &[&[u8]],
 ) -> Vec<Result<Option<Bytes>>> {
     // As in a single lookup: the promotion cache's epoch, then the pin, then the sequence.
-    let since = inner.hot.as_ref().map_or(0, |h| h.cache.epoch());
-    let sv = inner.super_version_guard();
+    let since = fam.hot.as_ref().map_or(0, |h| h.cache.epoch());
+    let sv = fam.super_version_guard();
     let snapshot = snapshot_seq(inner, opts);
     // A key no source decides is absent: every answer starts so.
     let mut out: Vec<Answer> = Vec::with_capacity(keys.len());
@@ -67,7 +70,10 @@ fn lookup_all(
     for (i, key) in keys.iter().enumerate() {
         out.push(match from_memtables(&sv, key, snapshot) {
             Probe::Found(v) => Ok(v),
-            Probe::Merge => merge_from_memtables(inner, &sv, key, snapshot, opts.cache_only),
+            Probe::Merge => {
+                let hot = fam.hot.as_deref();
+                merge_from_memtables(inner, hot, &sv, key, snapshot, opts.cache_only)
+            }
             Probe::Continue => {
                 pending.push(i);
                 Ok(None)
@@ -80,8 +86,8 @@ fn lookup_all(
     for &i in &pending {
         lookups[i] = types::lookup_key(keys[i], snapshot);
     }
-    let (tables, hot) = (&*inner.tables, inner.hot.as_deref());
-    let temperatures = inner.logstore.is_some();
+    let (tables, hot) = (&*inner.tables, fam.hot.as_deref());
+    let temperatures = fam.logstore.is_some();
     // Keys whose next candidate is on the capacity tier, with the sorted run it is in.
     let mut to_capacity: Vec<(usize, (usize, usize))> = Vec::new();
     let mut next: Vec<usize> = Vec::with_capacity(pending.len());
@@ -130,8 +136,9 @@ fn lookup_all(
                                 mems: &[],
                                 tables: &tables,
                             };
+                            let cache_only = opts.cache_only;
                             out[i] =
-                                merge_lookup(inner, &sources, keys[i], snapshot, opts.cache_only);
+                                merge_lookup(inner, hot, &sources, keys[i], snapshot, cache_only);
                         }
                         Ok(Local::Found(v, _)) => {
                             if let Some(read) = io {
@@ -162,7 +169,7 @@ fn lookup_all(
                         .into_iter()
                         .cloned()
                         .collect();
-                    let (inner, opts) = (inner.clone(), opts.clone());
+                    let (inner, fam, opts) = (inner.clone(), fam.clone(), opts.clone());
                     let lookup = std::mem::take(&mut lookups[i]);
                     move || -> Answer {
                         let refs: Vec<&Arc<TableFile>> = candidates.iter().collect();
@@ -172,7 +179,7 @@ fn lookup_all(
                             key: &key,
                             lookup: &lookup,
                         };
-                        from_tables(&inner, &opts, &at, &refs)
+                        from_tables(&inner, &fam, &opts, &at, &refs)
                     }
                 })
                 .collect();
@@ -189,7 +196,7 @@ fn lookup_all(
                     key: keys[i],
                     lookup: &lookups[i],
                 };
-                out[i] = from_tables(inner, opts, &at, &candidates);
+                out[i] = from_tables(inner, fam, opts, &at, &candidates);
             }
         }
     }

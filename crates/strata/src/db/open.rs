@@ -9,9 +9,10 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use super::background::start_threads;
+use super::family::{Family, FamilyState};
 use super::snapshot::SnapshotList;
 use super::write::wal_path;
-use super::{DbInner, DbState, SuperVersion};
+use super::{DbInner, DbState};
 use crate::recovery::normal::LogFile;
 use std::collections::HashSet;
 
@@ -102,7 +103,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             opts.num_levels,
             opts.max_manifest_file_size,
         )?;
-        vs.refuse_families("this release's Db::open")?;
+        if opts.extended_wal {
+            vs.refuse_families("the extended WAL (Options::extended_wal)")?;
+        }
         vs
     } else {
         // A crash during the very first open can leave a manifest (and CURRENT.tmp) without
@@ -210,16 +213,17 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
                 in_log_location,
             })
         })
-        .filter(|l| l.number >= versions.log_number)
+        .filter(|l| l.number >= versions.min_log_number())
         .collect();
     wals.sort_unstable_by_key(|l| l.number);
     // The log the manifest names as the oldest unflushed one always exists: if it is in
     // neither place, the log lived elsewhere and opening here would lose its writes.
-    if versions.log_number > 0 && !wals.iter().any(|l| l.number == versions.log_number) {
+    let oldest = versions.min_log_number();
+    if oldest > 0 && !wals.iter().any(|l| l.number == oldest) {
         return Err(Error::invalid(format!(
             "the database's live WAL {:06}.log is in neither {} nor {}: was wal_location \
              changed? Open it with the log location it last used",
-            versions.log_number,
+            oldest,
             dir.display(),
             log_dir.display()
         )));
@@ -236,16 +240,48 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
                     || super::extended::first_seq_of(l.storage.as_ref(), &l.path)?.is_some()),
         );
     }
-    let keep_limit = if opts.avoid_flush_during_recovery {
+    // With column families, open writes every replayed record to L0 (no memtable is kept).
+    let with_families = versions.families().in_use();
+    let keep_limit = if opts.avoid_flush_during_recovery && !with_families {
         opts.max_write_buffer_number - 1
     } else {
         0
     };
-    let replay =
-        crate::recovery::normal::replay(&wals, &writes, keep_limit, versions.last_sequence, &opts)?;
+    let (replay, family_mems) = if with_families {
+        let f = crate::recovery::normal::replay_families(
+            &wals,
+            &writes,
+            versions.last_sequence,
+            &|id| versions.log_number_of(id),
+            &opts,
+        )?;
+        let empty = crate::recovery::normal::Replay {
+            packed: Vec::new(),
+            own: Vec::new(),
+            torn: false,
+            last_seq: f.last_seq,
+            first_seqs: Default::default(),
+        };
+        (empty, f.mems)
+    } else {
+        let r = crate::recovery::normal::replay(
+            &wals,
+            &writes,
+            keep_limit,
+            versions.last_sequence,
+            &opts,
+        )?;
+        (r, Default::default())
+    };
+    let mut family_mems: std::collections::HashMap<u32, Vec<Arc<MemTable>>> = family_mems;
     let last_seq = replay.last_seq;
     let first_seqs = replay.first_seqs;
     let mut recovered = replay.packed;
+    recovered.extend(
+        family_mems
+            .remove(&crate::version::DEFAULT_FAMILY)
+            .unwrap_or_default(),
+    );
     let shapes: Vec<(usize, bool)> = replay
         .own
         .iter()
@@ -334,6 +370,34 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         )?);
     }
     drop(recovered);
+    // Every other live family's records go to its L0, and its log number moves to the new log.
+    let mut family_edits = Vec::new();
+    for (id, tree) in versions.families().iter() {
+        let o = super::column_family::CfOptions::decode(
+            &tree.name,
+            &tree.options,
+            tree.version.num_levels(),
+            tree.style,
+        )?;
+        let mut metas = Vec::new();
+        for m in family_mems.get(&id).into_iter().flatten() {
+            metas.extend(super::background::write_l0_offline(
+                m,
+                &tables,
+                versions.file_numbers(),
+                &o.apply(&opts),
+            )?);
+        }
+        family_edits.push((
+            id,
+            VersionEdit {
+                log_number: Some(wal_number),
+                added: metas.into_iter().map(|f| (0, f)).collect(),
+                ..Default::default()
+            },
+        ));
+    }
+    drop(family_mems);
     storage.sync_dir(dir)?;
     let pinned = match &extended {
         Some(ext) => super::extended::log_tables_with(
@@ -355,6 +419,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         last_sequence: Some(last_seq),
         added: added.into_iter().map(|f| (0, f)).collect(),
         wal_pins: pinned.pins(),
+        family_edits,
         ..Default::default()
     })?;
     drop(pinned);
@@ -373,7 +438,6 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         remove_orphan_logs(&log_dir, log_storage.as_ref(), &kept_logs)?;
     }
     let live_capacity: HashSet<u64> = versions
-        .current()
         .all_files()
         .filter(|f| f.tier == Tier::Capacity)
         .map(|f| f.id)
@@ -453,15 +517,21 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             opts.logstore.clone(),
         ))),
     };
-    let (l0_files, fast_bytes) = {
-        let v = versions.current();
-        (v.levels[0].num_files(), v.fast_bytes())
-    };
-    let sv = SuperVersion {
-        mem: mem.clone(),
-        // Newest first, as reads probe them.
-        imms: kept_mems.iter().rev().cloned().collect(),
-        version: versions.current(),
+    let default = Arc::new(Family::new(
+        crate::version::DEFAULT_FAMILY,
+        crate::version::DEFAULT_FAMILY_NAME.to_string(),
+        opts.clone(),
+        &mem,
+        &kept_mems,
+        versions.current(),
+        hot,
+        logstore,
+    ));
+    let default_state = FamilyState {
+        handle: default.clone(),
+        mem,
+        imms: kept_mems,
+        jobs: 0,
     };
     let search = (opts.capacity.is_some() && opts.forest.search_threads >= 2).then(|| {
         super::search::SearchPool::new(opts.forest.search_threads, tables.clone(), stats.clone())
@@ -481,8 +551,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         tables,
         state: Mutex::new(DbState {
             versions,
-            mem,
-            imms: kept_mems,
+            families: [(crate::version::DEFAULT_FAMILY, default_state)].into(),
+            flushed_logs: Default::default(),
             flushing: false,
             busy: Default::default(),
             running_compactions: 0,
@@ -492,33 +562,20 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             bg_error: None,
         }),
         bg_cv: Condvar::new(),
-        commit: super::write::CommitPipeline::new(last_seq, sv.mem.clone(), l0_files, fast_bytes),
-        sv: arc_swap::ArcSwap::from_pointee(sv),
+        commit: super::write::CommitPipeline::new(last_seq),
+        default,
         wal,
         last_seq: AtomicU64::new(last_seq),
         snapshots: Arc::new(SnapshotList::default()),
         shutting_down: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
         next_job_id: AtomicU64::new(1),
-        policy: match opts.compaction_style {
-            crate::version::CompactionStyle::Leveled if logstore.is_some() => {
-                Box::new(crate::compaction::LogStorePolicy)
-            }
-            crate::version::CompactionStyle::Leveled => Box::new(crate::compaction::LeveledPolicy),
-            crate::version::CompactionStyle::SplitForest => {
-                Box::new(crate::compaction::SplitForestPolicy {
-                    trees_per_level: opts.forest.trees_per_level,
-                })
-            }
-        },
         runner: match &remote {
             Some(r) => r.clone(),
             None => Arc::new(crate::compaction::LocalRunner),
         },
         remote,
-        hot,
         search,
-        logstore,
         registry,
         deferred: Mutex::new(deferred),
         collecting: Mutex::new(()),
@@ -526,7 +583,24 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         opts,
         _lock: lock,
     });
-    if inner.logstore.is_some() {
+    {
+        // The other column families, each with an empty memtable on the new log.
+        let mut st = inner.state.lock();
+        let mut live = Vec::new();
+        for (id, t) in st.versions.families().iter() {
+            let o = super::column_family::CfOptions::decode(
+                &t.name,
+                &t.options,
+                t.version.num_levels(),
+                t.style,
+            )?;
+            live.push((id, t.name.clone(), o));
+        }
+        for (id, name, o) in live {
+            super::column_family::new_family(&inner, &mut st, id, &name, &o, wal_number)?;
+        }
+    }
+    if inner.default.logstore.is_some() {
         super::temperature::load(&inner, &inner.state.lock().versions.current());
     }
     start_threads(&inner);
@@ -575,7 +649,6 @@ pub(crate) fn open_tiers(
 ) -> Result<TableStore> {
     let ts = stats.tier.clone();
     let live_capacity: HashSet<u64> = versions
-        .current()
         .all_files()
         .filter(|f| f.tier == Tier::Capacity)
         .map(|f| f.id)
@@ -652,8 +725,7 @@ fn remove_orphans(
     versions: &VersionSet,
     live_wals: &HashSet<u64>,
 ) -> Result<()> {
-    let live: std::collections::HashSet<u64> =
-        versions.current().all_files().map(|f| f.id).collect();
+    let live: std::collections::HashSet<u64> = versions.all_files().map(|f| f.id).collect();
     let manifest = format!("MANIFEST-{:06}", versions.manifest_number());
     for name in storage.list(dir)? {
         let orphan = if let Some(id) = parse_number(&name, ".sst") {

@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::family::Family;
 use super::{DbInner, DbState};
 use crate::compaction::{self, Pick, PickerInput, PickerOptions};
 use crate::tier::{tier_for_level, Placement, Tier};
@@ -33,8 +34,8 @@ pub(crate) fn picker_options(o: &crate::Options) -> PickerOptions {
 }
 
 /// HotRAP's hot-byte estimates for the tables of the level compacting into the capacity tier.
-fn hot_bytes(inner: &DbInner, input: &PickerInput<'_>) -> HashMap<u64, u64> {
-    let (Some(hot), Some(level)) = (&inner.hot, input.hot_aware_level()) else {
+fn hot_bytes(fam: &Family, input: &PickerInput<'_>) -> HashMap<u64, u64> {
+    let (Some(hot), Some(level)) = (&fam.hot, input.hot_aware_level()) else {
         return HashMap::new();
     };
     input.version.levels[level]
@@ -56,10 +57,10 @@ pub(crate) fn capacity_down(inner: &DbInner) -> bool {
 }
 
 /// The tier placement gives tables written into `level` now.
-pub(crate) fn tier_now(inner: &DbInner, st: &DbState, level: usize) -> Tier {
-    let v = st.versions.current();
+pub(crate) fn tier_now(fam: &Family, st: &DbState, level: usize) -> Tier {
+    let v = st.version(fam.id);
     tier_for_level(
-        &placement(&inner.opts),
+        &placement(&fam.opts),
         level,
         v.deepest_non_empty(),
         v.fast_bytes() + st.running_fast_bytes,
@@ -72,17 +73,18 @@ pub(crate) fn tier_now(inner: &DbInner, st: &DbState, level: usize) -> Tier {
 /// the capacity tier's health.
 pub(crate) fn with_picker_input<T>(
     inner: &DbInner,
+    fam: &Family,
     st: &DbState,
     busy: Option<&HashSet<u64>>,
     f: impl FnOnce(&PickerInput<'_>) -> T,
 ) -> T {
-    let v = st.versions.current();
-    let popts = picker_options(&inner.opts);
-    let pl = placement(&inner.opts);
+    let v = st.version(fam.id);
+    let popts = picker_options(&fam.opts);
+    let pl = placement(&fam.opts);
     let empty = HashMap::new();
     let writing: Vec<compaction::picker::Writing> = match busy {
         Some(_) => Vec::new(),
-        None => st.writing.iter().map(|(_, w)| w.clone()).collect(),
+        None => st.writing_of(fam.id),
     };
     let mut input = PickerInput {
         version: &v,
@@ -92,15 +94,15 @@ pub(crate) fn with_picker_input<T>(
         running_fast_bytes: st.running_fast_bytes,
         hot_bytes: &empty,
         // The split-forest policy does not score hotness: skip RALT's range sums under the lock.
-        hot_aware: inner.hot.is_some()
-            && inner.opts.compaction_style == crate::version::CompactionStyle::Leveled,
+        hot_aware: fam.hot.is_some()
+            && fam.opts.compaction_style == crate::version::CompactionStyle::Leveled,
         temperature: None,
         writing: &writing,
         capacity_down: capacity_down(inner),
     };
-    let hb = hot_bytes(inner, &input);
+    let hb = hot_bytes(fam, &input);
     input.hot_bytes = &hb;
-    let temps = inner
+    let temps = fam
         .logstore
         .as_ref()
         .map(|ls| super::temperature::snapshot(inner, ls, &v));
@@ -112,23 +114,20 @@ pub(crate) fn with_picker_input<T>(
 /// running jobs' tables (an empty set asks whether any work is due at all).
 pub(crate) fn pick_next(
     inner: &DbInner,
+    fam: &Family,
     st: &DbState,
     busy: Option<&HashSet<u64>>,
 ) -> Option<Pick> {
-    with_picker_input(inner, st, busy, |input| {
+    with_picker_input(inner, fam, st, busy, |input| {
         // The policies pass over what waits for a capacity tier that is down and pick the
         // fast tier's own work; this is the backstop (such a pick waits, instead of failing
         // and backing off).
         let ready = |p: &Pick| !input.waits_for_capacity(p);
-        inner
-            .policy
-            .pick(input)
-            .filter(ready)
-            .or_else(|| match busy {
-                // Lowest priority: the extended WAL's TTL push-down.
-                None => super::extended::ttl_pick(inner, st, input.version).filter(ready),
-                Some(_) => None,
-            })
+        fam.policy.pick(input).filter(ready).or_else(|| match busy {
+            // Lowest priority: the extended WAL's TTL push-down.
+            None => super::extended::ttl_pick(inner, fam, st, input.version).filter(ready),
+            Some(_) => None,
+        })
     })
 }
 

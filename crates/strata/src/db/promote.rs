@@ -122,7 +122,9 @@ fn fast_tier_follows_tree(opts: &crate::Options) -> bool {
 }
 
 pub(crate) fn start_hot_thread(inner: &Arc<DbInner>) {
-    let Some(hot) = inner.hot.clone() else { return };
+    let Some(hot) = inner.default.hot.clone() else {
+        return;
+    };
     let i = inner.clone();
     inner.threads.lock().push(
         std::thread::Builder::new()
@@ -294,7 +296,7 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
                     hot.cache.retire(sealed, Vec::new());
                     return Err(e);
                 }
-                inner.install_super_version(&st);
+                inner.install_super_version(&inner.default, &st);
                 hot.cache.retire(sealed, Vec::new());
                 c.flush_tables.fetch_add(1, Ordering::Relaxed);
                 c.promoted_by_flush.fetch_add(n, Ordering::Relaxed);

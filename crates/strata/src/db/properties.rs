@@ -36,7 +36,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
             ls.write_bytes as f64 / ls.read_bytes as f64
         };
     }
-    if let Some(ls) = &inner.logstore {
+    if let Some(ls) = &inner.default.logstore {
         for (l, ls) in s.levels.iter_mut().enumerate() {
             ls.temperature_histogram = super::temperature::histogram(v, l);
             ls.temperature = v.levels[l].files().map(|f| f.temperature.get()).sum();
@@ -85,7 +85,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         as u64;
     s.immutable_memtables = sv.imms.len();
     s.live_snapshots = inner.snapshots.count();
-    s.hotrap = inner.hot.as_ref().map(|h| h.stats());
+    s.hotrap = inner.default.hot.as_ref().map(|h| h.stats());
     if let Some(c) = &inner.block_cache {
         s.block_cache_usage = c.usage();
         s.block_cache_capacity = c.capacity();

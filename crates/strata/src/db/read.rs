@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::family::Family;
 use super::merge_lookup::{merge_lookup, Sources};
 use super::search::{probe, probe_with, Local};
 use super::{DbInner, SuperVersion};
@@ -62,29 +63,42 @@ pub(super) fn snapshot_seq(inner: &DbInner, opts: &ReadOptions) -> SeqNo {
     }
 }
 
-pub(crate) fn get(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Option<Bytes>> {
+pub(crate) fn get(
+    inner: &Arc<DbInner>,
+    fam: &Family,
+    opts: &ReadOptions,
+    key: &[u8],
+) -> Result<Option<Bytes>> {
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(ErrorRepr::Closed.into());
     }
     inner.stats.gets.fetch_add(1, Ordering::Relaxed);
-    let r = get_inner(inner, opts, key)?;
+    let r = get_inner(inner, fam, opts, key)?;
     if r.is_some() {
         inner.stats.get_found.fetch_add(1, Ordering::Relaxed);
     }
     Ok(r)
 }
 
-fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Option<Bytes>> {
+fn get_inner(
+    inner: &Arc<DbInner>,
+    fam: &Family,
+    opts: &ReadOptions,
+    key: &[u8],
+) -> Result<Option<Bytes>> {
     // HotRAP: the promotion cache's epoch is taken before the version is pinned, so a
     // compaction into the capacity tier set up after the pin is seen by the insert (§3.3).
-    let since = inner.hot.as_ref().map_or(0, |h| h.cache.epoch());
+    let since = fam.hot.as_ref().map_or(0, |h| h.cache.epoch());
     // Pin the data before reading the sequence number: the pinned memtables and tables still
     // hold every version a sequence number read afterwards can see.
-    let sv = inner.super_version_guard();
+    let sv = fam.super_version_guard();
     let snapshot = snapshot_seq(inner, opts);
     match from_memtables(&sv, key, snapshot) {
         Probe::Found(v) => return Ok(v),
-        Probe::Merge => return merge_from_memtables(inner, &sv, key, snapshot, opts.cache_only),
+        Probe::Merge => {
+            let hot = fam.hot.as_deref();
+            return merge_from_memtables(inner, hot, &sv, key, snapshot, opts.cache_only);
+        }
         Probe::Continue => {}
     }
     let lookup = types::lookup_key(key, snapshot);
@@ -96,7 +110,7 @@ fn get_inner(inner: &Arc<DbInner>, opts: &ReadOptions, key: &[u8]) -> Result<Opt
         key,
         lookup: &lookup,
     };
-    from_tables(inner, opts, &at, &candidates)
+    from_tables(inner, fam, opts, &at, &candidates)
 }
 
 /// The answer of the memtables (active, then immutable, newest first).
@@ -114,6 +128,7 @@ pub(crate) fn from_memtables(sv: &SuperVersion, key: &[u8], snapshot: SeqNo) -> 
 /// [`merge_lookup`] through every source (a memtable's newest version was an operand).
 pub(super) fn merge_from_memtables(
     inner: &DbInner,
+    hot: Option<&HotRap>,
     sv: &SuperVersion,
     key: &[u8],
     snapshot: SeqNo,
@@ -125,18 +140,19 @@ pub(super) fn merge_from_memtables(
         mems: &mems,
         tables: &tables,
     };
-    merge_lookup(inner, &sources, key, snapshot, cache_only)
+    merge_lookup(inner, hot, &sources, key, snapshot, cache_only)
 }
 
 /// [`merge_lookup`] through table candidates (every newer source held nothing for the key).
 fn merge_in_tables(
     inner: &DbInner,
+    hot: Option<&HotRap>,
     tables: &[&Arc<TableFile>],
     at: &Lookup<'_>,
     cache_only: bool,
 ) -> Result<Option<Bytes>> {
     let sources = Sources { mems: &[], tables };
-    merge_lookup(inner, &sources, at.key, at.snapshot, cache_only)
+    merge_lookup(inner, hot, &sources, at.key, at.snapshot, cache_only)
 }
 
 /// The tables that may hold `key`, newest first (one per sorted run at most), from sorted run
@@ -178,6 +194,7 @@ pub(super) fn found_fast(hot: Option<&HotRap>, key: &[u8], v: &Option<Bytes>) {
 /// promotion cache, then the rest (in parallel when the search pool is on).
 pub(super) fn from_tables(
     inner: &Arc<DbInner>,
+    fam: &Family,
     opts: &ReadOptions,
     at: &Lookup<'_>,
     candidates: &[&Arc<TableFile>],
@@ -189,7 +206,7 @@ pub(super) fn from_tables(
         lookup,
     } = *at;
     let lookup_at = at;
-    let hot = inner.hot.as_deref();
+    let hot = fam.hot.as_deref();
     let (tables, stats) = (&*inner.tables, &*inner.stats);
     let cache_only = opts.cache_only;
     // The fast tier, in order.
@@ -197,7 +214,7 @@ pub(super) fn from_tables(
         .iter()
         .position(|f| f.tier == Tier::Capacity)
         .unwrap_or(candidates.len());
-    let temperatures = inner.logstore.is_some();
+    let temperatures = fam.logstore.is_some();
     let fast = &candidates[..first_capacity];
     // A lookup that will consult several fast-tier tables (one per sorted run that may hold
     // the key: many under the split forest) hints the filter line of each open one (the first
@@ -228,7 +245,7 @@ pub(super) fn from_tables(
                 found_fast(hot, key, &v);
                 return Ok(v);
             }
-            Local::Merge => return merge_in_tables(inner, &candidates[i..], at, cache_only),
+            Local::Merge => return merge_in_tables(inner, hot, &candidates[i..], at, cache_only),
             Local::Continue => {}
         }
     }
@@ -266,7 +283,7 @@ pub(super) fn from_tables(
     };
     let (v, seq) = match found? {
         Local::Found(v, seq) => (v, seq),
-        Local::Merge => return merge_in_tables(inner, &rest[at..], lookup_at, cache_only),
+        Local::Merge => return merge_in_tables(inner, hot, &rest[at..], lookup_at, cache_only),
         Local::Continue => return Ok(None),
     };
     if let (Some(io), Some(f)) = (mark.since(), rest.get(at)) {
@@ -384,11 +401,11 @@ fn promote(
     }
 }
 
-pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterator> {
+pub(crate) fn iter(inner: &Arc<DbInner>, fam: &Family, opts: &ReadOptions) -> Result<DbIterator> {
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(ErrorRepr::Closed.into());
     }
-    let sv = inner.super_version();
+    let sv = fam.super_version();
     let snapshot = snapshot_seq(inner, opts);
     let fill = !opts.skip_cache_fill;
     let cache_only = opts.cache_only;

@@ -237,7 +237,7 @@ pub(crate) fn tick(inner: &DbInner, ls: &LogStore, factor: (f64, f64), persist: 
 
 /// Starts the ticker thread (LogStore only).
 pub(crate) fn start(inner: &Arc<DbInner>) {
-    let Some(ls) = inner.logstore.clone() else {
+    let Some(ls) = inner.default.logstore.clone() else {
         return;
     };
     let i = inner.clone();

@@ -29,13 +29,14 @@
 //! Lock order: writer queue, then `state`, then `wal`. Depends on `wal`, `memtable`, `batch`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::Guard;
 use parking_lot::Mutex;
 
+use super::family::Family;
 use super::wait::{Gate, SpinPolicy};
 use super::{DbInner, DbState};
 use crate::batch::WriteBatch;
@@ -67,33 +68,17 @@ pub(crate) struct CommitPipeline {
     published: Gate,
     /// Mirrors `DbState::bg_error.is_some()`, so a leader needs no `state` lock to see it.
     failed: AtomicBool,
-    /// The active memtable, for leaders (readers use the super-version): changed only by the
-    /// front of the queue in `switch_memtable`, read without touching what readers share. An
-    /// `ArcSwap`, so a leader's read takes no lock and leaves the memtable's reference count
-    /// alone (both were lines the other writer's core had just written).
-    active: ArcSwap<MemTable>,
-    /// L0 table count of the current version, kept by `DbInner::publish_l0`.
-    pub l0_files: AtomicUsize,
-    /// Of those, the ones running compactions take (LogStore only; see [`stalling_l0`]).
-    pub l0_busy: AtomicUsize,
-    /// Fast-tier table bytes of the current version, kept beside `l0_files` (LogStore's
-    /// deferral limit, see [`stalling_l0`]).
-    pub fast_bytes: AtomicU64,
     /// How waiters spin.
     spin: SpinPolicy,
 }
 
 impl CommitPipeline {
-    pub fn new(last_seq: u64, mem: Arc<MemTable>, l0_files: usize, fast_bytes: u64) -> Self {
+    pub fn new(last_seq: u64) -> Self {
         CommitPipeline {
             queue: Mutex::new(VecDeque::new()),
             allocated: AtomicU64::new(last_seq),
             published: Gate::default(),
             failed: AtomicBool::new(false),
-            active: ArcSwap::new(mem),
-            l0_files: AtomicUsize::new(l0_files),
-            l0_busy: AtomicUsize::new(0),
-            fast_bytes: AtomicU64::new(fast_bytes),
             spin: SpinPolicy::default(),
         }
     }
@@ -263,15 +248,19 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     }
 
     // Leader: make room and gather the group while at the front of the queue.
-    let room = make_room_for_write(inner);
+    let room = make_room(inner, w.batch.as_ref().expect("a writer holds a batch"));
     let mut group: Vec<Arc<Writer>> = Vec::new();
     let mut merged = WriteBatch::new();
     let mut want_sync = false;
-    if room.is_ok() {
+    if let Ok(targets) = &room {
         let q = inner.commit.queue.lock();
         let mut bytes = 0;
         for m in q.iter() {
             if m.barrier || (m.sync && !w.sync && !group.is_empty()) {
+                break;
+            }
+            // A member joins only if the leader made room in every family it writes.
+            if !group.is_empty() && !m.batch.as_ref().is_some_and(|b| targets.covers(b)) {
                 break;
             }
             let size = m.batch.as_ref().map_or(0, |b| b.size_in_bytes());
@@ -288,12 +277,12 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     } else {
         group.push(w.clone());
     }
-    let (mem, first) = match room {
+    let (targets, first) = match room {
         Err(e) => {
             leave_front(inner, 1);
             return Err(e);
         }
-        Ok(mem) => (mem, inner.commit.allocated.load(Ordering::Acquire) + 1),
+        Ok(t) => (t, inner.commit.allocated.load(Ordering::Acquire) + 1),
     };
 
     let result = append_to_wal(inner, &mut merged, first, want_sync);
@@ -318,7 +307,11 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         return Err(e);
     }
 
-    insert_group(inner, &mem, &group, &merged, &w, first);
+    match &targets {
+        Targets::Default(mem) => insert_group(inner, mem, &group, &merged, &w, first),
+        // A group across families is inserted by its leader alone.
+        Targets::Families(mems) => apply_to_families(mems, &merged, first),
+    }
     // Publish in sequence order, after every earlier group.
     let c = &inner.commit;
     c.published.wait(
@@ -368,6 +361,11 @@ pub(crate) fn write_checked(
     if batch.is_empty() {
         return Ok(());
     }
+    if batch.has_column_families() {
+        return Err(crate::Error::invalid(
+            "transactions over column families other than the default are not supported yet",
+        ));
+    }
     let w = Writer::new(None, true, sync);
     let led = join(inner, &w);
     debug_assert!(led, "a barrier is never taken into a group");
@@ -383,7 +381,7 @@ fn commit_alone(
     sync: bool,
     check: &CommitCheck,
 ) -> Result<()> {
-    let mem = make_room_for_write(inner)?;
+    let mem = make_room_for_write(inner, &inner.default)?;
     quiesce(inner);
     run_check(inner, check)?;
     let first = inner.commit.allocated.load(Ordering::Acquire) + 1;
@@ -513,6 +511,19 @@ fn insert_group(
     );
 }
 
+/// Inserts a batch across families: each operation, with consecutive sequence numbers from
+/// `first`, into its family's memtable in `mems`.
+fn apply_to_families(mems: &[(u32, ActiveMem)], batch: &WriteBatch, first: u64) {
+    for (i, (family, op)) in batch.iter_cf().enumerate() {
+        let mem = mems
+            .iter()
+            .find(|(id, _)| *id == family)
+            .map(|(_, m)| m)
+            .expect("the leader made room in every family of its group");
+        mem.add_op(first + i as u64, op);
+    }
+}
+
 /// Inserts a batch's operations with consecutive sequence numbers starting at `first`, point
 /// operations in groups ([`InsertGroup`]); a batch of one (every single put) skips setting up
 /// the group.
@@ -538,17 +549,17 @@ pub(crate) fn set_bg_error(inner: &DbInner, e: crate::Error) {
 /// trigger and no background error or shutdown is pending. `None`: the write would sleep for a
 /// slowdown, wait for a flush, switch memtables (a file creation) or fail — which
 /// `WriteOptions::no_slowdown` refuses (a racy hint there: the state may change right after).
-fn room_without_waiting(inner: &DbInner) -> Option<ActiveMem> {
+fn room_without_waiting(inner: &DbInner, fam: &Family) -> Option<ActiveMem> {
     let c = &inner.commit;
     if c.failed.load(Ordering::Acquire) || inner.shutting_down.load(Ordering::Acquire) {
         return None;
     }
-    let mem = c.active.load();
-    let l0 = c.l0_files.load(Ordering::Acquire);
-    (stalling_l0(inner, l0, c.l0_busy.load(Ordering::Acquire), || {
-        c.fast_bytes.load(Ordering::Acquire)
-    }) < inner.opts.level0_slowdown_writes_trigger
-        && mem.approximate_size() < inner.opts.write_buffer_size)
+    let mem = fam.active.load();
+    let l0 = fam.l0_files.load(Ordering::Acquire);
+    (stalling_l0(fam, l0, fam.l0_busy.load(Ordering::Acquire), || {
+        fam.fast_bytes.load(Ordering::Acquire)
+    }) < fam.opts.level0_slowdown_writes_trigger
+        && mem.approximate_size() < fam.opts.write_buffer_size)
         .then_some(mem)
 }
 
@@ -557,28 +568,78 @@ fn room_without_waiting(inner: &DbInner) -> Option<ActiveMem> {
 /// it: none while deferral (§V-C) has the fast tier buffer the burst's tables, since they are
 /// not compacted either; otherwise those no compaction takes yet — after a deferral one
 /// compaction takes the whole buffered L0, and counting it would stop writes for its length.
-fn stalling_l0(inner: &DbInner, l0: usize, busy: usize, fast_bytes: impl FnOnce() -> u64) -> usize {
-    if l0 < inner.opts.level0_slowdown_writes_trigger {
+fn stalling_l0(fam: &Family, l0: usize, busy: usize, fast_bytes: impl FnOnce() -> u64) -> usize {
+    if l0 < fam.opts.level0_slowdown_writes_trigger {
         return l0;
     }
-    match &inner.logstore {
+    match &fam.logstore {
         None => l0,
-        Some(ls) if ls.buffers_l0(&inner.opts, l0, fast_bytes()) => 0,
+        Some(ls) if ls.buffers_l0(&fam.opts, l0, fast_bytes()) => 0,
         Some(_) => l0 - busy,
     }
 }
 
+/// The memtables a write group inserts into: the default family's alone (every batch without
+/// operations on another family), or one per family the leader's batch writes.
+enum Targets {
+    Default(ActiveMem),
+    Families(Vec<(u32, ActiveMem)>),
+}
+
+impl Targets {
+    /// Whether `batch` writes only families these targets have room in.
+    fn covers(&self, batch: &WriteBatch) -> bool {
+        match self {
+            Targets::Default(_) => !batch.has_column_families(),
+            Targets::Families(mems) => batch
+                .families()
+                .iter()
+                .all(|f| mems.iter().any(|(id, _)| id == f)),
+        }
+    }
+}
+
+/// Makes room in every family `batch` writes ([`make_room_for_write`] for each, in id
+/// order). A family that does not exist (dropped, or never created) fails the write.
+fn make_room(inner: &Arc<DbInner>, batch: &WriteBatch) -> Result<Targets> {
+    if !batch.has_column_families() {
+        return make_room_for_write(inner, &inner.default).map(Targets::Default);
+    }
+    let families: Vec<Arc<Family>> = {
+        let st = inner.state.lock();
+        batch
+            .families()
+            .into_iter()
+            .map(|id| {
+                st.families
+                    .get(&id)
+                    .map(|fs| fs.handle.clone())
+                    .ok_or_else(|| {
+                        crate::Error::invalid(format!(
+                            "column family {id} does not exist (dropped, or of another database)"
+                        ))
+                    })
+            })
+            .collect::<Result<_>>()?
+    };
+    let mut mems = Vec::with_capacity(families.len());
+    for fam in &families {
+        mems.push((fam.id, make_room_for_write(inner, fam)?));
+    }
+    Ok(Targets::Families(mems))
+}
+
 /// Whether a write now would leave the fast path (see [`room_without_waiting`]).
 pub(crate) fn would_slow_down(inner: &DbInner) -> bool {
-    room_without_waiting(inner).is_none()
+    room_without_waiting(inner, &inner.default).is_none()
 }
 
 /// Ensures the memtable has room, stalling or switching memtables as needed, and returns the
 /// memtable the group goes to. Called by the leader at the front of the queue (which holds every
 /// other writer back), without the queue lock: writers keep joining the queue meanwhile.
-fn make_room_for_write(inner: &Arc<DbInner>) -> Result<ActiveMem> {
-    let o = &inner.opts;
-    if let Some(mem) = room_without_waiting(inner) {
+fn make_room_for_write(inner: &Arc<DbInner>, fam: &Family) -> Result<ActiveMem> {
+    let o = &fam.opts;
+    if let Some(mem) = room_without_waiting(inner, fam) {
         return Ok(mem);
     }
     let mut slow = Some(inner.commit.spin.slow());
@@ -588,17 +649,22 @@ fn make_room_for_write(inner: &Arc<DbInner>) -> Result<ActiveMem> {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(ErrorRepr::Closed.into());
         }
+        if fam.dropped.load(Ordering::Acquire) {
+            return Err(crate::Error::invalid(format!(
+                "column family {:?} was dropped",
+                fam.name
+            )));
+        }
         let mut st = inner.state.lock();
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
         }
-        // Published under the lock held here (`DbInner::publish_l0`): the fast path's state.
-        let c = &inner.commit;
+        // Published under the lock held here (`Family::publish_l0`): the fast path's state.
         let l0 = stalling_l0(
-            inner,
-            c.l0_files.load(Ordering::Acquire),
-            c.l0_busy.load(Ordering::Acquire),
-            || c.fast_bytes.load(Ordering::Acquire),
+            fam,
+            fam.l0_files.load(Ordering::Acquire),
+            fam.l0_busy.load(Ordering::Acquire),
+            || fam.fast_bytes.load(Ordering::Acquire),
         );
         if !delayed && l0 >= o.level0_slowdown_writes_trigger {
             drop(st);
@@ -612,10 +678,11 @@ fn make_room_for_write(inner: &Arc<DbInner>) -> Result<ActiveMem> {
             delayed = true;
             continue;
         }
-        if st.mem.approximate_size() < o.write_buffer_size {
-            return Ok(Guard::from_inner(st.mem.clone()));
+        let fs = st.fam(fam.id);
+        if fs.mem.approximate_size() < o.write_buffer_size {
+            return Ok(Guard::from_inner(fs.mem.clone()));
         }
-        if st.imms.len() + 1 >= o.max_write_buffer_number || l0 >= o.level0_stop_writes_trigger {
+        if fs.imms.len() + 1 >= o.max_write_buffer_number || l0 >= o.level0_stop_writes_trigger {
             let t = Instant::now();
             // One stop per stall, however many waits it takes.
             if !stopped {
@@ -637,15 +704,15 @@ fn make_room_for_write(inner: &Arc<DbInner>) -> Result<ActiveMem> {
         quiesce(inner);
         let _slow = inner.commit.spin.slow();
         let mut st = inner.state.lock();
-        switch_memtable(inner, &mut st)?;
-        return Ok(Guard::from_inner(st.mem.clone()));
+        switch_memtable(inner, fam, &mut st)?;
+        return Ok(Guard::from_inner(st.fam(fam.id).mem.clone()));
     }
 }
 
 /// Seals the active memtable and starts a new one with a new WAL file. The caller holds `state`
 /// and is the front of the writer queue (a leader or inside `exclusive`) after [`quiesce`], so
 /// no write group is in flight. The sealed log is not fsynced here (see `wal::LogSet`).
-pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
+pub(crate) fn switch_memtable(inner: &DbInner, fam: &Family, st: &mut DbState) -> Result<()> {
     let number = st.versions.new_file_number();
     let file = inner
         .log_storage
@@ -668,17 +735,18 @@ pub(crate) fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
     }
     inner.wal.lock().rotate(LogWriter::new(file, number));
     // The point index is sized for as many distinct keys as the memtable it follows held.
+    let fs = st.fam_mut(fam.id);
     let mem = Arc::new(MemTable::for_options(
         number,
-        &inner.opts,
-        Some(st.mem.num_keys()),
+        &fam.opts,
+        Some(fs.mem.num_keys()),
     ));
     // No group is in flight: every later write goes to this memtable (or a newer one).
     mem.set_base_seq(inner.last_seq.load(Ordering::Acquire));
-    inner.commit.active.store(mem.clone());
-    let old = std::mem::replace(&mut st.mem, mem);
-    st.imms.push(old);
-    inner.install_super_version(st);
+    fam.active.store(mem.clone());
+    let old = std::mem::replace(&mut fs.mem, mem);
+    fs.imms.push(old);
+    inner.install_super_version(fam, st);
     inner.bg_cv.notify_all();
     Ok(())
 }

@@ -81,7 +81,11 @@ pub fn locate_key(
         };
         for (r, rec) in dump.records.iter().enumerate().rev() {
             let mut hits = Vec::new();
-            for (seq, op) in (rec.seq..).zip(rec.batch.iter()) {
+            // The default family's key: other families' operations are other key spaces.
+            for (seq, (family, op)) in (rec.seq..).zip(rec.batch.iter_cf()) {
+                if family != crate::version::DEFAULT_FAMILY {
+                    continue;
+                }
                 let hit = match op {
                     BatchOp::Put(k, v) if k == key => Some((ValueKind::Put, v.to_vec())),
                     BatchOp::Delete(k) if k == key => Some((ValueKind::Delete, Vec::new())),

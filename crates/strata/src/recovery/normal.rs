@@ -193,7 +193,14 @@ pub(crate) fn add_batch<'a>(
                 "write batch header counts {count} records but holds more"
             )));
         }
-        group.add(mem, first + n, op?);
+        let (family, op) = op?;
+        // Without column families in the manifest, no record may name one.
+        if family != crate::version::DEFAULT_FAMILY {
+            return Err(Error::corruption(format!(
+                "write batch names column family {family}, which the manifest never created"
+            )));
+        }
+        group.add(mem, first + n, op);
         n += 1;
     }
     if n != count {
@@ -202,6 +209,81 @@ pub(crate) fn add_batch<'a>(
         )));
     }
     Ok((first, n))
+}
+
+/// What replaying the logs of a database with column families found.
+pub(crate) struct FamilyReplay {
+    /// Each family's memtables, by family id, oldest first: open writes them to L0.
+    pub mems: HashMap<u32, Vec<Arc<MemTable>>>,
+    pub last_seq: u64,
+}
+
+/// Replays `wals` (sorted by number) into memtables per column family. `log_number(f)`: the
+/// log number of live family `f` (`None`: not live — a dropped family, whose records are
+/// skipped); a record in a log older than its family's log number is in the family's tables
+/// already and is skipped too. Every operation takes its sequence number whether skipped or
+/// not. Nothing is kept as a memtable: open writes everything to L0, so every replayed log
+/// may go. `writes[i]` as for [`replay`].
+pub(crate) fn replay_families(
+    wals: &[LogFile<'_>],
+    writes: &[bool],
+    last_sequence: u64,
+    log_number: &dyn Fn(u32) -> Option<u64>,
+    opts: &Options,
+) -> Result<FamilyReplay> {
+    let last_nonempty = writes.iter().rposition(|w| *w);
+    let mut out = FamilyReplay {
+        mems: HashMap::new(),
+        last_seq: last_sequence,
+    };
+    for (i, log) in wals.iter().enumerate() {
+        let name = format!("{:06}.log", log.number);
+        let data = log.storage.read_whole(&log.path)?;
+        let mut reader = LogReader::new(&data, name.clone(), Some(i) >= last_nonempty);
+        while let Some(rec) = reader.next_record()? {
+            if !link::is_write_batch(&rec) {
+                continue;
+            }
+            let bad = |e: Error| Error::corruption(format!("{name}: {e}"));
+            let (first, count, ops) = decode_ops(&rec).map_err(bad)?;
+            let mut n = 0u64;
+            for op in ops {
+                if n == u64::from(count) {
+                    return Err(bad(Error::corruption(
+                        "write batch holds more records than counted",
+                    )));
+                }
+                let (family, op) = op.map_err(bad)?;
+                let seq = first + n;
+                n += 1;
+                match log_number(family) {
+                    Some(from) if log.number >= from => {}
+                    _ => continue,
+                }
+                let mems = out.mems.entry(family).or_default();
+                if mems
+                    .last()
+                    .is_none_or(|m| m.approximate_size() >= opts.write_buffer_size)
+                {
+                    mems.push(Arc::new(MemTable::with_bloom(
+                        0,
+                        opts.memtable_bloom_bytes(),
+                    )));
+                }
+                mems.last().expect("just pushed").add_op(seq, op);
+            }
+            if n != u64::from(count) {
+                return Err(bad(Error::corruption(format!(
+                    "write batch header counts {count} records but holds {n}"
+                ))));
+            }
+            out.last_seq = out.last_seq.max(first + n - 1);
+        }
+        if let ReadOutcome::TornTail { offset, dropped } = reader.outcome() {
+            tracing::warn!(wal = %name, offset, dropped, "dropped torn WAL tail");
+        }
+    }
+    Ok(out)
 }
 
 /// How many of the newest `own` logs (given as (memtables, in the log location)) keep their

@@ -144,32 +144,37 @@ fn scan_file(
         let mut n = 0u32;
         for op in batch {
             n += 1;
-            ops.push(
-                match op.map_err(|e| Error::corruption(format!("{name}: {e}")))? {
-                    BatchOp::Put(k, v) => Loc {
-                        key: off(k)?,
-                        key_len: k.len() as u32,
-                        value: off(v)?,
-                        value_len: v.len() as u32,
-                        kind: ValueKind::Put as u8,
-                    },
-                    BatchOp::Delete(k) => Loc {
-                        key: off(k)?,
-                        key_len: k.len() as u32,
-                        value: 0,
-                        value_len: 0,
-                        kind: ValueKind::Delete as u8,
-                    },
-                    BatchOp::Merge(k, v) => Loc {
-                        key: off(k)?,
-                        key_len: k.len() as u32,
-                        value: off(v)?,
-                        value_len: v.len() as u32,
-                        kind: ValueKind::Merge as u8,
-                    },
-                    BatchOp::DeleteRange(..) => NONE,
+            let (family, op) = op.map_err(|e| Error::corruption(format!("{name}: {e}")))?;
+            if family != crate::version::DEFAULT_FAMILY {
+                return Err(Error::invalid(format!(
+                    "{name}: a record of column family {family}: the extended WAL does not \
+                     support column families yet"
+                )));
+            }
+            ops.push(match op {
+                BatchOp::Put(k, v) => Loc {
+                    key: off(k)?,
+                    key_len: k.len() as u32,
+                    value: off(v)?,
+                    value_len: v.len() as u32,
+                    kind: ValueKind::Put as u8,
                 },
-            );
+                BatchOp::Delete(k) => Loc {
+                    key: off(k)?,
+                    key_len: k.len() as u32,
+                    value: 0,
+                    value_len: 0,
+                    kind: ValueKind::Delete as u8,
+                },
+                BatchOp::Merge(k, v) => Loc {
+                    key: off(k)?,
+                    key_len: k.len() as u32,
+                    value: off(v)?,
+                    value_len: v.len() as u32,
+                    kind: ValueKind::Merge as u8,
+                },
+                BatchOp::DeleteRange(..) => NONE,
+            });
         }
         if n != count {
             return Err(Error::corruption(format!(

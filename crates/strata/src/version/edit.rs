@@ -203,6 +203,23 @@ impl VersionEdit {
             || !self.family_edits.is_empty()
     }
 
+    /// The edit of family `id`'s tree as a record: for the default family the edit itself;
+    /// for another its tree fields in the family's section, the database's fields (the next
+    /// file number, the last sequence) before it.
+    pub fn in_family(mut self, id: u32) -> VersionEdit {
+        if id == super::DEFAULT_FAMILY {
+            return self;
+        }
+        let mut top = VersionEdit {
+            format: self.format.take(),
+            next_file_number: self.next_file_number.take(),
+            last_sequence: self.last_sequence.take(),
+            ..Default::default()
+        };
+        top.family_edits.push((id, self));
+        top
+    }
+
     /// Whether the edit holds only fields a family section may carry.
     pub(crate) fn is_tree_only(&self) -> bool {
         self.format.is_none()

@@ -240,11 +240,16 @@ impl VersionSet {
     /// below it may be partly deleted (an object-store log location deletes segment by
     /// segment).
     pub fn wal_bound(&self) -> u64 {
-        let families = self.families.min_log_number().unwrap_or(u64::MAX);
         self.wal_pins
             .values()
             .copied()
-            .fold(self.log_number.min(families), u64::min)
+            .fold(self.min_log_number(), u64::min)
+    }
+
+    /// The oldest log number of any family: older WALs hold no record a family's tables lack.
+    pub fn min_log_number(&self) -> u64 {
+        let families = self.families.min_log_number().unwrap_or(u64::MAX);
+        self.log_number.min(families)
     }
 
     /// Live fast-tier tables' WAL pins (extended WAL).
@@ -385,6 +390,27 @@ impl VersionSet {
     /// The current version.
     pub fn current(&self) -> Arc<Version> {
         self.current.clone()
+    }
+
+    /// The current version of family `id`'s tree (`None`: no such live family).
+    pub fn current_of(&self, id: u32) -> Option<Arc<Version>> {
+        if id == super::DEFAULT_FAMILY {
+            return Some(self.current.clone());
+        }
+        self.families.get(id).map(|t| t.version.clone())
+    }
+
+    /// Every live table of every family.
+    pub fn all_files(&self) -> impl Iterator<Item = &Arc<super::TableFile>> {
+        self.current.all_files().chain(self.families.all_files())
+    }
+
+    /// The log number of family `id`: its records in older WALs are all in its tables.
+    pub fn log_number_of(&self, id: u32) -> Option<u64> {
+        if id == super::DEFAULT_FAMILY {
+            return Some(self.log_number);
+        }
+        self.families.get(id).map(|t| t.log_number)
     }
 
     /// The compaction style the database was created with.
