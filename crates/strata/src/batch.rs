@@ -143,7 +143,8 @@ impl WriteBatch {
         self.push(ValueKind::RangeDelete, start.as_ref(), Some(end));
     }
 
-    /// Sets `key` to `value` in column family `cf`.
+    /// Sets `key` to `value` in column family `cf`. The batch records the family's id: write
+    /// it to the database the handle is of.
     pub fn put_cf(
         &mut self,
         cf: &crate::ColumnFamily,

@@ -336,6 +336,157 @@ fn drop_frees_the_familys_capacity_tier_objects() {
     assert_eq!(db.get(b"stays").unwrap().as_deref(), Some(&b"here"[..]));
 }
 
+/// The tier policy is per family: one family all on the fast tier, one with its last level on
+/// the capacity tier and HotRAP promoting its hot records back, in one database — verified
+/// by where each family's tables are.
+#[test]
+fn each_family_has_its_own_tier_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    // Keys ending in 0 are hot once read (a deterministic stand-in for RALT).
+    let tracker = std::sync::Arc::new(common::OracleTracker::new(1, |k| k.ends_with(b"0")));
+    let o = Options {
+        write_buffer_size: 64 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        target_file_size_base: 64 << 10,
+        level0_file_num_compaction_trigger: 2,
+        num_levels: 4,
+        capacity: Some(strata::storage::object::CapacityOptions::new(
+            "memory://cf-tier-policy".to_string(),
+        )),
+        hotrap: strata::tier::hot::HotRapOptions {
+            enabled: true,
+            promotion_cache_bytes: Some(16 << 10),
+            tracker: Some(tracker),
+            ..Default::default()
+        },
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let base = CfOptions::from_options(&o);
+    let fast = db
+        .create_cf(
+            "all-fast",
+            CfOptions {
+                fast_levels: Some(3),
+                hotrap: false,
+                ..base.clone()
+            },
+        )
+        .unwrap();
+    let tiered = db.create_cf("tiered", base).unwrap();
+    let value = |k: u32| format!("value-{k}-{}", "v".repeat(150));
+    for k in 0..2000u32 {
+        let mut b = WriteBatch::new();
+        b.put_cf(&fast, format!("k{k:05}"), value(k));
+        b.put_cf(&tiered, format!("k{k:05}"), value(k));
+        db.write(b).unwrap();
+    }
+    db.compact_range_cf(&fast, None, None).unwrap();
+    db.compact_range_cf(&tiered, None, None).unwrap();
+    let on = |cf: &ColumnFamily, tier: strata::tier::Tier| -> u64 {
+        db.live_tables_cf(cf)
+            .unwrap()
+            .iter()
+            .filter(|(_, f)| f.tier == tier)
+            .map(|(_, f)| f.num_entries)
+            .sum()
+    };
+    use strata::tier::Tier::{Capacity, Fast};
+    assert_eq!((on(&fast, Fast), on(&fast, Capacity)), (2000, 0));
+    assert_eq!((on(&tiered, Fast), on(&tiered, Capacity)), (0, 2000));
+    // Reads of the tiered family's hot keys bring them back to its fast tier (promotion by
+    // flush); the all-fast family has nothing to promote.
+    for _ in 0..3 {
+        for k in 0..2000u32 {
+            let key = format!("k{k:05}");
+            assert_eq!(
+                db.get_cf(&tiered, &key).unwrap().unwrap(),
+                value(k).as_bytes()
+            );
+            assert_eq!(
+                db.get_cf(&fast, &key).unwrap().unwrap(),
+                value(k).as_bytes()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        db.wait_for_compactions().unwrap();
+    }
+    assert!(
+        on(&tiered, Fast) > 0,
+        "no hot record of the tiered family was promoted"
+    );
+    assert_eq!(on(&fast, Capacity), 0);
+    // The family's options (its tier policy among them) survive a reopen.
+    drop((fast, tiered));
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    let fast = db.cf("all-fast").unwrap();
+    assert_eq!(fast.options().fast_levels, Some(3));
+    assert!(!fast.options().hotrap);
+    assert!(db.cf("tiered").unwrap().options().hotrap);
+}
+
+/// Found in review: a drop made the logs of the dropped family's memtables deletable while
+/// another (empty) family's log number in the manifest still named one of them, and the next
+/// open refused the database. Also: a manual compaction of the family racing its drop fails
+/// cleanly instead of panicking.
+#[test]
+fn dropping_a_family_keeps_every_log_the_manifest_names() {
+    for round in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), small()).unwrap();
+        let b = db
+            .create_cf(
+                "b",
+                CfOptions {
+                    write_buffer_size: 4096,
+                    ..cf_small()
+                },
+            )
+            .unwrap();
+        for i in 0..300u32 {
+            db.put_cf(&b, format!("b{i:05}"), [b'x'; 100]).unwrap();
+        }
+        let compactor = {
+            let (db, b) = (db.clone(), b.clone());
+            std::thread::spawn(move || loop {
+                match db.compact_range_cf(&b, None, None) {
+                    Ok(()) => {}
+                    Err(e) => {
+                        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+                        return;
+                    }
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(20 * round));
+        db.drop_cf("b").unwrap();
+        compactor.join().unwrap();
+        db.put(b"after", b"drop").unwrap();
+        drop(b);
+        db.close().unwrap();
+        let db = Db::open(dir.path(), small()).unwrap();
+        assert_eq!(db.get(b"after").unwrap().as_deref(), Some(&b"drop"[..]));
+        assert!(db.cf("b").is_none());
+    }
+}
+
+#[test]
+fn a_handle_of_another_database_is_refused() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let db1 = Db::open(d1.path(), small()).unwrap();
+    let db2 = Db::open(d2.path(), small()).unwrap();
+    let a1 = db1.create_cf("a", cf_small()).unwrap();
+    db2.create_cf("a", cf_small()).unwrap();
+    let e = db2.put_cf(&a1, b"k", b"v").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("another database"), "{e}");
+    assert_eq!(
+        db2.get_cf(&a1, b"k").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}
+
 #[test]
 fn drop_while_writers_run_fails_their_writes_cleanly() {
     let dir = tempfile::tempdir().unwrap();

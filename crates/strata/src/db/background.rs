@@ -231,7 +231,23 @@ fn flush_one(inner: &Arc<DbInner>, fam: &Family, st: MutexGuard<'_, DbState>) ->
     // Flushes do not filter: every record is the WAL's, unless merge operands were folded
     // (a result carries its newest operand's sequence number, where the WAL has the operand).
     let pinned = super::extended::log_tables(inner, &res.outputs, mem.num_merges() > 0)?;
+    // With several families, a batch's halves may sit in a log this family's record is about
+    // to pass while another family's memtable still holds its half: the sealed logs are made
+    // durable first, or a power loss could keep one half (in this table) without the other.
+    let several = inner.state.lock().families.len() > 1;
+    if several {
+        inner.wal.lock().sync_sealed()?;
+    }
     let mut st = inner.state.lock();
+    let current = inner.wal.lock().current().number();
+    // A family left with nothing unflushed (an empty active memtable after this one) owes
+    // nothing to any log before the current one.
+    let fs = st.fam(fam.id);
+    let next_log = if fs.imms.len() == 1 && fs.mem.is_empty() {
+        current.max(next_log)
+    } else {
+        next_log
+    };
     let edit = VersionEdit {
         log_number: Some(next_log),
         last_sequence: Some(inner.last_seq.load(Ordering::Acquire)),
@@ -242,23 +258,9 @@ fn flush_one(inner: &Arc<DbInner>, fam: &Family, st: MutexGuard<'_, DbState>) ->
     let mut edit = edit.in_family(fam.id);
     // Families with nothing unflushed move their log numbers to the current log with it, so
     // that the logs this flush frees are not needed by their recovery either.
-    let current = inner.wal.lock().current().number();
-    for (&id, fs) in &st.families {
-        let behind = st.versions.log_number_of(id).is_some_and(|n| n < current);
-        if id != fam.id && fs.is_empty() && behind {
-            if id == crate::version::DEFAULT_FAMILY {
-                edit.log_number = Some(current);
-            } else {
-                edit.family_edits.push((
-                    id,
-                    VersionEdit {
-                        log_number: Some(current),
-                        ..Default::default()
-                    },
-                ));
-            }
-        }
-    }
+    let bumps = st.empty_family_log_numbers(current, Some(fam.id));
+    edit.log_number = edit.log_number.or(bumps.log_number);
+    edit.family_edits.extend(bumps.family_edits);
     // On failure the edit may still have reached the disk, so the outputs are not deleted here:
     // if the edit is lost they are orphans that the next open removes.
     st.versions.log_and_apply(edit)?;
@@ -277,19 +279,19 @@ fn flush_one(inner: &Arc<DbInner>, fam: &Family, st: MutexGuard<'_, DbState>) ->
     inner.bg_cv.notify_all();
     // The memtable's log may hold records of another family's live memtable: it goes once
     // every family's oldest live memtable is newer.
-    st.flushed_logs.insert(mem.wal_number());
     drop(pinned);
     purge_flushed_logs(inner, st);
     Ok(())
 }
 
-/// Deletes the WAL files of flushed memtables that no live memtable of any family needs any
-/// more (below [`DbState::log_floor`]), or hands them to the extended WAL's retention.
+/// Deletes the WAL files no live memtable of any family needs any more (below
+/// [`DbState::log_floor`]) and no family's log number in the manifest names (a recovery
+/// replays from there), or hands them to the extended WAL's retention.
 pub(crate) fn purge_flushed_logs(inner: &DbInner, mut st: MutexGuard<'_, DbState>) {
     let current = inner.wal.lock().current().number();
-    let floor = st.log_floor(current);
-    let rest = st.flushed_logs.split_off(&floor);
-    let done = std::mem::replace(&mut st.flushed_logs, rest);
+    let floor = st.log_floor(current).min(st.versions.min_log_number());
+    let rest = st.live_logs.split_off(&floor);
+    let done = std::mem::replace(&mut st.live_logs, rest);
     drop(st);
     for n in done {
         // The log's records are in synced tables now: it owes no fsync any more.

@@ -44,8 +44,14 @@ impl ColumnFamily {
         CfOptions::from_options(&self.family.opts)
     }
 
-    /// The family, unless it was dropped.
-    pub(crate) fn live(&self) -> Result<&Arc<Family>> {
+    /// The family, unless it was dropped or belongs to another database than `inner`.
+    pub(crate) fn live(&self, inner: &DbInner) -> Result<&Arc<Family>> {
+        if self.family.owner != inner.token {
+            return Err(Error::invalid(format!(
+                "column family {:?}: the handle is of another database",
+                self.family.name
+            )));
+        }
         if self.family.dropped.load(Ordering::Acquire) {
             return Err(Error::invalid(format!(
                 "column family {:?} was dropped",
@@ -65,15 +71,16 @@ impl std::fmt::Debug for ColumnFamily {
     }
 }
 
-/// A column family's own options: its shape (levels, compaction style, set at creation) and
-/// its memtable, level-size, table and filter settings. Everything else — the WAL, caches,
-/// the capacity tier and its placement, background threads — is the database's
-/// (`Options`). `CfOptions::default()` takes `Options::default()`'s values;
-/// [`CfOptions::from_options`] takes a database's.
+/// A column family's own options: its shape (levels, compaction style, set at creation), its
+/// memtable, level-size, table and filter settings, and its tier policy — which levels live on
+/// the capacity tier and whether HotRAP promotes and retains its hot records. Everything else —
+/// the WAL, caches, the capacity tier itself, the fast-tier budget, background threads, the
+/// merge operator and compaction filter — is the database's (`Options`).
+/// `CfOptions::default()` takes `Options::default()`'s values; [`CfOptions::from_options`]
+/// takes a database's.
 ///
-/// Not yet per family (stage S5 of the column-family plan): a family other than the default
-/// one places its levels on the tiers by the database's `fast_levels` / `capacity_levels` /
-/// `fast_tier_budget`, without HotRAP or LogStore.
+/// Not yet per family: LogStore placement (`Options::placement_policy`) applies to the
+/// default family only; the others place by level.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CfOptions {
@@ -101,6 +108,15 @@ pub struct CfOptions {
     pub block_size: usize,
     /// Bloom filter bits per key (0: no filters).
     pub bloom_bits_per_key: f64,
+    /// Levels, counted from the bottom, on the capacity tier (`Options::capacity_levels`, at
+    /// least 1). Acts only on a database with a capacity tier.
+    pub capacity_levels: usize,
+    /// Absolute placement instead: levels `0..=k` on the fast tier (`Options::fast_levels`;
+    /// `num_levels - 1`: the whole family on the fast tier).
+    pub fast_levels: Option<usize>,
+    /// HotRAP for this family (`Options::hotrap`'s other settings apply; each family has
+    /// its own promotion cache and RALT, under `ralt-<id>/`).
+    pub hotrap: bool,
 }
 
 impl Default for CfOptions {
@@ -125,6 +141,9 @@ impl CfOptions {
             target_file_size_base: o.target_file_size_base,
             block_size: o.block_size,
             bloom_bits_per_key: o.bloom_bits_per_key,
+            capacity_levels: o.capacity_levels,
+            fast_levels: o.fast_levels,
+            hotrap: o.hotrap.enabled,
         }
     }
 
@@ -143,7 +162,10 @@ impl CfOptions {
         o.target_file_size_base = self.target_file_size_base;
         o.block_size = self.block_size;
         o.bloom_bits_per_key = self.bloom_bits_per_key;
-        // Tier policies per family are stage S5: until then a family places by levels only.
+        o.capacity_levels = self.capacity_levels;
+        o.fast_levels = self.fast_levels;
+        o.hotrap.enabled = self.hotrap;
+        // LogStore per family is not built: the other families place by level.
         o.placement_policy = crate::tier::PlacementPolicy::Static;
         o
     }
@@ -165,6 +187,15 @@ impl CfOptions {
             || self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger
         {
             return bad("L0 triggers must be > 0 and compaction ≤ slowdown ≤ stop");
+        }
+        if self.capacity_levels == 0
+            || self.capacity_levels >= self.num_levels
+            || self.fast_levels.is_some_and(|k| k >= self.num_levels)
+        {
+            return bad(
+                "capacity_levels must be at least 1 and below num_levels, fast_levels below \
+                 num_levels (every level fast: fast_levels = num_levels - 1)",
+            );
         }
         if self.max_bytes_for_level_base == 0
             || self.max_bytes_for_level_multiplier <= 1.0
@@ -228,8 +259,15 @@ pub(crate) fn create(inner: &Arc<DbInner>, name: &str, o: CfOptions) -> Result<C
             st.versions
                 .create_family(name, o.encode(), o.num_levels, o.compaction_style, log)?;
         let fam = new_family(inner, &mut st, id, name, &o, log)?;
+        drop(st);
+        super::promote::start_hot_thread(inner, &fam);
         Ok(ColumnFamily { family: fam })
     })
+}
+
+/// Where family `id`'s RALT lives (HotRAP's access statistics).
+pub(crate) fn ralt_dir(dir: &std::path::Path, id: u32) -> std::path::PathBuf {
+    dir.join(format!("ralt-{id}"))
 }
 
 /// Sets up the run-time state of family `id` (created, or found in the manifest at open)
@@ -250,14 +288,17 @@ pub(crate) fn new_family(
         .versions
         .current_of(id)
         .ok_or_else(|| Error::invalid(format!("no column family {id}")))?;
+    let hot =
+        super::promote::open_hotrap(&ralt_dir(&inner.dir, id), &inner.storage, &fopts, &version)?;
     let fam = Arc::new(Family::new(
+        inner.token,
         id,
         name.to_string(),
         fopts,
         &mem,
         &[],
         version,
-        None,
+        hot,
         None,
     ));
     st.families.insert(
@@ -274,7 +315,8 @@ pub(crate) fn new_family(
 
 /// Drops the family `name` (`Db::drop_cf`): no new flush or compaction starts in it, the
 /// running ones finish, then the drop is logged and its tables (on both tiers) become
-/// obsolete; its unflushed writes are gone. Handles to it fail from then on.
+/// obsolete; its unflushed writes are gone. Handles to it fail from then on. A drop that fails
+/// leaves the family as it was.
 pub(crate) fn drop_family(inner: &Arc<DbInner>, name: &str) -> Result<()> {
     let fam = {
         let mut st = inner.state.lock();
@@ -289,8 +331,13 @@ pub(crate) fn drop_family(inner: &Arc<DbInner>, name: &str) -> Result<()> {
             ));
         }
         let fam = st.fam(id).handle.clone();
-        fam.dropped.store(true, Ordering::Release);
-        // Running jobs of the family install into its tree: wait for them.
+        if fam.dropped.swap(true, Ordering::AcqRel) {
+            return Err(Error::invalid(format!(
+                "column family {name:?} is being dropped"
+            )));
+        }
+        // Running jobs of the family install into its tree: wait for them. No new one starts
+        // (`DbState::check_live`, and the background threads skip a dropped family).
         while st.families.get(&id).is_some_and(|fs| fs.jobs > 0) {
             inner
                 .bg_cv
@@ -298,21 +345,28 @@ pub(crate) fn drop_family(inner: &Arc<DbInner>, name: &str) -> Result<()> {
         }
         fam
     };
-    super::write::exclusive(inner, || {
+    let dropped = super::write::exclusive(inner, || {
         let mut st = inner.state.lock();
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
         }
-        if !st.families.contains_key(&fam.id) {
-            return Err(Error::invalid(format!(
-                "column family {name:?} was dropped"
-            )));
+        let edit = st.versions.families().drop_edit(name)?;
+        if let Err(e) = st.versions.log_and_apply(edit) {
+            // The record may have reached the disk (a reopen would find the family dropped):
+            // as after a failed flush, writes stop.
+            super::write::set_bg_error_locked(inner, &mut st, e.clone());
+            return Err(e);
         }
-        st.versions.drop_family(name)?;
-        // Its memtables' logs no longer hold anything live of it.
-        if let Some(fs) = st.families.remove(&fam.id) {
-            let logs = fs.imms.iter().chain([&fs.mem]).map(|m| m.wal_number());
-            st.flushed_logs.extend(logs);
+        st.families.remove(&fam.id);
+        // Families left with nothing unflushed owe nothing to older logs: recorded, so the
+        // logs the dropped family held can go.
+        let current = inner.wal.lock().current().number();
+        let bumps = st.empty_family_log_numbers(current, None);
+        if bumps.log_number.is_some() || !bumps.family_edits.is_empty() {
+            if let Err(e) = st.versions.log_and_apply(bumps) {
+                // As after a failed flush: the record may have reached the disk.
+                super::write::set_bg_error_locked(inner, &mut st, e);
+            }
         }
         // Reads through old handles fail; the tables go once no iterator pins them.
         let empty = FamilyState {
@@ -324,9 +378,24 @@ pub(crate) fn drop_family(inner: &Arc<DbInner>, name: &str) -> Result<()> {
         let v = Arc::new(crate::version::Version::new(fam.opts.num_levels));
         fam.install(&empty, v, &|_| false);
         super::background::purge_flushed_logs(inner, st);
-        inner.bg_cv.notify_all();
         Ok(())
-    })
+    });
+    if let Err(e) = dropped {
+        // Not dropped (the record did not reach the manifest, or writes had stopped): the
+        // family goes on as it was.
+        fam.dropped.store(false, Ordering::Release);
+        inner.bg_cv.notify_all();
+        return Err(e);
+    }
+    inner.bg_cv.notify_all();
+    // Its HotRAP thread ends on its own (the family is dropped); RALT's files go now.
+    if fam.hot.is_some() {
+        let dir = ralt_dir(&inner.dir, fam.id);
+        if let Err(e) = inner.storage.remove_dir_all(&dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not remove a dropped family's RALT");
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

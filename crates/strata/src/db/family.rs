@@ -7,8 +7,9 @@
 //! Shared by every family and not here: the WAL and the commit pipeline's ordering state,
 //! `last_seq`, snapshots, the caches, the manifest (`VersionSet`, one record for all families),
 //! the background threads, the rate limiter, and the capacity tier's garbage collection. Table
-//! ids are unique across families, so the running jobs' busy set and the fast-tier budget stay
-//! database-wide too.
+//! ids are unique across families, so the running jobs' busy set stays database-wide too. The
+//! fast-tier budget is applied to each family's own tables (a family's placement reads its own
+//! version).
 //!
 //! Invariants: a `Family`'s `id` is its manifest id (`version::family`), never reused; its
 //! `FamilyState` lives in `DbState::families` exactly as long as the family does; the active
@@ -25,6 +26,12 @@ use super::SuperVersion;
 use crate::memtable::MemTable;
 use crate::version::Version;
 
+/// A token unique to one open database in this process (its families carry it).
+pub(crate) fn new_db_token() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// A column family's run-time handle: see the module docs.
 pub(crate) struct Family {
     /// The manifest's id (`version::DEFAULT_FAMILY` for the default family).
@@ -35,6 +42,9 @@ pub(crate) struct Family {
     pub opts: crate::Options,
     /// Set when the family is dropped: writes naming it fail, reads through a handle fail.
     pub dropped: AtomicBool,
+    /// The open database the family belongs to ([`new_db_token`]): a handle of another
+    /// database is refused.
+    pub owner: u64,
     /// The current super-version. `ArcSwap`: a read pins it without a lock and, in the common
     /// case, without touching a shared reference count (thread-local debt slots).
     pub sv: ArcSwap<SuperVersion>,
@@ -79,6 +89,7 @@ impl Family {
     /// A family whose reads see `mem`, `imms` (oldest first) and `version`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
+        owner: u64,
         id: u32,
         name: String,
         opts: crate::Options,
@@ -94,6 +105,7 @@ impl Family {
             name,
             opts,
             dropped: AtomicBool::new(false),
+            owner,
             sv: ArcSwap::from_pointee(SuperVersion {
                 mem: mem.clone(),
                 imms: imms.iter().rev().cloned().collect(),

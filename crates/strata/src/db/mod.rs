@@ -87,7 +87,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::stats::{DbStats, EngineStats};
 use crate::storage::{DirLock, Storage};
-use crate::version::{Version, VersionSet};
+use crate::version::{Version, VersionEdit, VersionSet};
 use crate::wal::LogSet;
 use snapshot::SnapshotList;
 
@@ -122,10 +122,10 @@ pub(crate) struct DbState {
     pub versions: VersionSet,
     /// Each live family's memtables, by family id.
     pub families: BTreeMap<u32, FamilyState>,
-    /// WAL files whose own memtable is flushed but that another family's live memtable may
-    /// still need: deleted once every family's oldest live memtable is newer
-    /// ([`DbState::log_floor`]).
-    pub flushed_logs: std::collections::BTreeSet<u64>,
+    /// The WAL files this process has not deleted yet: one is deleted once it is below every
+    /// family's oldest live memtable ([`DbState::log_floor`]) and every family's log number
+    /// in the manifest.
+    pub live_logs: std::collections::BTreeSet<u64>,
     /// A flush is running: from taking its memtable until its log is deleted, which follows
     /// the install (`wait_for_compactions` waits for both).
     pub flushing: bool,
@@ -172,15 +172,40 @@ impl DbState {
             .unwrap_or(current)
     }
 
-    /// Fails when `fam` was dropped (its state is gone).
+    /// Fails when `fam` was dropped or is being dropped (no new job may start in it).
     pub fn check_live(&self, fam: &Family) -> Result<()> {
-        if self.families.contains_key(&fam.id) {
+        if self.families.contains_key(&fam.id) && !fam.dropped.load(Ordering::Acquire) {
             return Ok(());
         }
         Err(crate::Error::invalid(format!(
             "column family {:?} was dropped",
             fam.name
         )))
+    }
+
+    /// An edit moving the log number of every family with nothing unflushed (but `except`)
+    /// to `current`, the log writes go to now: a write to such a family, now or in flight, is
+    /// in that log or a later one (logs rotate only with no group in flight).
+    pub fn empty_family_log_numbers(&self, current: u64, except: Option<u32>) -> VersionEdit {
+        let mut edit = VersionEdit::default();
+        for (&id, fs) in &self.families {
+            let behind = self.versions.log_number_of(id).is_some_and(|n| n < current);
+            if Some(id) == except || !fs.is_empty() || !behind {
+                continue;
+            }
+            if id == crate::version::DEFAULT_FAMILY {
+                edit.log_number = Some(current);
+            } else {
+                edit.family_edits.push((
+                    id,
+                    VersionEdit {
+                        log_number: Some(current),
+                        ..Default::default()
+                    },
+                ));
+            }
+        }
+        edit
     }
 
     /// The current version of family `fam`'s tree.
@@ -216,6 +241,8 @@ pub(crate) struct DbInner {
     pub bg_cv: Condvar,
     /// The default family (id 0): its super-version, policy, HotRAP and LogStore.
     pub default: Arc<Family>,
+    /// This open database's token: its families carry it (`Family::owner`).
+    pub token: u64,
     /// Writer queue and the ordering state of the commit pipeline (`write`).
     pub commit: write::CommitPipeline,
     pub wal: Mutex<LogSet>,
@@ -393,7 +420,7 @@ impl Db {
     /// `opts.no_slowdown` a write that would stall fails with `ErrorKind::Incomplete` and
     /// writes nothing.
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        if opts.no_slowdown && write::would_slow_down(self.inner()) {
+        if opts.no_slowdown && write::batch_would_slow_down(self.inner(), &batch) {
             return Err(crate::error::ErrorRepr::Incomplete("the write would stall").into());
         }
         write::write(self.inner(), batch, opts.sync)
@@ -479,8 +506,9 @@ impl Db {
         self.inner().last_seq.load(Ordering::Acquire)
     }
 
-    /// Metadata of every live table: its level and, in `FileMeta`, id, size, key range and tier
-    /// (RocksDB's `GetLiveFilesMetaData`).
+    /// Metadata of every live table of the default column family: its level and, in
+    /// `FileMeta`, id, size, key range and tier (RocksDB's `GetLiveFilesMetaData`; another
+    /// family's: [`Db::live_tables_cf`]).
     pub fn live_tables(&self) -> Vec<(usize, crate::version::FileMeta)> {
         let sv = self.inner().super_version();
         sv.version
@@ -491,9 +519,9 @@ impl Db {
             .collect()
     }
 
-    /// The sorted runs of the current version, newest first within each level (L0: one per
-    /// table; a leveled level: one; a split-forest level: one per tree, with its cut while a
-    /// merge with early cleaning is under way or was interrupted).
+    /// The sorted runs of the default column family's current version, newest first within
+    /// each level (L0: one per table; a leveled level: one; a split-forest level: one per
+    /// tree, with its cut while a merge with early cleaning is under way or was interrupted).
     pub fn sorted_runs(&self) -> Vec<RunInfo> {
         let sv = self.inner().super_version();
         sv.version
@@ -517,7 +545,9 @@ impl Db {
         self.inner().tables.store().capacity().cloned()
     }
 
-    /// A snapshot of the statistics.
+    /// A snapshot of the statistics. Counters (bytes written, flushes, compactions, reads)
+    /// cover every column family; what describes a tree (levels, memtables, HotRAP) describes
+    /// the default family's.
     pub fn stats(&self) -> DbStats {
         properties::stats(self.inner())
     }
@@ -610,7 +640,7 @@ impl Db {
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
-        cf.live()?;
+        cf.live(self.inner())?;
         let mut b = WriteBatch::new();
         b.put_cf(cf, key, value);
         self.write(b)
@@ -618,7 +648,7 @@ impl Db {
 
     /// Removes `key` from column family `cf`.
     pub fn delete_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<()> {
-        cf.live()?;
+        cf.live(self.inner())?;
         let mut b = WriteBatch::new();
         b.delete_cf(cf, key);
         self.write(b)
@@ -631,7 +661,7 @@ impl Db {
         key: impl AsRef<[u8]>,
         operand: impl AsRef<[u8]>,
     ) -> Result<()> {
-        cf.live()?;
+        cf.live(self.inner())?;
         let mut b = WriteBatch::new();
         b.merge_cf(cf, key, operand);
         self.write(b)
@@ -644,7 +674,7 @@ impl Db {
         start: impl AsRef<[u8]>,
         end: impl AsRef<[u8]>,
     ) -> Result<()> {
-        cf.live()?;
+        cf.live(self.inner())?;
         let mut b = WriteBatch::new();
         b.delete_range_cf(cf, start, end);
         self.write(b)
@@ -663,7 +693,7 @@ impl Db {
         opts: &ReadOptions,
         key: impl AsRef<[u8]>,
     ) -> Result<Option<Bytes>> {
-        read::get(self.inner(), cf.live()?, opts, key.as_ref())
+        read::get(self.inner(), cf.live(self.inner())?, opts, key.as_ref())
     }
 
     /// [`Db::multi_get`] in column family `cf`.
@@ -673,7 +703,7 @@ impl Db {
         opts: &ReadOptions,
         keys: &[K],
     ) -> Vec<Result<Option<Bytes>>> {
-        let fam = match cf.live() {
+        let fam = match cf.live(self.inner()) {
             Ok(f) => f,
             Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
         };
@@ -683,12 +713,12 @@ impl Db {
 
     /// An iterator over column family `cf` (see [`Db::iter`]).
     pub fn iter_cf(&self, cf: &ColumnFamily, opts: ReadOptions) -> Result<DbIterator> {
-        read::iter(self.inner(), cf.live()?, &opts)
+        read::iter(self.inner(), cf.live(self.inner())?, &opts)
     }
 
     /// Flushes column family `cf`'s memtable and waits until its sealed memtables are flushed.
     pub fn flush_cf(&self, cf: &ColumnFamily) -> Result<()> {
-        background::flush(self.inner(), std::slice::from_ref(cf.live()?))
+        background::flush(self.inner(), std::slice::from_ref(cf.live(self.inner())?))
     }
 
     /// [`Db::compact_range`] in column family `cf`.
@@ -698,7 +728,7 @@ impl Db {
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
-        manual::compact_range(self.inner(), cf.live()?, begin, end)
+        manual::compact_range(self.inner(), cf.live(self.inner())?, begin, end)
     }
 
     /// Metadata of every live table of column family `cf`, with its level.
@@ -706,7 +736,7 @@ impl Db {
         &self,
         cf: &ColumnFamily,
     ) -> Result<Vec<(usize, crate::version::FileMeta)>> {
-        let sv = cf.live()?.super_version();
+        let sv = cf.live(self.inner())?.super_version();
         Ok(sv
             .version
             .levels

@@ -253,6 +253,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             &writes,
             versions.last_sequence,
             &|id| versions.log_number_of(id),
+            versions.families().next_id(),
             &opts,
         )?;
         let empty = crate::recovery::normal::Replay {
@@ -504,7 +505,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
 
     let mem = Arc::new(MemTable::for_options(wal_number, &opts, None));
     mem.set_base_seq(last_seq);
-    let hot = super::promote::open_hotrap(dir, &storage, &opts, &versions.current())?;
+    let hot = super::promote::open_hotrap(&dir.join("ralt"), &storage, &opts, &versions.current())?;
     let logstore = match (opts.placement_policy, opts.compaction_style) {
         (crate::tier::PlacementPolicy::Static, _) => None,
         (_, crate::version::CompactionStyle::SplitForest) => {
@@ -517,7 +518,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             opts.logstore.clone(),
         ))),
     };
+    let token = super::family::new_db_token();
     let default = Arc::new(Family::new(
+        token,
         crate::version::DEFAULT_FAMILY,
         crate::version::DEFAULT_FAMILY_NAME.to_string(),
         opts.clone(),
@@ -552,7 +555,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         state: Mutex::new(DbState {
             versions,
             families: [(crate::version::DEFAULT_FAMILY, default_state)].into(),
-            flushed_logs: Default::default(),
+            live_logs: kept_logs.iter().copied().collect(),
             flushing: false,
             busy: Default::default(),
             running_compactions: 0,
@@ -563,6 +566,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         }),
         bg_cv: Condvar::new(),
         commit: super::write::CommitPipeline::new(last_seq),
+        token,
         default,
         wal,
         last_seq: AtomicU64::new(last_seq),
@@ -596,6 +600,17 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             )?;
             live.push((id, t.name.clone(), o));
         }
+        // RALT directories of families that are gone (a crash after a drop).
+        let live_ids: HashSet<u32> = live.iter().map(|(id, _, _)| *id).collect();
+        for name in inner.storage.list(&inner.dir)? {
+            let dropped = name
+                .strip_prefix("ralt-")
+                .and_then(|n| n.parse::<u32>().ok())
+                .is_some_and(|id| !live_ids.contains(&id));
+            if dropped {
+                let _ = inner.storage.remove_dir_all(&inner.dir.join(&name));
+            }
+        }
         for (id, name, o) in live {
             super::column_family::new_family(&inner, &mut st, id, &name, &o, wal_number)?;
         }
@@ -605,7 +620,13 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     }
     start_threads(&inner);
     super::temperature::start(&inner);
-    super::promote::start_hot_thread(&inner);
+    let families: Vec<Arc<Family>> = {
+        let st = inner.state.lock();
+        st.families.values().map(|fs| fs.handle.clone()).collect()
+    };
+    for fam in &families {
+        super::promote::start_hot_thread(&inner, fam);
+    }
     Ok(inner)
 }
 

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::background::{env, write_l0};
+use super::family::Family;
 use super::DbInner;
 use crate::compaction;
 use crate::error::Result;
@@ -32,10 +33,11 @@ use crate::tier::Tier;
 use crate::types::{self, SeqNo, ValueKind};
 use crate::version::{FileMeta, Version, VersionEdit};
 
-/// Opens HotRAP's state when it is on and a capacity tier is configured, with RALT's limits
-/// derived from the fast tier of the recovered tree `v` (see [`tree_fast_tier_bytes`]).
+/// Opens HotRAP's state when it is on and a capacity tier is configured, with RALT (in
+/// `ralt_dir`) and its limits derived from the fast tier of the recovered tree `v` (see
+/// [`tree_fast_tier_bytes`]). A custom tracker (`HotRapOptions::tracker`) is shared.
 pub(crate) fn open_hotrap(
-    dir: &Path,
+    ralt_dir: &Path,
     storage: &Arc<dyn Storage>,
     opts: &crate::Options,
     v: &Version,
@@ -51,7 +53,7 @@ pub(crate) fn open_hotrap(
         Some(t) => t.clone(),
         None => {
             use crate::tier::hot::ralt::{Ralt, RaltOptions};
-            let ralt_dir = dir.join("ralt");
+            let ralt_dir = ralt_dir.to_path_buf();
             let ro = match &h.ralt {
                 Some(o) => RaltOptions {
                     dir: ralt_dir,
@@ -121,29 +123,33 @@ fn fast_tier_follows_tree(opts: &crate::Options) -> bool {
         && opts.fast_tier_budget.is_none()
 }
 
-pub(crate) fn start_hot_thread(inner: &Arc<DbInner>) {
-    let Some(hot) = inner.default.hot.clone() else {
+/// Starts family `fam`'s HotRAP thread (RALT upkeep and promotion by flush), if it has HotRAP.
+/// It ends with the database or when the family is dropped.
+pub(crate) fn start_hot_thread(inner: &Arc<DbInner>, fam: &Arc<Family>) {
+    let Some(hot) = fam.hot.clone() else {
         return;
     };
-    let i = inner.clone();
+    let (i, f) = (inner.clone(), fam.clone());
     inner.threads.lock().push(
         std::thread::Builder::new()
-            .name("strata-hotrap".into())
-            .spawn(move || hot_loop(&i, &hot))
+            .name(format!("strata-hotrap-{}", fam.id))
+            .spawn(move || hot_loop(&i, &f, &hot))
             .expect("spawn hotrap thread"),
     );
 }
 
-fn hot_loop(inner: &Arc<DbInner>, hot: &Arc<HotRap>) {
-    let follows = fast_tier_follows_tree(&inner.opts);
+fn hot_loop(inner: &Arc<DbInner>, fam: &Arc<Family>, hot: &Arc<HotRap>) {
+    let follows = fast_tier_follows_tree(&fam.opts);
     let mut applied = hot.tracker.stats().fast_tier_bytes;
+    let gone =
+        || inner.shutting_down.load(Ordering::Acquire) || fam.dropped.load(Ordering::Acquire);
     loop {
-        if inner.shutting_down.load(Ordering::Acquire) {
+        if gone() {
             return;
         }
         if follows {
-            let v = inner.state.lock().versions.current();
-            let now = tree_fast_tier_bytes(&inner.opts, &v);
+            let v = fam.super_version().version.clone();
+            let now = tree_fast_tier_bytes(&fam.opts, &v);
             if crate::tier::hot::fast_tier_moved(applied, now) {
                 hot.tracker.set_fast_tier_bytes(now);
                 applied = now;
@@ -155,10 +161,10 @@ fn hot_loop(inner: &Arc<DbInner>, hot: &Arc<HotRap>) {
             }
         }
         for sealed in hot.cache.sealed() {
-            if inner.shutting_down.load(Ordering::Acquire) {
+            if gone() {
                 return;
             }
-            if let Err(e) = check_sealed(inner, hot, &sealed) {
+            if let Err(e) = check_sealed(inner, fam, hot, &sealed) {
                 tracing::warn!(error = %e, "promotion by flush failed; records dropped");
                 let _st = inner.state.lock();
                 hot.cache.retire(&sealed, Vec::new());
@@ -226,14 +232,18 @@ fn bytes_of(records: &[(Vec<u8>, CachedRecord)]) -> usize {
     records.iter().map(|(k, r)| k.len() + r.value.len()).sum()
 }
 
-/// Writes `records` into one fast-tier table (not installed).
-fn write_promoted(inner: &DbInner, records: &[(Vec<u8>, CachedRecord)]) -> Result<FileMeta> {
+/// Writes `records` into one fast-tier table of family `fam` (not installed).
+fn write_promoted(
+    inner: &DbInner,
+    fam: &Family,
+    records: &[(Vec<u8>, CachedRecord)],
+) -> Result<FileMeta> {
     let mem = Arc::new(MemTable::new(0));
     for (k, r) in records {
         mem.add(r.seq, ValueKind::Put, k, &r.value);
     }
     let numbers = inner.state.lock().versions.file_numbers();
-    let res = write_l0(&mem, &[], &inner.opts, &env(inner, numbers, Tier::Fast))?;
+    let res = write_l0(&mem, &[], &fam.opts, &env(inner, numbers, Tier::Fast))?;
     inner.storage.sync_dir(&inner.dir)?;
     res.outputs
         .into_iter()
@@ -242,7 +252,12 @@ fn write_promoted(inner: &DbInner, records: &[(Vec<u8>, CachedRecord)]) -> Resul
 }
 
 /// Promotion by flush for one sealed cache.
-fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion>) -> Result<()> {
+fn check_sealed(
+    inner: &Arc<DbInner>,
+    fam: &Family,
+    hot: &HotRap,
+    sealed: &Arc<SealedPromotion>,
+) -> Result<()> {
     let c = &hot.counters;
     let all = sealed.entries();
     let total = all.len() as u64;
@@ -251,7 +266,7 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
         .filter(|(k, _)| hot.tracker.is_hot(k))
         .collect();
     let mut checked = HashSet::new();
-    let v = inner.super_version().version.clone();
+    let v = fam.super_version().version.clone();
     let mut survivors = keep_unshadowed(inner, &v, &checked, hot_records)?;
     checked = fast_ids(&v);
     let target = hot.cache.target_bytes();
@@ -264,7 +279,7 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
             c.flush_dropped.fetch_add(total - n, Ordering::Relaxed);
             return Ok(());
         }
-        let meta = write_promoted(inner, &survivors)?;
+        let meta = write_promoted(inner, fam, &survivors)?;
         // Promoted records are old (logged inline by the floor rule), and a compaction filter
         // may have changed them since the WAL saw them.
         let pinned = super::extended::log_tables(
@@ -274,7 +289,12 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
         )?;
         for _ in 0..64 {
             let mut st = inner.state.lock();
-            let v = st.versions.current();
+            if let Err(e) = st.check_live(fam) {
+                drop(st);
+                let _ = inner.tables.store().remove(meta.id, Tier::Fast);
+                return Err(e);
+            }
+            let v = st.version(fam.id);
             let now = fast_ids(&v);
             if now.is_subset(&checked) {
                 if !survivors.iter().all(|(k, r)| sealed.still_holds(k, r.seq)) {
@@ -285,18 +305,19 @@ fn check_sealed(inner: &Arc<DbInner>, hot: &HotRap, sealed: &Arc<SealedPromotion
                     continue 'attempt;
                 }
                 let n = survivors.len() as u64;
-                if let Err(e) = st.versions.log_and_apply(VersionEdit {
+                let edit = VersionEdit {
                     added: vec![(0, meta)],
                     wal_pins: pinned.pins(),
                     ..Default::default()
-                }) {
+                };
+                if let Err(e) = st.versions.log_and_apply(edit.in_family(fam.id)) {
                     // As after a failed flush: the edit may have reached the disk (the table
                     // stays; an orphan is removed at the next open) and writes must stop.
                     super::write::set_bg_error_locked(inner, &mut st, e.clone());
                     hot.cache.retire(sealed, Vec::new());
                     return Err(e);
                 }
-                inner.install_super_version(&inner.default, &st);
+                inner.install_super_version(fam, &st);
                 hot.cache.retire(sealed, Vec::new());
                 c.flush_tables.fetch_add(1, Ordering::Relaxed);
                 c.promoted_by_flush.fetch_add(n, Ordering::Relaxed);

@@ -634,6 +634,25 @@ pub(crate) fn would_slow_down(inner: &DbInner) -> bool {
     room_without_waiting(inner, &inner.default).is_none()
 }
 
+/// [`would_slow_down`] for `batch`: in any family it writes.
+pub(crate) fn batch_would_slow_down(inner: &DbInner, batch: &WriteBatch) -> bool {
+    if !batch.has_column_families() {
+        return would_slow_down(inner);
+    }
+    let families: Vec<Arc<Family>> = {
+        let st = inner.state.lock();
+        batch
+            .families()
+            .into_iter()
+            .filter_map(|id| st.families.get(&id).map(|fs| fs.handle.clone()))
+            .collect()
+    };
+    // A family that does not exist fails the write itself.
+    families
+        .iter()
+        .any(|fam| room_without_waiting(inner, fam).is_none())
+}
+
 /// Ensures the memtable has room, stalling or switching memtables as needed, and returns the
 /// memtable the group goes to. Called by the leader at the front of the queue (which holds every
 /// other writer back), without the queue lock: writers keep joining the queue meanwhile.
@@ -734,6 +753,7 @@ pub(crate) fn switch_memtable(inner: &DbInner, fam: &Family, st: &mut DbState) -
         ext.wal_created(number, inner.last_seq.load(Ordering::Acquire) + 1);
     }
     inner.wal.lock().rotate(LogWriter::new(file, number));
+    st.live_logs.insert(number);
     // The point index is sized for as many distinct keys as the memtable it follows held.
     let fs = st.fam_mut(fam.id);
     let mem = Arc::new(MemTable::for_options(

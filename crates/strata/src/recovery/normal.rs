@@ -221,7 +221,8 @@ pub(crate) struct FamilyReplay {
 /// Replays `wals` (sorted by number) into memtables per column family. `log_number(f)`: the
 /// log number of live family `f` (`None`: not live — a dropped family, whose records are
 /// skipped); a record in a log older than its family's log number is in the family's tables
-/// already and is skipped too. Every operation takes its sequence number whether skipped or
+/// already and is skipped too. A record naming a family at or above `next_family` (never
+/// created) is corruption. Every operation takes its sequence number whether skipped or
 /// not. Nothing is kept as a memtable: open writes everything to L0, so every replayed log
 /// may go. `writes[i]` as for [`replay`].
 pub(crate) fn replay_families(
@@ -229,6 +230,7 @@ pub(crate) fn replay_families(
     writes: &[bool],
     last_sequence: u64,
     log_number: &dyn Fn(u32) -> Option<u64>,
+    next_family: u32,
     opts: &Options,
 ) -> Result<FamilyReplay> {
     let last_nonempty = writes.iter().rposition(|w| *w);
@@ -254,6 +256,12 @@ pub(crate) fn replay_families(
                     )));
                 }
                 let (family, op) = op.map_err(bad)?;
+                if family >= next_family {
+                    return Err(bad(Error::corruption(format!(
+                        "write batch names column family {family}, which the manifest never \
+                         created"
+                    ))));
+                }
                 let seq = first + n;
                 n += 1;
                 match log_number(family) {
