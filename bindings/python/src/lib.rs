@@ -1,7 +1,8 @@
 //! The `strata` Python module: a thin pyo3 layer over the engine's public API.
 //!
 //! Owns the Python-facing types: `Db` (from `strata.open(path, **options)`), `WriteBatch`,
-//! `Snapshot`, `Iterator`, and the exception hierarchy rooted at `strata.StrataError` (one
+//! `Snapshot`, `Iterator`, `ColumnFamily` (reads and writes take `cf=`), and the exception
+//! hierarchy rooted at `strata.StrataError` (one
 //! subclass per `engine::ErrorKind`). Invariants: keys and values are `bytes` in and out; every
 //! call into the engine runs with the GIL released (`Python::allow_threads`), so Python threads
 //! use the engine concurrently; a closed `Db` raises `ClosedError` and never touches the engine;
@@ -15,7 +16,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use engine::cache::persistent::{PersistentCacheKind, PersistentCacheOptions};
 use engine::storage::object::CapacityOptions;
-use engine::{ErrorKind, Options, ReadOptions, WriteOptions};
+use engine::{CfOptions, ErrorKind, Options, ReadOptions, WriteOptions};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -170,7 +171,79 @@ fn open_db(
     })
 }
 
-/// A batch of writes applied atomically by `Db.write_batch`.
+/// A column family of a `Db` (`Db.create_cf`, `Db.cf`): pass it as `cf=` to reads and
+/// writes. Its id names it in the WAL and the manifest; a dropped family's handle raises.
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+struct ColumnFamily {
+    inner: engine::ColumnFamily,
+}
+
+#[pymethods]
+impl ColumnFamily {
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+    #[getter]
+    fn id(&self) -> u32 {
+        self.inner.id()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "ColumnFamily({:?}, id={})",
+            self.inner.name(),
+            self.inner.id()
+        )
+    }
+}
+
+/// Builds a family's options from `Db.create_cf`'s keyword arguments, over the database's.
+fn cf_options(db: &engine::Db, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<CfOptions> {
+    let mut o = CfOptions::from_options(db.options());
+    let Some(kwargs) = kwargs else {
+        return Ok(o);
+    };
+    for (k, v) in kwargs.iter() {
+        let key: String = k.extract()?;
+        match key.as_str() {
+            "num_levels" => o.num_levels = v.extract()?,
+            "compaction_style" => {
+                let s: String = v.extract()?;
+                o.compaction_style = match s.as_str() {
+                    "leveled" => engine::CompactionStyle::Leveled,
+                    "split_forest" => engine::CompactionStyle::SplitForest,
+                    _ => {
+                        return Err(InvalidArgumentError::new_err(format!(
+                            "compaction_style {s:?}: use \"leveled\" or \"split_forest\""
+                        )))
+                    }
+                };
+            }
+            "write_buffer_size" => o.write_buffer_size = v.extract()?,
+            "max_write_buffer_number" => o.max_write_buffer_number = v.extract()?,
+            "target_file_size_base" => o.target_file_size_base = v.extract()?,
+            "max_bytes_for_level_base" => o.max_bytes_for_level_base = v.extract()?,
+            "block_size" => o.block_size = v.extract()?,
+            "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract()?,
+            "capacity_levels" => o.capacity_levels = v.extract()?,
+            "fast_levels" => o.fast_levels = v.extract()?,
+            "hotrap" => o.hotrap = v.extract()?,
+            other => {
+                return Err(InvalidArgumentError::new_err(format!(
+                    "unknown column family option {other:?} (known: num_levels, \
+                     compaction_style, write_buffer_size, max_write_buffer_number, \
+                     target_file_size_base, max_bytes_for_level_base, block_size, \
+                     bloom_bits_per_key, capacity_levels, fast_levels, hotrap)"
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// A batch of writes applied atomically by `Db.write_batch`; each write may name a column
+/// family (`cf=`), and a batch across families commits atomically.
 #[pyclass(module = "strata")]
 #[derive(Default)]
 struct WriteBatch {
@@ -183,25 +256,47 @@ impl WriteBatch {
     fn new() -> Self {
         WriteBatch::default()
     }
-    fn put(&self, key: &[u8], value: &[u8]) {
-        lock(&self.inner).put(key, value);
+    #[pyo3(signature = (key, value, cf = None))]
+    fn put(&self, key: &[u8], value: &[u8], cf: Option<PyRef<'_, ColumnFamily>>) {
+        match cf {
+            Some(cf) => lock(&self.inner).put_cf(&cf.inner, key, value),
+            None => lock(&self.inner).put(key, value),
+        }
     }
-    fn delete(&self, key: &[u8]) {
-        lock(&self.inner).delete(key);
+    #[pyo3(signature = (key, cf = None))]
+    fn delete(&self, key: &[u8], cf: Option<PyRef<'_, ColumnFamily>>) {
+        match cf {
+            Some(cf) => lock(&self.inner).delete_cf(&cf.inner, key),
+            None => lock(&self.inner).delete(key),
+        }
     }
     /// Merges `operand` into `key` with the database's merge operator.
-    fn merge(&self, key: &[u8], operand: &[u8]) {
-        lock(&self.inner).merge(key, operand);
+    #[pyo3(signature = (key, operand, cf = None))]
+    fn merge(&self, key: &[u8], operand: &[u8], cf: Option<PyRef<'_, ColumnFamily>>) {
+        match cf {
+            Some(cf) => lock(&self.inner).merge_cf(&cf.inner, key, operand),
+            None => lock(&self.inner).merge(key, operand),
+        }
     }
     /// Deletes every key in `[start, end)`.
-    fn delete_range(&self, start: &[u8], end: &[u8]) {
-        lock(&self.inner).delete_range(start, end);
+    #[pyo3(signature = (start, end, cf = None))]
+    fn delete_range(&self, start: &[u8], end: &[u8], cf: Option<PyRef<'_, ColumnFamily>>) {
+        match cf {
+            Some(cf) => lock(&self.inner).delete_range_cf(&cf.inner, start, end),
+            None => lock(&self.inner).delete_range(start, end),
+        }
     }
     fn __len__(&self) -> usize {
         lock(&self.inner).len()
     }
     fn clear(&self) {
         lock(&self.inner).clear();
+    }
+}
+
+impl WriteBatch {
+    fn take(self) -> engine::WriteBatch {
+        self.inner.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -311,19 +406,24 @@ fn bytes_arg(item: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
 
 #[pymethods]
 impl Db {
-    /// The value of `key`, or `None`.
-    #[pyo3(signature = (key, snapshot = None))]
+    /// The value of `key` (in column family `cf`, else the default one), or `None`.
+    #[pyo3(signature = (key, snapshot = None, cf = None))]
     fn get(
         &self,
         py: Python<'_>,
         key: &[u8],
         snapshot: Option<PyRef<'_, Snapshot>>,
+        cf: Option<PyRef<'_, ColumnFamily>>,
     ) -> PyResult<Option<PyObject>> {
         let db = self.db()?;
         let opts = read_options(snapshot.as_deref())?;
         let key = key.to_vec();
+        let cf = cf.map(|c| c.inner.clone());
         let v = py
-            .allow_threads(move || db.get_opt(&opts, key))
+            .allow_threads(move || match cf {
+                Some(cf) => db.get_cf_opt(&cf, &opts, key),
+                None => db.get_opt(&opts, key),
+            })
             .map_err(err)?;
         Ok(v.map(|b| PyBytes::new_bound(py, &b).into_any().unbind()))
     }
@@ -331,12 +431,13 @@ impl Db {
     /// The values of `keys` (a list of bytes), in order, all as of one snapshot (`snapshot`, or
     /// the latest state when the call starts): a list of bytes or `None`. Looked up together
     /// (the engine's `multi_get`); the first key whose read fails raises.
-    #[pyo3(signature = (keys, snapshot = None))]
+    #[pyo3(signature = (keys, snapshot = None, cf = None))]
     fn multi_get(
         &self,
         py: Python<'_>,
         keys: Vec<Bound<'_, PyAny>>,
         snapshot: Option<PyRef<'_, Snapshot>>,
+        cf: Option<PyRef<'_, ColumnFamily>>,
     ) -> PyResult<Vec<Option<PyObject>>> {
         let db = self.db()?;
         let opts = read_options(snapshot.as_deref())?;
@@ -344,7 +445,11 @@ impl Db {
             .iter()
             .map(|k| bytes_arg(k, "a key"))
             .collect::<PyResult<Vec<Vec<u8>>>>()?;
-        let got = py.allow_threads(move || db.multi_get(&opts, &keys));
+        let cf = cf.map(|c| c.inner.clone());
+        let got = py.allow_threads(move || match cf {
+            Some(cf) => db.multi_get_cf(&cf, &opts, &keys),
+            None => db.multi_get(&opts, &keys),
+        });
         got.into_iter()
             .map(|r| {
                 let v = r.map_err(err)?;
@@ -353,36 +458,102 @@ impl Db {
             .collect()
     }
 
-    /// Writes `key` = `value`; with `sync=True` it is durable when this returns.
-    #[pyo3(signature = (key, value, sync = false))]
-    fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
-        let mut b = engine::WriteBatch::new();
-        b.put(key, value);
-        self.write(py, b, sync)
+    /// Writes `key` = `value` (in column family `cf`, else the default one); with
+    /// `sync=True` it is durable when this returns.
+    #[pyo3(signature = (key, value, sync = false, cf = None))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        value: &[u8],
+        sync: bool,
+        cf: Option<PyRef<'_, ColumnFamily>>,
+    ) -> PyResult<()> {
+        let b = WriteBatch::default();
+        b.put(key, value, cf);
+        self.write(py, b.take(), sync)
     }
 
     /// Merges `operand` into `key` with the merge operator the database was opened with
     /// (`merge_operator="strata.u64add"`: 8-byte little-endian counters).
-    #[pyo3(signature = (key, operand, sync = false))]
-    fn merge(&self, py: Python<'_>, key: &[u8], operand: &[u8], sync: bool) -> PyResult<()> {
-        let mut b = engine::WriteBatch::new();
-        b.merge(key, operand);
-        self.write(py, b, sync)
+    #[pyo3(signature = (key, operand, sync = false, cf = None))]
+    fn merge(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        operand: &[u8],
+        sync: bool,
+        cf: Option<PyRef<'_, ColumnFamily>>,
+    ) -> PyResult<()> {
+        let b = WriteBatch::default();
+        b.merge(key, operand, cf);
+        self.write(py, b.take(), sync)
     }
 
-    #[pyo3(signature = (key, sync = false))]
-    fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
-        let mut b = engine::WriteBatch::new();
-        b.delete(key);
-        self.write(py, b, sync)
+    #[pyo3(signature = (key, sync = false, cf = None))]
+    fn delete(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        sync: bool,
+        cf: Option<PyRef<'_, ColumnFamily>>,
+    ) -> PyResult<()> {
+        let b = WriteBatch::default();
+        b.delete(key, cf);
+        self.write(py, b.take(), sync)
     }
 
     /// Deletes every key in `[start, end)`.
-    #[pyo3(signature = (start, end, sync = false))]
-    fn delete_range(&self, py: Python<'_>, start: &[u8], end: &[u8], sync: bool) -> PyResult<()> {
-        let mut b = engine::WriteBatch::new();
-        b.delete_range(start, end);
-        self.write(py, b, sync)
+    #[pyo3(signature = (start, end, sync = false, cf = None))]
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        start: &[u8],
+        end: &[u8],
+        sync: bool,
+        cf: Option<PyRef<'_, ColumnFamily>>,
+    ) -> PyResult<()> {
+        let b = WriteBatch::default();
+        b.delete_range(start, end, cf);
+        self.write(py, b.take(), sync)
+    }
+
+    /// Creates the column family `name` and returns it. Keyword options (default: the
+    /// database's): `num_levels`, `compaction_style` ("leveled" or "split_forest"),
+    /// `write_buffer_size`, `max_write_buffer_number`, `target_file_size_base`,
+    /// `max_bytes_for_level_base`, `block_size`, `bloom_bits_per_key`, and its tier policy:
+    /// `capacity_levels`, `fast_levels` (`num_levels - 1`: all on the fast tier), `hotrap`.
+    #[pyo3(signature = (name, **kwargs))]
+    fn create_cf(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<ColumnFamily> {
+        let db = self.db()?;
+        let o = cf_options(&db, kwargs)?;
+        let name = name.to_string();
+        let cf = py
+            .allow_threads(move || db.create_cf(&name, o))
+            .map_err(err)?;
+        Ok(ColumnFamily { inner: cf })
+    }
+
+    /// The column family `name` ("default" is the default one), or `None`.
+    fn cf(&self, name: &str) -> PyResult<Option<ColumnFamily>> {
+        Ok(self.db()?.cf(name).map(|inner| ColumnFamily { inner }))
+    }
+
+    /// The names of the column families, the default one first.
+    fn column_families(&self) -> PyResult<Vec<String>> {
+        Ok(self.db()?.column_families())
+    }
+
+    /// Drops the column family `name`: its data and tables are deleted; its handles raise.
+    fn drop_cf(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let db = self.db()?;
+        let name = name.to_string();
+        py.allow_threads(move || db.drop_cf(&name)).map_err(err)
     }
 
     /// Applies a `WriteBatch`, or a list of operations — `("put", key, value)`,
@@ -432,7 +603,7 @@ impl Db {
     }
 
     /// Iterates `(key, value)` pairs with `lower <= key < upper`, forward or `reverse`.
-    #[pyo3(signature = (lower = None, upper = None, reverse = false, snapshot = None))]
+    #[pyo3(signature = (lower = None, upper = None, reverse = false, snapshot = None, cf = None))]
     fn iter(
         &self,
         py: Python<'_>,
@@ -440,6 +611,7 @@ impl Db {
         upper: Option<&[u8]>,
         reverse: bool,
         snapshot: Option<PyRef<'_, Snapshot>>,
+        cf: Option<PyRef<'_, ColumnFamily>>,
     ) -> PyResult<Iter> {
         let db = self.db()?;
         let opts = ReadOptions {
@@ -447,7 +619,13 @@ impl Db {
             upper_bound: upper.map(<[u8]>::to_vec),
             ..read_options(snapshot.as_deref())?
         };
-        let it = py.allow_threads(move || db.iter(opts)).map_err(err)?;
+        let cf = cf.map(|c| c.inner.clone());
+        let it = py
+            .allow_threads(move || match cf {
+                Some(cf) => db.iter_cf(&cf, opts),
+                None => db.iter(opts),
+            })
+            .map_err(err)?;
         Ok(Iter {
             inner: Mutex::new(Some(it)),
             reverse,
@@ -456,7 +634,7 @@ impl Db {
     }
 
     /// The pairs with `start <= key < end`, as `iter(lower=start, upper=end)`.
-    #[pyo3(signature = (start, end, reverse = false, snapshot = None))]
+    #[pyo3(signature = (start, end, reverse = false, snapshot = None, cf = None))]
     fn range(
         &self,
         py: Python<'_>,
@@ -464,12 +642,13 @@ impl Db {
         end: &[u8],
         reverse: bool,
         snapshot: Option<PyRef<'_, Snapshot>>,
+        cf: Option<PyRef<'_, ColumnFamily>>,
     ) -> PyResult<Iter> {
-        self.iter(py, Some(start), Some(end), reverse, snapshot)
+        self.iter(py, Some(start), Some(end), reverse, snapshot, cf)
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<Iter> {
-        self.iter(py, None, None, false, None)
+        self.iter(py, None, None, false, None, None)
     }
 
     fn snapshot(&self) -> PyResult<Snapshot> {
@@ -608,6 +787,7 @@ fn strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<WriteBatch>()?;
     m.add_class::<Snapshot>()?;
     m.add_class::<Iter>()?;
+    m.add_class::<ColumnFamily>()?;
     let py = m.py();
     m.add("StrataError", py.get_type_bound::<StrataError>())?;
     m.add("IoError", py.get_type_bound::<IoError>())?;

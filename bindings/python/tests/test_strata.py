@@ -1,5 +1,5 @@
 """The Python binding: basic operations, batches, iteration and range scans, snapshots,
-stats, errors as exceptions, the context manager, a capacity tier, and concurrent threads
+stats, errors as exceptions, the context manager, a capacity tier, column families, and concurrent threads
 (the GIL is released during engine calls)."""
 
 import threading
@@ -203,3 +203,52 @@ def test_gil_is_released_during_engine_calls(tmp_path):
         seen = (last - first) if first is not None else 0.0
         assert seen > 0.5 * state["call"], (seen, state["call"])
         assert db.get(b"k0399999") == value
+
+
+def test_column_families(tmp_path):
+    path = str(tmp_path / "db")
+    db = strata.open(path, write_buffer_size=64 * 1024)
+    assert db.column_families() == ["default"]
+    users = db.create_cf("users")
+    events = db.create_cf("events", compaction_style="split_forest", write_buffer_size=32 * 1024)
+    assert (users.name, events.name) == ("users", "events")
+    assert users.id != events.id
+    with pytest.raises(strata.InvalidArgumentError):
+        db.create_cf("users")
+    with pytest.raises(strata.InvalidArgumentError):
+        db.create_cf("x", no_such_option=1)
+
+    db.put(b"k", b"default")
+    db.put(b"k", b"user", cf=users)
+    assert db.get(b"k") == b"default"
+    assert db.get(b"k", cf=users) == b"user"
+    assert db.get(b"k", cf=events) is None
+
+    # One batch across families: atomic, one WAL record.
+    wb = strata.WriteBatch()
+    for i in range(500):
+        wb.put(b"u%04d" % i, b"v%d" % i, cf=users)
+        wb.put(b"e%04d" % i, b"u%04d" % i, cf=events)
+    wb.delete(b"k", cf=users)
+    db.write_batch(wb)
+    assert db.get(b"k", cf=users) is None
+    assert db.multi_get([b"u0001", b"nope"], cf=users) == [b"v1", None]
+    assert [k for k, _ in db.range(b"e0000", b"e0003", cf=events)] == [b"e0000", b"e0001", b"e0002"]
+    snap = db.snapshot()
+    db.delete_range(b"u0000", b"u0100", cf=users)
+    assert db.get(b"u0050", cf=users) is None
+    assert db.get(b"u0050", cf=users, snapshot=snap) == b"v50"
+    assert sum(1 for _ in db.iter(cf=users)) == 400
+    db.close()
+
+    db = strata.open(path)
+    assert db.column_families() == ["default", "users", "events"]
+    users, events = db.cf("users"), db.cf("events")
+    assert db.get(b"u0499", cf=users) == b"v499"
+    assert sum(1 for _ in db.iter(cf=events)) == 500
+    assert db.cf("nope") is None
+    db.drop_cf("events")
+    assert db.cf("events") is None
+    with pytest.raises(strata.InvalidArgumentError):
+        db.get(b"e0001", cf=events)
+    db.close()
