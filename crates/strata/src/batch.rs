@@ -30,6 +30,10 @@ pub struct WriteBatch {
     has_merge: bool,
     /// Whether an operation names a family other than the default one.
     has_families: bool,
+    /// Whether an operation is on the default family.
+    has_default: bool,
+    /// The other families operations name, ascending, without repeats.
+    other_families: Vec<u32>,
 }
 
 impl Default for WriteBatch {
@@ -69,6 +73,8 @@ impl WriteBatch {
             invalid: None,
             has_merge: false,
             has_families: false,
+            has_default: false,
+            other_families: Vec::new(),
         }
     }
 
@@ -88,9 +94,13 @@ impl WriteBatch {
     fn push_in(&mut self, family: u32, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
         self.check_key(key);
         if family == 0 {
+            self.has_default = true;
             self.rep.push(kind as u8);
         } else {
             self.has_families = true;
+            if let Err(at) = self.other_families.binary_search(&family) {
+                self.other_families.insert(at, family);
+            }
             self.rep.push(kind as u8 | FAMILY_FLAG);
             put_varint32(&mut self.rep, family);
         }
@@ -219,6 +229,8 @@ impl WriteBatch {
         self.invalid = None;
         self.has_merge = false;
         self.has_families = false;
+        self.has_default = false;
+        self.other_families.clear();
     }
 
     /// Checks the size limits; a batch that fails is not written at all.
@@ -243,6 +255,12 @@ impl WriteBatch {
         self.count += other.count;
         self.has_merge |= other.has_merge;
         self.has_families |= other.has_families;
+        self.has_default |= other.has_default;
+        for &f in &other.other_families {
+            if let Err(at) = self.other_families.binary_search(&f) {
+                self.other_families.insert(at, f);
+            }
+        }
         if self.invalid.is_none() {
             self.invalid.clone_from(&other.invalid);
         }
@@ -275,9 +293,11 @@ impl WriteBatch {
         if !self.has_families {
             return vec![0];
         }
-        let mut ids: Vec<u32> = self.iter_cf().map(|(f, _)| f).collect();
-        ids.sort_unstable();
-        ids.dedup();
+        let mut ids = Vec::with_capacity(self.other_families.len() + 1);
+        if self.has_default {
+            ids.push(0);
+        }
+        ids.extend_from_slice(&self.other_families);
         ids
     }
 }

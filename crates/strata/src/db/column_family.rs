@@ -310,6 +310,7 @@ pub(crate) fn new_family(
             jobs: 0,
         },
     );
+    inner.publish_handles(st);
     Ok(fam)
 }
 
@@ -358,6 +359,7 @@ pub(crate) fn drop_family(inner: &Arc<DbInner>, name: &str) -> Result<()> {
             return Err(e);
         }
         st.families.remove(&fam.id);
+        inner.publish_handles(&st);
         // Families left with nothing unflushed owe nothing to older logs: recorded, so the
         // logs the dropped family held can go.
         let current = inner.wal.lock().current().number();

@@ -243,6 +243,10 @@ pub(crate) struct DbInner {
     pub default: Arc<Family>,
     /// This open database's token: its families carry it (`Family::owner`).
     pub token: u64,
+    /// Every live family's handle, by ascending id: the write path finds a batch's families
+    /// here without the database lock. Replaced (under `state`) when a family is created or
+    /// dropped.
+    pub handles: arc_swap::ArcSwap<Vec<Arc<Family>>>,
     /// Writer queue and the ordering state of the commit pipeline (`write`).
     pub commit: write::CommitPipeline,
     pub wal: Mutex<LogSet>,
@@ -276,6 +280,23 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
+    /// Family `id`'s handle, if it is live (no lock taken).
+    pub fn family(&self, id: u32) -> Option<Arc<Family>> {
+        if id == crate::version::DEFAULT_FAMILY {
+            return Some(self.default.clone());
+        }
+        let all = self.handles.load();
+        all.binary_search_by_key(&id, |f| f.id)
+            .ok()
+            .map(|i| all[i].clone())
+    }
+
+    /// Republishes [`DbInner::handles`] from `st` (under the database lock).
+    pub fn publish_handles(&self, st: &DbState) {
+        let all: Vec<Arc<Family>> = st.families.values().map(|fs| fs.handle.clone()).collect();
+        self.handles.store(Arc::new(all));
+    }
+
     /// Publishes a new super-version of `fam` built from `st`, and its stall counters.
     pub fn install_super_version(&self, fam: &Family, st: &DbState) {
         fam.install(st.fam(fam.id), st.version(fam.id), &|id| {

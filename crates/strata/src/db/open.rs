@@ -567,6 +567,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         bg_cv: Condvar::new(),
         commit: super::write::CommitPipeline::new(last_seq),
         token,
+        handles: arc_swap::ArcSwap::from_pointee(vec![default.clone()]),
         default,
         wal,
         last_seq: AtomicU64::new(last_seq),
@@ -614,6 +615,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         for (id, name, o) in live {
             super::column_family::new_family(&inner, &mut st, id, &name, &o, wal_number)?;
         }
+        inner.publish_handles(&st);
     }
     if inner.default.logstore.is_some() {
         super::temperature::load(&inner, &inner.state.lock().versions.current());

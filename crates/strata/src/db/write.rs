@@ -248,19 +248,25 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     }
 
     // Leader: make room and gather the group while at the front of the queue.
-    let room = make_room(inner, w.batch.as_ref().expect("a writer holds a batch"));
+    let mut room = make_room(inner, w.batch.as_ref().expect("a writer holds a batch"));
     let mut group: Vec<Arc<Writer>> = Vec::new();
     let mut merged = WriteBatch::new();
     let mut want_sync = false;
-    if let Ok(targets) = &room {
+    if let Ok(targets) = &mut room {
         let q = inner.commit.queue.lock();
         let mut bytes = 0;
         for m in q.iter() {
             if m.barrier || (m.sync && !w.sync && !group.is_empty()) {
                 break;
             }
-            // A member joins only if the leader made room in every family it writes.
-            if !group.is_empty() && !m.batch.as_ref().is_some_and(|b| targets.covers(b)) {
+            // A member joins only if every family it writes has room: the leader's, or one
+            // with room now without waiting (a member that would wait leads its own group).
+            if !group.is_empty()
+                && !m
+                    .batch
+                    .as_ref()
+                    .is_some_and(|b| targets.covers(b) || targets.extend(inner, b))
+            {
                 break;
             }
             let size = m.batch.as_ref().map_or(0, |b| b.size_in_bytes());
@@ -587,6 +593,42 @@ enum Targets {
 }
 
 impl Targets {
+    /// Adds the families of `batch` not covered yet, if each has room without waiting
+    /// ([`room_without_waiting`]); `false` (and nothing added) otherwise. Called by the leader
+    /// with the writer queue locked; takes no other lock.
+    fn extend(&mut self, inner: &DbInner, batch: &WriteBatch) -> bool {
+        let missing: Vec<u32> = batch
+            .families()
+            .into_iter()
+            .filter(|f| !self.has(*f))
+            .collect();
+        let mut added = Vec::with_capacity(missing.len());
+        for id in missing {
+            let Some(fam) = inner.family(id) else {
+                return false;
+            };
+            match room_without_waiting(inner, &fam) {
+                Some(mem) => added.push((id, mem)),
+                None => return false,
+            }
+        }
+        let mems = match std::mem::replace(self, Targets::Families(Vec::new())) {
+            Targets::Default(mem) => vec![(crate::version::DEFAULT_FAMILY, mem)],
+            Targets::Families(mems) => mems,
+        };
+        let mut mems = mems;
+        mems.extend(added);
+        *self = Targets::Families(mems);
+        true
+    }
+
+    fn has(&self, family: u32) -> bool {
+        match self {
+            Targets::Default(_) => family == crate::version::DEFAULT_FAMILY,
+            Targets::Families(mems) => mems.iter().any(|(id, _)| *id == family),
+        }
+    }
+
     /// Whether `batch` writes only families these targets have room in.
     fn covers(&self, batch: &WriteBatch) -> bool {
         match self {
@@ -605,23 +647,17 @@ fn make_room(inner: &Arc<DbInner>, batch: &WriteBatch) -> Result<Targets> {
     if !batch.has_column_families() {
         return make_room_for_write(inner, &inner.default).map(Targets::Default);
     }
-    let families: Vec<Arc<Family>> = {
-        let st = inner.state.lock();
-        batch
-            .families()
-            .into_iter()
-            .map(|id| {
-                st.families
-                    .get(&id)
-                    .map(|fs| fs.handle.clone())
-                    .ok_or_else(|| {
-                        crate::Error::invalid(format!(
-                            "column family {id} does not exist (dropped, or of another database)"
-                        ))
-                    })
+    let families: Vec<Arc<Family>> = batch
+        .families()
+        .into_iter()
+        .map(|id| {
+            inner.family(id).ok_or_else(|| {
+                crate::Error::invalid(format!(
+                    "column family {id} does not exist (dropped, or of another database)"
+                ))
             })
-            .collect::<Result<_>>()?
-    };
+        })
+        .collect::<Result<_>>()?;
     let mut mems = Vec::with_capacity(families.len());
     for fam in &families {
         mems.push((fam.id, make_room_for_write(inner, fam)?));
@@ -639,18 +675,12 @@ pub(crate) fn batch_would_slow_down(inner: &DbInner, batch: &WriteBatch) -> bool
     if !batch.has_column_families() {
         return would_slow_down(inner);
     }
-    let families: Vec<Arc<Family>> = {
-        let st = inner.state.lock();
-        batch
-            .families()
-            .into_iter()
-            .filter_map(|id| st.families.get(&id).map(|fs| fs.handle.clone()))
-            .collect()
-    };
     // A family that does not exist fails the write itself.
-    families
-        .iter()
-        .any(|fam| room_without_waiting(inner, fam).is_none())
+    batch
+        .families()
+        .into_iter()
+        .filter_map(|id| inner.family(id))
+        .any(|fam| room_without_waiting(inner, &fam).is_none())
 }
 
 /// Ensures the memtable has room, stalling or switching memtables as needed, and returns the
