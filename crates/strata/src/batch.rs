@@ -28,8 +28,6 @@ pub struct WriteBatch {
     /// Whether the batch holds a merge operand (the write path then checks them with the
     /// database's merge operator).
     has_merge: bool,
-    /// Whether an operation names a family other than the default one.
-    has_families: bool,
     /// Whether an operation is on the default family.
     has_default: bool,
     /// The other families operations name, ascending, without repeats.
@@ -72,7 +70,6 @@ impl WriteBatch {
             count: 0,
             invalid: None,
             has_merge: false,
-            has_families: false,
             has_default: false,
             other_families: Vec::new(),
         }
@@ -97,7 +94,6 @@ impl WriteBatch {
             self.has_default = true;
             self.rep.push(kind as u8);
         } else {
-            self.has_families = true;
             if let Err(at) = self.other_families.binary_search(&family) {
                 self.other_families.insert(at, family);
             }
@@ -198,7 +194,7 @@ impl WriteBatch {
 
     /// Whether an operation names a column family other than the default one.
     pub fn has_column_families(&self) -> bool {
-        self.has_families
+        !self.other_families.is_empty()
     }
 
     /// Number of operations.
@@ -228,7 +224,6 @@ impl WriteBatch {
         self.count = 0;
         self.invalid = None;
         self.has_merge = false;
-        self.has_families = false;
         self.has_default = false;
         self.other_families.clear();
     }
@@ -254,7 +249,6 @@ impl WriteBatch {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         self.count += other.count;
         self.has_merge |= other.has_merge;
-        self.has_families |= other.has_families;
         self.has_default |= other.has_default;
         for &f in &other.other_families {
             if let Err(at) = self.other_families.binary_search(&f) {
@@ -289,16 +283,13 @@ impl WriteBatch {
     }
 
     /// The ids of the column families the batch writes, in ascending order, without repeats.
-    pub(crate) fn families(&self) -> Vec<u32> {
-        if !self.has_families {
-            return vec![0];
-        }
-        let mut ids = Vec::with_capacity(self.other_families.len() + 1);
-        if self.has_default {
-            ids.push(0);
-        }
-        ids.extend_from_slice(&self.other_families);
-        ids
+    /// (The default family for a batch without operations.)
+    pub(crate) fn families(&self) -> impl Iterator<Item = u32> + '_ {
+        let default = self.has_default || self.other_families.is_empty();
+        default
+            .then_some(0)
+            .into_iter()
+            .chain(self.other_families.iter().copied())
     }
 }
 

@@ -211,6 +211,8 @@ fn flush_one(inner: &Arc<DbInner>, fam: &Family, st: MutexGuard<'_, DbState>) ->
         .map(|m| m.wal_number())
         .unwrap_or_else(|| fs.mem.wal_number());
     let numbers = st.versions.file_numbers();
+    // (A family created during the flush writes only to logs at or after `next_log`.)
+    let several = st.families.len() > 1;
     drop(st);
     let start = Instant::now();
     let snapshots = inner.snapshots.sequences();
@@ -234,7 +236,6 @@ fn flush_one(inner: &Arc<DbInner>, fam: &Family, st: MutexGuard<'_, DbState>) ->
     // With several families, a batch's halves may sit in a log this family's record is about
     // to pass while another family's memtable still holds its half: the sealed logs are made
     // durable first, or a power loss could keep one half (in this table) without the other.
-    let several = inner.state.lock().families.len() > 1;
     if several {
         inner.wal.lock().sync_sealed()?;
     }
@@ -280,14 +281,14 @@ fn flush_one(inner: &Arc<DbInner>, fam: &Family, st: MutexGuard<'_, DbState>) ->
     // The memtable's log may hold records of another family's live memtable: it goes once
     // every family's oldest live memtable is newer.
     drop(pinned);
-    purge_flushed_logs(inner, st);
+    purge_logs(inner, st);
     Ok(())
 }
 
 /// Deletes the WAL files no live memtable of any family needs any more (below
 /// [`DbState::log_floor`]) and no family's log number in the manifest names (a recovery
 /// replays from there), or hands them to the extended WAL's retention.
-pub(crate) fn purge_flushed_logs(inner: &DbInner, mut st: MutexGuard<'_, DbState>) {
+pub(crate) fn purge_logs(inner: &DbInner, mut st: MutexGuard<'_, DbState>) {
     let current = inner.wal.lock().current().number();
     let floor = st.log_floor(current).min(st.versions.min_log_number());
     let rest = st.live_logs.split_off(&floor);

@@ -379,7 +379,7 @@ pub(crate) fn drop_family(inner: &Arc<DbInner>, name: &str) -> Result<()> {
         };
         let v = Arc::new(crate::version::Version::new(fam.opts.num_levels));
         fam.install(&empty, v, &|_| false);
-        super::background::purge_flushed_logs(inner, st);
+        super::background::purge_logs(inner, st);
         Ok(())
     });
     if let Err(e) = dropped {

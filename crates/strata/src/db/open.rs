@@ -242,6 +242,17 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     }
     // With column families, open writes every replayed record to L0 (no memtable is kept).
     let with_families = versions.families().in_use();
+    // Each live family besides the default, with its options as the manifest stores them.
+    let mut family_options = Vec::new();
+    for (id, t) in versions.families().iter() {
+        let o = super::column_family::CfOptions::decode(
+            &t.name,
+            &t.options,
+            t.version.num_levels(),
+            t.style,
+        )?;
+        family_options.push((id, t.name.clone(), o));
+    }
     let keep_limit = if opts.avoid_flush_during_recovery && !with_families {
         opts.max_write_buffer_number - 1
     } else {
@@ -373,13 +384,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     drop(recovered);
     // Every other live family's records go to its L0, and its log number moves to the new log.
     let mut family_edits = Vec::new();
-    for (id, tree) in versions.families().iter() {
-        let o = super::column_family::CfOptions::decode(
-            &tree.name,
-            &tree.options,
-            tree.version.num_levels(),
-            tree.style,
-        )?;
+    for (id, _, o) in &family_options {
+        let id = *id;
         let mut metas = Vec::new();
         for m in family_mems.get(&id).into_iter().flatten() {
             metas.extend(super::background::write_l0_offline(
@@ -591,16 +597,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     {
         // The other column families, each with an empty memtable on the new log.
         let mut st = inner.state.lock();
-        let mut live = Vec::new();
-        for (id, t) in st.versions.families().iter() {
-            let o = super::column_family::CfOptions::decode(
-                &t.name,
-                &t.options,
-                t.version.num_levels(),
-                t.style,
-            )?;
-            live.push((id, t.name.clone(), o));
-        }
+        let live = family_options;
         // RALT directories of families that are gone (a crash after a drop).
         let live_ids: HashSet<u32> = live.iter().map(|(id, _, _)| *id).collect();
         for name in inner.storage.list(&inner.dir)? {

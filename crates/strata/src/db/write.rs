@@ -597,11 +597,7 @@ impl Targets {
     /// ([`room_without_waiting`]); `false` (and nothing added) otherwise. Called by the leader
     /// with the writer queue locked; takes no other lock.
     fn extend(&mut self, inner: &DbInner, batch: &WriteBatch) -> bool {
-        let missing: Vec<u32> = batch
-            .families()
-            .into_iter()
-            .filter(|f| !self.has(*f))
-            .collect();
+        let missing: Vec<u32> = batch.families().filter(|f| !self.has(*f)).collect();
         let mut added = Vec::with_capacity(missing.len());
         for id in missing {
             let Some(fam) = inner.family(id) else {
@@ -633,10 +629,7 @@ impl Targets {
     fn covers(&self, batch: &WriteBatch) -> bool {
         match self {
             Targets::Default(_) => !batch.has_column_families(),
-            Targets::Families(mems) => batch
-                .families()
-                .iter()
-                .all(|f| mems.iter().any(|(id, _)| id == f)),
+            Targets::Families(_) => batch.families().all(|f| self.has(f)),
         }
     }
 }
@@ -649,7 +642,6 @@ fn make_room(inner: &Arc<DbInner>, batch: &WriteBatch) -> Result<Targets> {
     }
     let families: Vec<Arc<Family>> = batch
         .families()
-        .into_iter()
         .map(|id| {
             inner.family(id).ok_or_else(|| {
                 crate::Error::invalid(format!(
@@ -678,7 +670,6 @@ pub(crate) fn batch_would_slow_down(inner: &DbInner, batch: &WriteBatch) -> bool
     // A family that does not exist fails the write itself.
     batch
         .families()
-        .into_iter()
         .filter_map(|id| inner.family(id))
         .any(|fam| room_without_waiting(inner, &fam).is_none())
 }
