@@ -157,3 +157,19 @@ impl strata::tier::hot::HotTracker for OracleTracker {
         Default::default()
     }
 }
+
+/// Small database options for the column-family tests (many flushes and compactions).
+pub fn cf_db_options() -> Options {
+    Options {
+        write_buffer_size: 16 << 10,
+        max_bytes_for_level_base: 64 << 10,
+        target_file_size_base: 16 << 10,
+        level0_file_num_compaction_trigger: 2,
+        ..Default::default()
+    }
+}
+
+/// `cf_db_options`' values as a family's options.
+pub fn cf_options_small() -> strata::CfOptions {
+    strata::CfOptions::from_options(&cf_db_options())
+}

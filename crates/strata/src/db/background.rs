@@ -20,7 +20,8 @@ use super::gc::{collect_capacity, reap};
 use super::job_slot::range_of;
 pub(crate) use super::job_slot::JobSlot;
 use super::pick::{pick_next, placement};
-use super::write::{set_bg_error, switch_memtable, wal_path};
+use super::room::switch_memtable;
+use super::write::{set_bg_error, wal_path};
 use super::{DbInner, DbState};
 use crate::compaction::{
     self, write_tables, CompactionEnv, CompactionInput, CompactionJob, CompactionReason, HotRoute,

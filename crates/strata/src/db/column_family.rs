@@ -265,6 +265,31 @@ pub(crate) fn create(inner: &Arc<DbInner>, name: &str, o: CfOptions) -> Result<C
     })
 }
 
+/// Sets up, at open, the families besides the default one (`(id, name, options)`), each with
+/// an empty memtable on the new log `wal_number`, and removes the RALT directories of families
+/// that are gone (a crash after a drop).
+pub(crate) fn open_families(
+    inner: &DbInner,
+    families: Vec<(u32, String, CfOptions)>,
+    wal_number: u64,
+) -> Result<()> {
+    let mut st = inner.state.lock();
+    for name in inner.storage.list(&inner.dir)? {
+        let dropped = name
+            .strip_prefix("ralt-")
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|id| !families.iter().any(|(live, _, _)| *live == id));
+        if dropped {
+            let _ = inner.storage.remove_dir_all(&inner.dir.join(&name));
+        }
+    }
+    for (id, name, o) in families {
+        new_family(inner, &mut st, id, &name, &o, wal_number)?;
+    }
+    inner.publish_handles(&st);
+    Ok(())
+}
+
 /// Where family `id`'s RALT lives (HotRAP's access statistics).
 pub(crate) fn ralt_dir(dir: &std::path::Path, id: u32) -> std::path::PathBuf {
     dir.join(format!("ralt-{id}"))

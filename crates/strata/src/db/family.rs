@@ -49,7 +49,7 @@ pub(crate) struct Family {
     /// case, without touching a shared reference count (thread-local debt slots).
     pub sv: ArcSwap<SuperVersion>,
     /// The active memtable, for write-group leaders (readers use the super-version): changed
-    /// only by the front of the writer queue in `write::switch_memtable`, read without touching
+    /// only by the front of the writer queue in `room::switch_memtable`, read without touching
     /// what readers share.
     pub active: ArcSwap<MemTable>,
     /// L0 table count of the current version, kept by [`Family::publish_l0`].

@@ -26,6 +26,7 @@ mod pick;
 mod promote;
 mod properties;
 pub(crate) mod read;
+mod room;
 pub(crate) mod search;
 mod snapshot;
 mod temperature;
@@ -107,7 +108,7 @@ pub(crate) use write::CommitCheck;
 
 /// Whether a write now would stall (for `WriteOptions::no_slowdown`).
 pub(crate) fn would_slow_down(db: &Db) -> bool {
-    write::would_slow_down(db.inner())
+    room::would_slow_down(db.inner())
 }
 
 pub(crate) struct SuperVersion {
@@ -441,7 +442,7 @@ impl Db {
     /// `opts.no_slowdown` a write that would stall fails with `ErrorKind::Incomplete` and
     /// writes nothing.
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        if opts.no_slowdown && write::batch_would_slow_down(self.inner(), &batch) {
+        if opts.no_slowdown && room::batch_would_slow_down(self.inner(), &batch) {
             return Err(crate::error::ErrorRepr::Incomplete("the write would stall").into());
         }
         write::write(self.inner(), batch, opts.sync)

@@ -594,26 +594,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         opts,
         _lock: lock,
     });
-    {
-        // The other column families, each with an empty memtable on the new log.
-        let mut st = inner.state.lock();
-        let live = family_options;
-        // RALT directories of families that are gone (a crash after a drop).
-        let live_ids: HashSet<u32> = live.iter().map(|(id, _, _)| *id).collect();
-        for name in inner.storage.list(&inner.dir)? {
-            let dropped = name
-                .strip_prefix("ralt-")
-                .and_then(|n| n.parse::<u32>().ok())
-                .is_some_and(|id| !live_ids.contains(&id));
-            if dropped {
-                let _ = inner.storage.remove_dir_all(&inner.dir.join(&name));
-            }
-        }
-        for (id, name, o) in live {
-            super::column_family::new_family(&inner, &mut st, id, &name, &o, wal_number)?;
-        }
-        inner.publish_handles(&st);
-    }
+    super::column_family::open_families(&inner, family_options, wal_number)?;
     if inner.default.logstore.is_some() {
         super::temperature::load(&inner, &inner.state.lock().versions.current());
     }

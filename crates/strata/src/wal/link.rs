@@ -2,7 +2,7 @@
 //! reader following the log location (a replica, `replica::follow`) finds the next log
 //! without listing the location.
 //!
-//! Written when a memtable switch seals a log (`db::write::switch_memtable`), before the
+//! Written when a memtable switch seals a log (`db::room::switch_memtable`), before the
 //! next log takes writes. It reaches the log location with the sealed log's other unsynced
 //! bytes, at the next sync, which uploads sealed logs before the current one. A log sealed
 //! by a crash has no link; readers that follow logs fall back to reading the manifest.
