@@ -88,7 +88,14 @@ impl WriteBatch {
         self.push_in(0, kind, key, value);
     }
 
-    fn push_in(&mut self, family: u32, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
+    /// Appends one operation of family `family` (0: the default family).
+    pub(crate) fn push_in(
+        &mut self,
+        family: u32,
+        kind: ValueKind,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) {
         self.check_key(key);
         if family == 0 {
             self.has_default = true;

@@ -318,6 +318,84 @@ fn one_hot_counter_loses_no_increment() {
     eprintln!("{} commits refused", refused.load(Ordering::Relaxed));
 }
 
+/// Transactions share write groups with plain writes (synced and not) under every commit
+/// pipeline mode: counters incremented in transactions end at their commit counts, every
+/// plain write is there, and a transaction refused while leading its group still lets the
+/// group's other members commit (leaders are whoever reaches the queue first).
+#[test]
+fn transactions_share_groups_with_plain_writes_in_every_pipeline_mode() {
+    for (pipelined_write, concurrent_memtable_writes) in
+        [(false, false), (true, false), (false, true), (true, true)]
+    {
+        let mode = format!("pipelined {pipelined_write}, concurrent {concurrent_memtable_writes}");
+        let d = tempfile::tempdir().unwrap();
+        let db = Db::open(
+            d.path(),
+            Options {
+                write_buffer_size: 64 << 10,
+                pipelined_write,
+                concurrent_memtable_writes,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        for c in 0..2 {
+            db.put(format!("n{c}"), "0").unwrap();
+        }
+        let refused = Arc::new(AtomicU64::new(0));
+        let mut threads = Vec::new();
+        for t in 0..4u64 {
+            let (db, refused) = (db.clone(), refused.clone());
+            threads.push(std::thread::spawn(move || {
+                let mut done = 0;
+                while done < 300 {
+                    let mut tx = db.transaction();
+                    let c = format!("n{}", (t + done) % 2);
+                    let n = balance(tx.get_for_update(&c).unwrap());
+                    tx.put(&c, (n + 1).to_string());
+                    match tx.commit() {
+                        Ok(()) => done += 1,
+                        Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::TryAgain) => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }));
+        }
+        for t in 0..2u64 {
+            let db = db.clone();
+            threads.push(std::thread::spawn(move || {
+                for i in 0..1500u64 {
+                    let w = strata::WriteOptions {
+                        sync: i % 100 == 0,
+                        ..Default::default()
+                    };
+                    let mut b = strata::WriteBatch::new();
+                    b.put(format!("p{t}-{i:05}"), "v".repeat(40));
+                    db.write_opt(b, &w).unwrap();
+                }
+            }));
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        let total: u64 = (0..2)
+            .map(|c| balance(db.get(format!("n{c}")).unwrap()))
+            .sum();
+        assert_eq!(total, 1200, "{mode}");
+        for t in 0..2 {
+            for i in 0..1500 {
+                assert!(db.get(format!("p{t}-{i:05}")).unwrap().is_some(), "{mode}");
+            }
+        }
+        eprintln!(
+            "{mode}: {} commits refused",
+            refused.load(Ordering::Relaxed)
+        );
+    }
+}
+
 /// Write skew: two transactions each read both on-call doctors and take one off call. Under
 /// snapshot isolation both commit (nobody is left on call); serializable, the second fails.
 #[test]

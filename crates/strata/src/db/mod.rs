@@ -92,7 +92,6 @@ use crate::version::{Version, VersionEdit, VersionSet};
 use crate::wal::LogSet;
 use snapshot::SnapshotList;
 
-/// What a read sees: the memtables and the version, pinned together.
 /// Commits `batch` if `check` passes at the commit moment (transactions; see
 /// `write::write_checked`).
 pub(crate) fn write_checked(

@@ -10,6 +10,11 @@
 //! `concurrent_memtable_writes`, each member inserts its own in parallel), waits until every
 //! earlier group is published, publishes its group's last sequence number and wakes its members.
 //!
+//! Transactions ([`write_checked`]) queue and group like any write; the leader runs each one's
+//! conflict check before the group's WAL record, in group order, once every earlier group is
+//! published, against the memtables and the group's earlier members, and leaves a failing one
+//! out of the group.
+//!
 //! Invariants:
 //! - WAL records are appended in sequence order: only the front of the queue allocates sequence
 //!   numbers (`allocated`) and appends to the WAL.
@@ -18,6 +23,9 @@
 //!   index): no reader sees part of a batch, and a writer sees its own write on return.
 //!   `MemTable::get` is exact only at snapshots read from `last_seq` (an acquire): unlike a
 //!   search, the point index does not show entries linked but not yet indexed.
+//! - A group is the front of the queue, taken whole: its leader pops exactly the writers it
+//!   took (members and refused transactions) and finishes each only after popping it, so a
+//!   finished writer is never left in the queue.
 //! - Whoever seals the memtable (a leader in `make_room_for_write`, `exclusive`, shutdown) first
 //!   waits until every allocated sequence number is published ([`quiesce`]), so no group is still
 //!   inserting into a memtable that flush may pick up.
@@ -36,7 +44,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::room::{make_room, make_room_for_write, ActiveMem, Targets};
+use super::room::{make_room, ActiveMem, Targets};
 use super::wait::{Gate, SpinPolicy};
 use super::{DbInner, DbState};
 use crate::batch::WriteBatch;
@@ -91,6 +99,8 @@ pub(crate) struct Writer {
     /// later ones queued while its owner works (memtable switches by `flush`, shutdown).
     barrier: bool,
     sync: bool,
+    /// A transaction's conflict check, run by the leader of the group that takes the writer.
+    check: Option<CommitCheck>,
     state: AtomicU8,
     result: Mutex<Option<Result<()>>>,
     /// Set by the leader (with state `ASSIGNED`) in concurrent-insert mode.
@@ -120,11 +130,17 @@ impl GroupInserts {
 }
 
 impl Writer {
-    fn new(batch: Option<WriteBatch>, barrier: bool, sync: bool) -> Arc<Writer> {
+    fn new(
+        batch: Option<WriteBatch>,
+        barrier: bool,
+        sync: bool,
+        check: Option<CommitCheck>,
+    ) -> Arc<Writer> {
         Arc::new(Writer {
             batch,
             barrier,
             sync,
+            check,
             state: AtomicU8::new(QUEUED),
             result: Mutex::new(None),
             assignment: Mutex::new(None),
@@ -238,103 +254,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     if batch.is_empty() {
         return Ok(());
     }
-    let w = Writer::new(Some(batch), false, sync);
-    if !join(inner, &w) {
-        return w.take_result();
-    }
-
-    // Leader: make room and gather the group while at the front of the queue.
-    let mut room = make_room(inner, w.batch.as_ref().expect("a writer holds a batch"));
-    let mut group: Vec<Arc<Writer>> = Vec::new();
-    let mut merged = WriteBatch::new();
-    let mut want_sync = false;
-    if let Ok(targets) = &mut room {
-        let q = inner.commit.queue.lock();
-        let mut bytes = 0;
-        for m in q.iter() {
-            if m.barrier || (m.sync && !w.sync && !group.is_empty()) {
-                break;
-            }
-            // A member joins only if every family it writes has room: the leader's, or one
-            // with room now without waiting (a member that would wait leads its own group).
-            if !group.is_empty()
-                && !m
-                    .batch
-                    .as_ref()
-                    .is_some_and(|b| targets.covers(b) || targets.extend(inner, b))
-            {
-                break;
-            }
-            let size = m.batch.as_ref().map_or(0, |b| b.size_in_bytes());
-            if !group.is_empty() && bytes + size > MAX_GROUP_BYTES {
-                break;
-            }
-            bytes += size;
-            if let Some(b) = m.batch.as_ref() {
-                merged.append(b);
-            }
-            want_sync |= m.sync;
-            group.push(m.clone());
-        }
-    } else {
-        group.push(w.clone());
-    }
-    let (targets, first) = match room {
-        Err(e) => {
-            leave_front(inner, 1);
-            return Err(e);
-        }
-        Ok(t) => (t, inner.commit.allocated.load(Ordering::Acquire) + 1),
-    };
-
-    let result = append_to_wal(inner, &mut merged, first, want_sync);
-    let count = merged.len() as u64;
-    if result.is_ok() {
-        inner
-            .commit
-            .allocated
-            .store(first + count - 1, Ordering::Release);
-    }
-    // With `pipelined_write`, the next group may start once the WAL record is out, while this
-    // one inserts. Without it (the default) the group holds the front until it is published:
-    // on few cores the overlap gains little, and the next group, formed later, is larger.
-    let pipelined = inner.opts.pipelined_write;
-    if pipelined || result.is_err() {
-        leave_front(inner, group.len());
-    }
-    if let Err(e) = result {
-        for m in group.iter().filter(|m| !Arc::ptr_eq(m, &w)) {
-            m.finish(Err(e.clone()));
-        }
-        return Err(e);
-    }
-
-    match &targets {
-        Targets::Default(mem) => insert_group(inner, mem, &group, &merged, &w, first),
-        // A group across families is inserted by its leader alone.
-        Targets::Families(mems) => apply_to_families(mems, &merged, first),
-    }
-    // Publish in sequence order, after every earlier group.
-    let c = &inner.commit;
-    c.published.wait(
-        || inner.last_seq.load(Ordering::Acquire) >= first - 1,
-        &c.spin,
-    );
-    inner.last_seq.store(first + count - 1, Ordering::Release);
-    c.published.notify();
-    if !pipelined {
-        leave_front(inner, group.len());
-    }
-
-    let st = &inner.stats;
-    st.user_bytes_written
-        .fetch_add(merged.size_in_bytes() as u64, Ordering::Relaxed);
-    st.keys_written.fetch_add(count, Ordering::Relaxed);
-    st.write_groups.fetch_add(1, Ordering::Relaxed);
-    for m in group.iter().filter(|m| !Arc::ptr_eq(m, &w)) {
-        m.finish(Ok(()));
-    }
-    Ok(())
+    commit(inner, Writer::new(Some(batch), false, sync, None))
 }
 
 /// A transaction's commit check (see `txn`): the batch is committed only if no key in `keys`
@@ -346,12 +266,12 @@ pub(crate) struct CommitCheck {
     pub ranges: Vec<crate::txn::conflict::ReadRange>,
 }
 
-/// Commits `batch` as a write group of its own if `check` passes at the commit moment: it
-/// waits its turn at the front of the queue as a barrier (no leader takes it into a group),
-/// makes room, waits until every earlier group is published, runs the check against the
-/// memtables, and only then writes the WAL record and the memtable — so nothing is written
-/// between the check and the commit. A failed check writes nothing and returns its error
-/// (`Busy`, `TryAgain`). Plain writes never take this path.
+/// Commits `batch` if `check` passes at the commit moment. The batch queues like any write
+/// and the leader of the group that takes it runs the check: after every earlier group is
+/// published and before the group's WAL record is written, against the memtables and the
+/// writes of the group's earlier members — so nothing is written between the check and the
+/// commit. A batch that fails its check is left out of the group (the others commit) and
+/// fails with the check's error (`Busy`, `TryAgain`), writing nothing.
 pub(crate) fn write_checked(
     inner: &Arc<DbInner>,
     batch: WriteBatch,
@@ -368,57 +288,198 @@ pub(crate) fn write_checked(
             "transactions over column families other than the default are not supported yet",
         ));
     }
-    let w = Writer::new(None, true, sync);
-    let led = join(inner, &w);
-    debug_assert!(led, "a barrier is never taken into a group");
-    let out = commit_alone(inner, batch, sync, &check);
-    leave_front(inner, 1);
-    out
+    commit(inner, Writer::new(Some(batch), false, sync, Some(check)))
 }
 
-/// The body of [`write_checked`], at the front of the queue.
-fn commit_alone(
-    inner: &Arc<DbInner>,
-    mut batch: WriteBatch,
-    sync: bool,
-    check: &CommitCheck,
-) -> Result<()> {
-    let mem = make_room_for_write(inner, &inner.default)?;
-    quiesce(inner);
-    run_check(inner, check)?;
+/// Queues writer `w` and commits its batch, as a follower or as its group's leader.
+fn commit(inner: &Arc<DbInner>, w: Arc<Writer>) -> Result<()> {
+    if !join(inner, &w) {
+        return w.take_result();
+    }
+
+    // Leader: make room and gather the group while at the front of the queue. The group is
+    // the front `taken` writers of the queue.
+    let mut room = make_room(inner, w.batch.as_ref().expect("a writer holds a batch"));
+    let mut taken: Vec<Arc<Writer>> = Vec::new();
+    if let Ok(targets) = &mut room {
+        let q = inner.commit.queue.lock();
+        let mut bytes = 0;
+        for m in q.iter() {
+            if m.barrier || (m.sync && !w.sync && !taken.is_empty()) {
+                break;
+            }
+            // A member joins only if every family it writes has room: the leader's, or one
+            // with room now without waiting (a member that would wait leads its own group).
+            if !taken.is_empty()
+                && !m
+                    .batch
+                    .as_ref()
+                    .is_some_and(|b| targets.covers(b) || targets.extend(inner, b))
+            {
+                break;
+            }
+            let size = m.batch.as_ref().map_or(0, |b| b.size_in_bytes());
+            if !taken.is_empty() && bytes + size > MAX_GROUP_BYTES {
+                break;
+            }
+            bytes += size;
+            taken.push(m.clone());
+        }
+    } else {
+        taken.push(w.clone());
+    }
+    let targets = match room {
+        Err(e) => {
+            leave_front(inner, 1);
+            return Err(e);
+        }
+        Ok(t) => t,
+    };
     let first = inner.commit.allocated.load(Ordering::Acquire) + 1;
-    append_to_wal(inner, &mut batch, first, sync)?;
-    let count = batch.len() as u64;
-    inner
-        .commit
-        .allocated
-        .store(first + count - 1, Ordering::Release);
-    apply_to_memtable(&mem, &batch, first);
+    // Transactions' checks, in group order; a member that fails one is refused.
+    let (group, refused) = check_members(inner, &taken, first);
+    let mut merged = WriteBatch::new();
+    let mut want_sync = false;
+    for m in &group {
+        if let Some(b) = m.batch.as_ref() {
+            merged.append(b);
+        }
+        want_sync |= m.sync;
+    }
+    let own = refused
+        .iter()
+        .find(|(m, _)| Arc::ptr_eq(m, &w))
+        .map(|(_, e)| e.clone());
+    let done = |result: &Result<()>| {
+        for m in group.iter().filter(|m| !Arc::ptr_eq(m, &w)) {
+            m.finish(result.clone());
+        }
+        for (m, e) in refused.iter().filter(|(m, _)| !Arc::ptr_eq(m, &w)) {
+            m.finish(Err(e.clone()));
+        }
+    };
+    if merged.is_empty() {
+        // Every member was refused.
+        leave_front(inner, taken.len());
+        done(&Ok(()));
+        return own.map_or(Ok(()), Err);
+    }
+
+    let result = append_to_wal(inner, &mut merged, first, want_sync);
+    let count = merged.len() as u64;
+    if result.is_ok() {
+        inner
+            .commit
+            .allocated
+            .store(first + count - 1, Ordering::Release);
+    }
+    // With `pipelined_write`, the next group may start once the WAL record is out, while this
+    // one inserts. Without it (the default) the group holds the front until it is published:
+    // on few cores the overlap gains little, and the next group, formed later, is larger.
+    let pipelined = inner.opts.pipelined_write;
+    if pipelined || result.is_err() {
+        leave_front(inner, taken.len());
+    }
+    if let Err(e) = result {
+        done(&Err(e.clone()));
+        return Err(own.unwrap_or(e));
+    }
+
+    match &targets {
+        Targets::Default(mem) => {
+            let leader = own.is_none().then_some(&w);
+            insert_group(inner, mem, &group, &merged, leader, first)
+        }
+        // A group across families is inserted by its leader alone.
+        Targets::Families(mems) => apply_to_families(mems, &merged, first),
+    }
+    // Publish in sequence order, after every earlier group.
+    let c = &inner.commit;
+    c.published.wait(
+        || inner.last_seq.load(Ordering::Acquire) >= first - 1,
+        &c.spin,
+    );
     inner.last_seq.store(first + count - 1, Ordering::Release);
-    inner.commit.published.notify();
+    c.published.notify();
+    if !pipelined {
+        leave_front(inner, taken.len());
+    }
+
     let st = &inner.stats;
     st.user_bytes_written
-        .fetch_add(batch.size_in_bytes() as u64, Ordering::Relaxed);
+        .fetch_add(merged.size_in_bytes() as u64, Ordering::Relaxed);
     st.keys_written.fetch_add(count, Ordering::Relaxed);
     st.write_groups.fetch_add(1, Ordering::Relaxed);
-    Ok(())
+    done(&Ok(()));
+    own.map_or(Ok(()), Err)
 }
 
-/// Runs a transaction's check with no group in flight, against the memtables.
-fn run_check(inner: &DbInner, c: &CommitCheck) -> Result<()> {
+/// A transaction left out of its group, with its check's error.
+type Refused = (Arc<Writer>, crate::Error);
+
+/// Runs the checks of the transactions among `taken` (a group at the front of the queue,
+/// whose first operation takes sequence number `first`), in group order, and splits the group
+/// into the members to commit and the refused ones with their errors. Each check sees the
+/// memtables — every earlier group published — and the writes of the members kept before it.
+fn check_members(
+    inner: &DbInner,
+    taken: &[Arc<Writer>],
+    first: u64,
+) -> (Vec<Arc<Writer>>, Vec<Refused>) {
+    let Some(last_checked) = taken.iter().rposition(|m| m.check.is_some()) else {
+        return (taken.to_vec(), Vec::new());
+    };
+    // With `pipelined_write` an earlier group may still be inserting.
+    quiesce(inner);
+    let mut group = Vec::with_capacity(taken.len());
+    let mut refused = Vec::new();
+    let mut earlier = crate::txn::conflict::GroupWrites::default();
+    let mut seq = first;
+    for (i, m) in taken.iter().enumerate() {
+        if let Some(c) = &m.check {
+            if let Err(e) = run_check(inner, c, &earlier) {
+                refused.push((m.clone(), e));
+                continue;
+            }
+        }
+        let b = m.batch.as_ref().expect("a writer in a group holds a batch");
+        // Writes only a later member's check reads.
+        if i < last_checked {
+            earlier.add(b, seq);
+        }
+        seq += b.len() as u64;
+        group.push(m.clone());
+    }
+    (group, refused)
+}
+
+/// Runs a transaction's check with no group in flight: against the memtables, then against
+/// the writes of its group's earlier members (`earlier`).
+fn run_check(
+    inner: &DbInner,
+    c: &CommitCheck,
+    earlier: &crate::txn::conflict::GroupWrites,
+) -> Result<()> {
+    use crate::txn::conflict::{check, into_result, Verdict};
     let sv = inner.super_version_guard();
     let mut mems: Vec<&Arc<MemTable>> = vec![&sv.mem];
     mems.extend(sv.imms.iter());
     let now = inner.last_seq.load(Ordering::Acquire);
-    let keys = c.keys.iter().map(Vec::as_slice);
-    let verdict = crate::txn::conflict::check(&mems, c.snapshot, now, keys, &c.ranges);
-    crate::txn::conflict::into_result(verdict, c.snapshot)
+    let keys = || c.keys.iter().map(Vec::as_slice);
+    let verdict = match check(&mems, c.snapshot, now, keys(), &c.ranges) {
+        Verdict::Clear => match earlier.conflict(keys(), &c.ranges) {
+            Some((key, seq)) => Verdict::Conflict(key, seq),
+            None => Verdict::Clear,
+        },
+        v => v,
+    };
+    into_result(verdict, c.snapshot)
 }
 
 /// Runs `f` while no write group is in flight and no new one can start: `f` waits its turn at the
 /// front of the writer queue like a writer, and writers queued behind it wait until it is done.
 pub(crate) fn exclusive<T>(inner: &Arc<DbInner>, f: impl FnOnce() -> T) -> T {
-    let w = Writer::new(None, true, false);
+    let w = Writer::new(None, true, false, None);
     let led = join(inner, &w);
     debug_assert!(led, "a barrier is never taken into a group");
     quiesce(inner);
@@ -466,7 +527,8 @@ fn append_to_wal(inner: &DbInner, merged: &mut WriteBatch, first: u64, sync: boo
 }
 
 /// Inserts every member's batch into `mem`, consecutive from `first` in group order: by the
-/// leader alone, or by each member in parallel with `concurrent_memtable_writes`.
+/// leader alone, or by each member in parallel with `concurrent_memtable_writes`. `leader` is
+/// the leader if it is a member (a leader whose transaction was refused leads without one).
 ///
 /// `merged` is the members' batches concatenated in group order (the WAL record): the leader
 /// alone inserts it as one batch, so the skiplist searches of many one-operation members overlap
@@ -476,7 +538,7 @@ fn insert_group(
     mem: &Arc<MemTable>,
     group: &[Arc<Writer>],
     merged: &WriteBatch,
-    leader: &Arc<Writer>,
+    leader: Option<&Arc<Writer>>,
     first: u64,
 ) {
     if !inner.opts.concurrent_memtable_writes || group.len() == 1 {
@@ -484,16 +546,18 @@ fn insert_group(
         apply_to_memtable(mem, merged, first);
         return;
     }
+    let is_leader = |m: &Arc<Writer>| leader.is_some_and(|l| Arc::ptr_eq(m, l));
+    let helpers = group.iter().filter(|m| !is_leader(m)).count();
     let inserts = Arc::new(GroupInserts {
-        pending: AtomicU64::new(group.len() as u64 - 1),
+        pending: AtomicU64::new(helpers as u64),
         gate: Gate::default(),
     });
     let mut seq = first;
-    let mut own = first;
+    let mut own = None;
     for m in group {
         let n = m.batch.as_ref().map_or(0, |b| b.len()) as u64;
-        if Arc::ptr_eq(m, leader) {
-            own = seq;
+        if is_leader(m) {
+            own = Some(seq);
         } else {
             *m.assignment.lock() = Some(Assignment {
                 mem: mem.clone(),
@@ -504,7 +568,7 @@ fn insert_group(
         }
         seq += n;
     }
-    if let Some(b) = leader.batch.as_ref() {
+    if let (Some(b), Some(own)) = (leader.and_then(|l| l.batch.as_ref()), own) {
         apply_to_memtable(mem, b, own);
     }
     inserts.gate.wait(

@@ -6,11 +6,17 @@
 //! of those writes to tables, the check cannot be made and the commit is refused as
 //! retryable, never guessed.
 //!
-//! A pure function over read-only memtables; run it at the commit moment (no write in flight).
-//! Depends on `memtable` and `types` only.
+//! A transaction committed in a write group with others is also checked against the writes
+//! of the group's earlier members ([`GroupWrites`]), which are not in the memtables yet.
+//!
+//! Pure functions over read-only memtables and batches; run them at the commit moment (no
+//! write in flight). Depends on `memtable`, `batch` and `types` only.
 
+use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::Arc;
 
+use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{ErrorRepr, Result};
 use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
@@ -99,6 +105,79 @@ pub(crate) fn check<'k>(
         }
     }
     Verdict::Clear
+}
+
+/// The writes of a write group's members taken so far, by the group's leader, so that a
+/// transaction later in the group is checked against them too (they are not in the memtables
+/// yet when the leader checks). Only the default family's writes are kept: transactions write
+/// no other family.
+#[derive(Default)]
+pub(crate) struct GroupWrites {
+    /// Each key written (put, delete, merge) and the sequence number of its last write.
+    keys: BTreeMap<Vec<u8>, SeqNo>,
+    /// Range deletions `[start, end)` and their sequence numbers.
+    ranges: Vec<(Vec<u8>, Vec<u8>, SeqNo)>,
+}
+
+impl GroupWrites {
+    /// Adds a member's batch, whose operations take sequence numbers from `first`.
+    pub(crate) fn add(&mut self, batch: &WriteBatch, first: SeqNo) {
+        for (i, (family, op)) in batch.iter_cf().enumerate() {
+            if family != 0 {
+                continue;
+            }
+            let seq = first + i as SeqNo;
+            match op {
+                BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::Merge(k, _) => {
+                    self.keys.insert(k.to_vec(), seq);
+                }
+                BatchOp::DeleteRange(s, e) => self.ranges.push((s.to_vec(), e.to_vec(), seq)),
+            }
+        }
+    }
+
+    /// The first of `keys` or `ranges` an earlier member wrote: the key (a range's first
+    /// written key, or a range deletion's start) and the sequence number of that write.
+    pub(crate) fn conflict<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        ranges: &[ReadRange],
+    ) -> Option<(Vec<u8>, SeqNo)> {
+        if self.keys.is_empty() && self.ranges.is_empty() {
+            return None;
+        }
+        for key in keys {
+            if let Some(seq) = self.keys.get(key) {
+                return Some((key.to_vec(), *seq));
+            }
+            if let Some((_, _, seq)) = self
+                .ranges
+                .iter()
+                .find(|(s, e, _)| s.as_slice() <= key && key < e.as_slice())
+            {
+                return Some((key.to_vec(), *seq));
+            }
+        }
+        for (start, end) in ranges {
+            let upper = match end {
+                Some(e) => Bound::Excluded(e.as_slice()),
+                None => Bound::Unbounded,
+            };
+            let inside = self
+                .keys
+                .range::<[u8], _>((Bound::Included(start.as_slice()), upper))
+                .next();
+            if let Some((k, seq)) = inside {
+                return Some((k.clone(), *seq));
+            }
+            if let Some((s, _, seq)) = self.ranges.iter().find(|(s, e, _)| {
+                e.as_slice() > start.as_slice() && end.as_deref().is_none_or(|x| s.as_slice() < x)
+            }) {
+                return Some((s.clone(), *seq));
+            }
+        }
+        None
+    }
 }
 
 /// The commit's outcome for a verdict: `Busy` on a conflict, `TryAgain` when history is gone.
@@ -203,6 +282,43 @@ mod tests {
         ];
         for (i, (snapshot, range, want)) in cases.into_iter().enumerate() {
             assert_eq!(check(&mems, snapshot, 10, [], &[range]), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn a_group_s_earlier_members_conflict_with_what_they_wrote() {
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"v");
+        b.delete(b"m");
+        b.delete_range(b"p", b"r");
+        b.merge(b"t", b"1");
+        b.push_in(7, ValueKind::Put, b"z", Some(b"other family"));
+        let mut g = GroupWrites::default();
+        assert_eq!(g.conflict([&b"k"[..]], &[]), None);
+        g.add(&b, 100);
+        let r =
+            |a: &str, b: Option<&str>| (a.as_bytes().to_vec(), b.map(|b| b.as_bytes().to_vec()));
+        let key = |k: &str, s: SeqNo| Some((k.as_bytes().to_vec(), s));
+        // (keys, ranges, verdict)
+        type Case<'a> = (Vec<&'a str>, Vec<ReadRange>, Option<(Vec<u8>, SeqNo)>);
+        let cases: Vec<Case> = vec![
+            (vec!["k"], vec![], key("k", 100)),
+            (vec!["a", "m"], vec![], key("m", 101)),
+            (vec!["q"], vec![], key("q", 102)), // inside the range deletion
+            (vec!["r"], vec![], None),          // its end is exclusive
+            (vec!["t"], vec![], key("t", 103)),
+            (vec!["z"], vec![], None), // another family's write
+            (vec![], vec![r("a", Some("k"))], None),
+            (vec![], vec![r("a", Some("l"))], key("k", 100)),
+            (vec![], vec![r("n", Some("o"))], None),
+            (vec![], vec![r("n", Some("pa"))], key("p", 102)),
+            (vec![], vec![r("qq", Some("s"))], key("p", 102)),
+            (vec![], vec![r("s", None)], key("t", 103)),
+            (vec![], vec![r("u", None)], None),
+        ];
+        for (i, (keys, ranges, want)) in cases.into_iter().enumerate() {
+            let keys = keys.iter().map(|k| k.as_bytes());
+            assert_eq!(g.conflict(keys, &ranges), want, "case {i}");
         }
     }
 }

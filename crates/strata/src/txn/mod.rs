@@ -8,11 +8,12 @@
 //! all in the memtables (a flush took some to tables), the check cannot be made: the commit
 //! fails with [`ErrorKind::TryAgain`](crate::ErrorKind::TryAgain), also writing nothing.
 //!
-//! The check runs at the commit moment in the write path: the transaction's batch is committed
-//! as a write group of its own, after every earlier group is published and before any later
-//! one starts, so nothing can be written between the check and the commit. Plain writes never
-//! take that path. (Letting group leaders check transactions inside shared groups is faster at
-//! 4 threads; it is not done yet.)
+//! The check runs at the commit moment in the write path: the transaction's batch queues for
+//! a write group like any write, and the group's leader checks it after every earlier group is
+//! published and before the group's WAL record is written — against the memtables and against
+//! the writes of the group's earlier members — so nothing can be written between the check and
+//! the commit. A transaction that fails is left out of the group; the others commit together
+//! (one WAL record, one fsync), so transactions keep group commit under concurrency.
 //!
 //! [`Transaction::merge`] buffers an operand like any write (the key is tracked, as in RocksDB):
 //! onto the transaction's own put or delete it is folded at once; onto the snapshot's value it
