@@ -1,5 +1,6 @@
 //! `strata stress` end to end, short: 8 rounds of 2 s (killed children, reopen, verify) must
-//! exit 0 and end with the summary line; 5 replica rounds with failovers likewise.
+//! exit 0 and end with the summary line; 6 replica rounds with failovers likewise, and 5
+//! rounds on databases with column families.
 //! `STRATA_SEED` replays a seed.
 
 use std::process::Command;
@@ -28,6 +29,17 @@ fn stress_replica_and_failover_rounds_lose_nothing() {
     assert!(replicas >= 1, "{stdout}");
     assert!(count(" failovers") >= replicas.div_ceil(2), "{stdout}");
     assert!(count(" replica checks passed") >= replicas, "{stdout}");
+}
+
+/// Every database has column families: cross-family batches checked all-or-nothing after
+/// each kill, each key read through its own family.
+#[test]
+fn stress_column_family_rounds_lose_nothing() {
+    let stdout = stress(5, &["--column-families"]);
+    assert!(
+        stdout.contains(" 5 rounds with column families"),
+        "{stdout}"
+    );
 }
 
 /// Runs `strata stress` for `rounds` rounds of 2 s and checks its exit and summary line;

@@ -20,6 +20,7 @@ use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
 use strata_test_support::Rng;
 
 use crate::config::StressConfig;
+use crate::families::{block_end, family_of, Families};
 use crate::history::{History, Violation, ViolationKind};
 use crate::keys;
 use crate::merge::NewestWrite;
@@ -30,6 +31,8 @@ pub const EXIT_VIOLATION: i32 = 3;
 
 struct Shared {
     db: Db,
+    /// The database's column families (keys dealt by block; see `families`).
+    fams: Families,
     cfg: StressConfig,
     round: u64,
     history: History,
@@ -77,9 +80,12 @@ pub fn child_main(dir: &Path, round: u64, seconds: Option<f64>) -> anyhow::Resul
         .create(true)
         .append(true)
         .open(dir.join("events.log"))?;
-    let db = Db::open(dir.join("db"), cfg.to_options(dir, true)).context("opening the database")?;
+    let opts = cfg.to_options(dir, true);
+    let db = Db::open(dir.join("db"), opts.clone()).context("opening the database")?;
+    let fams = Families::open(&db, &opts, cfg.families).context("opening the column families")?;
     let shared = Arc::new(Shared {
         db,
+        fams,
         history: History::new(&initial),
         log: Mutex::new(log),
         stop: AtomicBool::new(false),
@@ -149,7 +155,8 @@ fn writer(s: &Shared, t: u64, lo: u64, hi: u64) {
                 let r = rng.below(1000);
                 let i = lo + rng.below(span);
                 if r < cfg.range_delete_permille {
-                    Op::DeleteRange(i, (i + 1 + rng.below(16)).min(hi))
+                    let end = (i + 1 + rng.below(16)).min(hi);
+                    Op::DeleteRange(i, end.min(block_end(i, cfg.families)))
                 } else if r < cfg.range_delete_permille + cfg.delete_permille {
                     Op::Delete(i)
                 } else if r < cfg.range_delete_permille + cfg.delete_permille + cfg.merge_permille {
@@ -162,16 +169,21 @@ fn writer(s: &Shared, t: u64, lo: u64, hi: u64) {
         let seq = ((s.round + 1) << 32) | s.counter.fetch_add(1, Ordering::Relaxed);
         let effects = batch_effects(&ops, seq);
         let mut batch = WriteBatch::new();
+        let f = &s.fams;
         for op in &ops {
             match *op {
-                Op::Put(i) => batch.put(keys::key(i), keys::value(i, seq)),
-                Op::Delete(i) => batch.delete(keys::key(i)),
-                Op::Merge(i) => batch.merge(keys::key(i), NewestWrite::operand(seq)),
-                Op::DeleteRange(a, b) => batch.delete_range(keys::key(a), keys::key(b)),
+                Op::Put(i) => f.put(&mut batch, i, &keys::value(i, seq)),
+                Op::Delete(i) => f.delete(&mut batch, i),
+                Op::Merge(i) => f.merge(&mut batch, i, &NewestWrite::operand(seq)),
+                Op::DeleteRange(a, b) => f.delete_range(&mut batch, a, b),
             }
         }
+        // Transactions write the default family only.
         let txn = rng.below(100) < cfg.txn_percent
-            && !ops.iter().any(|op| matches!(op, Op::DeleteRange(..)));
+            && !ops.iter().any(|op| match *op {
+                Op::DeleteRange(..) => true,
+                Op::Put(i) | Op::Delete(i) | Op::Merge(i) => family_of(i, cfg.families) != 0,
+            });
         s.history.issue(&effects);
         s.log(format!("I {t} {seq} {}", format_ops(&ops)));
         let opts = WriteOptions {
@@ -202,7 +214,7 @@ fn writer(s: &Shared, t: u64, lo: u64, hi: u64) {
         if rng.below(1000) < cfg.compact_permille {
             let a = lo + rng.below(span);
             let b = (a + 1 + rng.below(200)).min(hi);
-            if let Err(e) = s.db.compact_range(Some(&keys::key(a)), Some(&keys::key(b))) {
+            if let Err(e) = s.fams.compact_range(&s.db, a, b) {
                 s.log(format!("W compact_range: {e}"));
             }
         }
@@ -271,7 +283,7 @@ fn reader(s: &Shared, r: u64) {
         if choice < 50 {
             let i = rng.below(n);
             let lo = s.history.low(i);
-            match s.db.get(keys::key(i)) {
+            match s.fams.get(&s.db, &ReadOptions::default(), i) {
                 Ok(v) => {
                     let hi = s.history.high(i);
                     s.check(i, lo, hi, v.as_deref());
@@ -282,7 +294,10 @@ fn reader(s: &Shared, r: u64) {
         }
         // A range of keys read through one view: a snapshot, or an iterator's implicit one.
         let a = rng.below(n);
-        let b = (a + 1 + rng.below(48)).min(n);
+        // With families, a scan stays in one block: it reads one family.
+        let b = (a + 1 + rng.below(48))
+            .min(n)
+            .min(block_end(a, cfg.families));
         let los: Vec<usize> = (a..b).map(|i| s.history.low(i)).collect();
         let snapshot = (choice < 80).then(|| s.db.snapshot());
         let ropts = ReadOptions {
@@ -291,7 +306,7 @@ fn reader(s: &Shared, r: u64) {
             upper_bound: Some(keys::key(b)),
             ..Default::default()
         };
-        let mut it = match s.db.iter(ropts.clone()) {
+        let mut it = match s.fams.iter(&s.db, ropts.clone(), a) {
             Ok(it) => it,
             Err(e) => {
                 read_error(s, "iter", e);
@@ -357,7 +372,7 @@ fn reader(s: &Shared, r: u64) {
             if rng.chance(20) {
                 std::thread::sleep(Duration::from_millis(rng.below(300)));
                 let mut again: Vec<Option<Vec<u8>>> = vec![None; (b - a) as usize];
-                match s.db.iter(ropts.clone()).and_then(|mut it| {
+                match s.fams.iter(&s.db, ropts.clone(), a).and_then(|mut it| {
                     it.seek_to_first();
                     while it.valid() {
                         if let Some(i) = keys::key_index(it.key()).filter(|i| (a..b).contains(i)) {
@@ -389,7 +404,7 @@ fn reader(s: &Shared, r: u64) {
                 if !rng.chance(30) {
                     continue;
                 }
-                match s.db.get_opt(&ropts, keys::key(i)) {
+                match s.fams.get(&s.db, &ropts, i) {
                     Ok(v) => {
                         let j = (i - a) as usize;
                         if v.as_deref() != seen[j].as_deref() {

@@ -174,6 +174,11 @@ pub struct StressConfig {
     /// directory.
     #[serde(default)]
     pub wal_object_store: bool,
+    /// Column families besides the default (a database field; see `families`): keys are
+    /// dealt to them by block. Not with the extended WAL, which refuses families.
+    /// Configurations saved before it existed have none.
+    #[serde(default)]
+    pub families: u64,
 }
 
 fn pick<T: Clone>(rng: &mut Rng, xs: &[T]) -> T {
@@ -309,7 +314,9 @@ pub fn draw_options(rng: &mut Rng) -> StressConfig {
         ),
         merge_permille: pick(rng, &[0, 0, 50, 250]),
         wal_object_store: rng.chance(50),
+        families: if rng.chance(30) { 1 + rng.below(2) } else { 0 },
     }
+    .without_families_on_extended_wal()
 }
 
 impl StressConfig {
@@ -321,6 +328,7 @@ impl StressConfig {
         self.persistent_cache = db.persistent_cache;
         self.extended_wal = db.extended_wal;
         self.wal_object_store = db.wal_object_store;
+        self.families = db.families;
         if let Some(k) = self.fast_levels {
             self.fast_levels = Some(k.min(self.num_levels - 1));
         }
@@ -331,6 +339,14 @@ impl StressConfig {
             self.capacity_error_rate = 0.0;
             self.capacity_timeout_rate = 0.0;
         }
+    }
+
+    /// No column families with the extended WAL (it refuses them).
+    pub fn without_families_on_extended_wal(mut self) -> Self {
+        if self.extended_wal {
+            self.families = 0;
+        }
+        self
     }
 
     /// Engine options for the database in `dir` (`dir/db`, capacity tier in `dir/cap`).

@@ -7,7 +7,7 @@
 //! database and checks it against its record of acknowledged writes ([`oracle`]).
 //!
 //! Modules: `config` (option drawing, the only place new features add a switch), `keys` (keys and
-//! self-describing values), `merge` (the merge operator the workload writes with), `history`
+//! self-describing values), `families` (column families: keys dealt to families by block), `merge` (the merge operator the workload writes with), `history`
 //! (per-key version histories the child checks reads against),
 //! `child` (the workload), `copies` (checkpoints, clones and backups of a verified database
 //! checked against the oracle), `oracle` (the parent's expected state, the child's event log and the
@@ -18,6 +18,7 @@
 pub mod child;
 pub mod config;
 pub mod copies;
+pub mod families;
 pub mod history;
 pub mod keys;
 pub mod merge;

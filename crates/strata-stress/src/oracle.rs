@@ -30,6 +30,7 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use strata::{Db, ReadOptions};
 
+use crate::families::{family_of, Families};
 use crate::history::{Version, ViolationKind};
 use crate::keys;
 
@@ -305,15 +306,29 @@ pub fn scan_keys(mut it: strata::DbIterator, n: u64) -> strata::Result<Scanned> 
 
 /// Reads every key of `db` (a full scan and a point get of each key) and checks it against
 /// `expected` and the round's in-flight batches; in-flight batches found applied become expected.
+/// With column families (`fams`), each family is scanned and a key found in a family it does
+/// not belong to is a phantom.
 pub fn verify(
     db: &Db,
+    fams: &Families,
     round: u64,
     expected: &mut Expected,
     in_flight: &[Batch],
 ) -> anyhow::Result<Verdict> {
     let mut verdict = Verdict::default();
     let n = expected.versions.len() as u64;
-    let (scanned, outside) = scan_keys(db.iter(ReadOptions::default())?, n)?;
+    let (mut scanned, mut outside) = (BTreeMap::new(), Vec::new());
+    for (f, it) in fams.iter_all(db)?.into_iter().enumerate() {
+        let (found, out) = scan_keys(it, n)?;
+        outside.extend(out);
+        for (i, v) in found {
+            if family_of(i, fams.extra()) == f {
+                scanned.insert(i, v);
+            } else {
+                outside.push(keys::key(i));
+            }
+        }
+    }
     for k in outside {
         verdict.wrong(
             ViolationKind::Phantom,
@@ -325,7 +340,9 @@ pub fn verify(
     }
     let mut got: Vec<Option<Vec<u8>>> = Vec::with_capacity(n as usize);
     for i in 0..n {
-        let g = db.get(keys::key(i))?.map(|b| b.to_vec());
+        let g = fams
+            .get(db, &ReadOptions::default(), i)?
+            .map(|b| b.to_vec());
         if g != scanned.get(&i).cloned() {
             verdict.wrong(
                 ViolationKind::Phantom,

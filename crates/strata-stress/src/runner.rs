@@ -23,6 +23,7 @@ use strata_test_support::Rng;
 
 use crate::config::{draw_options, StressConfig};
 use crate::copies::{check_copy, CopyKind};
+use crate::families::Families;
 use crate::history::ViolationKind;
 use crate::oracle::{parse_log, verify, Expected};
 use crate::replica::{ReplicaCounts, ReplicaRound};
@@ -39,6 +40,10 @@ pub struct RunArgs {
     /// Half of the extended-WAL databases keep their log location on a `file://` object store
     /// (`strata stress --object-store-logs`); otherwise every log location is a directory.
     pub object_store_logs: bool,
+    /// Every database has one or two column families besides the default, and so no extended
+    /// WAL (`strata stress --column-families`); otherwise 30% of the databases without the
+    /// extended WAL have them.
+    pub column_families: bool,
     /// How to start a child: this program and the arguments before `--dir ...` (e.g. the
     /// `strata` binary and `["stress-child"]`).
     pub child_exe: PathBuf,
@@ -86,6 +91,8 @@ pub struct Summary {
     /// The replica's bounded-staleness checks that passed, and its refreshes and reads that
     /// failed (retried by the next check; not violations).
     pub replica: ReplicaCounts,
+    /// Rounds on a database with column families besides the default ([`crate::families`]).
+    pub family_rounds: u64,
 }
 
 impl Summary {
@@ -103,9 +110,10 @@ impl Summary {
 
     pub fn details(&self) -> String {
         format!(
-            "seed {}: {} databases, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered ({} by the replay baseline, {} refused by it); {} checkpoints, {} clones and {} backups verified; {} replica rounds ({} replica checks passed, {} refreshes and {} reads failed), {} failovers to the replica; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
+            "seed {}: {} databases, {} rounds with column families, {} batches acknowledged and verified, in-flight batches at kills: {} applied, {} dropped; {} capacity-tier tables seen at reopens; {} node losses recovered ({} by the replay baseline, {} refused by it); {} checkpoints, {} clones and {} backups verified; {} replica rounds ({} replica checks passed, {} refreshes and {} reads failed), {} failovers to the replica; {} errors and {} timeouts injected; {} write errors, {} other engine errors (flush/compaction/read){}",
             self.seed,
             self.databases,
+            self.family_rounds,
             self.acked_batches,
             self.in_flight_applied,
             self.in_flight_dropped,
@@ -250,6 +258,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
         let mut cfg = draw_options(&mut rng);
         if args.replica_rounds {
             cfg.extended_wal = true;
+            cfg.families = 0;
+        } else if args.column_families {
+            cfg.extended_wal = false;
+            cfg.families = cfg.families.max(1);
         }
         cfg.wal_object_store &= args.object_store_logs;
         match &db_cfg {
@@ -260,6 +272,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
             }
         }
         cfg.sync_on_object_store();
+        sum.family_rounds += (cfg.families > 0) as u64;
         let mut problems: Vec<String> = Vec::new();
         // Replica rounds: a replica follows the child (the database must exist to be
         // followed). A round that loses the node and would rebuild it by opening fails over
@@ -429,11 +442,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
                     .iter()
                     .filter(|(_, f)| f.tier == strata::tier::Tier::Capacity)
                     .count() as u64;
-                let v = verify(&db, round, &mut expected, &log.in_flight);
+                let o = cfg.to_options(dir, false);
+                let v = Families::open(&db, &o, cfg.families)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|fams| verify(&db, &fams, round, &mut expected, &log.in_flight));
                 // Some rounds also copy the verified database (a checkpoint, a clone or a
                 // backup restored) and check the copy.
                 if v.as_ref().is_ok_and(|v| v.first.is_none())
                     && !cfg.extended_wal
+                    && cfg.families == 0
                     && rng.chance(25)
                 {
                     let kind = CopyKind::draw(&mut rng);

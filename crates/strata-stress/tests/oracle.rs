@@ -3,6 +3,7 @@
 //! (exit status, summary counts, the kept database copy).
 
 use strata::{Db, Options};
+use strata_stress::families::Families;
 use strata_stress::history::Version;
 use strata_stress::keys;
 use strata_stress::oracle::{verify, Batch, Expected, Op};
@@ -25,14 +26,14 @@ fn verify_finds_lost_phantom_and_partial_batches() {
     expected.apply_acked(0, &batch(6, vec![Op::DeleteRange(2, 4)]));
     db.put(keys::key(0), keys::value(0, 5)).unwrap();
     db.put(keys::key(1), keys::value(1, 5)).unwrap();
-    let v = verify(&db, 0, &mut expected, &[]).unwrap();
+    let v = verify(&db, &Families::none(), 0, &mut expected, &[]).unwrap();
     assert_eq!((v.lost, v.phantoms), (0, 0), "{:?}", v.first);
 
     // Key 1 loses its write; key 5 gets a value nobody wrote; key 2 comes back (a lost delete).
     db.delete(keys::key(1)).unwrap();
     db.put(keys::key(5), keys::value(5, 99)).unwrap();
     db.put(keys::key(2), keys::value(2, 5)).unwrap();
-    let v = verify(&db, 1, &mut expected, &[]).unwrap();
+    let v = verify(&db, &Families::none(), 1, &mut expected, &[]).unwrap();
     assert_eq!((v.lost, v.phantoms), (2, 1), "{v:?}");
     assert!(v.first.unwrap().contains("k0000001"));
 
@@ -42,10 +43,10 @@ fn verify_finds_lost_phantom_and_partial_batches() {
     let mut expected = Expected::new(10);
     let in_flight = [batch(7, vec![Op::Put(3), Op::Put(4)])];
     db2.put(keys::key(3), keys::value(3, 7)).unwrap();
-    let v = verify(&db2, 0, &mut expected, &in_flight).unwrap();
+    let v = verify(&db2, &Families::none(), 0, &mut expected, &in_flight).unwrap();
     assert_eq!((v.lost, v.phantoms), (0, 1), "{v:?}");
     db2.put(keys::key(4), keys::value(4, 7)).unwrap();
-    let v = verify(&db2, 0, &mut expected, &in_flight).unwrap();
+    let v = verify(&db2, &Families::none(), 0, &mut expected, &in_flight).unwrap();
     assert_eq!(
         (v.lost, v.phantoms, v.in_flight_applied),
         (0, 0, 1),
@@ -58,6 +59,36 @@ fn verify_finds_lost_phantom_and_partial_batches() {
             exists: true
         }
     );
+}
+
+/// With column families, a key is read from its own family only: a write that went to
+/// another family is a phantom there and lost from its own; one in its own family verifies.
+#[test]
+fn verify_reads_each_key_from_its_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options::default();
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let fams = Families::open(&db, &o, 2).unwrap();
+    assert_eq!(fams.extra(), 2);
+    let mut expected = Expected::new(100);
+    // Keys 1 (default family), 33 (family 1) and 70 (family 2), in one batch.
+    let ops = vec![Op::Put(1), Op::Put(33), Op::Put(70)];
+    expected.apply_acked(0, &batch(5, ops));
+    let mut b = strata::WriteBatch::new();
+    for i in [1, 33, 70] {
+        fams.put(&mut b, i, &keys::value(i, 5));
+    }
+    db.write(b).unwrap();
+    let v = verify(&db, &fams, 0, &mut expected, &[]).unwrap();
+    assert_eq!((v.lost, v.phantoms), (0, 0), "{:?}", v.first);
+    // Read without its families, the database misses two keys.
+    let v = verify(&db, &Families::none(), 0, &mut expected, &[]).unwrap();
+    assert_eq!(v.lost, 2, "{v:?}");
+    // Key 34 (family 1) written to the default family instead.
+    expected.apply_acked(0, &batch(6, vec![Op::Put(34)]));
+    db.put(keys::key(34), keys::value(34, 6)).unwrap();
+    let v = verify(&db, &fams, 0, &mut expected, &[]).unwrap();
+    assert!(v.lost >= 1 && v.phantoms >= 1, "{v:?}");
 }
 
 #[test]
@@ -74,6 +105,7 @@ fn a_run_whose_child_lies_fails_and_keeps_the_database() {
         progress: false,
         replica_rounds: false,
         object_store_logs: false,
+        column_families: false,
         child_exe: "sh".into(),
         child_args: vec!["-c".into(), script.into(), "sh".into()],
     })
