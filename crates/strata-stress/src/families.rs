@@ -150,6 +150,17 @@ impl Families {
         }
     }
 
+    /// Compacts every family whole.
+    pub fn compact_all(&self, db: &Db) -> strata::Result<()> {
+        for h in &self.handles {
+            match h {
+                Some(cf) => db.compact_range_cf(cf, None, None)?,
+                None => db.compact_range(None, None)?,
+            }
+        }
+        Ok(())
+    }
+
     /// Compacts keys `a..end` of the family of `a`.
     pub fn compact_range(&self, db: &Db, a: u64, end: u64) -> strata::Result<()> {
         let (s, e) = (crate::keys::key(a), crate::keys::key(end));

@@ -450,7 +450,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<Summary> {
                 // backup restored) and check the copy.
                 if v.as_ref().is_ok_and(|v| v.first.is_none())
                     && !cfg.extended_wal
-                    && cfg.families == 0
                     && rng.chance(25)
                 {
                     let kind = CopyKind::draw(&mut rng);

@@ -130,12 +130,13 @@ fn upload(
     o: &BackupOptions,
 ) -> Result<BackupInfo> {
     let dump = crate::inspect::read_manifest(copy)?;
-    if dump.families.in_use() {
-        return Err(crate::error::Error::invalid(
-            "backups do not support databases with column families yet",
-        ));
-    }
-    let tables: Vec<FileMeta> = dump.version.all_files().map(|f| f.meta.clone()).collect();
+    // Every column family's tables (the copy's manifest names them all).
+    let tables: Vec<FileMeta> = dump
+        .version
+        .all_files()
+        .chain(dump.families.all_files())
+        .map(|f| f.meta.clone())
+        .collect();
     // Where the capacity-tier tables are read: the source's tier, and for a copy that still
     // shares tables with its own source, that source's tier for those.
     let link = read_parent(storage, copy)?;

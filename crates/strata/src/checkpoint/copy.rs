@@ -36,13 +36,16 @@ pub struct CopyStats {
 }
 
 impl CopyPlan {
-    /// Every table of the snapshot.
+    /// Every table of the snapshot, of every column family.
     pub fn tables(&self) -> impl Iterator<Item = &FileMeta> {
-        self.snapshot
-            .added
-            .iter()
-            .map(|(_, f)| f)
-            .chain(self.snapshot.added_to_run.iter().map(|(_, _, f)| f))
+        std::iter::once(&self.snapshot)
+            .chain(self.snapshot.family_edits.iter().map(|(_, e)| e))
+            .flat_map(|e| {
+                e.added
+                    .iter()
+                    .map(|(_, f)| f)
+                    .chain(e.added_to_run.iter().map(|(_, _, f)| f))
+            })
     }
 
     /// The capacity-tier tables the copy refers to.

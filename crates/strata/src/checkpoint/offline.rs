@@ -145,12 +145,6 @@ fn attempt_once(
     let started = Instant::now();
     let dump = crate::inspect::read_manifest(src).map_err(classify)?;
     let edits = &dump.edits;
-    if dump.families.in_use() {
-        return Err(Fail(Error::invalid(
-            "the database has column families: checkpoints from outside the process do not \
-             support them yet",
-        )));
-    }
     if edits.iter().any(|e| !e.wal_pins.is_empty())
         || edits.first().and_then(|e| e.format.as_deref())
             == Some(crate::version::MANIFEST_FORMAT_V2)
@@ -161,6 +155,12 @@ fn attempt_once(
         )));
     }
     let log_number = dump.log_number().unwrap_or(0);
+    // The oldest WAL a column family still needs: every WAL from it is copied.
+    let oldest_log = dump
+        .families
+        .iter()
+        .map(|(_, t)| t.log_number)
+        .fold(log_number, u64::min);
     let counters = SnapshotCounters {
         log_number,
         next_file_number: edits
@@ -184,7 +184,7 @@ fn attempt_once(
         .map_err(Fail)?
         .iter()
         .filter_map(|n| crate::inspect::parse_numbered(n, ".log"))
-        .filter(|n| *n >= log_number)
+        .filter(|n| *n >= oldest_log)
         .map(|n| (n, src.join(format!("{n:06}.log")), u64::MAX))
         .collect();
     wals.sort_unstable_by_key(|w| w.0);
@@ -195,13 +195,17 @@ fn attempt_once(
             src.display()
         ))));
     }
-    if wals[0].0 != log_number {
+    if wals[0].0 != oldest_log {
         // The manifest's oldest live WAL is gone: a flush moved on since it was read.
         return Err(Retry(Error::invalid(format!(
-            "WAL {log_number:06}.log the manifest names was deleted meanwhile"
+            "WAL {oldest_log:06}.log the manifest names was deleted meanwhile"
         ))));
     }
-    let snapshot = snapshot_of(&dump.version, counters, Vec::new());
+    let mut snapshot = snapshot_of(&dump.version, counters, Vec::new());
+    if dump.families.in_use() {
+        snapshot.format = Some(crate::version::MANIFEST_FORMAT_V3.into());
+        dump.families.snapshot_into(&mut snapshot);
+    }
     let mut plan = CopyPlan {
         snapshot,
         wals,

@@ -2,9 +2,9 @@
 //! `crate::checkpoint` for the design and `tier::gc` for the rule that honours them).
 //!
 //! The checkpoint's moment is taken with writes stopped (`write::exclusive`, the same barrier
-//! a flush uses): the WAL is synced, the version pinned, the live WAL files' lengths and the
-//! last sequence number read. Writes resume while the copy is written; the pinned version
-//! keeps every table it names (its files are deleted only when its last holder drops it), and
+//! a flush uses): the WAL is synced, every column family's version pinned, the live WAL
+//! files' lengths and the last sequence number read. Writes resume while the copy is written;
+//! the pinned versions keep every table they name (its files are deleted only when its last holder drops it), and
 //! the registry record written before the pin is dropped keeps the capacity-tier ones after.
 
 use std::path::Path;
@@ -69,11 +69,6 @@ impl Db {
 }
 
 fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<CheckpointInfo> {
-    inner
-        .state
-        .lock()
-        .versions
-        .refuse_families("a checkpoint")?;
     if inner.log_dir != inner.dir {
         return Err(Error::invalid(
             "checkpoints of a database whose WAL is in a separate wal_location are not \
@@ -90,7 +85,11 @@ fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<Chec
     if o.log_size_for_flush != u64::MAX {
         let wal_bytes: u64 = live_wals(inner)?.iter().map(|w| w.2).sum();
         if wal_bytes >= o.log_size_for_flush {
-            super::background::flush(inner, std::slice::from_ref(&inner.default))?;
+            let all: Vec<_> = {
+                let st = inner.state.lock();
+                st.families.values().map(|fs| fs.handle.clone()).collect()
+            };
+            super::background::flush(inner, &all)?;
         }
     }
     // The live WAL files are hard-linked into a hold directory at the checkpoint's moment (a
@@ -119,9 +118,18 @@ fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<Chec
             wals,
             sequence,
         };
-        Ok((st.versions.current(), plan))
+        // Every family's tree: their tables stay until the copy is written.
+        let trees: Vec<_> = std::iter::once(st.versions.current())
+            .chain(
+                st.versions
+                    .families()
+                    .iter()
+                    .map(|(_, t)| t.version.clone()),
+            )
+            .collect();
+        Ok((trees, plan))
     });
-    let (version, plan) = match taken {
+    let (trees, plan) = match taken {
         Ok(t) => t,
         Err(e) => {
             let _ = inner.storage.remove_dir_all(&hold);
@@ -146,7 +154,7 @@ fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<Chec
         _ => None,
     };
     let written = write_copy(&inner.storage, &inner.dir, &plan, to, link.as_ref());
-    drop(version);
+    drop(trees);
     if let Err(e) = inner.storage.remove_dir_all(&hold) {
         tracing::warn!(dir = %hold.display(), error = %e, "could not remove a checkpoint's WAL hold");
     }
@@ -170,16 +178,18 @@ fn live_wals_locked(
     inner: &DbInner,
     st: &super::DbState,
 ) -> Result<Vec<(u64, std::path::PathBuf, u64)>> {
+    // Every WAL the copy's manifest names as live — all from its oldest log number on, as the
+    // source's own reopen would replay. (With column families a memtable also receives writes
+    // in logs after the one it started in, and a family's log number may trail the others'.)
     let floor = st.versions.min_log_number();
-    let mut numbers: Vec<u64> = st
-        .families
-        .values()
-        .flat_map(|fs| fs.imms.iter().chain(std::iter::once(&fs.mem)))
-        .map(|m| m.wal_number())
+    let mut numbers: Vec<u64> = inner
+        .log_storage
+        .list(&inner.log_dir)?
+        .iter()
+        .filter_map(|n| crate::inspect::parse_numbered(n, ".log"))
         .filter(|n| *n >= floor)
         .collect();
     numbers.sort_unstable();
-    numbers.dedup();
     numbers
         .into_iter()
         .map(|n| {

@@ -57,7 +57,9 @@ fn stalling_l0(fam: &Family, l0: usize, busy: usize, fast_bytes: impl FnOnce() -
     match &fam.logstore {
         None => l0,
         Some(ls) if ls.buffers_l0(&fam.opts, l0, fast_bytes()) => 0,
-        Some(_) => l0 - busy,
+        // The fast path reads `l0` and `busy` without a lock, and a compaction taking L0
+        // may have published its count after the flush count read: never below zero.
+        Some(_) => l0.saturating_sub(busy),
     }
 }
 

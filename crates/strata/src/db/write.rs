@@ -628,8 +628,21 @@ pub(crate) fn set_bg_error_locked(inner: &DbInner, st: &mut DbState, e: crate::E
 /// and no group is inserting, then runs `f`. Writers that see `shutting_down` fail before
 /// committing; a leader already past that check finishes its group.
 pub(crate) fn after_writers<T>(inner: &DbInner, f: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let mut warned = 0;
     while !inner.commit.is_idle() {
         std::thread::sleep(Duration::from_millis(1));
+        // A writer that never leaves the queue (its thread panicked while at the front) would
+        // hold shutdown here for ever: say so rather than hang silently.
+        let waited = start.elapsed().as_secs() / 10;
+        if waited > warned {
+            warned = waited;
+            tracing::warn!(
+                queued = inner.commit.queue.lock().len(),
+                seconds = waited * 10,
+                "close is waiting for queued writers to finish"
+            );
+        }
     }
     quiesce(inner);
     f()
