@@ -832,4 +832,24 @@ fn checkpoints_and_backups_hold_every_family() {
     check(&copy, &now, "checkpoint from outside");
     assert_eq!(ck.sequence, copy.latest_sequence());
     copy.close().unwrap();
+    // And a backup from outside, restored.
+    engine
+        .create_from_dir(
+            &d.path().join("src"),
+            Some(&CapacityOptions::new(url("src"))),
+            &BackupOptions::default(),
+        )
+        .unwrap();
+    let restored = d.path().join("restored-2");
+    engine
+        .restore(
+            None,
+            &restored,
+            Some(&CapacityOptions::new(url("restored-2"))),
+            &Default::default(),
+        )
+        .unwrap();
+    let r = Db::open(&restored, opts("restored-2")).unwrap();
+    check(&r, &now, "backup from outside, restored");
+    r.close().unwrap();
 }
