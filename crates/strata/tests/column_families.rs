@@ -377,6 +377,35 @@ fn each_family_has_its_own_tier_policy() {
     use strata::tier::Tier::{Capacity, Fast};
     assert_eq!((on(&fast, Fast), on(&fast, Capacity)), (2000, 0));
     assert_eq!((on(&tiered, Fast), on(&tiered, Capacity)), (0, 2000));
+    // Each family's statistics and properties describe its own tree.
+    let (sf, st) = (db.stats_cf(&fast).unwrap(), db.stats_cf(&tiered).unwrap());
+    assert!(
+        sf.tier.fast_table_bytes > 0 && sf.tier.capacity_table_bytes == 0,
+        "{sf}"
+    );
+    assert!(
+        st.tier.fast_table_bytes == 0 && st.tier.capacity_table_bytes > 0,
+        "{st}"
+    );
+    assert!(sf.hotrap.is_none() && st.hotrap.is_some());
+    assert_eq!(
+        db.stats().total_sst_bytes,
+        0,
+        "the default family holds nothing"
+    );
+    let files = |cf: &ColumnFamily| -> usize {
+        (0..4)
+            .map(|l| {
+                db.property_cf(cf, &format!("strata.num-files-at-level{l}"))
+                    .unwrap()
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(files(&fast), db.live_tables_cf(&fast).unwrap().len());
+    assert_eq!(files(&tiered), db.live_tables_cf(&tiered).unwrap().len());
     // Reads of the tiered family's hot keys bring them back to its fast tier (promotion by
     // flush); the all-fast family has nothing to promote.
     for _ in 0..3 {

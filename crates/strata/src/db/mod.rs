@@ -570,12 +570,28 @@ impl Db {
     /// cover every column family; what describes a tree (levels, memtables, HotRAP) describes
     /// the default family's.
     pub fn stats(&self) -> DbStats {
-        properties::stats(self.inner())
+        properties::stats(self.inner(), &self.inner().default)
+    }
+
+    /// [`Db::stats`] of column family `cf`: its levels (files, bytes, targets), memtables,
+    /// tiers, HotRAP and LogStore; the counters (bytes written, flushes, compactions and reads
+    /// per level) are still the whole database's.
+    pub fn stats_cf(&self, cf: &ColumnFamily) -> Result<DbStats> {
+        Ok(properties::stats(self.inner(), cf.live(self.inner())?))
     }
 
     /// A named property (see `docs/properties.md`), or `None` if the name is unknown.
     pub fn property(&self, name: &str) -> Option<String> {
-        properties::property(self.inner(), name)
+        properties::property(self.inner(), &self.inner().default, name)
+    }
+
+    /// [`Db::property`] of column family `cf` (a tree's properties describe the family's).
+    pub fn property_cf(&self, cf: &ColumnFamily, name: &str) -> Result<Option<String>> {
+        Ok(properties::property(
+            self.inner(),
+            cf.live(self.inner())?,
+            name,
+        ))
     }
 
     /// Waits for background flushes and compactions to settle (no work pending or running).

@@ -1,7 +1,11 @@
-//! `Db::stats()` and named properties (documented in `docs/properties.md`).
+//! `Db::stats()` and named properties (documented in `docs/properties.md`), of the default
+//! column family or of another (`Db::stats_cf`, `Db::property_cf`): what describes a tree
+//! (levels, memtables, tiers, HotRAP, LogStore) is the family's, the counters are the
+//! database's.
 
 use std::sync::Arc;
 
+use super::family::Family;
 use super::pick::picker_options;
 use super::DbInner;
 use crate::compaction::level_targets;
@@ -17,12 +21,12 @@ fn pending_upload_bytes(levels: &[crate::stats::LevelStats], feeding: usize) -> 
     }
 }
 
-pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
+pub(crate) fn stats(inner: &Arc<DbInner>, fam: &Family) -> DbStats {
     let mut s = inner.stats.snapshot();
-    let sv = inner.super_version();
+    let sv = fam.super_version();
     let v = &sv.version;
     let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
-    let lt = level_targets(&sizes, &picker_options(&inner.opts));
+    let lt = level_targets(&sizes, &picker_options(&fam.opts));
     s.levels.truncate(v.num_levels());
     for (l, ls) in s.levels.iter_mut().enumerate() {
         let level = &v.levels[l];
@@ -36,7 +40,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
             ls.write_bytes as f64 / ls.read_bytes as f64
         };
     }
-    if let Some(ls) = &inner.default.logstore {
+    if let Some(ls) = &fam.logstore {
         for (l, ls) in s.levels.iter_mut().enumerate() {
             ls.temperature_histogram = super::temperature::histogram(v, l);
             ls.temperature = v.levels[l].files().map(|f| f.temperature.get()).sum();
@@ -49,7 +53,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
     s.tier.capacity_gc_pending_tables = inner.deferred.lock().len() as u64;
     if inner.opts.capacity.is_some() {
         let deepest = sizes.iter().rposition(|&b| b > 0).unwrap_or(0);
-        let feeding = super::pick::placement(&inner.opts).last_fast_level(deepest, deepest);
+        let feeding = super::pick::placement(&fam.opts).last_fast_level(deepest, deepest);
         s.tier.capacity_pending_upload_bytes = pending_upload_bytes(&s.levels, feeding);
     }
     s.extended_wal = super::extended::stats(inner);
@@ -85,7 +89,7 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
         as u64;
     s.immutable_memtables = sv.imms.len();
     s.live_snapshots = inner.snapshots.count();
-    s.hotrap = inner.default.hot.as_ref().map(|h| h.stats());
+    s.hotrap = fam.hot.as_ref().map(|h| h.stats());
     if let Some(c) = &inner.block_cache {
         s.block_cache_usage = c.usage();
         s.block_cache_capacity = c.capacity();
@@ -97,16 +101,16 @@ pub(crate) fn stats(inner: &Arc<DbInner>) -> DbStats {
     s
 }
 
-pub(crate) fn property(inner: &Arc<DbInner>, name: &str) -> Option<String> {
+pub(crate) fn property(inner: &Arc<DbInner>, fam: &Family, name: &str) -> Option<String> {
     let name = name.strip_prefix("strata.")?;
-    let sv = inner.super_version();
+    let sv = fam.super_version();
     let v = &sv.version;
     if let Some(l) = name.strip_prefix("num-files-at-level") {
         let l: usize = l.parse().ok()?;
         return v.levels.get(l).map(|lv| lv.num_files().to_string());
     }
     Some(match name {
-        "stats" => stats(inner).to_string(),
+        "stats" => stats(inner, fam).to_string(),
         "levelstats" => {
             let mut out = String::from("Level Files Size(bytes)\n");
             for (l, lv) in v.levels.iter().enumerate() {
@@ -119,7 +123,7 @@ pub(crate) fn property(inner: &Arc<DbInner>, name: &str) -> Option<String> {
             out
         }
         "num-immutable-mem-table" => sv.imms.len().to_string(),
-        "tier-stats" => stats(inner).tier.to_string(),
+        "tier-stats" => stats(inner, fam).tier.to_string(),
         "cur-size-active-mem-table" => sv.mem.approximate_size().to_string(),
         "cur-size-all-mem-tables" => (sv.mem.approximate_size()
             + sv.imms.iter().map(|m| m.approximate_size()).sum::<usize>())
@@ -144,7 +148,7 @@ pub(crate) fn property(inner: &Arc<DbInner>, name: &str) -> Option<String> {
             .to_string(),
         "base-level" => {
             let sizes: Vec<u64> = v.levels.iter().map(|l| l.bytes()).collect();
-            level_targets(&sizes, &picker_options(&inner.opts))
+            level_targets(&sizes, &picker_options(&fam.opts))
                 .base_level
                 .to_string()
         }
