@@ -229,12 +229,13 @@ fn cf_options(db: &engine::Db, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<C
             "capacity_levels" => o.capacity_levels = v.extract()?,
             "fast_levels" => o.fast_levels = v.extract()?,
             "hotrap" => o.hotrap = v.extract()?,
+            "logstore" => o.logstore = v.extract()?,
             other => {
                 return Err(InvalidArgumentError::new_err(format!(
                     "unknown column family option {other:?} (known: num_levels, \
                      compaction_style, write_buffer_size, max_write_buffer_number, \
                      target_file_size_base, max_bytes_for_level_base, block_size, \
-                     bloom_bits_per_key, capacity_levels, fast_levels, hotrap)"
+                     bloom_bits_per_key, capacity_levels, fast_levels, hotrap, logstore)"
                 )))
             }
         }

@@ -217,6 +217,12 @@ def test_column_families(tmp_path):
         db.create_cf("users")
     with pytest.raises(strata.InvalidArgumentError):
         db.create_cf("x", no_such_option=1)
+    # LogStore placement per family: leveled families only.
+    hot_cold = db.create_cf("hot-cold", logstore=True)
+    db.put(b"t", b"1", cf=hot_cold)
+    assert db.get(b"t", cf=hot_cold) == b"1"
+    with pytest.raises(strata.InvalidArgumentError):
+        db.create_cf("y", logstore=True, compaction_style="split_forest")
 
     db.put(b"k", b"default")
     db.put(b"k", b"user", cf=users)
@@ -242,7 +248,7 @@ def test_column_families(tmp_path):
     db.close()
 
     db = strata.open(path)
-    assert db.column_families() == ["default", "users", "events"]
+    assert db.column_families() == ["default", "users", "events", "hot-cold"]
     users, events = db.cf("users"), db.cf("events")
     assert db.get(b"u0499", cf=users) == b"v499"
     assert sum(1 for _ in db.iter(cf=events)) == 500

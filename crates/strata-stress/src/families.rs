@@ -4,8 +4,8 @@
 //! keys of several families (one atomic WAL record, checked all-or-nothing after a kill like
 //! any batch), a range delete stays inside one block (so inside one family), and a scan reads
 //! one block through its family. Each family has its own options: family 1 keeps all its
-//! levels on the fast tier, family 2 runs the other compaction style with HotRAP (see
-//! [`cf_options`]).
+//! levels on the fast tier, family 2 runs the other compaction style on the capacity tier —
+//! a split forest with HotRAP, or a leveled tree placed by LogStore (see [`cf_options`]).
 //!
 //! Everything that touches a key through the database goes through [`Families`], so the rest
 //! of the harness keeps reasoning in key indices. Depends on `keys` and the `strata` API only.
@@ -47,14 +47,18 @@ pub fn cf_options(o: &strata::Options, f: usize) -> CfOptions {
         // All on the fast tier.
         c.fast_levels = Some(c.num_levels - 1);
         c.hotrap = false;
+        c.logstore = false;
     } else {
+        // The other compaction style, on the capacity tier: a split forest with HotRAP, or a
+        // leveled tree placed by LogStore.
         c.compaction_style = match o.compaction_style {
             CompactionStyle::SplitForest => CompactionStyle::Leveled,
             _ => CompactionStyle::SplitForest,
         };
         c.fast_levels = None;
         c.capacity_levels = 1;
-        c.hotrap = true;
+        c.logstore = c.compaction_style == CompactionStyle::Leveled;
+        c.hotrap = !c.logstore;
     }
     c
 }
@@ -73,6 +77,18 @@ impl Families {
                 Some(h) => h,
                 None => db.create_cf(&name(f), cf_options(o, f))?,
             };
+            handles.push(Some(h));
+        }
+        Ok(Families { handles })
+    }
+
+    /// The families of `db`, which must all exist already (a copy of a database with them).
+    pub fn existing(db: &Db, families: u64) -> anyhow::Result<Families> {
+        let mut handles = vec![None];
+        for f in 1..=families as usize {
+            let h = db
+                .cf(&name(f))
+                .ok_or_else(|| anyhow::anyhow!("column family {:?} is missing", name(f)))?;
             handles.push(Some(h));
         }
         Ok(Families { handles })

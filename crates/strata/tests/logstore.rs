@@ -291,3 +291,74 @@ fn deferral_ends_at_its_byte_limit_without_reads() {
         );
     }
 }
+
+/// LogStore as one column family's placement, beside a default family placed by level: the
+/// family's reads heat its tables, its write bursts defer its compaction, its temperatures
+/// survive a restart (one side file for every LogStore family), and the default family has no
+/// LogStore state at all.
+#[test]
+fn a_column_family_runs_logstore_beside_a_leveled_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options("cf");
+    o.logstore.defer_read_fraction = 0.05;
+    let cf_opts = strata::CfOptions::from_options(&o);
+    assert!(cf_opts.logstore);
+    o.placement_policy = PlacementPolicy::Static;
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let cf = db.create_cf("hot-cold", cf_opts.clone()).unwrap();
+    // A split-forest family cannot run LogStore.
+    let e = db
+        .create_cf(
+            "forest",
+            strata::CfOptions {
+                compaction_style: strata::CompactionStyle::SplitForest,
+                ..cf_opts
+            },
+        )
+        .unwrap_err();
+    assert_eq!(e.kind(), strata::ErrorKind::InvalidArgument, "{e}");
+    // A burst without reads: the family's compaction is deferred.
+    for i in 0..20_000u64 {
+        db.put_cf(&cf, key(i % 2000), value(i, 1)).unwrap();
+    }
+    let s = db.stats_cf(&cf).unwrap();
+    assert!(s.logstore.as_ref().unwrap().deferred_ticks > 0, "{s}");
+    assert!(
+        db.stats().logstore.is_none(),
+        "the default family places by level"
+    );
+    // Reads heat the family's tables.
+    db.flush_cf(&cf).unwrap();
+    db.wait_for_compactions().unwrap();
+    for _ in 0..200 {
+        db.get_cf(&cf, key(7)).unwrap().unwrap();
+    }
+    let heat = |db: &Db, cf: &strata::ColumnFamily| -> f64 {
+        db.stats_cf(cf)
+            .unwrap()
+            .levels
+            .iter()
+            .map(|l| l.temperature)
+            .sum()
+    };
+    let before = heat(&db, &cf);
+    assert!(before >= 200.0 * 0.99, "reads were counted: {before}");
+    drop(cf);
+    db.close().unwrap();
+    assert!(dir.path().join("TEMPERATURE").exists());
+    let db = Db::open(dir.path(), o).unwrap();
+    let cf = db.cf("hot-cold").unwrap();
+    assert!(cf.options().logstore);
+    let after = heat(&db, &cf);
+    assert!(
+        (after - before).abs() < 1.0,
+        "temperatures after reopening: {after}, before: {before}"
+    );
+    for i in (0..2000).step_by(97) {
+        assert_eq!(
+            db.get_cf(&cf, key(i)).unwrap().as_deref(),
+            Some(value(18_000 + i, 1).as_bytes())
+        );
+    }
+    db.close().unwrap();
+}

@@ -289,6 +289,21 @@ fn attempt_once(
             return Err(undo(Fail(e)));
         }
     };
+    // A column family created or dropped since the manifest was read may have records in the
+    // copied WALs the copy's manifest does not know (it would not open): plan again.
+    match crate::inspect::read_manifest(src) {
+        Ok(now) if same_families(&now.families, &dump.families) => {}
+        Ok(_) => {
+            super::copy::discard_copy(storage.as_ref(), to);
+            return Err(undo(Retry(Error::invalid(
+                "a column family was created or dropped while the checkpoint was written",
+            ))));
+        }
+        Err(e) => {
+            super::copy::discard_copy(storage.as_ref(), to);
+            return Err(undo(classify(e)));
+        }
+    }
     let mut rec = rec;
     rec.sequence = plan.sequence;
     super::finish(registry, rec, stats, to, storage).map_err(Fail)
@@ -335,6 +350,11 @@ fn counters_sequence(plan: &CopyPlan) -> u64 {
 
 /// The last sequence number the copy holds: the manifest's, or the last write in its WAL
 /// files (read as opening the copy will read them, a torn tail dropped).
+/// Whether two manifests' families are the same ones (ids handed out, live ids).
+fn same_families(a: &crate::version::Families, b: &crate::version::Families) -> bool {
+    a.next_id() == b.next_id() && a.iter().map(|(id, _)| id).eq(b.iter().map(|(id, _)| id))
+}
+
 fn copied_sequence(to: &Path, plan: &CopyPlan) -> Result<u64> {
     let mut seq = counters_sequence(plan);
     for (n, _, _) in &plan.wals {

@@ -584,7 +584,7 @@ pub(crate) fn run_pick(
         release_compacting(&pick);
     }
     if let (Ok(r), Some(ls)) = (&installed, &fam.logstore) {
-        super::temperature::count_installed(ls, &pick, r.as_ref(), &st);
+        super::temperature::count_installed(ls, fam.id, &pick, r.as_ref(), &st);
     }
     // Release the inputs' references before the job counts as finished, so that waiting for
     // idleness also waits for obsolete inputs to reach the reaper; count it before too.
@@ -713,7 +713,13 @@ pub(crate) fn flush(inner: &Arc<DbInner>, fams: &[Arc<Family>]) -> Result<()> {
 pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     // Waiting for compactions means wanting the tree in shape: LogStore's deferral is
     // suspended meanwhile.
-    let _settling = inner.default.logstore.as_ref().map(|ls| ls.settle());
+    let _settling: Vec<_> = {
+        let st = inner.state.lock();
+        st.families
+            .values()
+            .filter_map(|fs| fs.handle.logstore.as_ref().map(|ls| ls.settle()))
+            .collect()
+    };
     let mut st = inner.state.lock();
     let none = HashSet::new();
     loop {
@@ -763,9 +769,8 @@ impl DbInner {
         if let Some(pool) = &self.search {
             pool.shutdown();
         }
-        if self.default.logstore.is_some() {
-            let v = self.state.lock().versions.current();
-            if let Err(e) = super::temperature::save(self, &v) {
+        if super::temperature::any(self) {
+            if let Err(e) = super::temperature::save(self) {
                 tracing::warn!(error = %e, "could not write table temperatures at close");
             }
         }

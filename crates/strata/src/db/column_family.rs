@@ -78,9 +78,6 @@ impl std::fmt::Debug for ColumnFamily {
 /// merge operator and compaction filter — is the database's (`Options`).
 /// `CfOptions::default()` takes `Options::default()`'s values; [`CfOptions::from_options`]
 /// takes a database's.
-///
-/// Not yet per family: LogStore placement (`Options::placement_policy`) applies to the
-/// default family only; the others place by level.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CfOptions {
@@ -117,6 +114,10 @@ pub struct CfOptions {
     /// HotRAP for this family (`Options::hotrap`'s other settings apply; each family has
     /// its own promotion cache and RALT, under `ralt-<id>/`).
     pub hotrap: bool,
+    /// LogStore placement for this family (`Options::placement_policy = LogStore`: tables
+    /// placed by temperature, compaction deferred through write bursts; leveled only), with
+    /// the database's `Options::logstore` settings. Off: placed by level.
+    pub logstore: bool,
 }
 
 impl Default for CfOptions {
@@ -144,6 +145,7 @@ impl CfOptions {
             capacity_levels: o.capacity_levels,
             fast_levels: o.fast_levels,
             hotrap: o.hotrap.enabled,
+            logstore: o.placement_policy == crate::tier::PlacementPolicy::LogStore,
         }
     }
 
@@ -165,8 +167,11 @@ impl CfOptions {
         o.capacity_levels = self.capacity_levels;
         o.fast_levels = self.fast_levels;
         o.hotrap.enabled = self.hotrap;
-        // LogStore per family is not built: the other families place by level.
-        o.placement_policy = crate::tier::PlacementPolicy::Static;
+        o.placement_policy = if self.logstore {
+            crate::tier::PlacementPolicy::LogStore
+        } else {
+            crate::tier::PlacementPolicy::Static
+        };
         o
     }
 
@@ -204,6 +209,11 @@ impl CfOptions {
             || !(0.0..=64.0).contains(&self.bloom_bits_per_key)
         {
             return bad("level sizes, file size and block size must be positive, the multiplier above 1, bloom bits 0 to 64");
+        }
+        if self.logstore && self.compaction_style == crate::version::CompactionStyle::SplitForest {
+            return bad(
+                "logstore needs leveled compaction (the split forest's merges move whole trees)",
+            );
         }
         Ok(())
     }
@@ -261,6 +271,7 @@ pub(crate) fn create(inner: &Arc<DbInner>, name: &str, o: CfOptions) -> Result<C
         let fam = new_family(inner, &mut st, id, name, &o, log)?;
         drop(st);
         super::promote::start_hot_thread(inner, &fam);
+        super::temperature::start(inner);
         Ok(ColumnFamily { family: fam })
     })
 }
@@ -315,6 +326,9 @@ pub(crate) fn new_family(
         .ok_or_else(|| Error::invalid(format!("no column family {id}")))?;
     let hot =
         super::promote::open_hotrap(&ralt_dir(&inner.dir, id), &inner.storage, &fopts, &version)?;
+    let logstore = o
+        .logstore
+        .then(|| Arc::new(super::temperature::LogStore::new(fopts.logstore.clone())));
     let fam = Arc::new(Family::new(
         inner.token,
         id,
@@ -324,7 +338,7 @@ pub(crate) fn new_family(
         &[],
         version,
         hot,
-        None,
+        logstore,
     ));
     st.families.insert(
         id,

@@ -225,6 +225,8 @@ impl DbState {
 
 pub(crate) struct DbInner {
     pub dir: PathBuf,
+    /// Whether LogStore's ticker thread runs (started once a family is placed by LogStore).
+    pub temperature_ticker: std::sync::atomic::AtomicBool,
     /// Where WAL files live: `Options::wal_location`, or `dir`; and the storage holding them
     /// (an object-store log location stages in `dir/wal-stage`).
     pub log_dir: PathBuf,

@@ -590,14 +590,13 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         registry,
         deferred: Mutex::new(deferred),
         collecting: Mutex::new(()),
+        temperature_ticker: std::sync::atomic::AtomicBool::new(false),
         to_release: Mutex::new(Vec::new()),
         opts,
         _lock: lock,
     });
     super::column_family::open_families(&inner, family_options, wal_number)?;
-    if inner.default.logstore.is_some() {
-        super::temperature::load(&inner, &inner.state.lock().versions.current());
-    }
+    super::temperature::load(&inner);
     start_threads(&inner);
     super::temperature::start(&inner);
     let families: Vec<Arc<Family>> = {

@@ -105,7 +105,7 @@ pub(crate) fn with_picker_input<T>(
     let temps = fam
         .logstore
         .as_ref()
-        .map(|ls| super::temperature::snapshot(inner, ls, &v));
+        .map(|ls| super::temperature::snapshot(&fam.opts, ls, &v));
     input.temperature = temps.as_ref();
     f(&input)
 }

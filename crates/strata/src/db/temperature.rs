@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use super::family::Family;
 use super::{DbInner, DbState};
 use crate::compaction::{CompactionReason, CompactionResult, Pick};
 use crate::error::Result;
@@ -102,9 +103,8 @@ fn l0_ceiling(o: &crate::Options) -> usize {
     o.level0_stop_writes_trigger.saturating_mul(4)
 }
 
-/// The picker's view of temperatures, under the database lock.
-pub(crate) fn snapshot(inner: &DbInner, ls: &LogStore, v: &Version) -> TemperatureSnapshot {
-    let o = &inner.opts;
+/// The picker's view of temperatures of a family with options `o`, under the database lock.
+pub(crate) fn snapshot(o: &crate::Options, ls: &LogStore, v: &Version) -> TemperatureSnapshot {
     TemperatureSnapshot {
         by_table: v
             .all_files()
@@ -122,19 +122,48 @@ pub(crate) fn snapshot(inner: &DbInner, ls: &LogStore, v: &Version) -> Temperatu
     }
 }
 
-/// Loads the side file's temperatures into the tables of `v` (a missing or damaged file only
-/// loses temperatures: it is reported and ignored).
-pub(crate) fn load(inner: &DbInner, v: &Version) {
+/// The column families placed by LogStore, with their current trees (under the database
+/// lock). Table ids are unique across families, so one side file holds them all.
+fn logstore_trees(st: &DbState) -> Vec<(Arc<Family>, Arc<Version>)> {
+    st.families
+        .values()
+        .filter(|fs| fs.handle.logstore.is_some())
+        .filter_map(|fs| {
+            let v = st.versions.current_of(fs.handle.id)?;
+            Some((fs.handle.clone(), v))
+        })
+        .collect()
+}
+
+/// Whether any column family is placed by LogStore.
+pub(crate) fn any(inner: &DbInner) -> bool {
+    inner
+        .state
+        .lock()
+        .families
+        .values()
+        .any(|fs| fs.handle.logstore.is_some())
+}
+
+/// Loads the side file's temperatures into the tables of every LogStore family (a missing or
+/// damaged file only loses temperatures: it is reported and ignored).
+pub(crate) fn load(inner: &DbInner) {
+    let trees = logstore_trees(&inner.state.lock());
+    if trees.is_empty() {
+        return;
+    }
     match file::read(inner.storage.as_ref(), &inner.dir) {
         Ok(None) => {}
         Ok(Some(m)) => {
-            for f in v.all_files() {
-                if let Some((t, own)) = m.get(&f.id) {
-                    // The short-term count is not kept: estimated from the long-term one.
-                    let o = &inner.opts.logstore;
-                    let ratio =
-                        o.rate_half_life.as_secs_f64() / o.half_life.as_secs_f64().max(1e-9);
-                    f.temperature.restore(*t, *own, *t * ratio.min(1.0));
+            for (_, v) in &trees {
+                for f in v.all_files() {
+                    if let Some((t, own)) = m.get(&f.id) {
+                        // The short-term count is not kept: estimated from the long-term one.
+                        let o = &inner.opts.logstore;
+                        let ratio =
+                            o.rate_half_life.as_secs_f64() / o.half_life.as_secs_f64().max(1e-9);
+                        f.temperature.restore(*t, *own, *t * ratio.min(1.0));
+                    }
                 }
             }
         }
@@ -142,9 +171,11 @@ pub(crate) fn load(inner: &DbInner, v: &Version) {
     }
 }
 
-/// Writes the temperatures of `v`'s tables to the side file.
-pub(crate) fn save(inner: &DbInner, v: &Version) -> Result<()> {
-    file::write(inner.storage.as_ref(), &inner.dir, &entries(v))
+/// Writes the temperatures of every LogStore family's tables to the side file.
+pub(crate) fn save(inner: &DbInner) -> Result<()> {
+    let trees = logstore_trees(&inner.state.lock());
+    let all: Vec<file::Entry> = trees.iter().flat_map(|(_, v)| entries(v)).collect();
+    file::write(inner.storage.as_ref(), &inner.dir, &all)
 }
 
 fn entries(v: &Version) -> Vec<file::Entry> {
@@ -156,10 +187,13 @@ fn entries(v: &Version) -> Vec<file::Entry> {
 /// Gives the tables a compaction installed the temperatures of the tables it replaced.
 pub(crate) fn inherit_into(
     st: &DbState,
+    family: u32,
     inputs: &[&Arc<TableFile>],
     outputs: impl Iterator<Item = u64>,
 ) {
-    let v = st.versions.current();
+    let Some(v) = st.versions.current_of(family) else {
+        return;
+    };
     let ids: Vec<u64> = outputs.collect();
     let outs: Vec<&Arc<TableFile>> = v.all_files().filter(|f| ids.contains(&f.id)).collect();
     let ins: Vec<(&FileMeta, f64)> = inputs
@@ -177,77 +211,92 @@ pub(crate) fn inherit_into(
     }
 }
 
-/// One tick: decay, read-rate sample (deferral), cost measurement, and (with `persist`) the
-/// side file.
-pub(crate) fn tick(inner: &DbInner, ls: &LogStore, factor: (f64, f64), persist: bool) {
-    // The version is held only under the database lock: a tick never keeps a table a
+/// One tick of every LogStore family: decay, read-rate sample (deferral), cost measurement,
+/// and (with `persist`) the side file.
+pub(crate) fn tick(inner: &DbInner, factor: (f64, f64), persist: bool) {
+    // Versions are held only under the database lock: a tick never keeps a table a
     // compaction made obsolete alive past the compaction's end (waiting for compactions then
     // finds its file deleted).
-    let entries = {
+    let (families, entries) = {
         let st = inner.state.lock();
-        let v = st.versions.current();
-        for f in v.all_files() {
-            f.temperature.decay(factor.0, factor.1);
+        let trees = logstore_trees(&st);
+        for (_, v) in &trees {
+            for f in v.all_files() {
+                f.temperature.decay(factor.0, factor.1);
+            }
         }
-        if persist {
-            entries(&v)
+        let all: Vec<file::Entry> = if persist {
+            trees.iter().flat_map(|(_, v)| entries(v)).collect()
         } else {
             Vec::new()
-        }
+        };
+        let families: Vec<Arc<Family>> = trees.into_iter().map(|(f, _)| f).collect();
+        (families, all)
     };
     let gets = inner.stats.gets.load(Relaxed);
     let writes = inner.stats.keys_written.load(Relaxed);
-    let (dg, dw) = {
-        let mut last = ls.last.lock();
-        let d = (gets.saturating_sub(last.0), writes.saturating_sub(last.1));
-        *last = (gets, writes);
-        d
-    };
-    let ops = dg + dw;
-    let defer = dw > 0 && (dg as f64) < ls.opts.defer_read_fraction * ops as f64;
-    if ls.deferring.swap(defer, Relaxed) != defer {
-        tracing::info!(
-            deferring = defer,
-            reads = dg,
-            writes = dw,
-            "LogStore deferral"
-        );
-        if !defer {
-            // Reads are back: let the compaction threads catch up now.
-            let _st = inner.state.lock();
-            inner.bg_cv.notify_all();
+    for fam in &families {
+        let Some(ls) = fam.logstore.as_ref() else {
+            continue;
+        };
+        let (dg, dw) = {
+            let mut last = ls.last.lock();
+            let d = (gets.saturating_sub(last.0), writes.saturating_sub(last.1));
+            *last = (gets, writes);
+            d
+        };
+        let ops = dg + dw;
+        let defer = dw > 0 && (dg as f64) < ls.opts.defer_read_fraction * ops as f64;
+        if ls.deferring.swap(defer, Relaxed) != defer {
+            tracing::info!(
+                family = %fam.name,
+                deferring = defer,
+                reads = dg,
+                writes = dw,
+                "LogStore deferral"
+            );
+            if !defer {
+                // Reads are back: let the compaction threads catch up now.
+                let _st = inner.state.lock();
+                inner.bg_cv.notify_all();
+            }
         }
+        ls.counters.ticks.fetch_add(1, Relaxed);
+        if defer {
+            ls.counters.deferred_ticks.fetch_add(1, Relaxed);
+        }
+        *ls.costs.lock() = ls
+            .opts
+            .costs
+            .unwrap_or_else(|| TierCosts::measured(&inner.stats.tier));
     }
-    ls.counters.ticks.fetch_add(1, Relaxed);
-    if defer {
-        ls.counters.deferred_ticks.fetch_add(1, Relaxed);
-    }
-    *ls.costs.lock() = ls
-        .opts
-        .costs
-        .unwrap_or_else(|| TierCosts::measured(&inner.stats.tier));
-    if !persist {
+    if !persist || families.is_empty() {
         return;
     }
     if let Err(e) = file::write(inner.storage.as_ref(), &inner.dir, &entries) {
-        ls.counters.side_file_errors.fetch_add(1, Relaxed);
+        for ls in families.iter().filter_map(|f| f.logstore.as_ref()) {
+            ls.counters.side_file_errors.fetch_add(1, Relaxed);
+        }
         tracing::warn!(error = %e, "could not write table temperatures");
     }
 }
 
-/// Starts the ticker thread (LogStore only).
+/// Starts the ticker thread once a column family is placed by LogStore (at open, or when such
+/// a family is created); one thread serves every such family. Idempotent.
 pub(crate) fn start(inner: &Arc<DbInner>) {
-    let Some(ls) = inner.default.logstore.clone() else {
+    if !any(inner) || inner.temperature_ticker.swap(true, Relaxed) {
         return;
-    };
+    }
+    // Every family takes its LogStore options from the database's.
+    let o = inner.opts.logstore.clone();
     let i = inner.clone();
-    let every = ls.opts.tick.max(std::time::Duration::from_millis(10));
+    let every = o.tick.max(std::time::Duration::from_millis(10));
     let factor = (
-        decay_factor(every, ls.opts.half_life),
-        decay_factor(every, ls.opts.rate_half_life),
+        decay_factor(every, o.half_life),
+        decay_factor(every, o.rate_half_life),
     );
     // The side file is written about every `persist_interval` (and at close).
-    let persist_every = (ls.opts.persist_interval.as_secs_f64() / every.as_secs_f64())
+    let persist_every = (o.persist_interval.as_secs_f64() / every.as_secs_f64())
         .ceil()
         .max(1.0) as u64;
     let handle = std::thread::Builder::new()
@@ -266,7 +315,7 @@ pub(crate) fn start(inner: &Arc<DbInner>) {
                 }
                 next += every;
                 n += 1;
-                tick(&i, &ls, factor, n.is_multiple_of(persist_every));
+                tick(&i, factor, n.is_multiple_of(persist_every));
             }
         })
         .expect("spawn temperature thread");
@@ -307,6 +356,7 @@ pub(crate) fn stats(ls: &LogStore) -> crate::stats::LogStoreStats {
 /// keeps its table, and so its temperature), and the job is counted by kind.
 pub(crate) fn count_installed(
     ls: &LogStore,
+    family: u32,
     pick: &Pick,
     r: Option<&CompactionResult>,
     st: &DbState,
@@ -314,7 +364,7 @@ pub(crate) fn count_installed(
     let inputs: Vec<&Arc<TableFile>> = pick.inputs.iter().flat_map(|(_, fs)| fs.iter()).collect();
     if let Some(r) = r {
         let outputs = r.outputs.iter().chain(&r.fast_outputs).map(|f| f.id);
-        inherit_into(st, &inputs, outputs);
+        inherit_into(st, family, &inputs, outputs);
     }
     let bytes: u64 = inputs.iter().map(|f| f.size).sum();
     let c = &ls.counters;
