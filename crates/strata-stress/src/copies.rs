@@ -89,7 +89,7 @@ pub fn check_copy(
             (info.sequence, None)
         }
     };
-    let copy = Db::open(&to, o.clone()).with_context(|| format!("opening the {kind:?}"))?;
+    let copy = Db::open(&to, o).with_context(|| format!("opening the {kind:?}"))?;
     let mut exp = expected.clone();
     // The copy has the source's column families.
     let fams = crate::families::Families::existing(&copy, cfg.families)

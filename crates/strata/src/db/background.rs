@@ -713,13 +713,11 @@ pub(crate) fn flush(inner: &Arc<DbInner>, fams: &[Arc<Family>]) -> Result<()> {
 pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     // Waiting for compactions means wanting the tree in shape: LogStore's deferral is
     // suspended meanwhile.
-    let _settling: Vec<_> = {
-        let st = inner.state.lock();
-        st.families
-            .values()
-            .filter_map(|fs| fs.handle.logstore.as_ref().map(|ls| ls.settle()))
-            .collect()
-    };
+    let _settling: Vec<_> = inner
+        .all_families()
+        .iter()
+        .filter_map(|f| f.logstore.as_ref().map(|ls| ls.settle()))
+        .collect();
     let mut st = inner.state.lock();
     let none = HashSet::new();
     loop {

@@ -85,11 +85,7 @@ fn create(inner: &Arc<DbInner>, to: &Path, o: &CheckpointOptions) -> Result<Chec
     if o.log_size_for_flush != u64::MAX {
         let wal_bytes: u64 = live_wals(inner)?.iter().map(|w| w.2).sum();
         if wal_bytes >= o.log_size_for_flush {
-            let all: Vec<_> = {
-                let st = inner.state.lock();
-                st.families.values().map(|fs| fs.handle.clone()).collect()
-            };
-            super::background::flush(inner, &all)?;
+            super::background::flush(inner, &inner.all_families())?;
         }
     }
     // The live WAL files are hard-linked into a hold directory at the checkpoint's moment (a

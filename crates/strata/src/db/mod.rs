@@ -293,6 +293,11 @@ impl DbInner {
             .map(|i| all[i].clone())
     }
 
+    /// Every live column family, the default first (from the lock-free registry).
+    pub fn all_families(&self) -> Vec<Arc<Family>> {
+        self.handles.load().as_ref().clone()
+    }
+
     /// Republishes [`DbInner::handles`] from `st` (under the database lock).
     pub fn publish_handles(&self, st: &DbState) {
         let all: Vec<Arc<Family>> = st.families.values().map(|fs| fs.handle.clone()).collect();
@@ -505,11 +510,7 @@ impl Db {
     /// memtable is flushed.
     pub fn flush(&self) -> Result<()> {
         let inner = self.inner();
-        let all: Vec<Arc<Family>> = {
-            let st = inner.state.lock();
-            st.families.values().map(|fs| fs.handle.clone()).collect()
-        };
-        background::flush(inner, &all)
+        background::flush(inner, &inner.all_families())
     }
 
     /// Compacts every level of the default column family overlapping `[begin, end]` (`None`:

@@ -599,11 +599,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     super::temperature::load(&inner);
     start_threads(&inner);
     super::temperature::start(&inner);
-    let families: Vec<Arc<Family>> = {
-        let st = inner.state.lock();
-        st.families.values().map(|fs| fs.handle.clone()).collect()
-    };
-    for fam in &families {
+    for fam in &inner.all_families() {
         super::promote::start_hot_thread(&inner, fam);
     }
     Ok(inner)

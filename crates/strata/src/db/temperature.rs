@@ -137,12 +137,7 @@ fn logstore_trees(st: &DbState) -> Vec<(Arc<Family>, Arc<Version>)> {
 
 /// Whether any column family is placed by LogStore.
 pub(crate) fn any(inner: &DbInner) -> bool {
-    inner
-        .state
-        .lock()
-        .families
-        .values()
-        .any(|fs| fs.handle.logstore.is_some())
+    inner.all_families().iter().any(|f| f.logstore.is_some())
 }
 
 /// Loads the side file's temperatures into the tables of every LogStore family (a missing or
